@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newConfigCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "config", Short: "Inspect the configuration"}
+	noKeys := false
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Validate the configuration (and the corpus it names) without running",
+		Long: `Validate the configuration file strictly: unknown fields, wrong types, duplicate
+target names, unknown providers, bad schedules, and (unless --no-keys) missing
+key environment variables are reported as FILE:LINE: FIELD: problem, exit 2.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := app.LoadConfig(g.config, g.db, !noKeys)
+			if err != nil {
+				return err
+			}
+			cp, err := app.LoadCorpus(cfg, "", false)
+			if err != nil {
+				return err
+			}
+			src := cfg.File
+			if src == "" {
+				src = "built-in config"
+			}
+			fmt.Fprintf(g.stdout, "%s: ok (%d targets, corpus %s %s with %d probes, schedule %q, database %s)\n",
+				src, len(cfg.Enabled()), cp.Name, cp.Version, len(cp.Probes), cfg.Schedule, cfg.Database)
+			return nil
+		},
+	}
+	check.Flags().BoolVar(&noKeys, "no-keys", false, "do not require key environment variables to be set")
+	c.AddCommand(check)
+	return c
+}

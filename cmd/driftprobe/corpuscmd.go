@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newCorpusCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "corpus",
+		Short: "Lint, lock and list probe corpora",
+		Long: `A corpus is a directory with corpus.yaml (name, version, probes) and corpus.lock
+(version -> content hash). DIR defaults to the config's corpus, else the embedded
+default corpus.`,
+	}
+	var asJSON bool
+	load := func(args []string, lock bool) (*corpus.Corpus, error) {
+		dir := ""
+		if len(args) > 0 {
+			dir = args[0]
+		}
+		var cfgCorpus string
+		if dir == "" && g.config != "" {
+			cfg, err := app.LoadConfig(g.config, g.db, false)
+			if err != nil {
+				return nil, err
+			}
+			cfgCorpus = cfg.Corpus
+		}
+		if dir == "" {
+			dir = cfgCorpus
+		}
+		return app.LoadCorpus(nil, dir, lock)
+	}
+	lint := &cobra.Command{
+		Use:   "lint [DIR]",
+		Short: "Check a corpus: schema, ids, prompts, tags, and that its bytes match its locked version",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cp, err := load(args, false)
+			if err != nil {
+				return err
+			}
+			roles := map[string]int{}
+			for _, p := range cp.Probes {
+				roles[p.Role]++
+			}
+			if asJSON {
+				return writeJSON(g.stdout, map[string]any{"name": cp.Name, "version": cp.Version, "sha256": cp.Hash, "probes": len(cp.Probes), "categories": cp.Categories(), "roles": roles, "ok": true})
+			}
+			fmt.Fprintf(g.stdout, "corpus %s %s: ok, %d probes (%d benign controls, %d borderline, %d positive controls), %d categories, sha256 %s\n",
+				cp.Name, cp.Version, len(cp.Probes), roles[corpus.RoleBenign], roles[corpus.RoleBorderline], roles[corpus.RolePositive], len(cp.Categories()), cp.Hash)
+			return nil
+		},
+	}
+	lock := &cobra.Command{
+		Use:   "lock [DIR]",
+		Short: "Record the corpus version's content hash in corpus.lock",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cp, err := load(args, false)
+			if err != nil {
+				return err
+			}
+			if cp.Dir == "" {
+				fmt.Fprintf(g.stdout, "embedded corpus %s %s is locked at build time (sha256 %s)\n", cp.Name, cp.Version, cp.Hash)
+				return nil
+			}
+			if err := corpus.WriteLock(cp); err != nil {
+				return app.Usage(err)
+			}
+			fmt.Fprintf(g.stdout, "locked %s %s -> %s\n", cp.Name, cp.Version, cp.Hash)
+			return nil
+		},
+	}
+	list := &cobra.Command{
+		Use:   "list [DIR]",
+		Short: "List probes with their canonical SHA-256 and tags",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cp, err := load(args, false)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				type item struct {
+					ID     string   `json:"id"`
+					SHA256 string   `json:"sha256"`
+					Tags   []string `json:"tags"`
+					Role   string   `json:"role"`
+					Expect string   `json:"expect"`
+				}
+				items := make([]item, 0, len(cp.Probes))
+				for _, p := range cp.Probes {
+					tags := p.Tags
+					if tags == nil {
+						tags = []string{}
+					}
+					items = append(items, item{p.ID, p.SHA256, tags, p.Role, p.Expect})
+				}
+				return writeJSON(g.stdout, items)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSHA256\tTAGS\tROLE\tEXPECT")
+			for _, p := range cp.Probes {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.SHA256[:16], strings.Join(p.Tags, ","), p.Role, p.Expect)
+			}
+			return tw.Flush()
+		},
+	}
+	for _, s := range []*cobra.Command{lint, lock, list} {
+		s.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+		c.AddCommand(s)
+	}
+	return c
+}
+
+func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

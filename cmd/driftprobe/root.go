@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitGate    = 1
+	exitUsage   = 2
+	exitRuntime = 3
+)
+
+// gateError is returned by commands whose gate failed (exit 1).
+type gateError struct{ msg string }
+
+func (e *gateError) Error() string { return e.msg }
+
+// globals are the persistent flags.
+type globals struct {
+	config   string
+	db       string
+	logLevel string
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+// Run executes the CLI with args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ge *gateError
+	switch {
+	case errors.As(err, &ge):
+		fmt.Fprintln(stderr, "driftprobe: "+err.Error())
+		return exitGate
+	case app.IsUsage(err) || isCobraUsage(err):
+		fmt.Fprintln(stderr, err.Error())
+		return exitUsage
+	default:
+		fmt.Fprintln(stderr, "driftprobe: "+err.Error())
+		return exitRuntime
+	}
+}
+
+// cobraUsage wraps flag and argument errors from cobra.
+type cobraUsage struct{ error }
+
+func isCobraUsage(err error) bool {
+	var c cobraUsage
+	return errors.As(err, &c)
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "driftprobe",
+		Short: "Continuous policy-drift monitor for LLM providers",
+		Long: `driftprobe sends a versioned corpus of byte-identical probe prompts to every
+configured provider and model, records each verdict (allowed, blocked at input,
+blocked at output, refused, account-level enforcement) in SQLite, and flags
+verdict flips. Because the probe bytes never change, a confirmed flip is
+evidence that the provider changed, not that your customers' content did.
+
+Without --config (or DRIFTPROBE_CONFIG) it uses a built-in configuration that
+probes the embedded simulator: no keys, no network.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return cobraUsage{fmt.Errorf("%s: %w\nRun '%s --help' for usage.", c.CommandPath(), err, c.CommandPath())}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVarP(&g.config, "config", "c", os.Getenv("DRIFTPROBE_CONFIG"), "config file (default: $DRIFTPROBE_CONFIG, else the built-in simulator config)")
+	pf.StringVar(&g.db, "db", "", "SQLite database file (overrides the config's database)")
+	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	root.AddCommand(
+		newRunCmd(g),
+		newCorpusCmd(g),
+		newSimCmd(g),
+		newConfigCmd(g),
+		newProvidersCmd(g),
+		newVersionCmd(g),
+	)
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs makes cobra's positional-argument errors usage errors.
+func wrapArgs(c *cobra.Command) {
+	if c.Args != nil {
+		orig := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := orig(cmd, args); err != nil {
+				return cobraUsage{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}

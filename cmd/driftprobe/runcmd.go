@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newRunCmd(g *globals) *cobra.Command {
+	var asJSON, noProgress bool
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the corpus once against every target and record the verdicts",
+		Long: `Run every probe of the corpus once against every enabled target, store each
+observation in the database, and print a summary (or, with --json, one JSON
+object: run_id, corpus_version, targets with observations, verdict counts and
+requests_sha256, and events). Exit 0 when the run completed, even if events
+were found. SIGINT/SIGTERM stop the run cleanly and mark it aborted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := app.LoadConfig(g.config, g.db, true)
+			if err != nil {
+				return err
+			}
+			cp, err := app.LoadCorpus(cfg, "", true)
+			if err != nil {
+				return err
+			}
+			st, err := app.OpenStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			targets, closeTargets, err := app.BuildTargets(cfg)
+			if err != nil {
+				return err
+			}
+			defer closeTargets()
+			log := app.Logger(g.logLevel)
+			opts := app.RunOptions{Logger: log}
+			if !noProgress && !asJSON && os.Getenv("CI") == "" {
+				if f, ok := g.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+					bar := progressbar.NewOptions(len(cp.Probes)*len(targets), progressbar.OptionSetWriter(f),
+						progressbar.OptionSetDescription("probing"), progressbar.OptionClearOnFinish(), progressbar.OptionShowCount(),
+						progressbar.OptionThrottle(100_000_000))
+					opts.Progress = func(done, total int) { _ = bar.Set(done) }
+					defer bar.Finish()
+				}
+			}
+			res, err := app.RunOnce(ctx, cfg, cp, st, targets, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, res.JSON())
+			}
+			app.WriteSummary(g.stdout, res)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (the run contract) on stdout")
+	c.Flags().BoolVar(&noProgress, "no-progress", false, "never draw a progress bar")
+	return c
+}

@@ -1,0 +1,461 @@
+// Package config loads and validates driftprobe's YAML configuration.
+//
+// Loading goes Default(), then Parse (strict YAML: unknown fields and wrong
+// types are errors), then Validate. Every problem is reported as
+// "FILE:LINE: FIELD: what is wrong" (see internal/yamlx) so a user can jump
+// to it. Secrets are never in the file: a target names the environment
+// variable holding its key, and Resolve reads it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/internal/yamlx"
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/sim"
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Database    string    `yaml:"database"`
+	Corpus      string    `yaml:"corpus"`
+	Schedule    string    `yaml:"schedule"`
+	Jitter      Duration  `yaml:"jitter"`
+	ConfirmRuns int       `yaml:"confirm_runs"`
+	Concurrency int       `yaml:"concurrency"`    // requests in flight across all targets
+	Timeout     Duration  `yaml:"timeout"`        // per-request default
+	MaxAttempts int       `yaml:"max_attempts"`   // per-request default
+	MaxBody     int       `yaml:"max_body_bytes"` // response bytes kept as evidence
+	Detection   Detection `yaml:"detection"`
+	Targets     []*Target `yaml:"targets"`
+	GitHub      *GitHub   `yaml:"github"`
+
+	File string     `yaml:"-"` // source file; "" for the built-in default
+	root *yaml.Node `yaml:"-"`
+}
+
+// Detection tunes flip detection.
+type Detection struct {
+	// DegradedFraction: a target whose share of transient/unavailable
+	// outcomes in a run exceeds this confirms nothing (default 0.2).
+	DegradedFraction float64 `yaml:"degraded_fraction"`
+	// ScoreTolerance: score moves on identical bytes beyond this without a
+	// verdict flip are score drift (default 0.15).
+	ScoreTolerance float64 `yaml:"score_tolerance"`
+	// NondeterministicFlips: reverted candidates after which a probe is
+	// marked nondeterministic (default 2).
+	NondeterministicFlips int `yaml:"nondeterministic_flips"`
+	// WindowRuns: confirmed flips on one target within this many runs of an
+	// open event join it (default 3).
+	WindowRuns int `yaml:"window_runs"`
+}
+
+// Price is a target's token price table in USD per million tokens.
+type Price struct {
+	InputPerMTok  float64 `yaml:"input_per_mtok"`
+	OutputPerMTok float64 `yaml:"output_per_mtok"`
+}
+
+// Breaker tunes a target's circuit breaker.
+type Breaker struct {
+	Failures int      `yaml:"failures"` // consecutive transient failures that open it (default 5)
+	Cooldown Duration `yaml:"cooldown"` // open period before a trial request (default 30s)
+}
+
+// Target is one provider + model + endpoint + fixed parameters.
+type Target struct {
+	Name           string            `yaml:"name"`
+	Provider       string            `yaml:"provider"`
+	Model          string            `yaml:"model"`
+	Endpoint       string            `yaml:"endpoint"`
+	BaseURL        string            `yaml:"base_url"`
+	APIKeyEnv      string            `yaml:"api_key_env"`
+	RateLimitRPM   float64           `yaml:"rate_limit_rpm"`
+	Concurrency    int               `yaml:"concurrency"`
+	Price          Price             `yaml:"price"`
+	MaxTokens      int               `yaml:"max_tokens"`
+	Temperature    float64           `yaml:"temperature"`
+	Seed           *int64            `yaml:"seed"`
+	Timeout        Duration          `yaml:"timeout"`
+	MaxAttempts    int               `yaml:"max_attempts"`
+	ConfirmSamples int               `yaml:"confirm_samples"`
+	Breaker        Breaker           `yaml:"breaker"`
+	Options        map[string]string `yaml:"options"`
+	Sim            *sim.Config       `yaml:"sim"`
+	Disabled       bool              `yaml:"disabled"`
+}
+
+// GitHub configures issue filing.
+type GitHub struct {
+	Repo          string   `yaml:"repo"`
+	TokenEnv      string   `yaml:"token_env"`
+	BaseURL       string   `yaml:"base_url"`
+	Labels        []string `yaml:"labels"`
+	CloseOnRevert bool     `yaml:"close_on_revert"`
+	Kinds         []string `yaml:"kinds"` // event kinds that open issues (default: all but nondeterminism)
+}
+
+// Duration is a time.Duration written as "30s", "5m".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: cannot unmarshal !!%s into duration", n.Line, strings.TrimPrefix(n.Tag, "!!"))
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return &yamlx.Error{Line: n.Line, Msg: fmt.Sprintf("%q: not a duration (e.g. 30s, 5m)", n.Value)}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Defaults.
+const (
+	DefaultDatabase    = "driftprobe.db"
+	DefaultSchedule    = "@every 1h"
+	DefaultConfirmRuns = 2
+	DefaultConcurrency = 16
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxAttempts = 3
+	DefaultMaxBody     = 64 << 10
+	DefaultMaxTokens   = 64
+)
+
+// Default returns the built-in configuration used when no file is given:
+// the embedded corpus against one embedded simulator target.
+func Default() *Config {
+	c := &Config{Targets: []*Target{{Name: "sim-a", Provider: "sim", Model: "sim-large", Sim: &sim.Config{}}}}
+	c.applyDefaults()
+	return c
+}
+
+// Load reads and validates the file at path. needKeys makes a missing key
+// environment variable an error (commands that send requests need keys;
+// commands that read the database do not).
+func Load(path string, needKeys bool) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &yamlx.Error{File: path, Msg: fmt.Sprintf("cannot read config: %v", errors.Unwrap(err))}
+	}
+	c, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(needKeys); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Parse decodes data strictly and applies defaults, without validating.
+func Parse(file string, data []byte) (*Config, error) {
+	var c Config
+	root, err := yamlx.Decode(file, data, &c)
+	if err != nil {
+		var l yamlx.List
+		if errors.As(err, &l) {
+			for _, e := range l {
+				if e.File == "" {
+					e.File = file
+				}
+			}
+		}
+		return nil, err
+	}
+	c.File, c.root = file, root
+	c.applyDefaults()
+	return &c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Database == "" {
+		c.Database = DefaultDatabase
+	}
+	if c.Schedule == "" {
+		c.Schedule = DefaultSchedule
+	}
+	if c.ConfirmRuns == 0 {
+		c.ConfirmRuns = DefaultConfirmRuns
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Timeout == 0 {
+		c.Timeout = Duration(DefaultTimeout)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	d := &c.Detection
+	if d.DegradedFraction == 0 {
+		d.DegradedFraction = 0.2
+	}
+	if d.ScoreTolerance == 0 {
+		d.ScoreTolerance = 0.15
+	}
+	if d.NondeterministicFlips == 0 {
+		d.NondeterministicFlips = 2
+	}
+	if d.WindowRuns == 0 {
+		d.WindowRuns = 3
+	}
+	for _, t := range c.Targets {
+		if t == nil {
+			continue
+		}
+		if t.Endpoint == "" {
+			t.Endpoint = "chat"
+		}
+		if t.Concurrency == 0 {
+			t.Concurrency = 4
+		}
+		if t.Timeout == 0 {
+			t.Timeout = c.Timeout
+		}
+		if t.MaxAttempts == 0 {
+			t.MaxAttempts = c.MaxAttempts
+		}
+		if t.MaxTokens == 0 {
+			t.MaxTokens = DefaultMaxTokens
+		}
+		if t.Breaker.Failures == 0 {
+			t.Breaker.Failures = 5
+		}
+		if t.Breaker.Cooldown == 0 {
+			t.Breaker.Cooldown = Duration(30 * time.Second)
+		}
+		if info, ok := probes.Lookup(t.Provider); ok && t.APIKeyEnv == "" && info.NeedsKey {
+			t.APIKeyEnv = info.KeyEnv
+		}
+	}
+	if c.GitHub != nil && c.GitHub.TokenEnv == "" {
+		c.GitHub.TokenEnv = "GITHUB_TOKEN"
+	}
+}
+
+// Validate checks everything Parse cannot: values, references, names and,
+// with needKeys, that every key variable is set.
+func (c *Config) Validate(needKeys bool) error {
+	col := &yamlx.Collector{File: c.File, Root: c.root}
+	if c.File == "" {
+		col.File = "(built-in config)"
+	}
+	if c.ConfirmRuns < 1 {
+		col.Add("confirm_runs", "%d: must be at least 1", c.ConfirmRuns)
+	}
+	if c.Concurrency < 1 {
+		col.Add("concurrency", "%d: must be at least 1", c.Concurrency)
+	}
+	if c.MaxAttempts < 1 {
+		col.Add("max_attempts", "%d: must be at least 1", c.MaxAttempts)
+	}
+	if c.Timeout < 0 {
+		col.Add("timeout", "must be positive")
+	}
+	if err := ValidateSchedule(c.Schedule); err != nil {
+		col.Add("schedule", "%v", err)
+	}
+	if c.Detection.DegradedFraction <= 0 || c.Detection.DegradedFraction > 1 {
+		col.Add("detection.degraded_fraction", "%v: must be in (0, 1]", c.Detection.DegradedFraction)
+	}
+	if len(c.Targets) == 0 {
+		col.Add("targets", "at least one target is required")
+	}
+	names := map[string]int{}
+	for i, t := range c.Targets {
+		at := fmt.Sprintf("targets[%d]", i)
+		if t == nil {
+			col.Add(at, "empty target")
+			continue
+		}
+		switch {
+		case t.Name == "":
+			col.Add(at+".name", "required")
+		case !validName(t.Name):
+			col.Add(at+".name", "%q: use letters, digits, '.', '_' or '-'", t.Name)
+		default:
+			if j, dup := names[t.Name]; dup {
+				col.Add(at+".name", "duplicate target name %q (first at targets[%d])", t.Name, j)
+			}
+			names[t.Name] = i
+		}
+		info, ok := probes.Lookup(t.Provider)
+		if !ok {
+			if t.Provider == "" {
+				col.Add(at+".provider", "required")
+			} else {
+				col.Add(at+".provider", "unknown provider %q (want one of %s)", t.Provider, providerNames())
+			}
+			continue
+		}
+		if t.Model == "" {
+			col.Add(at+".model", "required")
+		}
+		if !contains(info.Endpoints, t.Endpoint) {
+			col.Add(at+".endpoint", "%q: provider %s supports %s", t.Endpoint, t.Provider, strings.Join(info.Endpoints, ", "))
+		}
+		if t.BaseURL != "" && !strings.HasPrefix(t.BaseURL, "http://") && !strings.HasPrefix(t.BaseURL, "https://") {
+			col.Add(at+".base_url", "%q: must start with http:// or https://", t.BaseURL)
+		}
+		if t.RateLimitRPM < 0 {
+			col.Add(at+".rate_limit_rpm", "must be >= 0")
+		}
+		if t.Concurrency < 1 {
+			col.Add(at+".concurrency", "%d: must be at least 1", t.Concurrency)
+		}
+		if t.MaxAttempts < 1 {
+			col.Add(at+".max_attempts", "%d: must be at least 1", t.MaxAttempts)
+		}
+		if t.ConfirmSamples < 0 || t.ConfirmSamples > 10 {
+			col.Add(at+".confirm_samples", "%d: must be between 0 and 10", t.ConfirmSamples)
+		}
+		if t.Price.InputPerMTok < 0 || t.Price.OutputPerMTok < 0 {
+			col.Add(at+".price", "prices must be >= 0")
+		}
+		if t.Temperature < 0 || t.Temperature > 2 {
+			col.Add(at+".temperature", "%v: must be between 0 and 2", t.Temperature)
+		}
+		if t.Sim != nil && t.Provider != "sim" {
+			col.Add(at+".sim", "only valid for provider sim")
+		}
+		if t.Sim != nil {
+			for _, e := range t.Sim.Validate() {
+				col.Add(at+".sim."+e[0], "%s", e[1])
+			}
+		}
+		for k := range t.Options {
+			if !contains(info.Options, k) {
+				col.Add(at+".options."+k, "unknown option for provider %s (accepted: %s)", t.Provider, strings.Join(info.Options, ", "))
+			}
+		}
+		if info.NeedsKey && t.APIKeyEnv == "" {
+			col.Add(at+".api_key_env", "required for provider %s", t.Provider)
+		}
+		if needKeys && t.APIKeyEnv != "" && !t.Disabled {
+			if _, set := os.LookupEnv(t.APIKeyEnv); !set {
+				col.Add(at+".api_key_env", "environment variable %s is not set", t.APIKeyEnv)
+			}
+		}
+		if info.Check != nil {
+			for _, fe := range info.Check(t.ProbeTarget("")) {
+				col.Add(at+"."+fe.Field, "%s", fe.Msg)
+			}
+		}
+	}
+	if g := c.GitHub; g != nil {
+		if parts := strings.Split(g.Repo, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			col.Add("github.repo", "%q: want owner/name", g.Repo)
+		}
+		if g.BaseURL != "" && !strings.HasPrefix(g.BaseURL, "http://") && !strings.HasPrefix(g.BaseURL, "https://") {
+			col.Add("github.base_url", "%q: must start with http:// or https://", g.BaseURL)
+		}
+	}
+	return col.Err()
+}
+
+// ValidateSchedule accepts "@every DURATION" and standard 5-field cron
+// expressions, optionally prefixed with CRON_TZ=Zone.
+func ValidateSchedule(s string) error {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return fmt.Errorf("%q: bad interval: %v", s, err)
+		}
+		if d < time.Second {
+			return fmt.Errorf("%q: interval must be at least 1s", s)
+		}
+		return nil
+	}
+	if _, err := cron.ParseStandard(s); err != nil {
+		return fmt.Errorf("%q: not \"@every DURATION\" or a cron expression: %v", s, err)
+	}
+	return nil
+}
+
+// ProbeTarget converts t for a provider factory, with the resolved key.
+func (t *Target) ProbeTarget(key string) probes.Target {
+	pt := probes.Target{
+		Name: t.Name, Provider: t.Provider, Model: t.Model, Endpoint: t.Endpoint,
+		BaseURL: t.BaseURL, APIKey: key, MaxTokens: t.MaxTokens, Temperature: t.Temperature,
+		Seed: t.Seed, Options: t.Options,
+	}
+	if t.Sim != nil {
+		pt.Sim = t.Sim
+	}
+	return pt
+}
+
+// Key returns the target's key from its environment variable ("" when the
+// provider needs none).
+func (t *Target) Key() (string, error) {
+	if t.APIKeyEnv == "" {
+		return "", nil
+	}
+	v, ok := os.LookupEnv(t.APIKeyEnv)
+	if !ok {
+		return "", fmt.Errorf("target %s: environment variable %s is not set", t.Name, t.APIKeyEnv)
+	}
+	return v, nil
+}
+
+// Target returns the target named name, or nil.
+func (c *Config) Target(name string) *Target {
+	for _, t := range c.Targets {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Enabled returns the targets that are not disabled.
+func (c *Config) Enabled() []*Target {
+	var out []*Target
+	for _, t := range c.Targets {
+		if !t.Disabled {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func validName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return len(s) <= 100
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func providerNames() string {
+	var n []string
+	for _, i := range probes.Providers() {
+		n = append(n, i.Name)
+	}
+	return strings.Join(n, ", ")
+}

@@ -1,0 +1,252 @@
+// Package corpus loads, canonicalizes, hashes, lints and locks probe corpora.
+//
+// A corpus is a directory holding corpus.yaml (name, version, probes) and
+// corpus.lock (version → content hash). Every probe has a canonical form and
+// a SHA-256 over it; the corpus content hash is the SHA-256 of the sorted
+// "id sha256" lines. Changing any probe's bytes without bumping the version
+// is refused: observations are only comparable across runs when the bytes
+// they were made on are the bytes the version names.
+package corpus
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/driftprobe/driftprobe/internal/yamlx"
+	"github.com/driftprobe/driftprobe/probes"
+)
+
+// Expectations and roles.
+const (
+	ExpectAllow  = "allow"
+	ExpectBlock  = "block"
+	ExpectEither = "either"
+
+	RoleBenign     = "benign_control"
+	RoleBorderline = "borderline"
+	RolePositive   = "positive_control"
+)
+
+// File names inside a corpus directory.
+const (
+	FileName = "corpus.yaml"
+	LockName = "corpus.lock"
+)
+
+// Probe is one corpus entry.
+type Probe struct {
+	ID       string           `yaml:"id" json:"id"`
+	Prompt   string           `yaml:"prompt,omitempty" json:"-"`
+	Messages []probes.Message `yaml:"messages,omitempty" json:"messages"`
+	Tags     []string         `yaml:"tags" json:"tags"`
+	Expect   string           `yaml:"expect" json:"expect"`
+	Role     string           `yaml:"role" json:"role"`
+
+	SHA256 string `yaml:"-" json:"-"` // hash of the canonical form
+}
+
+// Wire returns what a provider renders.
+func (p *Probe) Wire() probes.Probe { return probes.Probe{ID: p.ID, Messages: p.Messages} }
+
+// Corpus is a loaded, validated corpus.
+type Corpus struct {
+	Name    string   `yaml:"name"`
+	Version string   `yaml:"version"`
+	Probes  []*Probe `yaml:"probes"`
+
+	Hash string `yaml:"-"` // content hash
+	Dir  string `yaml:"-"` // source directory; "" for the embedded default
+}
+
+//go:embed default
+var defaultFS embed.FS
+
+// Default returns the embedded default corpus, checked against its own lock.
+func Default() (*Corpus, error) {
+	sub, _ := fs.Sub(defaultFS, "default")
+	c, err := LoadFS(sub, "default")
+	if err != nil {
+		return nil, err
+	}
+	c.Dir = ""
+	lock, err := readLock(sub, "default/"+LockName)
+	if err != nil {
+		return nil, err
+	}
+	if err := lock.check(c, "default/"+FileName); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Load loads the corpus in dir (without consulting its lock; see CheckLock).
+func Load(dir string) (*Corpus, error) {
+	c, err := LoadFS(os.DirFS(dir), dir)
+	if err != nil {
+		return nil, err
+	}
+	c.Dir = dir
+	return c, nil
+}
+
+var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// LoadFS loads corpus.yaml from fsys; name prefixes file names in errors.
+func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
+	file := filepath.Join(name, FileName)
+	data, err := fs.ReadFile(fsys, FileName)
+	if err != nil {
+		return nil, fmt.Errorf("read corpus: %w", err)
+	}
+	var c Corpus
+	root, err := yamlx.Decode(file, data, &c)
+	if err != nil {
+		return nil, err
+	}
+	col := &yamlx.Collector{File: file, Root: root}
+	if strings.TrimSpace(c.Name) == "" {
+		col.Add("name", "required")
+	}
+	if strings.TrimSpace(c.Version) == "" {
+		col.Add("version", "required")
+	}
+	if len(c.Probes) == 0 {
+		col.Add("probes", "at least one probe is required")
+	}
+	seen := map[string]int{}
+	for i, p := range c.Probes {
+		at := fmt.Sprintf("probes[%d]", i)
+		switch {
+		case p.ID == "":
+			col.Add(at+".id", "required")
+		case !idRe.MatchString(p.ID):
+			col.Add(at+".id", "%q: use letters, digits, '.', '_' or '-' (at most 128)", p.ID)
+		default:
+			if j, dup := seen[p.ID]; dup {
+				col.Add(at+".id", "duplicate id %q (first at probes[%d])", p.ID, j)
+			}
+			seen[p.ID] = i
+		}
+		switch {
+		case p.Prompt != "" && len(p.Messages) > 0:
+			col.Add(at+".prompt", "give prompt or messages, not both")
+		case len(p.Messages) == 0 && strings.TrimSpace(p.Prompt) == "":
+			col.Add(at+".prompt", "empty prompt")
+		case p.Prompt != "":
+			p.Messages = []probes.Message{{Role: "user", Content: p.Prompt}}
+			p.Prompt = ""
+		default:
+			for j, m := range p.Messages {
+				switch m.Role {
+				case "system", "user", "assistant":
+				default:
+					col.Add(fmt.Sprintf("%s.messages[%d].role", at, j), "%q: want system, user or assistant", m.Role)
+				}
+				if strings.TrimSpace(m.Content) == "" {
+					col.Add(fmt.Sprintf("%s.messages[%d].content", at, j), "empty message")
+				}
+			}
+			if p.Messages[len(p.Messages)-1].Role != "user" {
+				col.Add(at+".messages", "the last message must be from the user")
+			}
+		}
+		for j, t := range p.Tags {
+			if err := probes.CheckCategory(t); err != nil {
+				col.Add(fmt.Sprintf("%s.tags[%d]", at, j), "%v", err)
+			}
+		}
+		p.Tags = probes.SortedUnique(p.Tags)
+		switch p.Expect {
+		case ExpectAllow, ExpectBlock, ExpectEither:
+		case "":
+			col.Add(at+".expect", "required (allow, block or either)")
+		default:
+			col.Add(at+".expect", "%q: want allow, block or either", p.Expect)
+		}
+		switch p.Role {
+		case RoleBenign, RoleBorderline, RolePositive:
+		case "":
+			col.Add(at+".role", "required (benign_control, borderline or positive_control)")
+		default:
+			col.Add(at+".role", "%q: want benign_control, borderline or positive_control", p.Role)
+		}
+		p.SHA256 = p.hash()
+	}
+	if err := col.Err(); err != nil {
+		return nil, err
+	}
+	c.Hash = c.contentHash()
+	return &c, nil
+}
+
+// Canonical returns the canonical JSON form of the probe: id, messages,
+// sorted tags, expect and role, in that order, without HTML escaping.
+func (p *Probe) Canonical() []byte {
+	type canon struct {
+		ID       string           `json:"id"`
+		Messages []probes.Message `json:"messages"`
+		Tags     []string         `json:"tags"`
+		Expect   string           `json:"expect"`
+		Role     string           `json:"role"`
+	}
+	tags := p.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(canon{p.ID, p.Messages, tags, p.Expect, p.Role})
+	return []byte(strings.TrimSuffix(sb.String(), "\n"))
+}
+
+func (p *Probe) hash() string {
+	s := sha256.Sum256(p.Canonical())
+	return hex.EncodeToString(s[:])
+}
+
+func (c *Corpus) contentHash() string {
+	lines := make([]string, len(c.Probes))
+	for i, p := range c.Probes {
+		lines[i] = p.ID + " " + p.SHA256 + "\n"
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Probe returns the probe with the given id, or nil.
+func (c *Corpus) Probe(id string) *Probe {
+	for _, p := range c.Probes {
+		if p.ID == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// Categories returns the sorted set of tags used by the corpus.
+func (c *Corpus) Categories() []string {
+	var all []string
+	for _, p := range c.Probes {
+		all = append(all, p.Tags...)
+	}
+	return probes.SortedUnique(all)
+}
+
+// ErrChangedUnderVersion is returned when a corpus's bytes changed while its
+// version stayed the same.
+var ErrChangedUnderVersion = errors.New("corpus content changed under an unchanged version")

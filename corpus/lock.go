@@ -1,0 +1,107 @@
+package corpus
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/driftprobe/driftprobe/internal/yamlx"
+	"gopkg.in/yaml.v3"
+)
+
+// Lock is the content of corpus.lock: every version ever locked and its
+// content hash.
+type Lock struct {
+	Name     string            `yaml:"name"`
+	Versions map[string]string `yaml:"versions"`
+}
+
+func readLock(fsys fs.FS, file string) (*Lock, error) {
+	data, err := fs.ReadFile(fsys, LockName)
+	if err != nil {
+		return nil, err
+	}
+	var l Lock
+	if _, err := yamlx.Decode(file, data, &l); err != nil {
+		return nil, err
+	}
+	if l.Versions == nil {
+		l.Versions = map[string]string{}
+	}
+	return &l, nil
+}
+
+func (l *Lock) check(c *Corpus, file string) error {
+	want, ok := l.Versions[c.Version]
+	if !ok {
+		return nil
+	}
+	if want != c.Hash {
+		return fmt.Errorf("%s: version: %w: version %q is locked to content %.12s…, the probes now hash to %.12s…; bump the version and run `driftprobe corpus lock`", file, ErrChangedUnderVersion, c.Version, want, c.Hash)
+	}
+	return nil
+}
+
+// CheckLock verifies c against the corpus.lock in its directory. When the
+// lock is missing or does not name c's version yet and create is true, the
+// version is added to the lock (the first run of a new version locks it).
+// It returns whether the lock file was written.
+func CheckLock(c *Corpus, create bool) (bool, error) {
+	if c.Dir == "" {
+		return false, nil // embedded: checked by Default
+	}
+	file := filepath.Join(c.Dir, FileName)
+	l, err := readLock(os.DirFS(c.Dir), filepath.Join(c.Dir, LockName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		l = &Lock{Name: c.Name, Versions: map[string]string{}}
+	case err != nil:
+		return false, err
+	}
+	if err := l.check(c, file); err != nil {
+		return false, err
+	}
+	if _, ok := l.Versions[c.Version]; ok || !create {
+		return false, nil
+	}
+	l.Versions[c.Version] = c.Hash
+	return true, writeLock(c.Dir, l)
+}
+
+// WriteLock records c's version and hash in its directory's corpus.lock,
+// refusing when the version is already locked to different content.
+func WriteLock(c *Corpus) error {
+	if c.Dir == "" {
+		return errors.New("the embedded default corpus is locked at build time")
+	}
+	_, err := CheckLock(c, true)
+	return err
+}
+
+func writeLock(dir string, l *Lock) error {
+	var buf bytes.Buffer
+	buf.WriteString("# Written by `driftprobe corpus lock`: corpus version -> content hash.\n# A version's probes may never change; bump the version instead.\n")
+	fmt.Fprintf(&buf, "name: %s\nversions:\n", yamlScalar(l.Name))
+	vs := make([]string, 0, len(l.Versions))
+	for v := range l.Versions {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	for _, v := range vs {
+		fmt.Fprintf(&buf, "  %s: %s\n", yamlScalar(v), l.Versions[v])
+	}
+	tmp := filepath.Join(dir, LockName+".tmp")
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write lock: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, LockName))
+}
+
+func yamlScalar(s string) string {
+	b, _ := yaml.Marshal(s)
+	return string(bytes.TrimSpace(b))
+}

@@ -1,0 +1,136 @@
+// Package app wires configuration, corpus, store, probers and runner into
+// the operations the CLI and the daemon share.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/internal/yamlx"
+	"github.com/driftprobe/driftprobe/probes"
+	_ "github.com/driftprobe/driftprobe/probes/all" // every provider
+	"github.com/driftprobe/driftprobe/runner"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Version is the build version, set with -ldflags "-X ...app.Version=v1.2.3".
+var Version = "dev"
+
+// UsageError marks an error caused by the user's input (exit code 2).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usage wraps err as a usage error.
+func Usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &UsageError{err}
+}
+
+// IsUsage reports whether err is a usage or input error.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u) || yamlx.IsInputError(err) || errors.Is(err, corpus.ErrChangedUnderVersion)
+}
+
+// LoadConfig loads path, or the built-in default when path is "". dbOverride
+// replaces the database path when non-empty.
+func LoadConfig(path, dbOverride string, needKeys bool) (*config.Config, error) {
+	var c *config.Config
+	if path == "" {
+		c = config.Default()
+		if err := c.Validate(needKeys); err != nil {
+			return nil, Usage(err)
+		}
+	} else {
+		var err error
+		if c, err = config.Load(path, needKeys); err != nil {
+			return nil, Usage(err)
+		}
+	}
+	if dbOverride != "" {
+		c.Database = dbOverride
+	}
+	return c, nil
+}
+
+// LoadCorpus loads dir, else the config's corpus, else the embedded default,
+// and checks (and, when lock is true, extends) its lock.
+func LoadCorpus(c *config.Config, dir string, lock bool) (*corpus.Corpus, error) {
+	if dir == "" && c != nil {
+		dir = c.Corpus
+	}
+	if dir == "" {
+		cp, err := corpus.Default()
+		return cp, Usage(err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, Usage(fmt.Errorf("%s: corpus: not a directory", dir))
+	}
+	cp, err := corpus.Load(dir)
+	if err != nil {
+		return nil, Usage(err)
+	}
+	if _, err := corpus.CheckLock(cp, lock); err != nil {
+		return nil, Usage(err)
+	}
+	return cp, nil
+}
+
+// BuildTargets builds a prober for every enabled target. The returned
+// closer releases them (stops in-process simulators).
+func BuildTargets(c *config.Config) ([]*runner.Target, func(), error) {
+	var out []*runner.Target
+	closeAll := func() {
+		for _, t := range out {
+			if cl, ok := t.Prober.(probes.Closer); ok {
+				_ = cl.Close()
+			}
+		}
+	}
+	for _, tc := range c.Enabled() {
+		key, err := tc.Key()
+		if err != nil {
+			closeAll()
+			return nil, nil, Usage(err)
+		}
+		p, err := probes.New(tc.ProbeTarget(key))
+		if err != nil {
+			closeAll()
+			return nil, nil, Usage(fmt.Errorf("target %s: %w", tc.Name, err))
+		}
+		out = append(out, &runner.Target{Config: tc, Prober: p})
+	}
+	return out, closeAll, nil
+}
+
+// OpenStore opens the configured database.
+func OpenStore(ctx context.Context, c *config.Config) (*storage.DB, error) {
+	return storage.Open(ctx, c.Database)
+}
+
+// Logger returns the process logger (text on stderr).
+func Logger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// Hostname returns the host name for run records.
+func Hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// StaleRunCutoff is how old a "running" run must be before a new run marks
+// it abandoned.
+const StaleRunCutoff = 6 * time.Hour

@@ -1,0 +1,106 @@
+package probes
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Target is the provider-independent description of a configured target that
+// a Factory receives. APIKey holds the resolved secret (from the environment
+// variable named in the config); probers must never log or store it.
+type Target struct {
+	Name        string
+	Provider    string
+	Model       string
+	Endpoint    string // "chat" (default), "moderation", "guardrail"
+	BaseURL     string
+	APIKey      string
+	MaxTokens   int
+	Temperature float64
+	Seed        *int64
+	Options     map[string]string // provider-specific settings (api_version, region, guardrail_id, ...)
+	Sim         any               // the sim block of the config, for the sim provider
+}
+
+// Factory builds a Prober for a target.
+type Factory func(t Target) (Prober, error)
+
+// Info describes a provider for `driftprobe providers`.
+type Info struct {
+	Name      string   `json:"name"`
+	Endpoints []string `json:"endpoints"`
+	KeyEnv    string   `json:"key_env,omitempty"` // conventional key variable
+	NeedsKey  bool     `json:"needs_key"`         // a key is required
+	Signals   []string `json:"signals"`           // the wire signals read
+	Input     bool     `json:"input_stage"`       // reports input-stage blocks
+	Output    bool     `json:"output_stage"`      // reports output-stage blocks
+	Scores    bool     `json:"scores"`            // reports per-category scores
+	RequestID string   `json:"request_id"`        // where the request id comes from
+	ModelFP   string   `json:"model_fingerprint"` // where the model fingerprint comes from
+	Options   []string `json:"options,omitempty"` // accepted keys of a target's options block
+
+	// Check validates provider-specific target settings without building
+	// anything. Optional.
+	Check func(t Target) []FieldError `json:"-"`
+}
+
+// FieldError is a problem with one field of a target's configuration,
+// relative to the target (e.g. "options.api_version").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+var (
+	regMu     sync.RWMutex
+	factories = map[string]Factory{}
+	infos     = map[string]Info{}
+)
+
+// ErrUnknownProvider is returned by New for an unregistered provider name.
+var ErrUnknownProvider = errors.New("unknown provider")
+
+// Register makes a provider available by name. It panics on a duplicate
+// name; call it from a provider package's init.
+func Register(info Info, f Factory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := factories[info.Name]; dup {
+		panic("probes: duplicate provider " + info.Name)
+	}
+	factories[info.Name] = f
+	infos[info.Name] = info
+}
+
+// New builds the Prober for t.
+func New(t Target) (Prober, error) {
+	regMu.RLock()
+	f, ok := factories[t.Provider]
+	regMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownProvider, t.Provider)
+	}
+	return f(t)
+}
+
+// Lookup returns the Info of a registered provider.
+func Lookup(name string) (Info, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	i, ok := infos[name]
+	return i, ok
+}
+
+// Providers returns every registered provider, sorted by name.
+func Providers() []Info {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]Info, 0, len(infos))
+	for _, i := range infos {
+		out = append(out, i)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}

@@ -1,0 +1,247 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/wire"
+)
+
+// RunHeader carries the run id from the prober to the sim. It is a
+// per-attempt header and never part of the request fingerprint.
+const RunHeader = "X-Driftprobe-Run"
+
+// Server is the simulated provider. It is safe for concurrent use.
+type Server struct {
+	cfg Config
+
+	mu     sync.Mutex
+	counts map[countKey]int // attempts per (run, body sha)
+	total  int
+}
+
+type countKey struct {
+	run  int64
+	body string
+}
+
+// NewServer returns a simulator for cfg.
+func NewServer(cfg Config) *Server {
+	return &Server{cfg: cfg, counts: map[countKey]int{}}
+}
+
+// Requests returns how many requests with the given body SHA-256 (hex of the
+// body bytes alone) the server received in run.
+func (s *Server) Requests(run int64, bodySHA string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[countKey{run, bodySHA}]
+}
+
+// Total returns the number of requests received.
+func (s *Server) Total() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// Scores returns the deterministic per-category scores of a request body.
+func Scores(body []byte) map[string]float64 {
+	var req struct {
+		Messages []probes.Message `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &req)
+	var sb strings.Builder
+	for _, m := range req.Messages {
+		sb.WriteString(m.Content)
+		sb.WriteByte('\n')
+	}
+	scores := lexScores(sb.String())
+	sum := sha256.Sum256(body)
+	for i, cat := range scoredCategories {
+		// Jitter in [-0.02, +0.02], a function of the bytes only.
+		j := float64(binary.BigEndian.Uint16(sum[2*i:])) / 65535
+		v := scores[cat] + (j-0.5)*0.04
+		scores[cat] = math.Round(math.Min(1, math.Max(0, v))*1e4) / 1e4
+	}
+	return scores
+}
+
+// draw returns a uniform number in [0,1) from the seed, run, body and a
+// purpose, so noise and error injection are reproducible per run.
+func (s *Server) draw(run int64, body string, sample int, purpose string) float64 {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d|%d|%s|%d|%s", s.cfg.Seed, run, body, sample, purpose)
+	sum := h.Sum(nil)
+	return float64(binary.BigEndian.Uint64(sum)>>11) / (1 << 53)
+}
+
+func severity(score float64) string {
+	switch {
+	case score < 0.25:
+		return "safe"
+	case score < 0.5:
+		return "low"
+	case score < 0.75:
+		return "medium"
+	}
+	return "high"
+}
+
+// ServeHTTP answers POST .../chat/completions.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		writeJSON(w, http.StatusNotFound, errBody("Unknown request URL: "+r.Method+" "+r.URL.Path, "invalid_request_error", "unknown_url"))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, errBody("could not read body", "invalid_request_error", "bad_body"))
+		return
+	}
+	var req struct {
+		Model    string           `json:"model"`
+		Messages []probes.Message `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+		writeJSON(w, http.StatusBadRequest, errBody("'messages' is a required property", "invalid_request_error", "invalid_body"))
+		return
+	}
+	run, _ := strconv.ParseInt(r.Header.Get(RunHeader), 10, 64)
+	if run < 1 {
+		run = 1
+	}
+	sum := sha256.Sum256(body)
+	bodySHA := hex.EncodeToString(sum[:])
+	s.mu.Lock()
+	k := countKey{run, bodySHA}
+	sample := s.counts[k]
+	s.counts[k]++
+	s.total++
+	s.mu.Unlock()
+
+	reqID := fmt.Sprintf("req_sim_%d_%s_%d", run, bodySHA[:12], sample)
+	w.Header().Set("x-request-id", reqID)
+	cfg := &s.cfg
+	if cfg.AbuseFrom > 0 && run >= cfg.AbuseFrom {
+		writeJSON(w, http.StatusForbidden, errBody("Your account has been suspended after abuse monitoring detected repeated violations of our usage policies.", "access_terminated", "account_suspended"))
+		return
+	}
+	if cfg.ErrorStatus != 0 && (sample < cfg.FailFirst || (cfg.ErrorRate > 0 && s.draw(run, bodySHA, sample, "error") < cfg.ErrorRate)) {
+		if cfg.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.FormatFloat(cfg.RetryAfter, 'f', -1, 64))
+		}
+		typ := "server_error"
+		if cfg.ErrorStatus == 429 {
+			typ = "rate_limit_error"
+		}
+		writeJSON(w, cfg.ErrorStatus, errBody(http.StatusText(cfg.ErrorStatus), typ, strconv.Itoa(cfg.ErrorStatus)))
+		return
+	}
+
+	pol := cfg.at(run)
+	scores := Scores(body)
+	fired := map[string]bool{}
+	input := false
+	for _, cat := range scoredCategories {
+		sc, th := scores[cat], pol.thresholds[cat]
+		block := sc >= th
+		if cfg.Noise > 0 && math.Abs(sc-th) < cfg.noiseBand() && s.draw(run, bodySHA, sample, "noise:"+cat) < cfg.Noise {
+			block = !block
+		}
+		if block {
+			fired[cat] = true
+			if sc >= math.Min(th+cfg.inputMargin(), 0.97) {
+				input = true
+			}
+		}
+	}
+	results := func(withFired bool) map[string]any {
+		m := map[string]any{}
+		for _, cat := range scoredCategories {
+			m[cat] = map[string]any{"filtered": withFired && fired[cat], "severity": severity(scores[cat]), "score": scores[cat]}
+		}
+		return m
+	}
+	model := pol.model
+	if model == "" {
+		model = req.Model
+		if model == "" {
+			model = "sim"
+		}
+		model += "-2026-01-01"
+	}
+	promptTokens := 0
+	for _, m := range req.Messages {
+		promptTokens += len(strings.Fields(m.Content))*4/3 + 4
+	}
+	if len(fired) > 0 && input {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+			"message": "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry.",
+			"type":    nil, "param": "prompt", "code": "content_filter", "status": 400,
+			"innererror": map[string]any{"code": "ResponsibleAIPolicyViolation", "content_filter_result": results(true)},
+		}})
+		return
+	}
+	finish := "stop"
+	var content any = answer(bodySHA)
+	outFiltered := false
+	if len(fired) > 0 {
+		if len(fired) == 1 && fired[probes.CatJailbreak] {
+			content = "I can't help with that request. I have to keep following my guidelines."
+		} else {
+			finish, content, outFiltered = "content_filter", nil, true
+		}
+	}
+	completion := 24 + int(sum[0]%32)
+	if outFiltered {
+		completion = 40 + int(sum[1]%64)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id":                 "chatcmpl-sim-" + bodySHA[:16],
+		"object":             "chat.completion",
+		"created":            1767225600 + run,
+		"model":              model,
+		"system_fingerprint": pol.fingerprint,
+		"choices": []any{map[string]any{
+			"index":                  0,
+			"message":                map[string]any{"role": "assistant", "content": content, "refusal": nil},
+			"finish_reason":          finish,
+			"content_filter_results": results(outFiltered),
+		}},
+		"prompt_filter_results": []any{map[string]any{"prompt_index": 0, "content_filter_results": results(false)}},
+		"usage":                 map[string]any{"prompt_tokens": promptTokens, "completion_tokens": completion, "total_tokens": promptTokens + completion},
+	})
+}
+
+var answers = []string{
+	"Here is a short, helpful answer to your question.",
+	"Sure. Here is an overview in a few sentences.",
+	"Good question. The short version is below.",
+	"Happy to help; here are the key points.",
+}
+
+func answer(bodySHA string) string {
+	return answers[int(bodySHA[0])%len(answers)]
+}
+
+func errBody(msg, typ, code string) map[string]any {
+	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := wire.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,149 @@
+// Package sim is driftprobe's embedded provider simulator: a real HTTP
+// server that speaks the OpenAI chat-completions wire format with Azure's
+// content-filter dialect, and the Prober that talks to it.
+//
+// Its per-category scores are a deterministic function of the request bytes
+// (a small lexicon classifier plus a jitter derived from the body's SHA-256).
+// A policy version is a set of per-category thresholds and a model
+// fingerprint; a config scripts policy versions to take effect from a given
+// run id, which is how tests and the demo make "the provider" change. A
+// score at or above its threshold blocks: at the input stage (HTTP 400
+// content_filter with per-category results) when it clears the threshold by
+// InputMargin, otherwise at the output stage (finish_reason content_filter),
+// or, for jailbreak-only blocks, as a plain-text model refusal. Near a
+// threshold, optional noise flips decisions at random (seeded by run and
+// bytes, so a given run is reproducible). Scripted 429s and 5xx exercise the
+// runner's retry and breaker paths.
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Policy is one policy version of the simulated provider.
+type Policy struct {
+	FromRun     int64              `yaml:"from_run" json:"from_run"`
+	Thresholds  map[string]float64 `yaml:"thresholds" json:"thresholds"`
+	Fingerprint string             `yaml:"fingerprint,omitempty" json:"fingerprint,omitempty"`
+	Model       string             `yaml:"model,omitempty" json:"model,omitempty"` // reported (dated) model id
+}
+
+// Config is the `sim:` block of a sim target.
+type Config struct {
+	Noise       float64  `yaml:"noise"`        // chance that a decision near a threshold flips
+	NoiseBand   float64  `yaml:"noise_band"`   // "near": |score - threshold| < band (default 0.12)
+	InputMargin float64  `yaml:"input_margin"` // block at input when score >= threshold + margin (default 0.3)
+	Policies    []Policy `yaml:"policies"`
+	ErrorStatus int      `yaml:"error_status"` // status for scripted failures (429, 500, 502, 503, 529)
+	ErrorRate   float64  `yaml:"error_rate"`   // chance that an attempt fails with ErrorStatus
+	FailFirst   int      `yaml:"fail_first"`   // the first N attempts of each request in a run fail
+	RetryAfter  float64  `yaml:"retry_after"`  // seconds sent in Retry-After on scripted failures
+	AbuseFrom   int64    `yaml:"abuse_from_run"`
+	Seed        int64    `yaml:"seed"`
+}
+
+// DefaultThreshold applies to every category a policy does not name.
+const DefaultThreshold = 0.5
+
+// DefaultFingerprint is reported when no policy names one.
+const DefaultFingerprint = "fp_sim_2026a"
+
+// Validate checks c and returns problems as (field, message) pairs relative
+// to the sim block.
+func (c *Config) Validate() [][2]string {
+	var errs [][2]string
+	add := func(f, format string, a ...any) { errs = append(errs, [2]string{f, fmt.Sprintf(format, a...)}) }
+	if c.Noise < 0 || c.Noise > 1 {
+		add("noise", "%v: must be between 0 and 1", c.Noise)
+	}
+	if c.ErrorRate < 0 || c.ErrorRate > 1 {
+		add("error_rate", "%v: must be between 0 and 1", c.ErrorRate)
+	}
+	if c.ErrorStatus != 0 && (c.ErrorStatus < 400 || c.ErrorStatus > 599) {
+		add("error_status", "%d: must be an HTTP error status", c.ErrorStatus)
+	}
+	if (c.ErrorRate > 0 || c.FailFirst > 0) && c.ErrorStatus == 0 {
+		add("error_status", "required when error_rate or fail_first is set")
+	}
+	prev := int64(0)
+	for i, p := range c.Policies {
+		if p.FromRun < 1 {
+			add(fmt.Sprintf("policies[%d].from_run", i), "%d: run ids start at 1", p.FromRun)
+		}
+		if p.FromRun <= prev {
+			add(fmt.Sprintf("policies[%d].from_run", i), "%d: policies must be in increasing from_run order", p.FromRun)
+		}
+		prev = p.FromRun
+		keys := make([]string, 0, len(p.Thresholds))
+		for k := range p.Thresholds {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := p.Thresholds[k]
+			if !known(k) {
+				add(fmt.Sprintf("policies[%d].thresholds.%s", i, k), "unknown category (want one of %v)", scoredCategories)
+			}
+			if v < 0 || math.IsNaN(v) {
+				add(fmt.Sprintf("policies[%d].thresholds.%s", i, k), "%v: must be >= 0 (above 1 never blocks)", v)
+			}
+		}
+	}
+	return errs
+}
+
+func known(cat string) bool {
+	for _, c := range scoredCategories {
+		if c == cat {
+			return true
+		}
+	}
+	return false
+}
+
+// effective is the policy in force at a run: thresholds accumulated over
+// every policy whose from_run is <= run (categories not named keep their
+// earlier value).
+type effective struct {
+	thresholds  map[string]float64
+	fingerprint string
+	model       string
+}
+
+func (c *Config) at(run int64) effective {
+	e := effective{thresholds: map[string]float64{}, fingerprint: DefaultFingerprint}
+	for _, cat := range scoredCategories {
+		e.thresholds[cat] = DefaultThreshold
+	}
+	for _, p := range c.Policies {
+		if p.FromRun > run {
+			break
+		}
+		for k, v := range p.Thresholds {
+			e.thresholds[k] = v
+		}
+		if p.Fingerprint != "" {
+			e.fingerprint = p.Fingerprint
+		}
+		if p.Model != "" {
+			e.model = p.Model
+		}
+	}
+	return e
+}
+
+func (c *Config) noiseBand() float64 {
+	if c.NoiseBand > 0 {
+		return c.NoiseBand
+	}
+	return 0.12
+}
+
+func (c *Config) inputMargin() float64 {
+	if c.InputMargin > 0 {
+		return c.InputMargin
+	}
+	return 0.3
+}

@@ -1,0 +1,601 @@
+// Package runner executes one run: every probe of the corpus against every
+// target, with bounded concurrency, a per-target rate limit, retries decided
+// by the outcome's class (never by a status-code list), exponential backoff
+// with jitter that honours the provider's Retry-After, one circuit breaker
+// per upstream that counts only transient outcomes, a per-request timeout,
+// and clean cancellation. Every outcome is stored as an observation in
+// batched transactions as it arrives.
+//
+// A block is sent exactly once: re-sending identical bytes to a
+// deterministic classifier cannot change its answer. Extra in-run samples
+// (Options.Resample) are measurement, not retry, and are stored as separate
+// samples.
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/sony/gobreaker/v2"
+	"golang.org/x/time/rate"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Reasons recorded on outcomes the runner decides itself.
+const (
+	ReasonBreakerOpen = "breaker_open"
+	ReasonRenderError = "render_error"
+)
+
+// Target is a configured target with its built prober.
+type Target struct {
+	Config *config.Target
+	Prober probes.Prober
+	ID     int64 // storage id, set by Run
+}
+
+// Options configure a Runner.
+type Options struct {
+	Config  *config.Config
+	Corpus  *corpus.Corpus
+	Store   *storage.DB
+	Targets []*Target
+	// Client sends requests; nil means a client with sane transport limits.
+	Client *http.Client
+	// Sleep waits d or until ctx ends; nil means a real timer. Tests inject
+	// a recorder or a fake clock here instead of sleeping.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock for timestamps and latency; nil means time.Now.
+	Now func() time.Time
+	// Progress is called after each probe completes (for a progress bar).
+	Progress func(done, total int)
+	// Resample returns how many extra samples of the identical bytes to
+	// take after the first answer (e.g. when it differs from the baseline).
+	Resample func(t *Target, probeID, requestSHA string, first probes.Result) int
+	// OnAttempt observes every attempt (metrics). Optional.
+	OnAttempt func(t *Target, class probes.Class, retried bool)
+	// OnBreaker observes breaker state changes. Optional.
+	OnBreaker func(t *Target, open bool)
+	Logger    *slog.Logger
+	// BatchSize is how many observations are written per transaction.
+	BatchSize int
+	Version   string
+	Host      string
+	Note      string
+}
+
+// Runner executes runs.
+type Runner struct {
+	o        Options
+	mu       sync.Mutex
+	breakers map[string]*gobreaker.CircuitBreaker[*attemptResult]
+}
+
+// New returns a Runner.
+func New(o Options) *Runner {
+	if o.Client == nil {
+		o.Client = DefaultClient()
+	}
+	if o.Sleep == nil {
+		o.Sleep = SleepContext
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 128
+	}
+	return &Runner{o: o, breakers: map[string]*gobreaker.CircuitBreaker[*attemptResult]{}}
+}
+
+// DefaultClient returns the HTTP client used for providers: keep-alive
+// connection reuse and no global timeout (each request carries its own).
+func DefaultClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	tr.MaxConnsPerHost = 0
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// SleepContext waits d or until ctx is done.
+func SleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// TargetSummary is one target's outcome in a run.
+type TargetSummary struct {
+	storage.RunTarget
+	Provider string
+	Counts   map[probes.Class]int // by class, first samples only
+}
+
+// Summary is the outcome of a run.
+type Summary struct {
+	RunID         int64
+	Status        string
+	CorpusVersion string
+	CorpusHash    string
+	Started       time.Time
+	Duration      time.Duration
+	Targets       []*TargetSummary
+}
+
+// Run performs one run and stores it. It returns an error only when the
+// run could not be recorded; provider failures are observations. When ctx
+// is cancelled the run stops dispatching, keeps what it stored and is
+// marked aborted.
+func (r *Runner) Run(ctx context.Context) (*Summary, error) {
+	o := r.o
+	st := o.Store
+	start := o.Now()
+	runID, err := st.BeginRun(context.WithoutCancel(ctx), storage.Run{
+		StartedAt: start, CorpusName: o.Corpus.Name, CorpusVersion: o.Corpus.Version, CorpusHash: o.Corpus.Hash,
+		ConfigHash: configHash(o.Config), Host: o.Host, Version: o.Version, Note: o.Note,
+	})
+	if err != nil {
+		return nil, err
+	}
+	bg := context.WithoutCancel(ctx)
+	recs := make([]storage.ProbeRecord, len(o.Corpus.Probes))
+	for i, p := range o.Corpus.Probes {
+		recs[i] = storage.ProbeRecord{SHA256: p.SHA256, ProbeID: p.ID, CorpusVersion: o.Corpus.Version, Role: p.Role, Expect: p.Expect, Tags: p.Tags, Canonical: string(p.Canonical())}
+	}
+	if err := st.SaveProbes(bg, recs); err != nil {
+		return nil, err
+	}
+	for _, t := range o.Targets {
+		id, err := st.EnsureTarget(bg, storage.TargetRow{Name: t.Config.Name, Provider: t.Config.Provider, Model: t.Config.Model, Endpoint: t.Config.Endpoint})
+		if err != nil {
+			return nil, err
+		}
+		t.ID = id
+	}
+
+	// One writer batches observations into transactions.
+	obsCh := make(chan *storage.Observation, 256)
+	writeErr := make(chan error, 1)
+	go func() {
+		var batch []*storage.Observation
+		var firstErr error
+		flush := func() {
+			if len(batch) > 0 && firstErr == nil {
+				firstErr = st.InsertObservations(bg, batch)
+			}
+			batch = batch[:0]
+		}
+		for ob := range obsCh {
+			batch = append(batch, ob)
+			if len(batch) >= o.BatchSize {
+				flush()
+			}
+		}
+		flush()
+		writeErr <- firstErr
+	}()
+
+	total := len(o.Targets) * len(o.Corpus.Probes)
+	var doneMu sync.Mutex
+	done := 0
+	progress := func() {
+		if o.Progress == nil {
+			return
+		}
+		doneMu.Lock()
+		done++
+		d := done
+		doneMu.Unlock()
+		o.Progress(d, total)
+	}
+
+	// Requests in flight across all targets.
+	global := make(chan struct{}, max(1, o.Config.Concurrency))
+	runCtx := probes.WithRun(ctx, runID)
+	sums := make([]*TargetSummary, len(o.Targets))
+	var wg sync.WaitGroup
+	for i, t := range o.Targets {
+		wg.Add(1)
+		go func(i int, t *Target) {
+			defer wg.Done()
+			sums[i] = r.runTarget(runCtx, runID, t, obsCh, global, progress)
+		}(i, t)
+	}
+	wg.Wait()
+	close(obsCh)
+	if err := <-writeErr; err != nil {
+		return nil, fmt.Errorf("store observations: %w", err)
+	}
+
+	status := storage.RunComplete
+	var rts []storage.RunTarget
+	for _, s := range sums {
+		rts = append(rts, s.RunTarget)
+		if s.Status != storage.TargetComplete && status == storage.RunComplete {
+			status = storage.RunPartial
+		}
+	}
+	if ctx.Err() != nil {
+		status = storage.RunAborted
+	}
+	if err := st.FinishRun(bg, runID, status, rts); err != nil {
+		return nil, err
+	}
+	sort.Slice(sums, func(a, b int) bool { return sums[a].Target < sums[b].Target })
+	return &Summary{RunID: runID, Status: status, CorpusVersion: o.Corpus.Version, CorpusHash: o.Corpus.Hash, Started: start, Duration: o.Now().Sub(start), Targets: sums}, nil
+}
+
+// job is one probe for one target.
+type job struct {
+	probe *corpus.Probe
+	req   *probes.Request
+	err   error
+}
+
+func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan<- *storage.Observation, global chan struct{}, progress func()) *TargetSummary {
+	o := r.o
+	tc := t.Config
+	start := o.Now()
+	sum := &TargetSummary{Provider: tc.Provider, Counts: map[probes.Class]int{}}
+	sum.RunID, sum.TargetID, sum.Target = runID, t.ID, tc.Name
+
+	// Render every probe first: the fingerprint set covers the whole corpus
+	// whatever the answers are.
+	jobs := make([]job, len(o.Corpus.Probes))
+	lines := make([]string, len(jobs))
+	for i, p := range o.Corpus.Probes {
+		req, err := t.Prober.Render(p.Wire())
+		jobs[i] = job{probe: p, req: req, err: err}
+		fp := "render-error"
+		if err == nil {
+			fp = req.SHA256()
+		}
+		lines[i] = p.ID + ":" + fp + "\n"
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+	}
+	sum.RequestsSHA256 = hex.EncodeToString(h.Sum(nil))
+
+	var limiter *rate.Limiter
+	if tc.RateLimitRPM > 0 {
+		limiter = rate.NewLimiter(rate.Limit(tc.RateLimitRPM/60), 1)
+	}
+	var mu sync.Mutex
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for w := 0; w < tc.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				obs := r.probe(ctx, runID, t, j, limiter, global)
+				mu.Lock()
+				for _, ob := range obs {
+					sum.tally(ob)
+				}
+				mu.Unlock()
+				for _, ob := range obs {
+					out <- ob
+				}
+				progress()
+			}
+		}()
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case <-ctx.Done():
+			break feed
+		case work <- j:
+		}
+	}
+	close(work)
+	wg.Wait()
+
+	sum.Duration = o.Now().Sub(start)
+	first := sum.Observations
+	bad := sum.Transient + sum.Unavailable
+	switch {
+	case ctx.Err() != nil:
+		sum.Status = storage.TargetAborted
+	case sum.BreakerOpened || first == 0 || float64(bad)/float64(first) > o.Config.Detection.DegradedFraction:
+		sum.Status = storage.TargetDegraded
+	default:
+		sum.Status = storage.TargetComplete
+	}
+	return sum
+}
+
+func (s *TargetSummary) tally(ob *storage.Observation) {
+	if ob.Sample == 0 {
+		s.Observations++
+		c := ob.Result.Class
+		s.Counts[c]++
+		switch {
+		case c.IsVerdict():
+			s.Verdicts++
+		case c == probes.Transient:
+			s.Transient++
+			if ob.Result.Reason == ReasonBreakerOpen {
+				s.BreakerOpened = true
+			}
+		case c == probes.ClientError:
+			s.ClientErrors++
+		case c == probes.FilterUnavailable:
+			s.Unavailable++
+		}
+	}
+	s.Requests += ob.Attempts
+	if ob.Attempts > 1 {
+		s.Retries += ob.Attempts - 1
+	}
+	s.TokensIn += ob.Result.TokensIn
+	s.TokensOut += ob.Result.TokensOut
+	s.CostUSD += ob.CostUSD
+}
+
+// probe sends one probe (and any extra samples) and returns observations.
+// A cancelled context yields no observation for requests it interrupted.
+func (r *Runner) probe(ctx context.Context, runID int64, t *Target, j job, limiter *rate.Limiter, global chan struct{}) []*storage.Observation {
+	base := storage.Observation{RunID: runID, TargetID: t.ID, ProbeID: j.probe.ID, ProbeSHA256: j.probe.SHA256}
+	if j.err != nil {
+		ob := base
+		ob.RequestSHA256 = "render-error"
+		ob.Result = probes.Result{Class: probes.ClientError, Reason: ReasonRenderError, Message: j.err.Error()}
+		ob.ObservedAt = r.o.Now()
+		return []*storage.Observation{&ob}
+	}
+	base.RequestSHA256 = j.req.SHA256()
+	first, ok := r.send(ctx, t, j.req, limiter, global)
+	if !ok {
+		return nil
+	}
+	ob := base
+	fill(&ob, first, j.req, t.Config)
+	obs := []*storage.Observation{&ob}
+	if r.o.Resample != nil && first.result.Class.IsVerdict() {
+		n := r.o.Resample(t, j.probe.ID, base.RequestSHA256, first.result)
+		for s := 1; s <= n; s++ {
+			a, ok := r.send(ctx, t, j.req, limiter, global)
+			if !ok {
+				break
+			}
+			extra := base
+			extra.Sample = s
+			fill(&extra, a, j.req, t.Config)
+			obs = append(obs, &extra)
+		}
+	}
+	return obs
+}
+
+func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *config.Target) {
+	ob.Result = a.result
+	ob.HTTPStatus = a.resp.Status
+	ob.Latency = a.resp.Latency
+	ob.Attempts = a.attempts
+	ob.RequestBody = req.Body
+	ob.Body = a.resp.Body
+	ob.BodyTruncated = a.resp.Truncated
+	if a.resp.Body != nil {
+		s := sha256.Sum256(a.resp.Body)
+		ob.BodySHA256 = hex.EncodeToString(s[:])
+	}
+	ob.CostUSD = (float64(a.result.TokensIn)*tc.Price.InputPerMTok + float64(a.result.TokensOut)*tc.Price.OutputPerMTok) / 1e6
+	ob.ObservedAt = a.at
+}
+
+type attemptResult struct {
+	resp     *probes.Response
+	result   probes.Result
+	attempts int
+	at       time.Time
+}
+
+// errTransient marks an attempt that counts against the breaker.
+var errTransient = errors.New("transient upstream failure")
+
+func (r *Runner) breaker(t *Target, req *probes.Request) *gobreaker.CircuitBreaker[*attemptResult] {
+	key := t.Config.Provider + "|" + upstream(req.URL)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.breakers[key]; ok {
+		return b
+	}
+	tc := t.Config
+	b := gobreaker.NewCircuitBreaker[*attemptResult](gobreaker.Settings{
+		Name:        key,
+		MaxRequests: 1,
+		Timeout:     tc.Breaker.Cooldown.D(),
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(tc.Breaker.Failures) },
+		// Only transient outcomes are failures; a policy verdict is the
+		// upstream working as designed. Cancellation is nobody's failure.
+		IsSuccessful: func(err error) bool { return err == nil || !errors.Is(err, errTransient) },
+		IsExcluded:   func(err error) bool { return errors.Is(err, context.Canceled) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			r.o.Logger.Warn("circuit breaker", "target", tc.Name, "from", from.String(), "to", to.String())
+			if r.o.OnBreaker != nil {
+				r.o.OnBreaker(t, to == gobreaker.StateOpen)
+			}
+		},
+	})
+	r.breakers[key] = b
+	return b
+}
+
+func upstream(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return p.Scheme + "://" + p.Host
+}
+
+// send performs attempts until a non-retryable class, the attempt limit or
+// cancellation. ok is false when cancellation interrupted it.
+func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limiter *rate.Limiter, global chan struct{}) (*attemptResult, bool) {
+	tc := t.Config
+	br := r.breaker(t, req)
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 500 * time.Millisecond
+	bo.MaxInterval = 30 * time.Second
+	bo.RandomizationFactor = 0.5
+	bo.Reset()
+	var last *attemptResult
+	for attempt := 1; attempt <= tc.MaxAttempts; attempt++ {
+		if limiter != nil {
+			if err := limiter.Wait(ctx); err != nil {
+				return nil, false
+			}
+		}
+		select {
+		case global <- struct{}{}:
+		case <-ctx.Done():
+			return nil, false
+		}
+		res, err := br.Execute(func() (*attemptResult, error) {
+			a := r.attempt(ctx, t, req)
+			if a.result.Class.BreakerFailure() {
+				return a, errTransient
+			}
+			return a, nil
+		})
+		<-global
+		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+			res = &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}
+			if last != nil {
+				res.attempts = last.attempts
+			}
+			return res, true
+		}
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		res.attempts = attempt
+		last = res
+		if r.o.OnAttempt != nil {
+			r.o.OnAttempt(t, res.result.Class, attempt > 1)
+		}
+		if !res.result.Class.Retryable() || attempt == tc.MaxAttempts {
+			break
+		}
+		wait := bo.NextBackOff()
+		if ra := res.result.RetryAfter; ra > wait {
+			wait = ra
+		}
+		if max := 5 * time.Minute; wait > max {
+			wait = max
+		}
+		r.o.Logger.Debug("retrying", "target", tc.Name, "class", res.result.Class, "reason", res.result.Reason, "wait", wait)
+		if err := r.o.Sleep(ctx, wait); err != nil {
+			return nil, false
+		}
+	}
+	return last, true
+}
+
+// attempt sends the request once and classifies the answer.
+func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *attemptResult {
+	tc := t.Config
+	actx, cancel := context.WithTimeout(ctx, tc.Timeout.D())
+	defer cancel()
+	hr, err := http.NewRequestWithContext(actx, req.Method, req.URL, strings.NewReader(string(req.Body)))
+	resp := &probes.Response{}
+	if err == nil {
+		for k, v := range req.Header {
+			hr.Header[k] = append([]string(nil), v...)
+		}
+		hr.Header.Set("User-Agent", "driftprobe")
+		if a, ok := t.Prober.(probes.Authorizer); ok {
+			err = a.Authorize(actx, hr)
+		}
+	}
+	start := r.o.Now()
+	if err == nil {
+		var hresp *http.Response
+		hresp, err = r.o.Client.Do(hr)
+		if err == nil {
+			resp.Status = hresp.StatusCode
+			resp.Header = hresp.Header
+			limit := int64(r.o.Config.MaxBody)
+			body, rerr := io.ReadAll(io.LimitReader(hresp.Body, limit+1))
+			if int64(len(body)) > limit {
+				body, resp.Truncated = body[:limit], true
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(hresp.Body, 1<<20))
+			hresp.Body.Close()
+			resp.Body = body
+			if rerr != nil && !resp.Truncated {
+				resp.Err = fmt.Errorf("read body: %w", rerr)
+				resp.Status = 0
+			}
+		}
+	}
+	if err != nil {
+		resp.Err = scrub(err, req.URL)
+	}
+	resp.Latency = r.o.Now().Sub(start)
+	res := safeClassify(t.Prober, req, resp)
+	return &attemptResult{resp: resp, result: res, at: r.o.Now()}
+}
+
+// safeClassify guarantees a provider's garbage never crashes a run.
+func safeClassify(p probes.Prober, req *probes.Request, resp *probes.Response) (res probes.Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			res = probes.Result{Class: probes.ClientError, Reason: "classifier_panic", Message: fmt.Sprint(v)}
+		}
+	}()
+	return p.Classify(req, resp)
+}
+
+// scrub removes the URL's query (which could carry a key for some
+// providers) from transport errors before they are stored or logged.
+func scrub(err error, u string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s %s: %w", ue.Op, upstream(u), ue.Err)
+	}
+	return err
+}
+
+func configHash(c *config.Config) string {
+	if c == nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, t := range c.Targets {
+		fmt.Fprintf(h, "%s|%s|%s|%s|%s|%d|%v|%v\n", t.Name, t.Provider, t.Model, t.Endpoint, t.BaseURL, t.MaxTokens, t.Temperature, t.Seed)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

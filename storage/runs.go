@@ -1,0 +1,408 @@
+package storage
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/probes"
+)
+
+// Run statuses.
+const (
+	RunRunning  = "running"
+	RunComplete = "complete"
+	RunPartial  = "partial"
+	RunAborted  = "aborted"
+)
+
+// Run-target statuses.
+const (
+	TargetComplete = "complete"
+	TargetDegraded = "degraded"
+	TargetAborted  = "aborted"
+)
+
+// Run is one pass of the corpus over the targets.
+type Run struct {
+	ID            int64
+	StartedAt     time.Time
+	FinishedAt    time.Time
+	Status        string
+	CorpusName    string
+	CorpusVersion string
+	CorpusHash    string
+	ConfigHash    string
+	Host          string
+	Version       string
+	Note          string
+}
+
+// TargetRow is a stored target.
+type TargetRow struct {
+	ID       int64
+	Name     string
+	Provider string
+	Model    string
+	Endpoint string
+}
+
+// RunTarget is the per-target summary of a run.
+type RunTarget struct {
+	RunID          int64
+	TargetID       int64
+	Target         string
+	Status         string
+	Observations   int
+	Verdicts       int
+	Transient      int
+	ClientErrors   int
+	Unavailable    int
+	BreakerOpened  bool
+	Requests       int
+	Retries        int
+	RequestsSHA256 string
+	TokensIn       int
+	TokensOut      int
+	CostUSD        float64
+	Duration       time.Duration
+}
+
+// Observation is one probe sent to one target in one run (one sample).
+type Observation struct {
+	ID            int64
+	RunID         int64
+	TargetID      int64
+	ProbeID       string
+	ProbeSHA256   string
+	Sample        int
+	RequestSHA256 string
+	RequestBody   []byte // exact bytes (stored compressed)
+	Result        probes.Result
+	HTTPStatus    int
+	Latency       time.Duration
+	CostUSD       float64
+	Attempts      int
+	BodySHA256    string
+	Body          []byte // response body as received (capped; stored compressed)
+	BodyTruncated bool
+	ObservedAt    time.Time
+}
+
+// Categories returns the observation's sorted normalized categories.
+func (o *Observation) Categories() []string { return o.Result.Categories }
+
+// ErrNotFound is returned when a requested row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// BeginRun records a new run in status running and returns its id. Run ids
+// are 1, 2, 3… in the order runs started in this database.
+func (d *DB) BeginRun(ctx context.Context, r Run) (int64, error) {
+	if r.StartedAt.IsZero() {
+		r.StartedAt = d.now()
+	}
+	res, err := d.db.ExecContext(ctx, `INSERT INTO runs (started_at, status, corpus_name, corpus_version, corpus_hash, config_hash, host, version, note)
+		VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?)`, ts(r.StartedAt), r.CorpusName, r.CorpusVersion, r.CorpusHash, r.ConfigHash, r.Host, r.Version, r.Note)
+	if err != nil {
+		return 0, fmt.Errorf("begin run: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// FinishRun records a run's final status and per-target summaries.
+func (d *DB) FinishRun(ctx context.Context, runID int64, status string, rts []RunTarget) error {
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		for _, rt := range rts {
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO run_targets (run_id, target_id, status, observations, verdicts, transient, client_errors, unavailable, breaker_opened, requests, retries, requests_sha256, tokens_in, tokens_out, cost_usd, duration_ms)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				runID, rt.TargetID, rt.Status, rt.Observations, rt.Verdicts, rt.Transient, rt.ClientErrors, rt.Unavailable, b2i(rt.BreakerOpened),
+				rt.Requests, rt.Retries, rt.RequestsSHA256, rt.TokensIn, rt.TokensOut, rt.CostUSD, float64(rt.Duration)/1e6); err != nil {
+				return fmt.Errorf("finish run: %w", err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ? WHERE id = ?`, status, ts(d.now()), runID)
+		return err
+	})
+}
+
+// AbandonStaleRuns marks runs still "running" that started before cutoff
+// as aborted (a process that died mid-run). It returns how many it marked.
+func (d *DB) AbandonStaleRuns(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := d.db.ExecContext(ctx, `UPDATE runs SET status = 'aborted', finished_at = ?, note = 'abandoned: process ended mid-run' WHERE status = 'running' AND started_at < ?`, ts(d.now()), ts(cutoff))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// EnsureTarget upserts a target by name and returns its id.
+func (d *DB) EnsureTarget(ctx context.Context, t TargetRow) (int64, error) {
+	_, err := d.db.ExecContext(ctx, `INSERT INTO targets (name, provider, model, endpoint, first_seen) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(name) DO UPDATE SET provider = excluded.provider, model = excluded.model, endpoint = excluded.endpoint`,
+		t.Name, t.Provider, t.Model, t.Endpoint, ts(d.now()))
+	if err != nil {
+		return 0, fmt.Errorf("ensure target %s: %w", t.Name, err)
+	}
+	var id int64
+	err = d.db.QueryRowContext(ctx, `SELECT id FROM targets WHERE name = ?`, t.Name).Scan(&id)
+	return id, err
+}
+
+// Targets returns every known target.
+func (d *DB) Targets(ctx context.Context) ([]TargetRow, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, name, provider, model, endpoint FROM targets ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TargetRow
+	for rows.Next() {
+		var t TargetRow
+		if err := rows.Scan(&t.ID, &t.Name, &t.Provider, &t.Model, &t.Endpoint); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// TargetByName returns the target named name.
+func (d *DB) TargetByName(ctx context.Context, name string) (TargetRow, error) {
+	var t TargetRow
+	err := d.db.QueryRowContext(ctx, `SELECT id, name, provider, model, endpoint FROM targets WHERE name = ?`, name).Scan(&t.ID, &t.Name, &t.Provider, &t.Model, &t.Endpoint)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, fmt.Errorf("target %q: %w", name, ErrNotFound)
+	}
+	return t, err
+}
+
+// ProbeRecord is a corpus probe's stored canonical form.
+type ProbeRecord struct {
+	SHA256, ProbeID, CorpusVersion, Role, Expect string
+	Tags                                         []string
+	Canonical                                    string
+}
+
+// SaveProbes stores the canonical form of every probe (idempotent).
+func (d *DB) SaveProbes(ctx context.Context, ps []ProbeRecord) error {
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO probes (sha256, probe_id, corpus_version, role, expect, tags, canonical) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, p := range ps {
+			if _, err := st.ExecContext(ctx, p.SHA256, p.ProbeID, p.CorpusVersion, p.Role, p.Expect, strings.Join(p.Tags, ","), p.Canonical); err != nil {
+				return fmt.Errorf("save probe %s: %w", p.ProbeID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Probe returns a stored probe by its sha256.
+func (d *DB) Probe(ctx context.Context, sha string) (ProbeRecord, error) {
+	var p ProbeRecord
+	var tags string
+	err := d.db.QueryRowContext(ctx, `SELECT sha256, probe_id, corpus_version, role, expect, tags, canonical FROM probes WHERE sha256 = ?`, sha).
+		Scan(&p.SHA256, &p.ProbeID, &p.CorpusVersion, &p.Role, &p.Expect, &tags, &p.Canonical)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, fmt.Errorf("probe %s: %w", sha, ErrNotFound)
+	}
+	p.Tags = splitList(tags)
+	return p, err
+}
+
+// InsertObservations writes a batch of observations in one transaction.
+func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
+	if len(obs) == 0 {
+		return nil
+	}
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO observations (run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_body,
+			class, stage, categories, signals, reason, message, heuristic, unknown, http_status, request_id, model_id, model_fp,
+			latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body, body_truncated, observed_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, o := range obs {
+			r := o.Result
+			var sig []byte
+			if len(r.Signals) > 0 {
+				sig, _ = json.Marshal(r.Signals)
+			}
+			if o.ObservedAt.IsZero() {
+				o.ObservedAt = d.now()
+			}
+			res, err := st.ExecContext(ctx, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, gz(o.RequestBody),
+				string(r.Class), string(r.Stage), strings.Join(r.Categories, ","), string(sig), r.Reason, r.Message, b2i(r.Heuristic),
+				strings.Join(r.Unknown, ","), o.HTTPStatus, r.RequestID, r.ModelID, r.ModelFP,
+				float64(o.Latency)/1e6, r.TokensIn, r.TokensOut, o.CostUSD, o.Attempts, o.BodySHA256, gz(o.Body), b2i(o.BodyTruncated), ts(o.ObservedAt))
+			if err != nil {
+				return fmt.Errorf("insert observation %s: %w", o.ProbeID, err)
+			}
+			o.ID, _ = res.LastInsertId()
+		}
+		return nil
+	})
+}
+
+const obsCols = `id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, class, stage, categories, signals, reason, message,
+	heuristic, unknown, http_status, request_id, model_id, model_fp, latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body_truncated, observed_at`
+
+func scanObs(rows interface{ Scan(...any) error }) (*Observation, error) {
+	var o Observation
+	var class, stage, cats, sig, unknown, at string
+	var heur, trunc int
+	var lat float64
+	err := rows.Scan(&o.ID, &o.RunID, &o.TargetID, &o.ProbeID, &o.ProbeSHA256, &o.Sample, &o.RequestSHA256, &class, &stage, &cats, &sig,
+		&o.Result.Reason, &o.Result.Message, &heur, &unknown, &o.HTTPStatus, &o.Result.RequestID, &o.Result.ModelID, &o.Result.ModelFP,
+		&lat, &o.Result.TokensIn, &o.Result.TokensOut, &o.CostUSD, &o.Attempts, &o.BodySHA256, &trunc, &at)
+	if err != nil {
+		return nil, err
+	}
+	o.Result.Class, o.Result.Stage = probes.Class(class), probes.Stage(stage)
+	o.Result.Categories = splitList(cats)
+	o.Result.Unknown = splitList(unknown)
+	o.Result.Heuristic, o.BodyTruncated = heur != 0, trunc != 0
+	if sig != "" {
+		_ = json.Unmarshal([]byte(sig), &o.Result.Signals)
+	}
+	o.Latency = time.Duration(lat * 1e6)
+	o.ObservedAt = ParseTime(at)
+	return &o, nil
+}
+
+// Observations returns a run's observations for one target (all targets
+// when targetID is 0), ordered by target, probe and sample.
+func (d *DB) Observations(ctx context.Context, runID, targetID int64) ([]*Observation, error) {
+	q := `SELECT ` + obsCols + ` FROM observations WHERE run_id = ?`
+	args := []any{runID}
+	if targetID != 0 {
+		q += ` AND target_id = ?`
+		args = append(args, targetID)
+	}
+	q += ` ORDER BY target_id, probe_id, sample`
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Observation
+	for rows.Next() {
+		o, err := scanObs(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// ObservationBodies returns the stored request and response bodies of an
+// observation, decompressed.
+func (d *DB) ObservationBodies(ctx context.Context, id int64) (request, response []byte, err error) {
+	var rq, rs []byte
+	if err := d.db.QueryRowContext(ctx, `SELECT request_body, body FROM observations WHERE id = ?`, id).Scan(&rq, &rs); err != nil {
+		return nil, nil, err
+	}
+	if request, err = gunzip(rq); err != nil {
+		return nil, nil, err
+	}
+	response, err = gunzip(rs)
+	return request, response, err
+}
+
+// Run returns one run.
+func (d *DB) Run(ctx context.Context, id int64) (Run, error) {
+	var r Run
+	var started string
+	var finished sql.NullString
+	err := d.db.QueryRowContext(ctx, `SELECT id, started_at, finished_at, status, corpus_name, corpus_version, corpus_hash, config_hash, host, version, note FROM runs WHERE id = ?`, id).
+		Scan(&r.ID, &started, &finished, &r.Status, &r.CorpusName, &r.CorpusVersion, &r.CorpusHash, &r.ConfigHash, &r.Host, &r.Version, &r.Note)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	r.StartedAt = ParseTime(started)
+	if finished.Valid {
+		r.FinishedAt = ParseTime(finished.String)
+	}
+	return r, err
+}
+
+// LatestRunID returns the id of the most recent run, or 0.
+func (d *DB) LatestRunID(ctx context.Context) (int64, error) {
+	var id sql.NullInt64
+	err := d.db.QueryRowContext(ctx, `SELECT MAX(id) FROM runs`).Scan(&id)
+	return id.Int64, err
+}
+
+// RunTargets returns the per-target summaries of a run.
+func (d *DB) RunTargets(ctx context.Context, runID int64) ([]RunTarget, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT rt.run_id, rt.target_id, t.name, rt.status, rt.observations, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable,
+		rt.breaker_opened, rt.requests, rt.retries, rt.requests_sha256, rt.tokens_in, rt.tokens_out, rt.cost_usd, rt.duration_ms
+		FROM run_targets rt JOIN targets t ON t.id = rt.target_id WHERE rt.run_id = ? ORDER BY t.name`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []RunTarget
+	for rows.Next() {
+		var rt RunTarget
+		var bo int
+		var ms float64
+		if err := rows.Scan(&rt.RunID, &rt.TargetID, &rt.Target, &rt.Status, &rt.Observations, &rt.Verdicts, &rt.Transient, &rt.ClientErrors, &rt.Unavailable,
+			&bo, &rt.Requests, &rt.Retries, &rt.RequestsSHA256, &rt.TokensIn, &rt.TokensOut, &rt.CostUSD, &ms); err != nil {
+			return nil, err
+		}
+		rt.BreakerOpened = bo != 0
+		rt.Duration = time.Duration(ms * 1e6)
+		out = append(out, rt)
+	}
+	return out, rows.Err()
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func gz(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+func gunzip(b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("stored body: %w", err)
+	}
+	return io.ReadAll(r)
+}

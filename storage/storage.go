@@ -1,0 +1,183 @@
+// Package storage is driftprobe's SQLite store (modernc.org/sqlite, pure
+// Go): schema and versioned migrations (PRAGMA user_version over embedded
+// SQL files), runs, targets, observations, detection state, events, the
+// GitHub outbox and the run lease.
+//
+// The database is opened in WAL mode with a busy timeout and foreign keys on
+// every pooled connection, and through a single connection, so writes are
+// serialized and a transaction is never interleaved with another.
+// Observations of a run are written in batched transactions as they arrive;
+// a run that is interrupted keeps what it wrote and is marked aborted.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationsFS embed.FS
+
+// DB is an open driftprobe database.
+type DB struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+}
+
+// Open opens (creating if needed) the database at path and applies pending
+// migrations.
+func Open(ctx context.Context, p string) (*DB, error) {
+	q := url.Values{}
+	for _, pr := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", pr)
+	}
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + p + "?" + q.Encode()
+	if p == ":memory:" {
+		dsn = "file::memory:?" + q.Encode()
+	}
+	sdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", p, err)
+	}
+	sdb.SetMaxOpenConns(1)
+	sdb.SetConnMaxIdleTime(0)
+	d := &DB{db: sdb, path: p, now: func() time.Time { return time.Now().UTC() }}
+	if err := d.migrate(ctx); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// SetClock replaces the clock used for timestamps (tests).
+func (d *DB) SetClock(now func() time.Time) { d.now = func() time.Time { return now().UTC() } }
+
+// Now returns the store's current time.
+func (d *DB) Now() time.Time { return d.now() }
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// SQL exposes the underlying handle for packages that own their own tables
+// (detection, outbox). They must keep transactions short.
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// Path returns the file path the database was opened from.
+func (d *DB) Path() string { return d.path }
+
+// SchemaVersion returns the applied migration version.
+func (d *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := d.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationsFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		n := e.Name()
+		num, _, ok := strings.Cut(n, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a number", n)
+		}
+		b, err := migrationsFS.ReadFile(path.Join("migrations", n))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{v, n, string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: versions must be consecutive from 1", m.name)
+		}
+	}
+	return out, nil
+}
+
+// ErrNewerSchema is returned when the database was written by a newer
+// driftprobe.
+var ErrNewerSchema = errors.New("database schema is newer than this driftprobe")
+
+func (d *DB) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	cur, err := d.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if cur > len(ms) {
+		return fmt.Errorf("%s: %w (schema %d, this binary knows %d)", d.path, ErrNewerSchema, cur, len(ms))
+	}
+	for _, m := range ms[cur:] {
+		tx, err := d.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// Tx runs fn in one transaction, committing when it returns nil.
+func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+const timeFmt = time.RFC3339Nano
+
+func ts(t time.Time) string { return t.UTC().Format(timeFmt) }
+
+// ParseTime reads a stored timestamp.
+func ParseTime(s string) time.Time {
+	t, _ := time.Parse(timeFmt, s)
+	return t
+}
