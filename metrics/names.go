@@ -1,0 +1,38 @@
+// Package metrics defines driftprobe's Prometheus metrics on a caller's
+// registry: verdict composition per target and category, events, runs,
+// requests, retries, breakers, tokens, cost and the GitHub outbox. Probe ids
+// and texts are never labels.
+package metrics
+
+// Metric names exported by driftprobe. Dashboards and alert rules may only
+// use these (a test checks every PromQL expression against this list).
+const (
+	ProbeVerdicts     = "driftprobe_probe_verdicts"             // gauge {target,verdict,category}
+	CategoryActive    = "driftprobe_category_active"            // gauge {target,category} 0/1
+	EventsTotal       = "driftprobe_events_total"               // counter {target,kind,direction}
+	EventsOpen        = "driftprobe_events_open"                // gauge {target,kind}
+	RunsTotal         = "driftprobe_runs_total"                 // counter {status}
+	LastRunTimestamp  = "driftprobe_last_run_timestamp_seconds" // gauge {status}
+	RunDuration       = "driftprobe_run_duration_seconds"       // histogram
+	RequestsTotal     = "driftprobe_requests_total"             // counter {target,outcome}
+	RetriesTotal      = "driftprobe_retries_total"              // counter {target}
+	BreakerOpen       = "driftprobe_breaker_open"               // gauge {target}
+	TokensTotal       = "driftprobe_tokens_total"               // counter {target,direction}
+	CostUSDTotal      = "driftprobe_cost_usd_total"             // counter {target}
+	OutboxPending     = "driftprobe_outbox_pending"             // gauge
+	AbuseBlocks       = "driftprobe_abuse_blocks"               // gauge {target}: probes answered with account-level enforcement in the last run
+	TargetDegraded    = "driftprobe_target_degraded"            // gauge {target}: 1 when the last run on the target was degraded
+	ConfigReloadOK    = "driftprobe_config_last_reload_successful"
+	ConfigReloadTime  = "driftprobe_config_last_reload_success_timestamp_seconds"
+	LockSkipsTotal    = "driftprobe_run_lock_skips_total" // counter: scheduled runs skipped because another process held the lock
+	BuildInfo         = "driftprobe_build_info"           // gauge {version,goversion}
+	ScheduleIntervalS = "driftprobe_schedule_interval_seconds"
+)
+
+// Exported lists every metric family name driftprobe exports (histograms
+// also export _bucket, _sum and _count series).
+var Exported = []string{
+	ProbeVerdicts, CategoryActive, EventsTotal, EventsOpen, RunsTotal, LastRunTimestamp, RunDuration,
+	RequestsTotal, RetriesTotal, BreakerOpen, TokensTotal, CostUSDTotal, OutboxPending, AbuseBlocks,
+	TargetDegraded, ConfigReloadOK, ConfigReloadTime, LockSkipsTotal, BuildInfo, ScheduleIntervalS,
+}
