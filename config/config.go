@@ -54,6 +54,11 @@ type Detection struct {
 	// WindowRuns: confirmed flips on one target within this many runs of an
 	// open event join it (default 3).
 	WindowRuns int `yaml:"window_runs"`
+	// ScreenSamples: extra samples of the identical bytes taken when a
+	// probe's verdict differs from its baseline, to tell noise from change
+	// (default 1; negative disables). A target's confirm_samples, when
+	// larger, wins.
+	ScreenSamples int `yaml:"screen_samples"`
 }
 
 // Price is a target's token price table in USD per million tokens.
@@ -212,6 +217,9 @@ func (c *Config) applyDefaults() {
 	}
 	if d.WindowRuns == 0 {
 		d.WindowRuns = 3
+	}
+	if d.ScreenSamples == 0 {
+		d.ScreenSamples = 1
 	}
 	for _, t := range c.Targets {
 		if t == nil {

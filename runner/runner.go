@@ -147,6 +147,9 @@ type Summary struct {
 	Started       time.Time
 	Duration      time.Duration
 	Targets       []*TargetSummary
+	// Observations of this run by target id (bodies released after they
+	// were stored), for detection without re-reading the database.
+	Observations map[int64][]*storage.Observation
 }
 
 // Run performs one run and stores it. It returns an error only when the
@@ -182,6 +185,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 
 	// One writer batches observations into transactions.
 	obsCh := make(chan *storage.Observation, 256)
+	byTarget := map[int64][]*storage.Observation{}
 	writeErr := make(chan error, 1)
 	go func() {
 		var batch []*storage.Observation
@@ -189,6 +193,10 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		flush := func() {
 			if len(batch) > 0 && firstErr == nil {
 				firstErr = st.InsertObservations(bg, batch)
+			}
+			for _, ob := range batch {
+				ob.Body, ob.RequestBody = nil, nil // stored; keep memory flat
+				byTarget[ob.TargetID] = append(byTarget[ob.TargetID], ob)
 			}
 			batch = batch[:0]
 		}
@@ -249,7 +257,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		return nil, err
 	}
 	sort.Slice(sums, func(a, b int) bool { return sums[a].Target < sums[b].Target })
-	return &Summary{RunID: runID, Status: status, CorpusVersion: o.Corpus.Version, CorpusHash: o.Corpus.Hash, Started: start, Duration: o.Now().Sub(start), Targets: sums}, nil
+	return &Summary{RunID: runID, Status: status, CorpusVersion: o.Corpus.Version, CorpusHash: o.Corpus.Hash, Started: start, Duration: o.Now().Sub(start), Targets: sums, Observations: byTarget}, nil
 }
 
 // job is one probe for one target.

@@ -91,6 +91,10 @@ probes the embedded simulator: no keys, no network.`,
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.AddCommand(
 		newRunCmd(g),
+		newEventsCmd(g),
+		newDiffCmd(g),
+		newCompareCmd(g),
+		newDemoCmd(g),
 		newCorpusCmd(g),
 		newSimCmd(g),
 		newConfigCmd(g),

@@ -60,6 +60,9 @@ were found. SIGINT/SIGTERM stop the run cleanly and mark it aborted.`,
 				return writeJSON(g.stdout, res.JSON())
 			}
 			app.WriteSummary(g.stdout, res)
+			if res.Detection != nil {
+				app.WriteEvents(g.stdout, res.Events, res.Detection.Changes)
+			}
 			return nil
 		},
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
@@ -30,7 +32,9 @@ type RunOptions struct {
 
 // RunResult is a run and what detection made of it.
 type RunResult struct {
-	Summary *runner.Summary
+	Summary   *runner.Summary
+	Detection *diff.Result
+	Events    []*diff.Event // events new or updated by this run
 }
 
 // RunOnce performs one run of every enabled target and stores it.
@@ -38,29 +42,99 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if n, err := st.AbandonStaleRuns(context.WithoutCancel(ctx), st.Now().Add(-StaleRunCutoff)); err == nil && n > 0 && o.Logger != nil {
 		o.Logger.Warn("marked abandoned runs as aborted", "runs", n)
 	}
+	resample, err := resampler(ctx, cfg, st, targets)
+	if err != nil {
+		return nil, err
+	}
 	r := runner.New(runner.Options{
 		Config: cfg, Corpus: cp, Store: st, Targets: targets, Client: o.Client, Sleep: o.Sleep, Now: o.Now,
 		Progress: o.Progress, Logger: o.Logger, Version: Version, Host: Hostname(), Note: o.Note,
-		OnAttempt: o.Hooks.OnAttempt, OnBreaker: o.Hooks.OnBreaker,
+		OnAttempt: o.Hooks.OnAttempt, OnBreaker: o.Hooks.OnBreaker, Resample: resample,
 	})
 	sum, err := r.Run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &RunResult{Summary: sum}, nil
+	res := &RunResult{Summary: sum}
+	if sum.Status == storage.RunAborted {
+		// An aborted run confirms nothing and breaks no streak.
+		return res, nil
+	}
+	in := diff.Input{RunID: sum.RunID, CorpusVersion: cp.Version, CorpusHash: cp.Hash, Params: DetectionParams(cfg)}
+	for _, t := range sum.Targets {
+		tc := cfg.Target(t.Target)
+		in.Targets = append(in.Targets, diff.TargetRun{ID: t.TargetID, Name: t.Target, Provider: t.Provider, Status: t.Status,
+			ConfirmSamples: tc.ConfirmSamples, Observations: sum.Observations[t.TargetID]})
+	}
+	det, err := diff.Apply(context.WithoutCancel(ctx), st, in)
+	if err != nil {
+		return nil, fmt.Errorf("detection: %w", err)
+	}
+	res.Detection = det
+	if ids := det.EventIDs(); len(ids) > 0 {
+		if res.Events, err = diff.ListEvents(context.WithoutCancel(ctx), st, diff.Filter{IDs: ids}); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// DetectionParams derives detection parameters from the config.
+func DetectionParams(cfg *config.Config) diff.Params {
+	d := cfg.Detection
+	p := diff.Params{ConfirmRuns: cfg.ConfirmRuns, NondeterministicFlips: d.NondeterministicFlips, ScoreTolerance: d.ScoreTolerance, WindowRuns: d.WindowRuns}
+	if g := cfg.GitHub; g != nil {
+		kinds := map[string]bool{}
+		for _, k := range g.Kinds {
+			kinds[k] = true
+		}
+		p.Enqueue = func(kind string) bool {
+			if len(kinds) == 0 {
+				return kind != diff.KindNondeterminism
+			}
+			return kinds[kind]
+		}
+	}
+	return p
+}
+
+// resampler decides extra in-run samples: when a probe's first answer
+// differs from its baseline on the same bytes, take confirm_samples (or
+// detection.screen_samples, whichever is larger) more.
+func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target) (func(*runner.Target, string, string, probes.Result) int, error) {
+	base := map[string]map[string][2]string{}
+	for _, t := range targets {
+		row, err := st.TargetByName(ctx, t.Config.Name)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if base[t.Config.Name], err = diff.Baselines(ctx, st.SQL(), row.ID); err != nil {
+			return nil, err
+		}
+	}
+	return func(t *runner.Target, probeID, sha string, first probes.Result) int {
+		b, ok := base[t.Config.Name][probeID]
+		if !ok || b[0] != sha || first.Class == probes.AbuseBlock || diff.VerdictOf(first).Key() == b[1] {
+			return 0
+		}
+		return max(t.Config.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
+	}, nil
 }
 
 // JSON shapes of `run --json` (the contract in DESIGN.md).
 type (
 	RunJSON struct {
-		RunID         int64        `json:"run_id"`
-		Status        string       `json:"status"`
-		CorpusVersion string       `json:"corpus_version"`
-		CorpusSHA256  string       `json:"corpus_sha256"`
-		StartedAt     time.Time    `json:"started_at"`
-		DurationSec   float64      `json:"duration_seconds"`
-		Targets       []TargetJSON `json:"targets"`
-		Events        []any        `json:"events"`
+		RunID         int64         `json:"run_id"`
+		Status        string        `json:"status"`
+		CorpusVersion string        `json:"corpus_version"`
+		CorpusSHA256  string        `json:"corpus_sha256"`
+		StartedAt     time.Time     `json:"started_at"`
+		DurationSec   float64       `json:"duration_seconds"`
+		Targets       []TargetJSON  `json:"targets"`
+		Events        []*diff.Event `json:"events"`
 	}
 	TargetJSON struct {
 		Target         string         `json:"target"`
@@ -82,7 +156,10 @@ type (
 func (r *RunResult) JSON() RunJSON {
 	s := r.Summary
 	out := RunJSON{RunID: s.RunID, Status: s.Status, CorpusVersion: s.CorpusVersion, CorpusSHA256: s.CorpusHash,
-		StartedAt: s.Started.UTC(), DurationSec: s.Duration.Seconds(), Targets: []TargetJSON{}, Events: []any{}}
+		StartedAt: s.Started.UTC(), DurationSec: s.Duration.Seconds(), Targets: []TargetJSON{}, Events: r.Events}
+	if out.Events == nil {
+		out.Events = []*diff.Event{}
+	}
 	for _, t := range s.Targets {
 		v := map[string]int{}
 		for _, c := range probes.Classes {
@@ -123,4 +200,55 @@ func WriteSummary(w io.Writer, r *RunResult) {
 			fmt.Fprintf(w, "  %s: %s\n", t.Target, strings.Join(notes, "; "))
 		}
 	}
+}
+
+// WriteEvents prints events for humans.
+func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
+	byEvent := map[int64][]diff.Change{}
+	for _, c := range changes {
+		byEvent[c.EventID] = append(byEvent[c.EventID], c)
+	}
+	for _, e := range evs {
+		status := e.Status
+		fmt.Fprintf(w, "\nevent %d [%s] %s %s on %s (%s) · runs %d→%d · %s\n", e.ID, strings.ToUpper(e.Kind), e.Direction, categoriesOf(e),
+			strings.Join(e.Targets, ", "), e.Provider, e.FirstRun, e.ConfirmedRun, status)
+		for _, c := range byEvent[e.ID] {
+			fmt.Fprintf(w, "  %s: %s\n", c.Change, c.Detail)
+		}
+		if len(e.NewCategories) > 0 {
+			fmt.Fprintf(w, "  NEW CATEGORIES (never fired on this target before): %s\n", strings.Join(e.NewCategories, ", "))
+		}
+		if len(e.VanishedCategories) > 0 {
+			fmt.Fprintf(w, "  vanished categories: %s\n", strings.Join(e.VanishedCategories, ", "))
+		}
+		if e.ModelBefore != e.ModelAfter {
+			fmt.Fprintf(w, "  model: %s → %s\n", e.ModelBefore, e.ModelAfter)
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBEFORE\tAFTER\tCONFIRMED\t")
+		for _, p := range e.Probes {
+			after := p.After.String()
+			if p.Reverted {
+				after += " (reverted)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, p.Before.String(), after, p.ConfirmedRun)
+		}
+		tw.Flush()
+		if e.IssueURL != "" {
+			fmt.Fprintf(w, "  issue: %s\n", e.IssueURL)
+		}
+	}
+}
+
+func categoriesOf(e *diff.Event) string {
+	var cats []string
+	for _, p := range e.Probes {
+		cats = append(cats, p.After.Categories...)
+		cats = append(cats, p.Before.Categories...)
+	}
+	cats = probes.SortedUnique(cats)
+	if len(cats) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(cats, ", ") + ")"
 }

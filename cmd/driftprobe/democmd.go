@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+// demoConfig scripts the story: sim-prod's provider tightens violence and
+// starts enforcing privacy from run 3; sim-candidate is a stricter model
+// considered as an upgrade.
+const demoConfig = `# driftprobe demo: two simulated targets, one scripted provider policy change.
+database: %s
+confirm_runs: 2
+targets:
+  - name: sim-prod
+    provider: sim
+    model: sim-large
+    sim:
+      policies:
+        - from_run: 1
+          thresholds: {privacy: 1.01}          # privacy never fires...
+          fingerprint: fp_prod_a
+        - from_run: 3                          # ...until the provider changes policy
+          thresholds: {violence: 0.3, privacy: 0.5}
+  - name: sim-candidate
+    provider: sim
+    model: sim-large-2
+    sim:
+      policies:
+        - from_run: 1
+          thresholds: {harassment: 0.25, self_harm: 0.28}
+          fingerprint: fp_candidate_b
+`
+
+func newDemoCmd(g *globals) *cobra.Command {
+	var runs int
+	var keep string
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "The whole story in under a minute: runs, a provider policy change detected and confirmed, evidence, compare",
+		Long: `Run the default corpus against two embedded simulator targets in a temporary
+database for a handful of runs, with a provider policy change scripted at run 3
+on one of them. Prints each run's summary, the confirmed event, its diff, and
+what compare says about the two targets. No keys, no network.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			dir := keep
+			if dir == "" {
+				tmp, err := os.MkdirTemp("", "driftprobe-demo-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmp)
+				dir = tmp
+			} else if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			db := filepath.Join(dir, "demo.db")
+			cfgFile := filepath.Join(dir, "demo.yaml")
+			text := fmt.Sprintf(demoConfig, db)
+			if err := os.WriteFile(cfgFile, []byte(text), 0o644); err != nil {
+				return err
+			}
+			cfg, err := config.Load(cfgFile, true)
+			if err != nil {
+				return err
+			}
+			cp, err := app.LoadCorpus(cfg, "", false)
+			if err != nil {
+				return err
+			}
+			st, err := app.OpenStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			targets, closeT, err := app.BuildTargets(cfg)
+			if err != nil {
+				return err
+			}
+			defer closeT()
+			w := g.stdout
+			section := func(s string) { fmt.Fprintf(w, "\n\033[1m== %s ==\033[0m\n", s) }
+			if os.Getenv("NO_COLOR") != "" || !isTTY(w) {
+				section = func(s string) { fmt.Fprintf(w, "\n== %s ==\n", s) }
+			}
+			fmt.Fprintf(w, "driftprobe demo: corpus %s %s (%d probes) against sim-prod and sim-candidate, database %s\n", cp.Name, cp.Version, len(cp.Probes), db)
+			fmt.Fprintln(w, "sim-prod's provider is scripted to tighten violence and start enforcing privacy at run 3; confirm_runs is 2.")
+			var eventIDs []int64
+			for i := 1; i <= runs; i++ {
+				section(fmt.Sprintf("run %d", i))
+				res, err := app.RunOnce(ctx, cfg, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: "demo"})
+				if err != nil {
+					return err
+				}
+				app.WriteSummary(w, res)
+				if res.Detection != nil {
+					for _, s := range res.Detection.Stats {
+						if s.Candidates > 0 && s.Confirmed == 0 {
+							fmt.Fprintf(w, "  %s: %d probe(s) differ from their baseline: candidates, waiting for confirmation\n", s.Target, s.Candidates)
+						}
+					}
+					app.WriteEvents(w, res.Events, res.Detection.Changes)
+					eventIDs = append(eventIDs, res.Detection.EventIDs()...)
+				}
+			}
+			evs, err := diff.ListEvents(ctx, st, diff.Filter{})
+			if err != nil {
+				return err
+			}
+			section("what happened")
+			if len(evs) == 0 {
+				fmt.Fprintln(w, "no events (try more --runs)")
+			}
+			for _, e := range evs {
+				fmt.Fprintf(w, "event %d: %s %s on %s, first seen in run %d, confirmed in run %d; new categories: %s\n",
+					e.ID, e.Direction, e.Kind, strings.Join(e.Targets, ", "), e.FirstRun, e.ConfirmedRun, orNone(e.NewCategories))
+				fmt.Fprintf(w, "  the request bytes of all %d flipped probes were identical before and after, so the provider changed, not the content.\n", len(e.Probes))
+				section(fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", e.Target, e.FirstRun-1, e.ConfirmedRun))
+				d, err := diff.DiffRuns(ctx, st, e.Target, e.FirstRun-1, e.ConfirmedRun)
+				if err != nil {
+					return err
+				}
+				WriteRunDiff(g, d)
+			}
+			section("driftprobe compare --from sim-prod --to sim-candidate")
+			cmp, err := diff.Compare(ctx, st, cp, "sim-prod", "sim-candidate", 0)
+			if err != nil {
+				return err
+			}
+			WriteComparison(w, cmp)
+			if cmp.GateFailed {
+				fmt.Fprintln(w, "(in CI, this compare would exit 1: the candidate over-blocks)")
+			}
+			fmt.Fprintf(w, "\nNext: `driftprobe run` probes the simulator with the built-in config; see README.md to point driftprobe at real providers.\n")
+			_ = eventIDs
+			return nil
+		},
+	}
+	c.Flags().IntVar(&runs, "runs", 5, "number of runs")
+	c.Flags().StringVar(&keep, "dir", "", "keep the demo database and config in this directory instead of a temporary one")
+	return c
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func isTTY(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newDiffCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var target string
+	var from, to int64
+	c := &cobra.Command{
+		Use:   "diff --target T [--from RUN] [--to RUN]",
+		Short: "Show every probe whose verdict differs between two runs of a target",
+		Long: `Show every probe whose verdict differs between two runs of one target, with
+both request fingerprints (same_bytes says whether the request bytes were
+identical, i.e. whether the difference is the provider's). --to defaults to the
+latest run of the target, --from to the one before.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if target == "" {
+				return app.Usage(fmt.Errorf("diff: --target is required"))
+			}
+			ctx := cmd.Context()
+			cfg, err := app.LoadConfig(g.config, g.db, false)
+			if err != nil {
+				return err
+			}
+			st, err := app.OpenStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			d, err := diff.DiffRuns(ctx, st, target, from, to)
+			if err != nil {
+				return app.Usage(err)
+			}
+			if asJSON {
+				return writeJSON(g.stdout, d)
+			}
+			WriteRunDiff(g, d)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	c.Flags().StringVar(&target, "target", "", "target name (required)")
+	c.Flags().Int64Var(&from, "from", 0, "earlier run id (default: the run before --to)")
+	c.Flags().Int64Var(&to, "to", 0, "later run id (default: the latest run)")
+	return c
+}
+
+// WriteRunDiff prints a run diff for humans.
+func WriteRunDiff(g *globals, d *diff.RunDiff) {
+	fmt.Fprintf(g.stdout, "%s: run %d → run %d: %d probe(s) differ\n", d.Target, d.FromRun, d.ToRun, len(d.Probes))
+	if len(d.Probes) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROBE\tREQUEST_SHA256\tSAME_BYTES\tFROM\tTO\tDIRECTION\t")
+	for _, p := range d.Probes {
+		fmt.Fprintf(tw, "%s\t%.16s\t%v\t%s\t%s\t%s\t\n", p.ProbeID, p.ToSHA256, p.SameBytes, p.From.String(), p.To.String(), p.Direction)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newEventsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var target string
+	var since int64
+	c := &cobra.Command{
+		Use:   "events",
+		Short: "List confirmed change events",
+		Long: `List events (confirmed changes) as a table, or with --json as a JSON array: id,
+target, targets, kind (policy_change | model_change | score_drift | nondeterminism),
+direction (tightened | loosened | recategorized | mixed), probes (target, probe_id,
+request_sha256, before and after verdicts with categories), new_categories,
+first_run, confirmed_run, issue_url and more.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := app.LoadConfig(g.config, g.db, false)
+			if err != nil {
+				return err
+			}
+			st, err := app.OpenStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			evs, err := diff.ListEvents(ctx, st, diff.Filter{Target: target, Since: since})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if evs == nil {
+					evs = []*diff.Event{}
+				}
+				return writeJSON(g.stdout, evs)
+			}
+			if len(evs) == 0 {
+				_, err := g.stdout.Write([]byte("no events\n"))
+				return err
+			}
+			app.WriteEvents(g.stdout, evs, nil)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON array output")
+	c.Flags().StringVar(&target, "target", "", "only events involving this target")
+	c.Flags().Int64Var(&since, "since", 0, "only events updated in this run or later")
+	return c
+}

@@ -1,0 +1,316 @@
+package diff
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Interval is a proportion with its Wilson 95% score interval.
+type Interval struct {
+	Blocked int     `json:"blocked"`
+	Total   int     `json:"total"`
+	Rate    float64 `json:"rate"`
+	Low     float64 `json:"low"`
+	High    float64 `json:"high"`
+}
+
+// Wilson returns the Wilson score interval (95%, z = 1.96) for k of n.
+func Wilson(k, n int) Interval {
+	iv := Interval{Blocked: k, Total: n}
+	if n == 0 {
+		return iv
+	}
+	const z = 1.959963984540054
+	p := float64(k) / float64(n)
+	nf := float64(n)
+	den := 1 + z*z/nf
+	center := (p + z*z/(2*nf)) / den
+	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / den
+	iv.Rate = p
+	iv.Low = math.Max(0, center-half)
+	iv.High = math.Min(1, center+half)
+	return iv
+}
+
+// CategoryComparison is one category row of a comparison.
+type CategoryComparison struct {
+	Category string   `json:"category"`
+	From     Interval `json:"from"`
+	To       Interval `json:"to"`
+}
+
+// ProbeDiff is a probe the two targets disagree on.
+type ProbeDiff struct {
+	ProbeID string   `json:"probe_id"`
+	Role    string   `json:"role"`
+	Tags    []string `json:"tags"`
+	From    Verdict  `json:"from"`
+	To      Verdict  `json:"to"`
+}
+
+// Comparison is the model-upgrade check of --to (candidate) against --from
+// (current).
+type Comparison struct {
+	From          string               `json:"from"`
+	To            string               `json:"to"`
+	FromRun       int64                `json:"from_run"`
+	ToRun         int64                `json:"to_run"`
+	CorpusVersion string               `json:"corpus_version"`
+	Compared      int                  `json:"compared"` // probes with a verdict on both
+	Categories    []CategoryComparison `json:"categories"`
+	// NewBlocks: blocked by the candidate, allowed by the current one.
+	NewBlocks []ProbeDiff `json:"new_blocks"`
+	// NewAllows: allowed by the candidate, blocked by the current one.
+	NewAllows []ProbeDiff `json:"new_allows"`
+	// OverBlocking: NewBlocks on benign controls and borderline probes.
+	OverBlocking int `json:"over_blocking"`
+	// UnderBlocking: NewAllows on positive controls.
+	UnderBlocking int `json:"under_blocking"`
+	// Recategorized: blocked by both with different class or categories.
+	Recategorized []ProbeDiff `json:"recategorized"`
+	MaxNewBlocks  int         `json:"max_new_blocks"`
+	GateFailed    bool        `json:"gate_failed"`
+}
+
+// ErrNoCompleteRun is returned when a target has no complete run to compare.
+var ErrNoCompleteRun = errors.New("no complete run")
+
+// LatestCompleteRun returns the latest run in which the target completed,
+// optionally on a given corpus version ("" for any).
+func LatestCompleteRun(ctx context.Context, db *storage.DB, target, version string) (int64, string, error) {
+	q := `SELECT r.id, r.corpus_version FROM run_targets rt JOIN runs r ON r.id = rt.run_id JOIN targets t ON t.id = rt.target_id
+		WHERE t.name = ? AND rt.status = 'complete' AND r.status != 'aborted'`
+	args := []any{target}
+	if version != "" {
+		q += ` AND r.corpus_version = ?`
+		args = append(args, version)
+	}
+	q += ` ORDER BY r.id DESC LIMIT 1`
+	var id int64
+	var v string
+	err := db.SQL().QueryRowContext(ctx, q, args...).Scan(&id, &v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", fmt.Errorf("target %s: %w", target, ErrNoCompleteRun)
+	}
+	return id, v, err
+}
+
+// Compare compares the latest complete observations of two targets on the
+// same corpus version. Categories come from the probes' tags ("none" for
+// untagged benign controls). maxNewBlocks is the gate: more benign or
+// borderline probes newly blocked by the candidate fails it.
+func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to string, maxNewBlocks int) (*Comparison, error) {
+	fromRun, ver, err := LatestCompleteRun(ctx, db, from, "")
+	if err != nil {
+		return nil, err
+	}
+	toRun, _, err := LatestCompleteRun(ctx, db, to, ver)
+	if err != nil {
+		// Fall back to the candidate's latest and require the versions match.
+		var tv string
+		if toRun, tv, err = LatestCompleteRun(ctx, db, to, ""); err != nil {
+			return nil, err
+		}
+		if fromRun, _, err = LatestCompleteRun(ctx, db, from, tv); err != nil {
+			return nil, fmt.Errorf("%s and %s have no complete runs on the same corpus version: %w", from, to, err)
+		}
+		ver = tv
+	}
+	fv, err := verdictsOf(ctx, db, fromRun, from)
+	if err != nil {
+		return nil, err
+	}
+	tvs, err := verdictsOf(ctx, db, toRun, to)
+	if err != nil {
+		return nil, err
+	}
+	c := &Comparison{From: from, To: to, FromRun: fromRun, ToRun: toRun, CorpusVersion: ver, MaxNewBlocks: maxNewBlocks,
+		NewBlocks: []ProbeDiff{}, NewAllows: []ProbeDiff{}, Recategorized: []ProbeDiff{}}
+	type acc struct{ fb, tb, n int }
+	cats := map[string]*acc{}
+	ids := make([]string, 0, len(fv))
+	for id := range fv {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a, ok1 := fv[id]
+		b, ok2 := tvs[id]
+		if !ok1 || !ok2 {
+			continue
+		}
+		p := cp.Probe(id)
+		role, tags := "", []string(nil)
+		if p != nil {
+			role, tags = p.Role, p.Tags
+		}
+		c.Compared++
+		keys := tags
+		if len(keys) == 0 {
+			keys = []string{"none"}
+		}
+		for _, k := range keys {
+			if cats[k] == nil {
+				cats[k] = &acc{}
+			}
+			cats[k].n++
+			if a.Class.IsBlock() {
+				cats[k].fb++
+			}
+			if b.Class.IsBlock() {
+				cats[k].tb++
+			}
+		}
+		pd := ProbeDiff{ProbeID: id, Role: role, Tags: nonNil(tags), From: a, To: b}
+		switch {
+		case !a.Class.IsBlock() && b.Class.IsBlock():
+			c.NewBlocks = append(c.NewBlocks, pd)
+			if role == corpus.RoleBenign || role == corpus.RoleBorderline {
+				c.OverBlocking++
+			}
+		case a.Class.IsBlock() && !b.Class.IsBlock():
+			c.NewAllows = append(c.NewAllows, pd)
+			if role == corpus.RolePositive {
+				c.UnderBlocking++
+			}
+		case a.Class.IsBlock() && b.Class.IsBlock() && a.Key() != b.Key():
+			c.Recategorized = append(c.Recategorized, pd)
+		}
+	}
+	names := make([]string, 0, len(cats))
+	for k := range cats {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return catOrder(names[i]) < catOrder(names[j]) })
+	for _, k := range names {
+		a := cats[k]
+		c.Categories = append(c.Categories, CategoryComparison{Category: k, From: Wilson(a.fb, a.n), To: Wilson(a.tb, a.n)})
+	}
+	c.GateFailed = c.OverBlocking > maxNewBlocks
+	return c, nil
+}
+
+func catOrder(c string) int {
+	for i, v := range probes.Categories {
+		if v == c {
+			return i
+		}
+	}
+	return len(probes.Categories)
+}
+
+// verdictsOf returns probe id -> verdict (first sample) for a target's run.
+func verdictsOf(ctx context.Context, db *storage.DB, run int64, target string) (map[string]Verdict, error) {
+	t, err := db.TargetByName(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := db.Observations(ctx, run, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Verdict{}
+	for _, o := range obs {
+		if o.Sample == 0 && o.Result.Class.IsVerdict() {
+			out[o.ProbeID] = VerdictOf(o.Result)
+		}
+	}
+	return out, nil
+}
+
+// RunDiffEntry is a probe whose verdict differs between two runs.
+type RunDiffEntry struct {
+	ProbeID    string  `json:"probe_id"`
+	FromSHA256 string  `json:"from_request_sha256"`
+	ToSHA256   string  `json:"to_request_sha256"`
+	SameBytes  bool    `json:"same_bytes"`
+	From       Verdict `json:"from"`
+	To         Verdict `json:"to"`
+	FromReqID  string  `json:"from_request_id,omitempty"`
+	ToReqID    string  `json:"to_request_id,omitempty"`
+	Direction  string  `json:"direction"`
+}
+
+// RunDiff is every probe whose verdict differs between two runs of a target.
+type RunDiff struct {
+	Target  string         `json:"target"`
+	FromRun int64          `json:"from_run"`
+	ToRun   int64          `json:"to_run"`
+	Probes  []RunDiffEntry `json:"probes"`
+}
+
+// DiffRuns compares two runs of a target. from/to of 0 mean "the run
+// before the latest" and "the latest" run that observed the target.
+func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64) (*RunDiff, error) {
+	t, err := db.TargetByName(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	if to == 0 || from == 0 {
+		rows, err := db.SQL().QueryContext(ctx, `SELECT run_id FROM run_targets WHERE target_id = ? ORDER BY run_id DESC LIMIT 2`, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			rows.Scan(&id)
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if to == 0 && len(ids) > 0 {
+			to = ids[0]
+		}
+		if from == 0 && len(ids) > 1 {
+			from = ids[1]
+		}
+		if from == 0 || to == 0 {
+			return nil, fmt.Errorf("target %s: need two runs to diff (found %d)", target, len(ids))
+		}
+	}
+	a, err := db.Observations(ctx, from, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	b, err := db.Observations(ctx, to, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	first := func(obs []*storage.Observation) map[string]*storage.Observation {
+		m := map[string]*storage.Observation{}
+		for _, o := range obs {
+			if o.Sample == 0 {
+				m[o.ProbeID] = o
+			}
+		}
+		return m
+	}
+	am, bm := first(a), first(b)
+	d := &RunDiff{Target: target, FromRun: from, ToRun: to, Probes: []RunDiffEntry{}}
+	ids := make([]string, 0, len(am))
+	for id := range am {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		x, y := am[id], bm[id]
+		if y == nil {
+			continue
+		}
+		vx, vy := VerdictOf(x.Result), VerdictOf(y.Result)
+		if vx.Key() == vy.Key() {
+			continue
+		}
+		d.Probes = append(d.Probes, RunDiffEntry{ProbeID: id, FromSHA256: x.RequestSHA256, ToSHA256: y.RequestSHA256, SameBytes: x.RequestSHA256 == y.RequestSHA256,
+			From: vx, To: vy, FromReqID: x.Result.RequestID, ToReqID: y.Result.RequestID, Direction: direction(vx, vy)})
+	}
+	return d, nil
+}

@@ -1,0 +1,814 @@
+package diff
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Params tune detection (see config.Detection).
+type Params struct {
+	ConfirmRuns           int
+	NondeterministicFlips int
+	ScoreTolerance        float64
+	WindowRuns            int
+	// Enqueue reports whether changes to events of a kind are queued for
+	// GitHub delivery; nil queues nothing.
+	Enqueue func(kind string) bool
+}
+
+// TargetRun is one target's part of a run, as the runner saw it.
+type TargetRun struct {
+	ID             int64
+	Name           string
+	Provider       string
+	Status         string // storage.TargetComplete | TargetDegraded | TargetAborted
+	ConfirmSamples int
+	Observations   []*storage.Observation // nil: read from the database
+}
+
+// Input is one run to apply.
+type Input struct {
+	RunID         int64
+	CorpusVersion string
+	CorpusHash    string
+	Targets       []TargetRun
+	Params        Params
+}
+
+// Change is something that happened to an event in a run.
+type Change struct {
+	EventID int64  `json:"event_id"`
+	Change  string `json:"change"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// TargetStats summarizes detection on one target in one run.
+type TargetStats struct {
+	Target           string `json:"target"`
+	Candidates       int    `json:"candidates"`
+	Confirmed        int    `json:"confirmed"`
+	InputChanges     int    `json:"input_changes"`
+	Nondeterministic int    `json:"nondeterministic"`
+	Degraded         bool   `json:"degraded"`
+}
+
+// Result is what Apply did.
+type Result struct {
+	Changes []Change
+	Stats   []TargetStats
+}
+
+// EventIDs returns the distinct events changed, in order.
+func (r *Result) EventIDs() []int64 {
+	seen := map[int64]bool{}
+	var out []int64
+	for _, c := range r.Changes {
+		if !seen[c.EventID] {
+			seen[c.EventID] = true
+			out = append(out, c.EventID)
+		}
+	}
+	return out
+}
+
+// state mirrors a probe_state row.
+type state struct {
+	probeID          string
+	sha              string
+	sinceRun         int64
+	baseline         string
+	baselineRun      int64
+	baselineModel    string
+	baselineObs      int64
+	baselineScores   string
+	candidate        string
+	candidateRun     int64
+	candidateRuns    int
+	candidateModel   string
+	candidateObs     int64
+	driftScores      string
+	driftRuns        int
+	driftRun         int64
+	lastVerdict      string
+	changes          int
+	reverts          int
+	nondeterministic bool
+	dirty            bool
+	isNew            bool
+}
+
+// flip is a confirmed change of one probe's verdict.
+type flip struct {
+	probeID     string
+	sha         string
+	before      string
+	after       string
+	beforeObs   int64
+	afterObs    int64
+	firstRun    int64
+	modelBefore string
+	modelAfter  string
+	flipRate    float64
+	scores      string // for score drift: "before -> after"
+}
+
+func modelOf(r probes.Result) string { return r.ModelID + "|" + r.ModelFP }
+
+// Apply runs detection for one stored run in a single transaction: state
+// updates, events, and outbox rows commit together or not at all.
+func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
+	p := in.Params
+	if p.ConfirmRuns < 1 {
+		p.ConfirmRuns = 2
+	}
+	if p.NondeterministicFlips < 1 {
+		p.NondeterministicFlips = 2
+	}
+	if p.WindowRuns < 1 {
+		p.WindowRuns = 3
+	}
+	if p.ScoreTolerance <= 0 {
+		p.ScoreTolerance = 0.15
+	}
+	res := &Result{}
+	now := db.Now()
+	err := db.Tx(ctx, func(tx *sql.Tx) error {
+		for _, t := range in.Targets {
+			obs := t.Observations
+			if obs == nil {
+				var err error
+				if obs, err = db.Observations(ctx, in.RunID, t.ID); err != nil {
+					return err
+				}
+			}
+			d := &detector{tx: tx, ctx: ctx, in: &in, p: p, t: t, now: now, res: res}
+			if err := d.run(obs); err != nil {
+				return fmt.Errorf("detect %s: %w", t.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+type detector struct {
+	model      string // model the target reports now (id|fingerprint)
+	prevModel  string // the one before it
+	modelSince int64  // run the current model was first seen
+	tx         *sql.Tx
+	ctx        context.Context
+	in         *Input
+	p          Params
+	t          TargetRun
+	now        time.Time
+	res        *Result
+}
+
+func (d *detector) run(obs []*storage.Observation) error {
+	run := d.in.RunID
+	states, err := loadStates(d.ctx, d.tx, d.t.ID)
+	if err != nil {
+		return err
+	}
+	known, err := loadCategories(d.ctx, d.tx, d.t.ID)
+	if err != nil {
+		return err
+	}
+	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
+	if err := d.trackModel(obs); err != nil {
+		return err
+	}
+
+	// Group samples by probe (sample 0 first).
+	byProbe := map[string][]*storage.Observation{}
+	var order []string
+	for _, o := range obs {
+		if _, ok := byProbe[o.ProbeID]; !ok {
+			order = append(order, o.ProbeID)
+		}
+		byProbe[o.ProbeID] = append(byProbe[o.ProbeID], o)
+	}
+	sort.Strings(order)
+
+	var flips, ndFlips, drifts []flip
+	var newlyND []string
+	markND := func(st *state) {
+		if !st.nondeterministic && st.reverts >= d.p.NondeterministicFlips {
+			st.nondeterministic = true
+			newlyND = append(newlyND, st.probeID)
+		}
+	}
+	for _, pid := range order {
+		samples := byProbe[pid]
+		sort.Slice(samples, func(a, b int) bool { return samples[a].Sample < samples[b].Sample })
+		first := samples[0]
+		c := first.Result.Class
+		if first.Sample != 0 || !c.IsVerdict() || c == probes.AbuseBlock {
+			continue // not a verdict: never a flip, never breaks a streak
+		}
+		v := VerdictOf(first.Result).Key()
+		model := modelOf(first.Result)
+		scores := scoreString(first.Result)
+		st := states[pid]
+		if st == nil {
+			st = &state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, baseline: v, baselineRun: run, baselineModel: model,
+				baselineObs: first.ID, baselineScores: scores, lastVerdict: v, dirty: true, isNew: true}
+			states[pid] = st
+			d.learnCategories(known, v)
+			continue
+		}
+		if st.sha != first.RequestSHA256 {
+			// Input change: the bytes differ, so nothing is comparable.
+			if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256) VALUES (?, ?, ?, ?, ?)`,
+				run, d.t.ID, pid, st.sha, first.RequestSHA256); err != nil {
+				return err
+			}
+			*st = state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, baseline: v, baselineRun: run, baselineModel: model,
+				baselineObs: first.ID, baselineScores: scores, lastVerdict: v, dirty: true}
+			stats.InputChanges++
+			d.learnCategories(known, v)
+			continue
+		}
+		if stats.Degraded {
+			continue // confirms nothing, breaks no streak
+		}
+		if v != st.lastVerdict {
+			st.changes++
+			st.lastVerdict = v
+			st.dirty = true
+		}
+		agree, n := true, 1
+		for _, s := range samples[1:] {
+			if !s.Result.Class.IsVerdict() {
+				continue
+			}
+			n++
+			if VerdictOf(s.Result).Key() != v {
+				agree = false
+			}
+		}
+		if v == st.baseline {
+			if st.candidate != "" {
+				st.reverts++
+				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
+				st.dirty = true
+			}
+			if !agree {
+				st.reverts++
+				st.dirty = true
+			}
+			markND(st)
+			if err := d.scoreDrift(st, first, scores, &drifts); err != nil {
+				return err
+			}
+			continue
+		}
+		stats.Candidates++
+		if !agree {
+			// The identical bytes got different answers within one run.
+			st.reverts++
+			st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
+			st.dirty = true
+			markND(st)
+			continue
+		}
+		if st.candidate == v {
+			st.candidateRuns++
+		} else {
+			if st.candidate != "" {
+				st.reverts++
+				markND(st)
+			}
+			st.candidate, st.candidateRun, st.candidateRuns = v, run, 1
+			st.candidateModel, st.candidateObs = model, first.ID
+		}
+		st.dirty = true
+		byRuns := st.candidateRuns >= d.p.ConfirmRuns
+		bySamples := d.t.ConfirmSamples > 0 && n-1 >= d.t.ConfirmSamples
+		if !byRuns && !bySamples {
+			continue
+		}
+		f := flip{probeID: pid, sha: st.sha, before: st.baseline, after: v, beforeObs: st.baselineObs, afterObs: first.ID,
+			firstRun: st.candidateRun, modelBefore: st.baselineModel, modelAfter: model, flipRate: flipRate(st, run)}
+		if st.nondeterministic {
+			ndFlips = append(ndFlips, f)
+		} else {
+			flips = append(flips, f)
+		}
+		stats.Confirmed++
+		st.baseline, st.baselineRun, st.baselineModel, st.baselineObs, st.baselineScores = v, run, model, first.ID, scores
+		st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
+		st.driftRuns, st.driftScores = 0, ""
+	}
+	for _, st := range states {
+		if st.nondeterministic {
+			stats.Nondeterministic++
+		}
+	}
+	if err := saveStates(d.ctx, d.tx, d.t.ID, states); err != nil {
+		return err
+	}
+
+	// Events.
+	if err := d.policyEvents(flips, known, states); err != nil {
+		return err
+	}
+	if len(newlyND) > 0 || len(ndFlips) > 0 {
+		for _, pid := range newlyND {
+			st := states[pid]
+			ndFlips = append(ndFlips, flip{probeID: pid, sha: st.sha, before: st.baseline, after: st.lastVerdict, firstRun: run,
+				beforeObs: st.baselineObs, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)})
+		}
+		if err := d.event(KindNondeterminism, ndFlips, nil, nil, states); err != nil {
+			return err
+		}
+	}
+	if len(drifts) > 0 {
+		if err := d.event(KindScoreDrift, drifts, nil, nil, states); err != nil {
+			return err
+		}
+	}
+	for _, f := range flips {
+		d.learnCategories(known, f.after)
+	}
+	if err := saveCategories(d.ctx, d.tx, d.t.ID, known, run); err != nil {
+		return err
+	}
+	d.res.Stats = append(d.res.Stats, stats)
+	return nil
+}
+
+func flipRate(st *state, run int64) float64 {
+	n := run - st.sinceRun + 1
+	if n <= 1 {
+		return 0
+	}
+	return float64(st.changes) / float64(n-1)
+}
+
+// scoreDrift tracks scores on an unchanged verdict.
+func (d *detector) scoreDrift(st *state, o *storage.Observation, scores string, out *[]flip) error {
+	if scores == "" || scores == st.baselineScores {
+		if st.driftRuns != 0 {
+			st.driftRuns, st.driftScores, st.dirty = 0, "", true
+		}
+		return nil
+	}
+	if st.baselineScores == "" {
+		st.baselineScores, st.dirty = scores, true
+		return nil
+	}
+	if maxScoreDelta(st.baselineScores, scores) <= d.p.ScoreTolerance {
+		if st.driftRuns != 0 {
+			st.driftRuns, st.driftScores, st.dirty = 0, "", true
+		}
+		return nil
+	}
+	if st.driftRuns == 0 || maxScoreDelta(st.driftScores, scores) > d.p.ScoreTolerance {
+		st.driftRuns, st.driftRun = 0, d.in.RunID
+	}
+	st.driftRuns++
+	st.driftScores, st.dirty = scores, true
+	if st.driftRuns >= d.p.ConfirmRuns {
+		*out = append(*out, flip{probeID: st.probeID, sha: st.sha, before: st.baseline, after: st.baseline, beforeObs: st.baselineObs,
+			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.baselineModel, modelAfter: modelOf(o.Result),
+			scores: st.baselineScores + " -> " + scores})
+		st.baselineScores, st.driftRuns, st.driftScores = scores, 0, ""
+	}
+	return nil
+}
+
+// learnCategories records the categories of a verdict key as seen.
+func (d *detector) learnCategories(known map[string]int64, key string) {
+	v := ParseKey(key)
+	if !v.Class.IsBlock() {
+		return
+	}
+	for _, c := range v.Categories {
+		if _, ok := known[c]; !ok {
+			known[c] = -d.in.RunID // negative: new in this run, to be saved
+		}
+	}
+}
+
+// policyEvents turns confirmed non-noise flips into reverts, additions to
+// open events, provider-wide joins, or new events.
+func (d *detector) policyEvents(flips []flip, known map[string]int64, states map[string]*state) error {
+	if len(flips) == 0 {
+		return nil
+	}
+	// Reverts first: a flip back to an open event's before-verdict.
+	var rest []flip
+	reverted := map[int64][]string{}
+	for _, f := range flips {
+		var eid int64
+		err := d.tx.QueryRowContext(d.ctx, `SELECT ep.event_id FROM event_probes ep JOIN events e ON e.id = ep.event_id
+			WHERE ep.target_id = ? AND ep.probe_id = ? AND ep.reverted_run = 0 AND ep.before = ? AND ep.after = ? AND e.kind IN ('policy_change', 'model_change')
+			ORDER BY ep.event_id DESC LIMIT 1`, d.t.ID, f.probeID, f.after, f.before).Scan(&eid)
+		if err == sql.ErrNoRows {
+			rest = append(rest, f)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ? WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, f.probeID); err != nil {
+			return err
+		}
+		reverted[eid] = append(reverted[eid], f.probeID)
+	}
+	eids := make([]int64, 0, len(reverted))
+	for id := range reverted {
+		eids = append(eids, id)
+	}
+	sort.Slice(eids, func(a, b int) bool { return eids[a] < eids[b] })
+	for _, eid := range eids {
+		var left int
+		if err := d.tx.QueryRowContext(d.ctx, `SELECT COUNT(*) FROM event_probes WHERE event_id = ? AND reverted_run = 0`, eid).Scan(&left); err != nil {
+			return err
+		}
+		detail := fmt.Sprintf("%d probe(s) on %s flipped back: %s", len(reverted[eid]), d.t.Name, strings.Join(reverted[eid], ", "))
+		change := ChangePartialRevert
+		if left == 0 {
+			change = ChangeReverted
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET status = 'reverted', reverted_run = ?, last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, d.in.RunID, ts(d.now), eid); err != nil {
+				return err
+			}
+		} else if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, ts(d.now), eid); err != nil {
+			return err
+		}
+		kind, err := d.eventKind(eid)
+		if err != nil {
+			return err
+		}
+		if err := d.record(eid, kind, change, detail); err != nil {
+			return err
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	kind := KindPolicy
+	earliest := d.in.RunID
+	for _, f := range rest {
+		if modelChanged(f.modelBefore, f.modelAfter) {
+			kind = KindModel
+		}
+		earliest = min(earliest, f.firstRun)
+	}
+	// The model the target reports changed within the flips' window.
+	if d.modelSince > 1 && d.modelSince >= earliest && modelChanged(d.prevModel, d.model) {
+		kind = KindModel
+	}
+	var newCats []string
+	for _, f := range rest {
+		v := ParseKey(f.after)
+		if !v.Class.IsBlock() {
+			continue
+		}
+		for _, c := range v.Categories {
+			if r, ok := known[c]; !ok || r < 0 {
+				newCats = append(newCats, c)
+			}
+		}
+	}
+	newCats = probes.SortedUnique(newCats)
+	// Categories whose every firing probe stopped firing.
+	active := map[string]bool{}
+	for _, st := range states {
+		v := ParseKey(st.baseline)
+		if v.Class.IsBlock() {
+			for _, c := range v.Categories {
+				active[c] = true
+			}
+		}
+	}
+	var vanished []string
+	for _, f := range rest {
+		for _, c := range ParseKey(f.before).Categories {
+			if !active[c] {
+				vanished = append(vanished, c)
+			}
+		}
+	}
+	vanished = probes.SortedUnique(vanished)
+	return d.event(kind, rest, newCats, vanished, states)
+}
+
+func modelChanged(a, b string) bool {
+	if a == b {
+		return false
+	}
+	aid, afp, _ := strings.Cut(a, "|")
+	bid, bfp, _ := strings.Cut(b, "|")
+	return (aid != "" && bid != "" && aid != bid) || (afp != "" && bfp != "" && afp != bfp)
+}
+
+func (d *detector) eventKind(id int64) (string, error) {
+	var k string
+	err := d.tx.QueryRowContext(d.ctx, `SELECT kind FROM events WHERE id = ?`, id).Scan(&k)
+	return k, err
+}
+
+// event joins flips to an open event (this target, or provider-wide) or
+// opens a new one.
+func (d *detector) event(kind string, flips []flip, newCats, vanished []string, states map[string]*state) error {
+	run := d.in.RunID
+	since := run - int64(d.p.WindowRuns)
+	family := []string{kind}
+	if kind == KindPolicy || kind == KindModel {
+		family = []string{KindPolicy, KindModel}
+	}
+	in := "'" + strings.Join(family, "','") + "'"
+	// 1. An open event on this target within the window.
+	var eid int64
+	err := d.tx.QueryRowContext(d.ctx, `SELECT e.id FROM events e JOIN event_targets et ON et.event_id = e.id
+		WHERE et.target_id = ? AND e.status = 'open' AND e.kind IN (`+in+`) AND e.last_run >= ? ORDER BY e.id DESC LIMIT 1`, d.t.ID, since).Scan(&eid)
+	if err != nil && err != sql.ErrNoRows {
+		return err
+	}
+	change := ChangeProbesAdded
+	if eid == 0 && kind != KindNondeterminism && kind != KindScoreDrift {
+		// 2. A provider-wide change: an open event of the same provider on
+		// another target, within the window, flipping the same probes.
+		eid, err = d.providerWide(in, since, flips)
+		if err != nil {
+			return err
+		}
+		change = ChangeTargetJoined
+	}
+	if eid == 0 {
+		return d.open(kind, flips, newCats, vanished)
+	}
+	for _, f := range flips {
+		if err := d.addProbe(eid, f); err != nil {
+			return err
+		}
+	}
+	if _, err := d.tx.ExecContext(d.ctx, `INSERT OR IGNORE INTO event_targets (event_id, target_id, joined_run) VALUES (?, ?, ?)`, eid, d.t.ID, run); err != nil {
+		return err
+	}
+	// Merge kind, direction and categories.
+	var oldKind, oldNew, oldVan string
+	if err := d.tx.QueryRowContext(d.ctx, `SELECT kind, new_categories, vanished_categories FROM events WHERE id = ?`, eid).Scan(&oldKind, &oldNew, &oldVan); err != nil {
+		return err
+	}
+	newKind := oldKind
+	if kind == KindModel {
+		newKind = KindModel
+	}
+	dir, err := d.eventDirection(eid)
+	if err != nil {
+		return err
+	}
+	mergedNew := probes.SortedUnique(append(splitList(oldNew), newCats...))
+	mergedVan := probes.SortedUnique(append(splitList(oldVan), vanished...))
+	modelAfter := d.model
+	if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET kind = ?, direction = ?, new_categories = ?, vanished_categories = ?, last_run = ?, model_after = ?, updated_at = ? WHERE id = ?`,
+		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), run, modelAfter, ts(d.now), eid); err != nil {
+		return err
+	}
+	ids := make([]string, len(flips))
+	for i, f := range flips {
+		ids[i] = f.probeID
+	}
+	detail := fmt.Sprintf("%d more probe(s) on %s: %s", len(flips), d.t.Name, strings.Join(ids, ", "))
+	if change == ChangeTargetJoined {
+		detail = fmt.Sprintf("target %s changed the same way (%d probes): provider-wide change", d.t.Name, len(flips))
+	}
+	if newKind != oldKind {
+		detail += fmt.Sprintf("; kind is now %s", newKind)
+	}
+	return d.record(eid, newKind, change, detail)
+}
+
+func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (int64, error) {
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT e.id FROM events e WHERE e.provider = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND e.last_run >= ?
+		AND NOT EXISTS (SELECT 1 FROM event_targets et WHERE et.event_id = e.id AND et.target_id = ?) ORDER BY e.id DESC`, d.t.Provider, since, d.t.ID)
+	if err != nil {
+		return 0, err
+	}
+	var cands []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		cands = append(cands, id)
+	}
+	rows.Close()
+	mine := map[string]string{}
+	for _, f := range flips {
+		mine[f.probeID] = f.after
+	}
+	for _, id := range cands {
+		rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, after FROM event_probes WHERE event_id = ?`, id)
+		if err != nil {
+			return 0, err
+		}
+		total, same := 0, 0
+		for rows.Next() {
+			var pid, after string
+			if err := rows.Scan(&pid, &after); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			total++
+			if a, ok := mine[pid]; ok && ParseKey(a).Class.IsBlock() == ParseKey(after).Class.IsBlock() {
+				same++
+			}
+		}
+		rows.Close()
+		smaller := min(total, len(mine))
+		if smaller > 0 && same*2 >= smaller {
+			return id, nil
+		}
+	}
+	return 0, nil
+}
+
+func (d *detector) open(kind string, flips []flip, newCats, vanished []string) error {
+	run := d.in.RunID
+	firstRun := run
+	dirs := make([]string, len(flips))
+	ids := make([]string, len(flips))
+	for i, f := range flips {
+		if f.firstRun < firstRun {
+			firstRun = f.firstRun
+		}
+		dirs[i] = direction(ParseKey(f.before), ParseKey(f.after))
+		ids[i] = f.probeID
+	}
+	dir := combine(dirs)
+	if kind == KindScoreDrift || dir == Unchanged {
+		dir = Mixed
+		if kind == KindScoreDrift {
+			dir = scoreDirection(flips)
+		}
+	}
+	sort.Strings(ids)
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%s|%d|%s", d.t.Provider, d.t.ID, kind, firstRun, strings.Join(ids, ","))))
+	fp := hex.EncodeToString(h[:])[:20]
+	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO events (fingerprint, target_id, provider, kind, direction, new_categories, vanished_categories, first_run, confirmed_run, last_run,
+		model_before, model_after, corpus_version, corpus_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		fp, d.t.ID, d.t.Provider, kind, dir, strings.Join(newCats, ","), strings.Join(vanished, ","), firstRun, run, run,
+		d.modelBefore(firstRun), d.model, d.in.CorpusVersion, d.in.CorpusHash, ts(d.now), ts(d.now))
+	if err != nil {
+		return fmt.Errorf("open event: %w", err)
+	}
+	eid, _ := res.LastInsertId()
+	if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_targets (event_id, target_id, joined_run) VALUES (?, ?, ?)`, eid, d.t.ID, run); err != nil {
+		return err
+	}
+	for _, f := range flips {
+		if err := d.addProbe(eid, f); err != nil {
+			return err
+		}
+	}
+	detail := fmt.Sprintf("%s on %s: %d probe(s) %s", kind, d.t.Name, len(flips), dir)
+	if len(newCats) > 0 {
+		detail += "; new categories: " + strings.Join(newCats, ", ")
+	}
+	return d.record(eid, kind, ChangeOpened, detail)
+}
+
+func scoreDirection(flips []flip) string {
+	up, down := 0, 0
+	for _, f := range flips {
+		b, a, _ := strings.Cut(f.scores, " -> ")
+		bm, am := parseScores(b), parseScores(a)
+		for k, bv := range bm {
+			if av, ok := am[k]; ok {
+				if av > bv {
+					up++
+				} else if av < bv {
+					down++
+				}
+			}
+		}
+	}
+	switch {
+	case up > 0 && down == 0:
+		return Tightened
+	case down > 0 && up == 0:
+		return Loosened
+	}
+	return Mixed
+}
+
+func (d *detector) addProbe(eid int64, f flip) error {
+	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0`,
+		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate)
+	return err
+}
+
+func (d *detector) eventDirection(eid int64) (string, error) {
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT before, after FROM event_probes WHERE event_id = ?`, eid)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var dirs []string
+	for rows.Next() {
+		var b, a string
+		if err := rows.Scan(&b, &a); err != nil {
+			return "", err
+		}
+		dirs = append(dirs, direction(ParseKey(b), ParseKey(a)))
+	}
+	dir := combine(dirs)
+	if dir == Unchanged {
+		dir = Mixed
+	}
+	return dir, rows.Err()
+}
+
+// record logs an event change and queues its delivery.
+func (d *detector) record(eid int64, kind, change, detail string) error {
+	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_updates (event_id, run_id, change, detail, at) VALUES (?, ?, ?, ?, ?)`, eid, d.in.RunID, change, detail, ts(d.now))
+	if err != nil {
+		return err
+	}
+	uid, _ := res.LastInsertId()
+	d.res.Changes = append(d.res.Changes, Change{EventID: eid, Change: change, Detail: detail})
+	if d.p.Enqueue == nil || !d.p.Enqueue(kind) {
+		return nil
+	}
+	action := "comment"
+	switch change {
+	case ChangeOpened:
+		action = "open"
+	case ChangeReverted:
+		action = "revert"
+	}
+	_, err = d.tx.ExecContext(d.ctx, `INSERT INTO outbox (event_id, update_id, action, created_at) VALUES (?, ?, ?, ?)`, eid, uid, action, ts(d.now))
+	return err
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// trackModel records the model the target reported in this run: the most
+// common non-empty model id|fingerprint among answered observations.
+func (d *detector) trackModel(obs []*storage.Observation) error {
+	counts := map[string]int{}
+	best := ""
+	for _, o := range obs {
+		if o.Result.ModelID == "" && o.Result.ModelFP == "" {
+			continue
+		}
+		m := modelOf(o.Result)
+		counts[m]++
+		if counts[m] > counts[best] || (counts[m] == counts[best] && m < best) {
+			best = m
+		}
+	}
+	var cur, prev string
+	var since int64
+	err := d.tx.QueryRowContext(d.ctx, `SELECT model, prev_model, since_run FROM target_models WHERE target_id = ?`, d.t.ID).Scan(&cur, &prev, &since)
+	if err != nil && err != sql.ErrNoRows {
+		return err
+	}
+	switch {
+	case best == "":
+	case err == sql.ErrNoRows:
+		cur, prev, since = best, "", d.in.RunID
+		_, err = d.tx.ExecContext(d.ctx, `INSERT INTO target_models (target_id, model, prev_model, since_run) VALUES (?, ?, '', ?)`, d.t.ID, best, since)
+	case best != cur:
+		prev, cur, since = cur, best, d.in.RunID
+		_, err = d.tx.ExecContext(d.ctx, `UPDATE target_models SET model = ?, prev_model = ?, since_run = ? WHERE target_id = ?`, cur, prev, since, d.t.ID)
+	default:
+		err = nil
+	}
+	d.model, d.prevModel, d.modelSince = cur, prev, since
+	return err
+}
+
+// modelBefore is the model in force before a change that started at run.
+func (d *detector) modelBefore(run int64) string {
+	if d.modelSince >= run && d.prevModel != "" {
+		return d.prevModel
+	}
+	return d.model
+}

@@ -1,0 +1,196 @@
+package diff
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// EventProbe is one flipped probe of an event.
+type EventProbe struct {
+	Target        string  `json:"target"`
+	ProbeID       string  `json:"probe_id"`
+	RequestSHA256 string  `json:"request_sha256"`
+	Before        Verdict `json:"before"`
+	After         Verdict `json:"after"`
+	BeforeObs     int64   `json:"before_observation"`
+	AfterObs      int64   `json:"after_observation"`
+	FirstRun      int64   `json:"first_run"`
+	ConfirmedRun  int64   `json:"confirmed_run"`
+	FlipRate      float64 `json:"flip_rate"`
+	Reverted      bool    `json:"reverted"`
+	RevertedRun   int64   `json:"reverted_run,omitempty"`
+}
+
+// EventUpdate is one logged change of an event.
+type EventUpdate struct {
+	ID     int64     `json:"id"`
+	RunID  int64     `json:"run_id"`
+	Change string    `json:"change"`
+	Detail string    `json:"detail"`
+	At     time.Time `json:"at"`
+}
+
+// Event is a confirmed change, in the contract's JSON shape (plus extras).
+type Event struct {
+	ID                 int64         `json:"id"`
+	Fingerprint        string        `json:"fingerprint"`
+	Target             string        `json:"target"`
+	Targets            []string      `json:"targets"`
+	Provider           string        `json:"provider"`
+	Kind               string        `json:"kind"`
+	Direction          string        `json:"direction"`
+	Status             string        `json:"status"`
+	Probes             []EventProbe  `json:"probes"`
+	NewCategories      []string      `json:"new_categories"`
+	VanishedCategories []string      `json:"vanished_categories"`
+	FirstRun           int64         `json:"first_run"`
+	ConfirmedRun       int64         `json:"confirmed_run"`
+	LastRun            int64         `json:"last_run"`
+	RevertedRun        int64         `json:"reverted_run,omitempty"`
+	ModelBefore        string        `json:"model_before"`
+	ModelAfter         string        `json:"model_after"`
+	CorpusVersion      string        `json:"corpus_version"`
+	CorpusHash         string        `json:"corpus_sha256"`
+	CreatedAt          time.Time     `json:"created_at"`
+	UpdatedAt          time.Time     `json:"updated_at"`
+	IssueNumber        int           `json:"issue_number,omitempty"`
+	IssueURL           string        `json:"issue_url"`
+	Updates            []EventUpdate `json:"updates,omitempty"`
+}
+
+// Filter selects events.
+type Filter struct {
+	Target string // events involving this target
+	Since  int64  // events whose last run is >= Since
+	IDs    []int64
+}
+
+// ListEvents returns events matching f, oldest first, with probes, targets
+// and updates.
+func ListEvents(ctx context.Context, db *storage.DB, f Filter) ([]*Event, error) {
+	q := `SELECT e.id, e.fingerprint, t.name, e.provider, e.kind, e.direction, e.status, e.new_categories, e.vanished_categories,
+		e.first_run, e.confirmed_run, e.last_run, e.reverted_run, e.model_before, e.model_after, e.corpus_version, e.corpus_hash,
+		e.created_at, e.updated_at, e.issue_number, e.issue_url FROM events e JOIN targets t ON t.id = e.target_id WHERE 1=1`
+	var args []any
+	if f.Target != "" {
+		q += ` AND EXISTS (SELECT 1 FROM event_targets et JOIN targets tt ON tt.id = et.target_id WHERE et.event_id = e.id AND tt.name = ?)`
+		args = append(args, f.Target)
+	}
+	if f.Since > 0 {
+		q += ` AND e.last_run >= ?`
+		args = append(args, f.Since)
+	}
+	if len(f.IDs) > 0 {
+		q += ` AND e.id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(f.IDs)), ",") + `)`
+		for _, id := range f.IDs {
+			args = append(args, id)
+		}
+	}
+	q += ` ORDER BY e.id`
+	sdb := db.SQL()
+	rows, err := sdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Event
+	for rows.Next() {
+		e := &Event{Probes: []EventProbe{}}
+		var nc, vc, ca, ua string
+		if err := rows.Scan(&e.ID, &e.Fingerprint, &e.Target, &e.Provider, &e.Kind, &e.Direction, &e.Status, &nc, &vc,
+			&e.FirstRun, &e.ConfirmedRun, &e.LastRun, &e.RevertedRun, &e.ModelBefore, &e.ModelAfter, &e.CorpusVersion, &e.CorpusHash,
+			&ca, &ua, &e.IssueNumber, &e.IssueURL); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		e.NewCategories, e.VanishedCategories = nonNil(splitList(nc)), nonNil(splitList(vc))
+		e.CreatedAt, e.UpdatedAt = storage.ParseTime(ca), storage.ParseTime(ua)
+		out = append(out, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, e := range out {
+		if err := fillEvent(ctx, sdb, e); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// GetEvent returns one event.
+func GetEvent(ctx context.Context, db *storage.DB, id int64) (*Event, error) {
+	evs, err := ListEvents(ctx, db, Filter{IDs: []int64{id}})
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("event %d: %w", id, storage.ErrNotFound)
+	}
+	return evs[0], nil
+}
+
+func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
+	rows, err := db.QueryContext(ctx, `SELECT t.name FROM event_targets et JOIN targets t ON t.id = et.target_id WHERE et.event_id = ? ORDER BY et.joined_run, t.name`, e.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		e.Targets = append(e.Targets, n)
+	}
+	rows.Close()
+	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run
+		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id = ? ORDER BY t.name, ep.probe_id`, e.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var p EventProbe
+		var b, a string
+		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun); err != nil {
+			rows.Close()
+			return err
+		}
+		p.Before, p.After, p.Reverted = ParseKey(b), ParseKey(a), p.RevertedRun != 0
+		e.Probes = append(e.Probes, p)
+	}
+	rows.Close()
+	rows, err = db.QueryContext(ctx, `SELECT id, run_id, change, detail, at FROM event_updates WHERE event_id = ? ORDER BY id`, e.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u EventUpdate
+		var at string
+		if err := rows.Scan(&u.ID, &u.RunID, &u.Change, &u.Detail, &at); err != nil {
+			return err
+		}
+		u.At = storage.ParseTime(at)
+		e.Updates = append(e.Updates, u)
+	}
+	return rows.Err()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// SetIssue records the GitHub issue of an event.
+func SetIssue(ctx context.Context, db *storage.DB, eventID int64, number int, url string) error {
+	_, err := db.SQL().ExecContext(ctx, `UPDATE events SET issue_number = ?, issue_url = ? WHERE id = ?`, number, url, eventID)
+	return err
+}

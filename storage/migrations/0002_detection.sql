@@ -1,0 +1,129 @@
+-- Detection state, events and the GitHub outbox.
+
+-- Current state per (target, probe): the baseline verdict on the current
+-- request bytes, any unconfirmed candidate, and nondeterminism counters.
+-- Verdicts are stored as "class|cat1,cat2" keys.
+CREATE TABLE probe_state (
+    target_id        INTEGER NOT NULL REFERENCES targets (id),
+    probe_id         TEXT    NOT NULL,
+    request_sha256   TEXT    NOT NULL,
+    since_run        INTEGER NOT NULL,            -- first run on these bytes
+    baseline         TEXT    NOT NULL,
+    baseline_run     INTEGER NOT NULL,
+    baseline_model   TEXT    NOT NULL DEFAULT '', -- model id|fingerprint when the baseline was set
+    baseline_obs     INTEGER NOT NULL DEFAULT 0,
+    baseline_scores  TEXT    NOT NULL DEFAULT '',
+    candidate        TEXT    NOT NULL DEFAULT '',
+    candidate_run    INTEGER NOT NULL DEFAULT 0,  -- first run of the candidate
+    candidate_runs   INTEGER NOT NULL DEFAULT 0,  -- consecutive runs it held
+    candidate_model  TEXT    NOT NULL DEFAULT '',
+    candidate_obs    INTEGER NOT NULL DEFAULT 0,
+    drift_scores     TEXT    NOT NULL DEFAULT '',
+    drift_runs       INTEGER NOT NULL DEFAULT 0,
+    drift_run        INTEGER NOT NULL DEFAULT 0,
+    last_verdict     TEXT    NOT NULL DEFAULT '',
+    changes          INTEGER NOT NULL DEFAULT 0,  -- raw verdict changes on these bytes
+    reverts          INTEGER NOT NULL DEFAULT 0,  -- candidates or samples that went back
+    nondeterministic INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (target_id, probe_id)
+) WITHOUT ROWID;
+
+-- Normalized categories ever seen firing on a target (composition history).
+CREATE TABLE target_categories (
+    target_id INTEGER NOT NULL REFERENCES targets (id),
+    category  TEXT    NOT NULL,
+    first_run INTEGER NOT NULL,
+    PRIMARY KEY (target_id, category)
+) WITHOUT ROWID;
+
+-- Request-fingerprint changes: input changes, never policy flips.
+CREATE TABLE input_changes (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs (id),
+    target_id  INTEGER NOT NULL REFERENCES targets (id),
+    probe_id   TEXT    NOT NULL,
+    old_sha256 TEXT    NOT NULL,
+    new_sha256 TEXT    NOT NULL
+);
+
+CREATE TABLE events (
+    id                  INTEGER PRIMARY KEY,
+    fingerprint         TEXT    NOT NULL UNIQUE,
+    target_id           INTEGER NOT NULL REFERENCES targets (id),
+    provider            TEXT    NOT NULL,
+    kind                TEXT    NOT NULL,
+    direction           TEXT    NOT NULL,
+    status              TEXT    NOT NULL DEFAULT 'open',  -- open | reverted
+    new_categories      TEXT    NOT NULL DEFAULT '',
+    vanished_categories TEXT    NOT NULL DEFAULT '',
+    first_run           INTEGER NOT NULL,
+    confirmed_run       INTEGER NOT NULL,
+    last_run            INTEGER NOT NULL,
+    reverted_run        INTEGER NOT NULL DEFAULT 0,
+    model_before        TEXT    NOT NULL DEFAULT '',
+    model_after         TEXT    NOT NULL DEFAULT '',
+    corpus_version      TEXT    NOT NULL,
+    corpus_hash         TEXT    NOT NULL,
+    created_at          TEXT    NOT NULL,
+    updated_at          TEXT    NOT NULL,
+    issue_number        INTEGER NOT NULL DEFAULT 0,
+    issue_url           TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX events_target ON events (target_id, last_run);
+
+CREATE TABLE event_targets (
+    event_id  INTEGER NOT NULL REFERENCES events (id),
+    target_id INTEGER NOT NULL REFERENCES targets (id),
+    joined_run INTEGER NOT NULL,
+    PRIMARY KEY (event_id, target_id)
+) WITHOUT ROWID;
+
+CREATE TABLE event_probes (
+    event_id       INTEGER NOT NULL REFERENCES events (id),
+    target_id      INTEGER NOT NULL REFERENCES targets (id),
+    probe_id       TEXT    NOT NULL,
+    request_sha256 TEXT    NOT NULL,
+    before         TEXT    NOT NULL,
+    after          TEXT    NOT NULL,
+    before_obs     INTEGER NOT NULL DEFAULT 0,
+    after_obs      INTEGER NOT NULL DEFAULT 0,
+    first_run      INTEGER NOT NULL,
+    confirmed_run  INTEGER NOT NULL,
+    flip_rate      REAL    NOT NULL DEFAULT 0,
+    reverted_run   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (event_id, target_id, probe_id)
+) WITHOUT ROWID;
+
+-- What happened to an event in which run (for run output and issue comments).
+CREATE TABLE event_updates (
+    id       INTEGER PRIMARY KEY,
+    event_id INTEGER NOT NULL REFERENCES events (id),
+    run_id   INTEGER NOT NULL,
+    change   TEXT    NOT NULL,  -- opened | probes_added | target_joined | reverted | partially_reverted
+    detail   TEXT    NOT NULL DEFAULT '',
+    at       TEXT    NOT NULL
+);
+
+-- Deliveries owed to GitHub, queued in the transaction that records the
+-- event change; sent afterwards, retried until done, never doubled.
+CREATE TABLE outbox (
+    id              INTEGER PRIMARY KEY,
+    event_id        INTEGER NOT NULL REFERENCES events (id),
+    update_id       INTEGER NOT NULL REFERENCES event_updates (id),
+    action          TEXT    NOT NULL,  -- open | comment | revert
+    created_at      TEXT    NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TEXT    NOT NULL DEFAULT '',
+    last_error      TEXT    NOT NULL DEFAULT '',
+    sent_at         TEXT    NOT NULL DEFAULT '',
+    UNIQUE (update_id)
+);
+
+-- The model a target reports (model id|fingerprint), to tell a model
+-- change from a policy change.
+CREATE TABLE target_models (
+    target_id  INTEGER PRIMARY KEY REFERENCES targets (id),
+    model      TEXT    NOT NULL,
+    prev_model TEXT    NOT NULL DEFAULT '',
+    since_run  INTEGER NOT NULL
+);
