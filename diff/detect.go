@@ -792,6 +792,7 @@ func (d *detector) trackModel(obs []*storage.Observation) error {
 	}
 	switch {
 	case best == "":
+		err = nil
 	case err == sql.ErrNoRows:
 		cur, prev, since = best, "", d.in.RunID
 		_, err = d.tx.ExecContext(d.ctx, `INSERT INTO target_models (target_id, model, prev_model, since_run) VALUES (?, ?, '', ?)`, d.t.ID, best, since)

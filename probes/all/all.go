@@ -2,5 +2,7 @@
 package all
 
 import (
-	_ "github.com/driftprobe/driftprobe/probes/sim" // registers "sim"
+	_ "github.com/driftprobe/driftprobe/probes/anthropic" // registers "anthropic"
+	_ "github.com/driftprobe/driftprobe/probes/gemini"    // registers "gemini"
+	_ "github.com/driftprobe/driftprobe/probes/sim"       // registers "sim"
 )

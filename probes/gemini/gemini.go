@@ -1,0 +1,720 @@
+// Package gemini is the driftprobe adapter for Google's generateContent API,
+// in two dialects chosen by the "api" option:
+//
+//   - "gemini" (default): the Gemini Developer API,
+//     POST {base}/v1beta/models/{model}:generateContent, base default
+//     https://generativelanguage.googleapis.com, key sent by Authorize in the
+//     x-goog-api-key header (never in the query string).
+//   - "vertex": Vertex AI, POST {base}/v1/projects/{project}/locations/
+//     {location}/publishers/google/models/{model}:generateContent, base
+//     default https://{location}-aiplatform.googleapis.com (or
+//     https://aiplatform.googleapis.com for location "global"), with the key
+//     variable holding an OAuth access token sent as "Authorization: Bearer".
+//
+// What it reads:
+//   - promptFeedback.blockReason (SAFETY, OTHER, BLOCKLIST, PROHIBITED_CONTENT,
+//     IMAGE_SAFETY, SPII, MODEL_ARMOR, or an unknown value) is an input-stage
+//     block (blocked_input), reason = blockReason, blockReasonMessage kept as
+//     the Message. Categories come from promptFeedback.safetyRatings with
+//     blocked:true; for SAFETY with no rating flagged blocked, the ratings at
+//     probability MEDIUM or HIGH are taken as the cause (Gemini's default
+//     threshold blocks medium and above). A non-SAFETY reason with no flagged
+//     rating adds one fired signal named "blockReason:<REASON>" (SPII→privacy,
+//     anything else→other), so the block has a category to compare.
+//   - candidates[0].finishReason SAFETY, PROHIBITED_CONTENT, BLOCKLIST, SPII,
+//     IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT is an output-stage block
+//     (blocked_output) read the same way from the candidate's safetyRatings
+//     (fallback signal named "finishReason:<REASON>").
+//   - RECITATION (and IMAGE_RECITATION) is not a policy verdict: the answer was
+//     withheld because it resembled a copyrighted source, which says nothing
+//     about the provider's safety policy. It is classified allowed with
+//     Reason "RECITATION" so it never counts as a block nor as a flip in
+//     composition, while the reason stays recorded.
+//   - STOP, MAX_TOKENS, OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL and the other
+//     documented non-policy reasons are allowed with the reason recorded (a
+//     short plain-text refusal in the text is a heuristic model_refusal); an
+//     unknown finishReason is allowed and recorded in Result.Unknown.
+//   - safetyRatings are kept as Signals: prompt ratings under the raw name
+//     "prompt.<CATEGORY>", candidate ratings under "<CATEGORY>", with Severity
+//     = probability and Score = probabilityScore. Vertex also reports
+//     severity and severityScore; those go in a second signal per rating named
+//     "<raw>:severity" (same category and Fired), so both numbers are kept
+//     under stable names. Categories: HATE_SPEECH→hate,
+//     HARASSMENT→harassment, SEXUALLY_EXPLICIT→sexual, DANGEROUS_CONTENT→
+//     illicit (Google's "dangerous content" is content facilitating harmful
+//     acts: the closest normalized category), JAILBREAK→jailbreak,
+//     CIVIC_INTEGRITY→other, anything unknown→other (recorded in Unknown).
+//   - modelVersion is both the model id and the model fingerprint: it is the
+//     only model identity Google returns, and it changes when the serving
+//     model behind an alias changes. Request id: the x-goog-request-id
+//     header when present, else the body's responseId. Tokens:
+//     usageMetadata.promptTokenCount, and candidatesTokenCount +
+//     thoughtsTokenCount (thinking tokens are billed as output).
+//   - Errors {error:{code,message,status,details}} (also wrapped in a JSON
+//     array, as Google sometimes sends): 429 RESOURCE_EXHAUSTED, 500 INTERNAL,
+//     503 UNAVAILABLE, 504 and other 5xx are transient, with the wait from
+//     Retry-After or a google.rpc.RetryInfo retryDelay; 400, 401, 403, 404
+//     are client errors unless the error says the key, project or account
+//     was suspended (ErrorInfo reason CONSUMER_SUSPENDED, "Your project has
+//     been denied access", or wire.IsAbuse), which is an account-stage
+//     abuse_block.
+//
+// No safetySettings are sent: what is measured is the provider's default
+// policy for the model, which is what changes under a silent policy update.
+// Credentials never enter the rendered request, and anything shaped like a
+// key is redacted from the provider messages kept (Google's suspension
+// errors quote the key).
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/wire"
+)
+
+// Option keys and dialects.
+const (
+	OptAPI      = "api"
+	OptProject  = "project"
+	OptLocation = "location"
+
+	APIGemini = "gemini"
+	APIVertex = "vertex"
+
+	// DefaultBaseURL is the Gemini Developer API root.
+	DefaultBaseURL = "https://generativelanguage.googleapis.com"
+)
+
+func init() {
+	probes.Register(probes.Info{
+		Name:      "gemini",
+		Endpoints: []string{"chat"},
+		KeyEnv:    "GEMINI_API_KEY",
+		NeedsKey:  true,
+		Signals: []string{
+			"promptFeedback.blockReason + blockReasonMessage + promptFeedback.safetyRatings (input)",
+			"candidates[0].finishReason SAFETY/PROHIBITED_CONTENT/BLOCKLIST/SPII/IMAGE_SAFETY + safetyRatings[].blocked (output)",
+			"safetyRatings[] probability/probabilityScore, Vertex severity/severityScore (scores)",
+			"finishReason RECITATION recorded as reason, not a block",
+			"plain-text refusal in candidates[0].content.parts[].text (heuristic)",
+			"403 PERMISSION_DENIED with ErrorInfo CONSUMER_SUSPENDED or a suspension message (abuse)",
+			"429 RESOURCE_EXHAUSTED, 500 INTERNAL, 503 UNAVAILABLE with Retry-After / RetryInfo.retryDelay",
+		},
+		Input: true, Output: true, Scores: true,
+		RequestID: "x-goog-request-id header (fallback: body responseId)",
+		ModelFP:   "modelVersion",
+		Options:   []string{OptAPI, OptProject, OptLocation},
+		Check:     Check,
+	}, New)
+}
+
+// segmentRE bounds project and location values: they become path segments.
+var segmentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Check validates the Gemini-specific settings of t: the api dialect, and
+// for vertex a project and a location.
+func Check(t probes.Target) []probes.FieldError {
+	var errs []probes.FieldError
+	add := func(field, format string, a ...any) {
+		errs = append(errs, probes.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
+	}
+	if t.Endpoint != "" && t.Endpoint != "chat" {
+		add("endpoint", "%q: gemini supports chat", t.Endpoint)
+	}
+	api := t.Options[OptAPI]
+	switch api {
+	case "", APIGemini:
+		for _, k := range []string{OptProject, OptLocation} {
+			if _, set := t.Options[k]; set {
+				add("options."+k, "only used with api: vertex")
+			}
+		}
+	case APIVertex:
+		for _, k := range []string{OptProject, OptLocation} {
+			v, set := t.Options[k]
+			switch {
+			case !set || v == "":
+				add("options."+k, "required with api: vertex")
+			case !segmentRE.MatchString(v):
+				add("options."+k, "%q: letters, digits, '.', '_' and '-' only", v)
+			}
+		}
+	default:
+		add("options."+OptAPI, "%q: want gemini or vertex", api)
+	}
+	if t.Temperature < 0 || t.Temperature > 2 {
+		add("temperature", "%v: gemini accepts 0 to 2", t.Temperature)
+	}
+	return errs
+}
+
+// Prober renders and reads generateContent requests for one target.
+type Prober struct {
+	target probes.Target
+	vertex bool
+	base   string
+	path   string
+	now    func() time.Time
+}
+
+var (
+	_ probes.Prober     = (*Prober)(nil)
+	_ probes.Authorizer = (*Prober)(nil)
+)
+
+// New builds a Gemini or Vertex prober for t.
+func New(t probes.Target) (probes.Prober, error) {
+	if errs := Check(t); len(errs) > 0 {
+		return nil, fmt.Errorf("gemini: %s: %s", errs[0].Field, errs[0].Msg)
+	}
+	p := &Prober{target: t, vertex: t.Options[OptAPI] == APIVertex, base: strings.TrimSuffix(t.BaseURL, "/"), now: time.Now}
+	model := url.PathEscape(strings.TrimPrefix(t.Model, "models/"))
+	if p.vertex {
+		loc := t.Options[OptLocation]
+		p.path = "/v1/projects/" + url.PathEscape(t.Options[OptProject]) + "/locations/" + url.PathEscape(loc) +
+			"/publishers/google/models/" + model + ":generateContent"
+		if p.base == "" {
+			p.base = "https://" + loc + "-aiplatform.googleapis.com"
+			if loc == "global" {
+				p.base = "https://aiplatform.googleapis.com"
+			}
+		}
+	} else {
+		p.path = "/v1beta/models/" + model + ":generateContent"
+		if p.base == "" {
+			p.base = DefaultBaseURL
+		}
+	}
+	return p, nil
+}
+
+// GenerateRequest is the canonical generateContent body: structs only, in
+// wire order. temperature is always present so 0 is explicit.
+type GenerateRequest struct {
+	Contents          []Content        `json:"contents"`
+	SystemInstruction *Content         `json:"systemInstruction,omitempty"`
+	GenerationConfig  GenerationConfig `json:"generationConfig"`
+}
+
+// Content is one turn (role "user" or "model"; none for the system
+// instruction).
+type Content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []Part `json:"parts"`
+}
+
+// Part is one text part.
+type Part struct {
+	Text string `json:"text"`
+}
+
+// GenerationConfig holds the fixed sampling parameters.
+type GenerationConfig struct {
+	Temperature     float64 `json:"temperature"`
+	MaxOutputTokens int     `json:"maxOutputTokens,omitempty"`
+	Seed            *int64  `json:"seed,omitempty"`
+}
+
+// Body builds the canonical body for pr: user turns keep role "user",
+// assistant turns become "model", and system messages (wherever they
+// appear) become the parts of systemInstruction, one part each, in order.
+func (p *Prober) Body(pr probes.Probe) (GenerateRequest, error) {
+	b := GenerateRequest{GenerationConfig: GenerationConfig{
+		Temperature: p.target.Temperature, MaxOutputTokens: p.target.MaxTokens, Seed: p.target.Seed,
+	}}
+	for _, m := range pr.Messages {
+		switch m.Role {
+		case "system":
+			if b.SystemInstruction == nil {
+				b.SystemInstruction = &Content{}
+			}
+			b.SystemInstruction.Parts = append(b.SystemInstruction.Parts, Part{Text: m.Content})
+		case "user":
+			b.Contents = append(b.Contents, Content{Role: "user", Parts: []Part{{Text: m.Content}}})
+		case "assistant", "model":
+			b.Contents = append(b.Contents, Content{Role: "model", Parts: []Part{{Text: m.Content}}})
+		default:
+			return b, fmt.Errorf("gemini: probe %s: unsupported role %q", pr.ID, m.Role)
+		}
+	}
+	if len(b.Contents) == 0 {
+		return b, fmt.Errorf("gemini: probe %s: no user or assistant message", pr.ID)
+	}
+	return b, nil
+}
+
+// Render returns the canonical request for pr.
+func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
+	body, err := p.Body(pr)
+	if err != nil {
+		return nil, err
+	}
+	b, err := wire.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: render body: %w", err)
+	}
+	return &probes.Request{Method: http.MethodPost, URL: p.base + p.path, Path: p.path, Header: wire.JSONHeader(), Body: b}, nil
+}
+
+// Authorize adds the credential: x-goog-api-key for the Gemini API, a bearer
+// token for Vertex.
+func (p *Prober) Authorize(_ context.Context, r *http.Request) error {
+	if p.target.APIKey == "" {
+		return nil
+	}
+	if p.vertex {
+		r.Header.Set("Authorization", "Bearer "+p.target.APIKey)
+	} else {
+		r.Header.Set("X-Goog-Api-Key", p.target.APIKey)
+	}
+	return nil
+}
+
+// Classify reads one attempt.
+func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Result {
+	return classify(resp, p.now(), p.target.APIKey)
+}
+
+type rating struct {
+	Category         string   `json:"category"`
+	Probability      string   `json:"probability"`
+	ProbabilityScore *float64 `json:"probabilityScore"`
+	Severity         string   `json:"severity"`
+	SeverityScore    *float64 `json:"severityScore"`
+	Blocked          bool     `json:"blocked"`
+}
+
+type candidate struct {
+	Content *struct {
+		Parts []struct {
+			Text    string `json:"text"`
+			Thought bool   `json:"thought"`
+		} `json:"parts"`
+	} `json:"content"`
+	FinishReason  string            `json:"finishReason"`
+	FinishMessage string            `json:"finishMessage"`
+	SafetyRatings []json.RawMessage `json:"safetyRatings"`
+}
+
+type promptFeedback struct {
+	BlockReason        string            `json:"blockReason"`
+	BlockReasonMessage string            `json:"blockReasonMessage"`
+	SafetyRatings      []json.RawMessage `json:"safetyRatings"`
+}
+
+type apiError struct {
+	Code    int               `json:"code"`
+	Message string            `json:"message"`
+	Status  string            `json:"status"`
+	Details []json.RawMessage `json:"details"`
+}
+
+type generateResponse struct {
+	Candidates     []json.RawMessage `json:"candidates"`
+	PromptFeedback *promptFeedback   `json:"promptFeedback"`
+	UsageMetadata  *struct {
+		PromptTokenCount     int `json:"promptTokenCount"`
+		CandidatesTokenCount int `json:"candidatesTokenCount"`
+		ThoughtsTokenCount   int `json:"thoughtsTokenCount"`
+	} `json:"usageMetadata"`
+	ModelVersion string    `json:"modelVersion"`
+	ResponseID   string    `json:"responseId"`
+	Error        *apiError `json:"error"`
+}
+
+// Known wire vocabulary. Anything else is recorded in Result.Unknown.
+var (
+	knownTop       = set("candidates", "promptFeedback", "usageMetadata", "modelVersion", "responseId", "createTime")
+	knownCandidate = set("content", "finishReason", "finishMessage", "safetyRatings", "citationMetadata", "avgLogprobs",
+		"logprobsResult", "index", "tokenCount", "groundingMetadata", "groundingAttributions", "urlContextMetadata")
+	knownFeedback = set("blockReason", "blockReasonMessage", "safetyRatings")
+	knownRating   = set("category", "probability", "probabilityScore", "severity", "severityScore", "blocked")
+	knownProb     = set("HARM_PROBABILITY_UNSPECIFIED", "NEGLIGIBLE", "LOW", "MEDIUM", "HIGH")
+	knownSeverity = set("HARM_SEVERITY_UNSPECIFIED", "HARM_SEVERITY_NEGLIGIBLE", "HARM_SEVERITY_LOW", "HARM_SEVERITY_MEDIUM", "HARM_SEVERITY_HIGH")
+	// blockReasons are promptFeedback.blockReason values (Gemini API and
+	// Vertex spellings of "unspecified" both listed).
+	knownBlock = set("SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY", "SPII", "MODEL_ARMOR",
+		"BLOCK_REASON_UNSPECIFIED", "BLOCKED_REASON_UNSPECIFIED")
+	// policyFinish are finish reasons that withhold the answer for policy.
+	policyFinish = set("SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT")
+	// otherFinish are documented finish reasons that are not policy verdicts.
+	otherFinish = set("STOP", "MAX_TOKENS", "RECITATION", "IMAGE_RECITATION", "OTHER", "IMAGE_OTHER", "LANGUAGE",
+		"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "NO_IMAGE", "MALFORMED_RESPONSE",
+		"MISSING_THOUGHT_SIGNATURE", "FINISH_REASON_UNSPECIFIED")
+	knownStatus = set("INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNAUTHENTICATED", "PERMISSION_DENIED",
+		"NOT_FOUND", "ABORTED", "ALREADY_EXISTS", "RESOURCE_EXHAUSTED", "CANCELLED", "DATA_LOSS", "UNKNOWN", "INTERNAL",
+		"UNIMPLEMENTED", "UNAVAILABLE", "DEADLINE_EXCEEDED")
+)
+
+func set(vals ...string) map[string]bool {
+	m := make(map[string]bool, len(vals))
+	for _, v := range vals {
+		m[v] = true
+	}
+	return m
+}
+
+// NormalizeCategory maps a HarmCategory to the normalized vocabulary. ok is
+// false for a category it does not know (mapped to other).
+//
+// HARM_CATEGORY_DANGEROUS_CONTENT ("promotes, facilitates or encourages
+// harmful acts") maps to illicit: it is the closest normalized category,
+// though it also covers some weapons and self-harm content the API does not
+// separate. The image variants map like their text counterparts.
+func NormalizeCategory(raw string) (string, bool) {
+	switch strings.TrimPrefix(strings.TrimPrefix(raw, "HARM_CATEGORY_"), "IMAGE_") {
+	case "HATE_SPEECH", "HATE":
+		return probes.CatHate, true
+	case "HARASSMENT":
+		return probes.CatHarassment, true
+	case "SEXUALLY_EXPLICIT":
+		return probes.CatSexual, true
+	case "DANGEROUS_CONTENT":
+		return probes.CatIllicit, true
+	case "JAILBREAK":
+		return probes.CatJailbreak, true
+	case "CIVIC_INTEGRITY", "UNSPECIFIED":
+		return probes.CatOther, true
+	}
+	return probes.CatOther, false
+}
+
+// reasonCategory is the category of a fallback signal for a block reason
+// that names no rating.
+func reasonCategory(reason string) string {
+	if reason == "SPII" {
+		return probes.CatPrivacy
+	}
+	return probes.CatOther
+}
+
+func classify(resp *probes.Response, now time.Time, key string) probes.Result {
+	if resp.Err != nil {
+		return wire.Transport(resp)
+	}
+	var r probes.Result
+	r.RequestID = wire.Truncate(resp.Header.Get("X-Goog-Request-Id"), 200)
+	var gr generateResponse
+	obj, perr := decode(resp.Body, &gr)
+	if perr == nil && r.RequestID == "" {
+		r.RequestID = wire.Truncate(gr.ResponseID, 200)
+	}
+	ok2xx := resp.Status >= 200 && resp.Status < 300
+	switch {
+	case ok2xx && perr != nil:
+		r.Class, r.Reason = probes.Transient, "malformed_response"
+		if resp.Truncated {
+			r.Reason = "truncated_response"
+		}
+	case ok2xx && gr.Error != nil:
+		status := gr.Error.Code
+		if status < 400 {
+			status = 500
+		}
+		r = classifyError(r, resp, gr.Error, status, now)
+		r.Reason = "200:" + r.Reason
+	case ok2xx:
+		r = classifyOK(r, obj, &gr)
+	default:
+		var e *apiError
+		if perr == nil {
+			e = gr.Error
+		}
+		r = classifyError(r, resp, e, resp.Status, now)
+	}
+	r.Message = redact(r.Message, key)
+	r.Reason = redact(r.Reason, key)
+	r.Unknown = probes.SortedUnique(r.Unknown)
+	return wire.Finish(r)
+}
+
+// decode reads body into v, accepting the JSON-array wrapping Google uses
+// for some errors ([{"error":{...}}]): the first element is read. It returns
+// the raw object read, for unknown-key detection.
+func decode(body []byte, v *generateResponse) (json.RawMessage, error) {
+	t := bytes.TrimSpace(body)
+	if len(t) > 0 && t[0] == '[' {
+		var arr []json.RawMessage
+		if err := json.Unmarshal(t, &arr); err != nil {
+			return nil, err
+		}
+		if len(arr) == 0 {
+			return nil, fmt.Errorf("empty array")
+		}
+		t = arr[0]
+	}
+	if len(t) == 0 || t[0] != '{' {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	if err := json.Unmarshal(t, v); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func classifyError(r probes.Result, resp *probes.Response, e *apiError, status int, now time.Time) probes.Result {
+	if e == nil {
+		e = &apiError{}
+	}
+	r.Message = e.Message
+	reason, retryDelay := readDetails(e.Details)
+	r.Reason = strconv.Itoa(status)
+	if e.Status != "" {
+		r.Reason += ":" + e.Status
+		if !knownStatus[e.Status] {
+			r.Unknown = append(r.Unknown, "error_status:"+e.Status)
+		}
+	}
+	if reason != "" {
+		r.Reason += ":" + reason
+	}
+	switch {
+	case status >= 400 && status < 500 && status != 429 && isAbuse(e.Status, reason, e.Message):
+		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
+	default:
+		r.Class = wire.StatusClass(status)
+	}
+	if r.Class == probes.Transient {
+		r.RetryAfter = max(wire.RetryAfter(resp.Header, now), retryDelay)
+	}
+	return r
+}
+
+// isAbuse reports account-level enforcement: Google's ErrorInfo reason
+// CONSUMER_SUSPENDED (a suspended key or project), the "project has been
+// denied access" message, or the shared phrases of wire.IsAbuse.
+func isAbuse(status, reason, message string) bool {
+	if reason == "CONSUMER_SUSPENDED" {
+		return true
+	}
+	m := strings.ToLower(message)
+	if strings.Contains(m, "project has been denied access") || (strings.Contains(m, "consumer") && strings.Contains(m, "has been suspended")) {
+		return true
+	}
+	return wire.IsAbuse(status, reason, message)
+}
+
+// readDetails reads google.rpc detail entries: the ErrorInfo reason and a
+// RetryInfo retryDelay ("37s", "0.5s").
+func readDetails(details []json.RawMessage) (reason string, delay time.Duration) {
+	for _, raw := range details {
+		var d struct {
+			Type       string `json:"@type"`
+			Reason     string `json:"reason"`
+			RetryDelay string `json:"retryDelay"`
+		}
+		if json.Unmarshal(raw, &d) != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(d.Type, "google.rpc.ErrorInfo") && reason == "":
+			reason = d.Reason
+		case strings.HasSuffix(d.Type, "google.rpc.RetryInfo"):
+			if s, ok := strings.CutSuffix(strings.TrimSpace(d.RetryDelay), "s"); ok {
+				if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 {
+					delay = time.Duration(f * float64(time.Second))
+				}
+			}
+		}
+	}
+	return reason, delay
+}
+
+func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) probes.Result {
+	r.ModelID = wire.Truncate(gr.ModelVersion, 200)
+	r.ModelFP = r.ModelID
+	if u := gr.UsageMetadata; u != nil {
+		r.TokensIn, r.TokensOut = u.PromptTokenCount, u.CandidatesTokenCount+u.ThoughtsTokenCount
+	}
+	r.Unknown = append(r.Unknown, unknownKeys(obj, knownTop, "field:")...)
+
+	// Prompt-side ratings are kept on every answer, under "prompt.".
+	var promptSignals []probes.Signal
+	if pf := gr.PromptFeedback; pf != nil {
+		promptSignals = readRatings(pf.SafetyRatings, "prompt.", &r)
+		var raw struct {
+			PromptFeedback json.RawMessage `json:"promptFeedback"`
+		}
+		if json.Unmarshal(obj, &raw) == nil {
+			r.Unknown = append(r.Unknown, unknownKeys(raw.PromptFeedback, knownFeedback, "promptFeedback.")...)
+		}
+	}
+
+	// Input-side block: promptFeedback.blockReason, or (an SDK edge case)
+	// promptFeedback with no candidates and no reason at all. An
+	// "unspecified" reason beside candidates is not a block.
+	if pf := gr.PromptFeedback; pf != nil && ((pf.BlockReason != "" && !strings.HasSuffix(pf.BlockReason, "_UNSPECIFIED")) || len(gr.Candidates) == 0) {
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, pf.BlockReason
+		r.Message = pf.BlockReasonMessage
+		switch {
+		case pf.BlockReason == "":
+			r.Reason = "block_reason_missing"
+			r.Unknown = append(r.Unknown, "block_reason:<none>")
+		case !knownBlock[pf.BlockReason]:
+			r.Unknown = append(r.Unknown, "block_reason:"+pf.BlockReason)
+		}
+		r.Signals = attribute(promptSignals, pf.BlockReason, "blockReason:")
+		return r
+	}
+	r.Signals = append(r.Signals, promptSignals...)
+	if len(gr.Candidates) == 0 {
+		r.Class, r.Reason = probes.Transient, "no_candidates"
+		return r
+	}
+
+	r.Unknown = append(r.Unknown, unknownKeys(gr.Candidates[0], knownCandidate, "candidate.")...)
+	var c candidate
+	if err := json.Unmarshal(gr.Candidates[0], &c); err != nil {
+		r.Class, r.Reason = probes.Transient, "malformed_response"
+		return r
+	}
+	outSignals := readRatings(c.SafetyRatings, "", &r)
+	var text strings.Builder
+	if c.Content != nil {
+		for _, part := range c.Content.Parts {
+			if !part.Thought {
+				text.WriteString(part.Text)
+			}
+		}
+	}
+	fr := c.FinishReason
+	if policyFinish[fr] {
+		r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, fr
+		r.Message = c.FinishMessage
+		r.Signals = append(r.Signals, attribute(outSignals, fr, "finishReason:")...)
+		return r
+	}
+	r.Signals = append(r.Signals, outSignals...)
+	switch {
+	case fr == "" && text.Len() == 0:
+		r.Class, r.Reason = probes.Transient, "empty_candidate"
+		return r
+	case fr == "":
+		r.Unknown = append(r.Unknown, "finish_reason:<none>")
+	case !otherFinish[fr]:
+		r.Unknown = append(r.Unknown, "finish_reason:"+fr)
+	}
+	if wire.IsRefusal(text.String()) {
+		r.Class, r.Stage, r.Reason, r.Heuristic = probes.ModelRefusal, probes.StageOutput, "refusal_text", true
+		r.Message = text.String()
+		return r
+	}
+	// RECITATION lands here on purpose: allowed, with the reason recorded
+	// (see the package comment).
+	r.Class, r.Reason = probes.Allowed, fr
+	r.Message = c.FinishMessage
+	return r
+}
+
+// attribute decides which signals caused a block with the given reason.
+// Ratings flagged blocked:true always count. For SAFETY with none flagged,
+// ratings at probability MEDIUM or HIGH are taken as the cause (Gemini's
+// default threshold blocks medium and above). For any other reason with
+// none flagged, a single fired signal named prefix+reason is added so the
+// block carries a category (SPII→privacy, else other).
+func attribute(sigs []probes.Signal, reason, prefix string) []probes.Signal {
+	for _, s := range sigs {
+		if s.Fired {
+			return sigs
+		}
+	}
+	if reason == "SAFETY" {
+		for i, s := range sigs {
+			if s.Severity == "HIGH" || s.Severity == "MEDIUM" {
+				sigs[i].Fired = true
+				// The paired Vertex severity signal shares the verdict.
+				for j := range sigs {
+					if sigs[j].Raw == s.Raw+":severity" {
+						sigs[j].Fired = true
+					}
+				}
+			}
+		}
+		return sigs
+	}
+	if reason == "" {
+		return sigs
+	}
+	return append(sigs, probes.Signal{Category: reasonCategory(reason), Raw: prefix + reason, Fired: true})
+}
+
+// readRatings turns safetyRatings into signals (see the package comment).
+func readRatings(raws []json.RawMessage, prefix string, r *probes.Result) []probes.Signal {
+	var out []probes.Signal
+	for _, raw := range raws {
+		var rt rating
+		if err := json.Unmarshal(raw, &rt); err != nil {
+			r.Unknown = append(r.Unknown, "rating:unparseable")
+			continue
+		}
+		r.Unknown = append(r.Unknown, unknownKeys(raw, knownRating, "rating.")...)
+		cat, known := NormalizeCategory(rt.Category)
+		if !known {
+			r.Unknown = append(r.Unknown, "category:"+rt.Category)
+		}
+		if rt.Probability != "" && !knownProb[rt.Probability] {
+			r.Unknown = append(r.Unknown, "probability:"+rt.Probability)
+		}
+		s := probes.Signal{Category: cat, Raw: prefix + rt.Category, Severity: rt.Probability, Fired: rt.Blocked}
+		if rt.ProbabilityScore != nil {
+			s.Score, s.HasScore = *rt.ProbabilityScore, true
+		}
+		out = append(out, s)
+		if rt.Severity != "" || rt.SeverityScore != nil {
+			if rt.Severity != "" && !knownSeverity[rt.Severity] {
+				r.Unknown = append(r.Unknown, "severity:"+rt.Severity)
+			}
+			sv := probes.Signal{Category: cat, Raw: s.Raw + ":severity", Severity: rt.Severity, Fired: rt.Blocked}
+			if rt.SeverityScore != nil {
+				sv.Score, sv.HasScore = *rt.SeverityScore, true
+			}
+			out = append(out, sv)
+		}
+	}
+	return out
+}
+
+// unknownKeys lists the keys of the JSON object raw that are not in known,
+// sorted and prefixed. A non-object yields nothing.
+func unknownKeys(raw []byte, known map[string]bool, prefix string) []string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	var out []string
+	for k := range m {
+		if !known[k] {
+			out = append(out, prefix+k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// keyRE matches Google API keys and the "api_key:..." consumer names that
+// Google's suspension errors quote.
+var keyRE = regexp.MustCompile(`AIza[0-9A-Za-z_\-]{20,}|api_key:[^'"\s]+`)
+
+// redact removes the configured key (or token) and anything shaped like a
+// Google API key from provider text kept in a result.
+func redact(s, key string) string {
+	if key != "" && len(key) >= 4 {
+		s = strings.ReplaceAll(s, key, "[redacted]")
+	}
+	return keyRE.ReplaceAllString(s, "[redacted]")
+}
