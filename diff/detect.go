@@ -222,29 +222,23 @@ func (d *detector) run(obs []*storage.Observation) error {
 		model := modelOf(first.Result)
 		scores := scoreString(first.Result)
 		st := states[pid]
-		if st == nil {
-			st = &state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, baseline: v, baselineRun: run, baselineModel: model,
-				baselineObs: first.ID, baselineScores: scores, lastVerdict: v, dirty: true, isNew: true}
-			states[pid] = st
-			d.learnCategories(known, v)
-			continue
-		}
-		if st.sha != first.RequestSHA256 {
-			// Input change: the bytes differ, so nothing is comparable.
-			if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256) VALUES (?, ?, ?, ?, ?)`,
-				run, d.t.ID, pid, st.sha, first.RequestSHA256); err != nil {
-				return err
+		if st == nil || st.sha != first.RequestSHA256 {
+			if st != nil {
+				// Input change: the bytes differ, so nothing is comparable.
+				if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256) VALUES (?, ?, ?, ?, ?)`,
+					run, d.t.ID, pid, st.sha, first.RequestSHA256); err != nil {
+					return err
+				}
+				stats.InputChanges++
 			}
-			*st = state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, baseline: v, baselineRun: run, baselineModel: model,
-				baselineObs: first.ID, baselineScores: scores, lastVerdict: v, dirty: true}
-			stats.InputChanges++
-			d.learnCategories(known, v)
-			continue
-		}
-		if stats.Degraded {
+			// New bytes: no baseline yet. The first verdict is a candidate
+			// that must hold like any other before it becomes the baseline,
+			// so one noisy first answer never becomes the reference.
+			st = &state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, lastVerdict: v, dirty: true}
+			states[pid] = st
+		} else if stats.Degraded {
 			continue // confirms nothing, breaks no streak
-		}
-		if v != st.lastVerdict {
+		} else if v != st.lastVerdict {
 			st.changes++
 			st.lastVerdict = v
 			st.dirty = true
@@ -258,6 +252,30 @@ func (d *detector) run(obs []*storage.Observation) error {
 			if VerdictOf(s.Result).Key() != v {
 				agree = false
 			}
+		}
+		if st.baseline == "" {
+			// Establishing the baseline.
+			switch {
+			case !agree:
+				st.reverts++
+				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
+				markND(st)
+			case st.candidate == v && st.candidateRun != run:
+				st.candidateRuns++
+			case st.candidate != v:
+				if st.candidate != "" {
+					st.reverts++
+					markND(st)
+				}
+				st.candidate, st.candidateRun, st.candidateRuns = v, run, 1
+			}
+			st.dirty = true
+			if agree && (st.candidateRuns >= d.p.ConfirmRuns || (d.t.ConfirmSamples > 0 && n-1 >= d.t.ConfirmSamples)) {
+				st.baseline, st.baselineRun, st.baselineModel, st.baselineObs, st.baselineScores = v, run, model, first.ID, scores
+				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
+				d.learnCategories(known, v)
+			}
+			continue
 		}
 		if v == st.baseline {
 			if st.candidate != "" {

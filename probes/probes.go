@@ -120,3 +120,10 @@ func RunFrom(ctx context.Context) int64 {
 	v, _ := ctx.Value(runKey).(int64)
 	return v
 }
+
+// Redactor is implemented by probers that know secrets a provider may echo
+// back (signing tokens, keys): the runner passes every response body
+// through Redact before storing it.
+type Redactor interface {
+	Redact(body []byte) []byte
+}

@@ -13,6 +13,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -48,6 +49,9 @@ type Target struct {
 	Config *config.Target
 	Prober probes.Prober
 	ID     int64 // storage id, set by Run
+	// Secret is the target's key, used only to redact it from anything
+	// stored: providers sometimes echo a key in an error message.
+	Secret string
 }
 
 // Options configure a Runner.
@@ -574,6 +578,14 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 	}
 	resp.Latency = r.o.Now().Sub(start)
 	res := safeClassify(t.Prober, req, resp)
+	if rd, ok := t.Prober.(probes.Redactor); ok {
+		resp.Body = rd.Redact(resp.Body)
+	}
+	if t.Secret != "" && len(t.Secret) >= 6 {
+		resp.Body = bytes.ReplaceAll(resp.Body, []byte(t.Secret), []byte("[REDACTED]"))
+		res.Message = strings.ReplaceAll(res.Message, t.Secret, "[REDACTED]")
+		res.Reason = strings.ReplaceAll(res.Reason, t.Secret, "[REDACTED]")
+	}
 	return &attemptResult{resp: resp, result: res, at: r.o.Now()}
 }
 

@@ -108,7 +108,7 @@ func BuildTargets(c *config.Config) ([]*runner.Target, func(), error) {
 			closeAll()
 			return nil, nil, Usage(fmt.Errorf("target %s: %w", tc.Name, err))
 		}
-		out = append(out, &runner.Target{Config: tc, Prober: p})
+		out = append(out, &runner.Target{Config: tc, Prober: p, Secret: key})
 	}
 	return out, closeAll, nil
 }

@@ -116,8 +116,15 @@ func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets 
 		}
 	}
 	return func(t *runner.Target, probeID, sha string, first probes.Result) int {
+		if first.Class == probes.AbuseBlock {
+			return 0
+		}
 		b, ok := base[t.Config.Name][probeID]
-		if !ok || b[0] != sha || first.Class == probes.AbuseBlock || diff.VerdictOf(first).Key() == b[1] {
+		if !ok || b[0] != sha || b[1] == "" {
+			// No baseline on these bytes yet: samples can establish one.
+			return t.Config.ConfirmSamples
+		}
+		if diff.VerdictOf(first).Key() == b[1] {
 			return 0
 		}
 		return max(t.Config.ConfirmSamples, cfg.Detection.ScreenSamples, 0)

@@ -1,14 +1,22 @@
-// Package oaiwire renders and reads the OpenAI chat-completions wire format
-// and its Azure OpenAI dialect (content_filter errors and filter results).
-// The openai, azure, openai_compatible and sim providers share it.
+// Package oaiwire renders and reads the OpenAI wire formats shared by several
+// providers: chat completions (with the Azure OpenAI dialect: content_filter
+// errors, prompt and completion filter results), the error envelope in its
+// OpenAI, Azure, Mistral and FastAPI-style variants, and moderation responses
+// ({results:[{flagged?, categories, category_scores,
+// category_applied_input_types?}]}, spoken by OpenAI and Mistral). The openai,
+// azure, openai_compatible, mistral and sim providers share it.
 package oaiwire
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,12 +27,15 @@ import (
 // ChatRequest is the canonical chat-completions body. Field order is the
 // wire order; temperature is always present so "0" is explicit.
 type ChatRequest struct {
-	Model       string           `json:"model,omitempty"` // omitted for Azure (the deployment is in the path)
-	Messages    []probes.Message `json:"messages"`
-	MaxTokens   int              `json:"max_tokens,omitempty"`
-	Temperature float64          `json:"temperature"`
-	Seed        *int64           `json:"seed,omitempty"`
-	N           int              `json:"n,omitempty"`
+	Model     string           `json:"model,omitempty"` // omitted for Azure (the deployment is in the path)
+	Messages  []probes.Message `json:"messages"`
+	MaxTokens int              `json:"max_tokens,omitempty"`
+	// MaxCompletionTokens replaces MaxTokens for models that reject
+	// max_tokens (OpenAI reasoning models); see TokenParam.
+	MaxCompletionTokens int     `json:"max_completion_tokens,omitempty"`
+	Temperature         float64 `json:"temperature"`
+	Seed                *int64  `json:"seed,omitempty"`
+	N                   int     `json:"n,omitempty"`
 }
 
 // NewChatRequest builds the canonical body for p on t.
@@ -36,7 +47,32 @@ func NewChatRequest(t probes.Target, p probes.Probe, withModel bool) ChatRequest
 	return r
 }
 
-// Render renders a POST of body to base+path.
+// TokenParamOption is the target option choosing the body field that
+// carries the token limit: "max_tokens" (default) or
+// "max_completion_tokens" (required by OpenAI and Azure reasoning models).
+const TokenParamOption = "token_param"
+
+// CheckTokenParam validates the token_param option value.
+func CheckTokenParam(v string) error {
+	switch v {
+	case "", "max_tokens", "max_completion_tokens":
+		return nil
+	}
+	return fmt.Errorf("%q: want max_tokens or max_completion_tokens", v)
+}
+
+// WithTokenParam moves the token limit to max_completion_tokens when the
+// target's token_param option asks for it.
+func (r ChatRequest) WithTokenParam(t probes.Target) ChatRequest {
+	if t.Options[TokenParamOption] == "max_completion_tokens" {
+		r.MaxCompletionTokens, r.MaxTokens = r.MaxTokens, 0
+	}
+	return r
+}
+
+// Render renders a POST of body to base+path, with path (not the base's own
+// path) as the fingerprinted Path. The sim uses it; adapters whose base URL
+// carries a path prefix use RenderURL.
 func Render(base, path string, body any) (*probes.Request, error) {
 	b, err := wire.Marshal(body)
 	if err != nil {
@@ -51,33 +87,99 @@ func Render(base, path string, body any) (*probes.Request, error) {
 	}, nil
 }
 
+// ErrBaseURL is returned by RenderURL and CheckBaseURL for a base URL that
+// is not an absolute http(s) URL without credentials. Its message never
+// repeats the URL (it could carry userinfo).
+var ErrBaseURL = errors.New("base_url must be an absolute http:// or https:// URL without credentials, query or fragment")
+
+// CheckBaseURL validates a base URL as RenderURL will use it.
+func CheckBaseURL(base string) error {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return ErrBaseURL
+	}
+	return nil
+}
+
+// RenderURL renders a POST of body to base+suffix (suffix may carry a
+// query). The fingerprinted Path is the resulting URL's path and query, so a
+// path prefix in the base ("https://api.openai.com/v1") is part of the
+// fingerprint while the scheme and host are not: the same request sent to a
+// loopback test server and to the real API has the same fingerprint.
+func RenderURL(base, suffix string, body any) (*probes.Request, error) {
+	if err := CheckBaseURL(base); err != nil {
+		return nil, err
+	}
+	b, err := wire.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("render body: %w", err)
+	}
+	full := strings.TrimRight(base, "/") + suffix
+	u, err := url.Parse(full)
+	if err != nil {
+		return nil, fmt.Errorf("render url: bad path %q", suffix)
+	}
+	return &probes.Request{
+		Method: http.MethodPost,
+		URL:    full,
+		Path:   u.RequestURI(),
+		Header: wire.JSONHeader(),
+		Body:   b,
+	}, nil
+}
+
+// UserText is the text a moderation endpoint classifies for p: the contents
+// of its user messages joined with "\n", in order. It errors when p has no
+// user message.
+func UserText(p probes.Probe) (string, error) {
+	var parts []string
+	for _, m := range p.Messages {
+		if m.Role == "user" {
+			parts = append(parts, m.Content)
+		}
+	}
+	if len(parts) == 0 {
+		return "", fmt.Errorf("probe %s has no user message to moderate", p.ID)
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
 // FilterResult is one category entry of Azure's content filter results. The
-// sim also sends Score.
+// sim also sends Score. Error is set when this one filter did not run.
 type FilterResult struct {
-	Filtered *bool    `json:"filtered,omitempty"`
-	Detected *bool    `json:"detected,omitempty"`
-	Severity string   `json:"severity,omitempty"`
-	Score    *float64 `json:"score,omitempty"`
+	Filtered *bool          `json:"filtered,omitempty"`
+	Detected *bool          `json:"detected,omitempty"`
+	Severity string         `json:"severity,omitempty"`
+	Score    *float64       `json:"score,omitempty"`
+	Error    *FilterFailure `json:"error,omitempty"`
+}
+
+// FilterFailure is Azure's "the filter did not run" entry.
+type FilterFailure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // filterSet is a content_filter_results object: category name to result,
 // plus an optional error saying the filter did not run.
 type filterSet map[string]json.RawMessage
 
+type chatChoice struct {
+	Index        int    `json:"index"`
+	FinishReason string `json:"finish_reason"`
+	Message      struct {
+		Content *string `json:"content"`
+		Refusal *string `json:"refusal"`
+	} `json:"message"`
+	Text                 *string   `json:"text"`
+	ContentFilterResults filterSet `json:"content_filter_results"`
+}
+
 type chatResponse struct {
-	ID                string `json:"id"`
-	Model             string `json:"model"`
-	SystemFingerprint string `json:"system_fingerprint"`
-	Choices           []struct {
-		Index        int    `json:"index"`
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content *string `json:"content"`
-			Refusal *string `json:"refusal"`
-		} `json:"message"`
-		Text                 *string   `json:"text"`
-		ContentFilterResults filterSet `json:"content_filter_results"`
-	} `json:"choices"`
+	ID                  string       `json:"id"`
+	Model               string       `json:"model"`
+	SystemFingerprint   string       `json:"system_fingerprint"`
+	Choices             []chatChoice `json:"choices"`
 	PromptFilterResults []struct {
 		PromptIndex          int       `json:"prompt_index"`
 		ContentFilterResults filterSet `json:"content_filter_results"`
@@ -86,23 +188,69 @@ type chatResponse struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
-	Error *apiError `json:"error"`
+	Error json.RawMessage `json:"error"`
 }
 
-type apiError struct {
-	Message    string          `json:"message"`
-	Type       json.RawMessage `json:"type"`
-	Code       json.RawMessage `json:"code"`
-	Param      json.RawMessage `json:"param"`
-	InnerError *struct {
-		Code                 string    `json:"code"`
-		ContentFilterResult  filterSet `json:"content_filter_result"`
-		ContentFilterResults filterSet `json:"content_filter_results"`
-	} `json:"innererror"`
+// Known keys of a chat response; others are recorded as "key:NAME",
+// "choice_key:NAME" or "message_key:NAME" in Result.Unknown.
+var (
+	knownChatKeys    = set("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "prompt_filter_results", "error")
+	knownChoiceKeys  = set("index", "message", "finish_reason", "logprobs", "content_filter_results", "text", "stop_reason")
+	knownMessageKeys = set("role", "content", "refusal", "annotations", "audio", "tool_calls", "function_call", "reasoning_content")
+)
+
+func set(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
 }
 
-// str reads a JSON string-or-null-or-number as a string.
-func str(raw json.RawMessage) string {
+// newKeys returns prefix+key for every key of the JSON object raw that is
+// not in known, sorted. Anything that is not an object yields nothing.
+func newKeys(raw []byte, known map[string]bool, prefix string) []string {
+	var m map[string]json.RawMessage
+	if ParseLenient(raw, &m) != nil {
+		return nil
+	}
+	var out []string
+	for k := range m {
+		if !known[k] {
+			out = append(out, prefix+wire.Truncate(sanitize(k), 64))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sanitize keeps Unknown entries free of the list separator used in storage.
+func sanitize(s string) string {
+	return strings.NewReplacer(",", "_", "\n", "_", "\r", "_").Replace(s)
+}
+
+func chatNewKeys(body []byte) []string {
+	out := newKeys(body, knownChatKeys, "key:")
+	var top struct {
+		Choices []json.RawMessage `json:"choices"`
+	}
+	if ParseLenient(body, &top) != nil || len(top.Choices) == 0 {
+		return out
+	}
+	out = append(out, newKeys(top.Choices[0], knownChoiceKeys, "choice_key:")...)
+	var c struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(top.Choices[0], &c) == nil && len(c.Message) > 0 {
+		out = append(out, newKeys(c.Message, knownMessageKeys, "message_key:")...)
+	}
+	return out
+}
+
+// text reads a JSON string as itself, null as "", and anything else (a
+// number, an object) as its compact JSON.
+func text(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
@@ -110,14 +258,18 @@ func str(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) == nil {
+		return buf.String()
+	}
 	return strings.Trim(string(raw), `"`)
 }
 
 var knownFinish = map[string]bool{"stop": true, "length": true, "tool_calls": true, "function_call": true, "content_filter": true, "": true}
 
-// NormalizeAzure maps an Azure (or OpenAI moderation, or sim) category name
-// to the normalized vocabulary. ok is false for names it does not know; they
-// map to "other".
+// NormalizeAzure maps an Azure (or sim) content-filter category name to the
+// normalized vocabulary. ok is false for names it does not know; they map to
+// "other".
 func NormalizeAzure(raw string) (string, bool) {
 	k := strings.ToLower(raw)
 	switch k {
@@ -134,8 +286,11 @@ func NormalizeAzure(raw string) (string, bool) {
 	return probes.CatOther, false
 }
 
+var knownSeverity = set("", "safe", "low", "medium", "high")
+
 // readFilters appends signals from a filter set. It reports whether the set
-// says the filter did not run (an "error" entry).
+// (or one of its filters) says the filter did not run: a set-level "error"
+// entry, or an "error" inside a category.
 func readFilters(fs filterSet, r *probes.Result) (unavailable bool) {
 	keys := make([]string, 0, len(fs))
 	for k := range fs {
@@ -146,7 +301,7 @@ func readFilters(fs filterSet, r *probes.Result) (unavailable bool) {
 		raw := fs[k]
 		if k == "error" {
 			unavailable = true
-			var e struct{ Code, Message string }
+			var e FilterFailure
 			_ = json.Unmarshal(raw, &e)
 			r.Reason = "filter_error:" + e.Code
 			r.Message = e.Message
@@ -155,12 +310,17 @@ func readFilters(fs filterSet, r *probes.Result) (unavailable bool) {
 		var fr FilterResult
 		if err := json.Unmarshal(raw, &fr); err != nil {
 			// Not a per-category object (e.g. a citation block); keep the key.
-			r.Unknown = append(r.Unknown, "filter_key:"+k)
+			r.Unknown = append(r.Unknown, "filter_key:"+sanitize(k))
 			continue
+		}
+		if fr.Error != nil {
+			unavailable = true
+			r.Reason = "filter_error:" + fr.Error.Code
+			r.Message = fr.Error.Message
 		}
 		cat, known := NormalizeAzure(k)
 		if !known {
-			r.Unknown = append(r.Unknown, "category:"+k)
+			r.Unknown = append(r.Unknown, "category:"+sanitize(k))
 		}
 		s := probes.Signal{Category: cat, Raw: k, Severity: fr.Severity}
 		if fr.Score != nil {
@@ -176,10 +336,8 @@ func readFilters(fs filterSet, r *probes.Result) (unavailable bool) {
 				s.Severity = "not_detected"
 			}
 		}
-		switch fr.Severity {
-		case "", "safe", "low", "medium", "high":
-		default:
-			r.Unknown = append(r.Unknown, "severity:"+fr.Severity)
+		if !knownSeverity[fr.Severity] {
+			r.Unknown = append(r.Unknown, "severity:"+sanitize(fr.Severity))
 		}
 		r.Signals = append(r.Signals, s)
 	}
@@ -234,9 +392,13 @@ func escapeRawNewlines(b []byte) []byte {
 	return out
 }
 
+// requestIDHeaders are read in order: OpenAI and Azure (x-request-id,
+// apim-request-id), Azure management, generic, Mistral.
+var requestIDHeaders = []string{"x-request-id", "apim-request-id", "x-ms-request-id", "request-id", "mistral-correlation-id"}
+
 // RequestID returns the provider request id from the usual headers.
 func RequestID(h http.Header) string {
-	for _, k := range []string{"x-request-id", "apim-request-id", "x-ms-request-id", "request-id"} {
+	for _, k := range requestIDHeaders {
 		if v := h.Get(k); v != "" {
 			return wire.Truncate(v, 200)
 		}
@@ -244,15 +406,213 @@ func RequestID(h http.Header) string {
 	return ""
 }
 
-// rateLimitWait reads OpenAI's x-ratelimit-reset-* durations ("6m0s", "20ms").
-func rateLimitWait(h http.Header) time.Duration {
+// RetryWait is the provider's requested wait for a non-2xx answer: an
+// explicit retry-after-ms or Retry-After header wins; on a 429 without one,
+// OpenAI's x-ratelimit-reset-requests / x-ratelimit-reset-tokens durations
+// ("6m0s", "20ms") are read, the one matching the error type ("requests" or
+// "tokens") when it is known, else the longer.
+func RetryWait(h http.Header, status int, errType string, now time.Time) time.Duration {
+	if d := wire.RetryAfter(h, now); d > 0 {
+		return d
+	}
+	if status != http.StatusTooManyRequests || h == nil {
+		return 0
+	}
+	keys := []string{"x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"}
+	switch errType {
+	case "requests":
+		keys = keys[:1]
+	case "tokens":
+		keys = keys[1:]
+	}
 	var max time.Duration
-	for _, k := range []string{"x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"} {
-		if d, err := time.ParseDuration(strings.TrimSpace(h.Get(k))); err == nil && d > max {
+	for _, k := range keys {
+		v := strings.TrimSpace(h.Get(k))
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			// Some gateways send plain seconds.
+			if s, e2 := strconv.ParseFloat(v, 64); e2 == nil {
+				d, err = time.Duration(s*float64(time.Second)), nil
+			}
+		}
+		if err == nil && d > max {
 			max = d
 		}
 	}
 	return max
+}
+
+// apiError is the error object in its several dialects.
+type apiError struct {
+	Message    json.RawMessage `json:"message"`
+	Type       json.RawMessage `json:"type"`
+	Code       json.RawMessage `json:"code"`
+	Param      json.RawMessage `json:"param"`
+	InnerError *struct {
+		Code                 string    `json:"code"`
+		ContentFilterResult  filterSet `json:"content_filter_result"`
+		ContentFilterResults filterSet `json:"content_filter_results"`
+	} `json:"innererror"`
+}
+
+// errInfo is an error body read into plain fields.
+type errInfo struct {
+	Message, Type, Code, RequestID string
+	Inner                          *struct {
+		Code                 string    `json:"code"`
+		ContentFilterResult  filterSet `json:"content_filter_result"`
+		ContentFilterResults filterSet `json:"content_filter_results"`
+	}
+	present bool // an error was found in the body
+}
+
+// decodeError reads an error body: {"error":{message,type,code,param,
+// innererror}} (OpenAI, Azure), {"error":"text"}, top-level
+// {message,type,code,request_id} (Mistral; message may be an object) and
+// {"detail":...} (FastAPI-style servers such as vLLM).
+func decodeError(body []byte) (errInfo, error) {
+	var env struct {
+		Error     json.RawMessage `json:"error"`
+		Message   json.RawMessage `json:"message"`
+		Type      json.RawMessage `json:"type"`
+		Code      json.RawMessage `json:"code"`
+		Detail    json.RawMessage `json:"detail"`
+		RequestID json.RawMessage `json:"request_id"`
+	}
+	if err := ParseLenient(body, &env); err != nil {
+		return errInfo{}, err
+	}
+	var e errInfo
+	e.RequestID = wire.Truncate(text(env.RequestID), 200)
+	raw := bytes.TrimSpace(env.Error)
+	switch {
+	case len(raw) > 0 && raw[0] == '{':
+		var ae apiError
+		if json.Unmarshal(raw, &ae) == nil {
+			e.Message, e.Type, e.Code, e.Inner = text(ae.Message), text(ae.Type), text(ae.Code), ae.InnerError
+			e.present = true
+		}
+	case len(raw) > 0 && raw[0] == '"':
+		e.Message, e.present = text(raw), true
+	}
+	if e.Message == "" {
+		e.Message = text(env.Message)
+	}
+	if e.Message == "" {
+		e.Message = text(env.Detail)
+	}
+	if e.Type == "" {
+		e.Type = text(env.Type)
+	}
+	if e.Code == "" {
+		e.Code = text(env.Code)
+	}
+	if e.Message != "" || e.Type != "" || e.Code != "" {
+		e.present = true
+	}
+	return e, nil
+}
+
+// promptBlockCodes are OpenAI error codes on a 400 that mean the prompt was
+// rejected by a safety check before the model ran: "invalid_prompt" (the
+// reasoning models' "your prompt was flagged as potentially violating our
+// usage policy") and "content_policy_violation".
+var promptBlockCodes = set("invalid_prompt", "content_policy_violation")
+
+// ClassifyError reads a non-2xx answer (or a 2xx carrying only an error) in
+// any of the dialects decodeError knows: Azure's content_filter 400 is an
+// input block (or filter_unavailable when the filter says it did not run and
+// nothing fired), OpenAI's invalid_prompt 400 is an input block, account
+// enforcement (wire.IsAbuse) is abuse_block, insufficient_quota is a client
+// error, and anything else follows wire.StatusClass. The raw reason is kept
+// as "STATUS:TYPE:CODE".
+func ClassifyError(resp *probes.Response, now time.Time) probes.Result {
+	if resp.Err != nil {
+		return wire.Transport(resp)
+	}
+	r := probes.Result{RequestID: RequestID(resp.Header)}
+	e, perr := decodeError(resp.Body)
+	if r.RequestID == "" {
+		r.RequestID = e.RequestID
+	}
+	r.RetryAfter = RetryWait(resp.Header, resp.Status, e.Type, now)
+	r.Message = e.Message
+	r.Reason = strings.Trim(fmt.Sprintf("%d:%s:%s", resp.Status, e.Type, e.Code), ":")
+	ok2xx := resp.Status >= 200 && resp.Status < 300
+	switch {
+	case (resp.Status == 400 || ok2xx) && (e.Code == "content_filter" || (e.Inner != nil && e.Inner.Code == "ResponsibleAIPolicyViolation")):
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "content_filter"
+		if e.Inner != nil {
+			fs := filterSet{}
+			for k, v := range e.Inner.ContentFilterResult {
+				fs[k] = v
+			}
+			for k, v := range e.Inner.ContentFilterResults {
+				fs[k] = v
+			}
+			if readFilters(fs, &r) && !anyFired(r.Signals) {
+				// The filter did not run and nothing it did run fired.
+				r.Class, r.Stage = probes.FilterUnavailable, probes.StageNone
+			}
+		}
+	case perr != nil && resp.Status == 400 && bytes.Contains(resp.Body, []byte("content_filter")):
+		// Unparseable but unmistakable: keep the block, categories unknown.
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "content_filter"
+		r.Unknown = append(r.Unknown, "unparseable_body")
+	case (resp.Status == 400 || ok2xx) && promptBlockCodes[e.Code]:
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, e.Code
+	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
+		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
+	case resp.Status == 429 && (e.Code == "insufficient_quota" || e.Type == "insufficient_quota"):
+		r.Class = probes.ClientError
+	case ok2xx:
+		// A 2xx carrying an error and no answer: a gateway's failure.
+		r.Class = probes.Transient
+		r.Reason = strings.Trim(fmt.Sprintf("error_body:%s:%s", e.Type, e.Code), ":")
+	default:
+		r.Class = wire.StatusClass(resp.Status)
+	}
+	if perr != nil && resp.Truncated {
+		r.Unknown = append(r.Unknown, "truncated_body")
+	}
+	return finish(r)
+}
+
+func anyFired(ss []probes.Signal) bool {
+	for _, s := range ss {
+		if s.Fired {
+			return true
+		}
+	}
+	return false
+}
+
+// finish de-duplicates and sorts Unknown and applies wire.Finish.
+func finish(r probes.Result) probes.Result {
+	if len(r.Unknown) > 0 {
+		u := probes.SortedUnique(r.Unknown)
+		for i, s := range u {
+			u[i] = wire.Truncate(s, 120)
+		}
+		r.Unknown = u
+	}
+	return wire.Finish(r)
+}
+
+var finishContentFilter = regexp.MustCompile(`"finish_reason"\s*:\s*"content_filter"`)
+
+// malformed classifies a 2xx whose body could not be read.
+func malformed(resp *probes.Response, r probes.Result) probes.Result {
+	r.Class, r.Reason = probes.Transient, "malformed_response"
+	if resp.Truncated {
+		r.Reason = "truncated_response"
+		r.Unknown = append(r.Unknown, "truncated_body")
+		if finishContentFilter.Match(resp.Body) {
+			// The cut body still says the output was filtered.
+			r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, "content_filter"
+		}
+	}
+	return finish(r)
 }
 
 // ClassifyChat reads a chat-completions response in the OpenAI or Azure
@@ -261,61 +621,37 @@ func ClassifyChat(resp *probes.Response, now time.Time) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
 	}
+	if resp.Status < 200 || resp.Status >= 300 {
+		return ClassifyError(resp, now)
+	}
 	var r probes.Result
 	r.RequestID = RequestID(resp.Header)
 	var cr chatResponse
-	perr := ParseLenient(resp.Body, &cr)
-	if resp.Status >= 200 && resp.Status < 300 {
-		if perr != nil {
-			r.Class, r.Reason = probes.Transient, "malformed_response"
-			if resp.Truncated {
-				r.Reason = "truncated_response"
-			}
-			return wire.Finish(r)
+	if err := ParseLenient(resp.Body, &cr); err != nil {
+		return malformed(resp, r)
+	}
+	if len(cr.Choices) == 0 && len(cr.PromptFilterResults) == 0 {
+		if e, err := decodeError(resp.Body); err == nil && e.present {
+			return ClassifyError(resp, now)
 		}
-		return wire.Finish(classifyOK(&cr, r))
-	}
-	r.RetryAfter = wire.RetryAfter(resp.Header, now)
-	if d := rateLimitWait(resp.Header); d > r.RetryAfter && resp.Status == 429 {
-		r.RetryAfter = d
-	}
-	var e apiError
-	if perr == nil && cr.Error != nil {
-		e = *cr.Error
-	}
-	typ, code := str(e.Type), str(e.Code)
-	r.Message = e.Message
-	r.Reason = strings.Trim(fmt.Sprintf("%d:%s:%s", resp.Status, typ, code), ":")
-	switch {
-	case resp.Status == 400 && (code == "content_filter" || (e.InnerError != nil && e.InnerError.Code == "ResponsibleAIPolicyViolation")):
-		r.Class, r.Stage = probes.BlockedInput, probes.StageInput
-		r.Reason = "content_filter"
-		if e.InnerError != nil {
-			fs := e.InnerError.ContentFilterResults
-			if len(fs) == 0 {
-				fs = e.InnerError.ContentFilterResult
-			}
-			if readFilters(fs, &r) {
-				r.Class, r.Stage = probes.FilterUnavailable, probes.StageNone
-			}
+		if cr.ID == "" && cr.Model == "" {
+			return malformed(resp, r)
 		}
-	case perr != nil && resp.Status == 400 && bytes.Contains(resp.Body, []byte("content_filter")):
-		// Unparseable but unmistakable: keep the block, categories unknown.
-		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "content_filter"
-		r.Unknown = append(r.Unknown, "unparseable_body")
-	case resp.Status >= 400 && resp.Status < 500 && wire.IsAbuse(typ, code, e.Message):
-		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
-	case resp.Status == 429 && (code == "insufficient_quota" || typ == "insufficient_quota"):
-		r.Class = probes.ClientError
-	default:
-		r.Class = wire.StatusClass(resp.Status)
 	}
-	return wire.Finish(r)
+	if r.RequestID == "" {
+		r.RequestID = wire.Truncate(cr.ID, 200)
+	}
+	r = classifyOK(&cr, r)
+	r.Unknown = append(r.Unknown, chatNewKeys(resp.Body)...)
+	if resp.Truncated {
+		r.Unknown = append(r.Unknown, "truncated_body")
+	}
+	return finish(r)
 }
 
 func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
-	r.ModelID = cr.Model
-	r.ModelFP = cr.SystemFingerprint
+	r.ModelID = wire.Truncate(cr.Model, 200)
+	r.ModelFP = wire.Truncate(cr.SystemFingerprint, 200)
 	if cr.Usage != nil {
 		r.TokensIn, r.TokensOut = cr.Usage.PromptTokens, cr.Usage.CompletionTokens
 	}
@@ -341,7 +677,14 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 		r.Class, r.Reason = probes.Transient, "no_choices"
 		return r
 	}
+	// The answer is choices[0]; a content_filter finish on any choice (n > 1)
+	// still means the provider withheld output for these bytes.
 	c := cr.Choices[0]
+	for _, oc := range cr.Choices[1:] {
+		if oc.FinishReason == "content_filter" && c.FinishReason != "content_filter" {
+			c = oc
+		}
+	}
 	var out probes.Result
 	if readFilters(c.ContentFilterResults, &out) {
 		unavailable = true
@@ -350,7 +693,7 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 	r.Signals = append(r.Signals, out.Signals...)
 	r.Unknown = append(r.Unknown, out.Unknown...)
 	if !knownFinish[c.FinishReason] {
-		r.Unknown = append(r.Unknown, "finish_reason:"+c.FinishReason)
+		r.Unknown = append(r.Unknown, "finish_reason:"+sanitize(c.FinishReason))
 	}
 	content := ""
 	if c.Message.Content != nil {
@@ -359,15 +702,17 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 		content = *c.Text
 	}
 	switch {
+	case c.FinishReason == "" && c.Message.Content == nil && c.Text == nil && c.Message.Refusal == nil && !unavailable:
+		// A choice with neither an answer nor a finish reason says nothing.
+		r.Class, r.Reason = probes.Transient, "empty_choice"
 	case c.FinishReason == "content_filter":
 		r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, "content_filter"
+		r.Message = ""
+		r.Categories = nil
 		for _, s := range out.Signals {
 			if s.Fired {
 				r.Categories = append(r.Categories, s.Category)
 			}
-		}
-		if len(r.Categories) == 0 {
-			r.Categories = nil
 		}
 		return r
 	case c.Message.Refusal != nil && *c.Message.Refusal != "":
@@ -384,5 +729,21 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 	// Scores on an allowed or refused answer are kept as signals; only a
 	// block names categories.
 	r.Categories = nil
+	return r
+}
+
+// Redact removes secret (the target's key) from the provider-supplied text
+// of r, in case an error message echoes the credential it was sent.
+func Redact(r probes.Result, secret string) probes.Result {
+	if len(secret) < 4 {
+		return r
+	}
+	rep := strings.NewReplacer(secret, "[REDACTED]")
+	r.Message = rep.Replace(r.Message)
+	r.Reason = rep.Replace(r.Reason)
+	r.RequestID = rep.Replace(r.RequestID)
+	for i, u := range r.Unknown {
+		r.Unknown[i] = rep.Replace(u)
+	}
 	return r
 }

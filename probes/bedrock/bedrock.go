@@ -1,0 +1,446 @@
+// Package bedrock is the driftprobe adapter for Amazon Bedrock Runtime over
+// plain HTTP, signed with AWS Signature Version 4 (smithy-go aws-http-auth).
+//
+// Two endpoints:
+//
+//   - "chat": the Converse API, POST /model/{modelId}/converse. With the
+//     options guardrail_id and guardrail_version the request carries a
+//     guardrailConfig with trace "enabled", and the guardrail trace
+//     (trace.guardrail.inputAssessment / outputAssessments) is read into
+//     Signals.
+//   - "guardrail": ApplyGuardrail, POST
+//     /guardrail/{id}/version/{version}/apply with source INPUT and one text
+//     content entry per user message. No model runs; the target's model is a
+//     label only (it is not sent, and is recorded as the model id).
+//
+// Verdicts. Converse stopReason "guardrail_intervened" is a block: stage
+// input when the trace's inputAssessment has a BLOCKED action (the model
+// never ran), else output when an output assessment acted, else input when
+// the input was only masked (ANONYMIZED), else, with no usable trace, input
+// when outputTokens is 0 and output otherwise. "content_filtered" (the
+// model's own filter) is blocked_output. end_turn, max_tokens,
+// stop_sequence, tool_use and the malformed_* reasons are allowed (a short
+// plain-text refusal is model_refusal with Heuristic set);
+// model_context_window_exceeded is a client error; any other stop reason is
+// allowed and recorded in Unknown as "stop_reason:X". ApplyGuardrail action
+// GUARDRAIL_INTERVENED is blocked_input, NONE is allowed. A guardrail masking
+// PII (action ANONYMIZED) is an intervention: it fires its signal.
+//
+// Signals. Raw names are "contentPolicy.HATE", "topicPolicy.<topic name>",
+// "wordPolicy.customWords", "wordPolicy.<managed list>",
+// "sensitiveInformationPolicy.<PII type>",
+// "sensitiveInformationPolicy.regex.<name>" and
+// "contextualGroundingPolicy.<type>"; signals from Converse output
+// assessments carry the prefix "output.". A signal fires when its action is
+// BLOCKED or ANONYMIZED (a "detected" finding with action NONE does not).
+// Content filters carry their confidence (NONE|LOW|MEDIUM|HIGH) as Severity;
+// the other policies carry their action as Severity; grounding filters carry
+// their score. Normalized: HATE→hate, INSULTS→harassment, SEXUAL→sexual,
+// VIOLENCE→violence, MISCONDUCT→illicit, PROMPT_ATTACK→jailbreak, PII and
+// regexes→privacy, topics, words and grounding→other.
+//
+// Errors. The type is the x-amzn-ErrorType header up to its first ':' (else
+// the body's __type or code); the message is the body's message (or
+// Message). Throttling, ServiceUnavailable, InternalServer, ModelNotReady
+// and ModelTimeout exceptions are transient (Retry-After honoured); other
+// 4xx are client errors unless the message reads as account enforcement
+// (wire.IsAbuse), which is abuse_block at stage account; anything else
+// follows wire.StatusClass.
+//
+// Credentials. By default requests are signed with SigV4 (service
+// "bedrock", the target's region) from AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY and the optional AWS_SESSION_TOKEN, read when the
+// prober is built; New fails naming the missing variable. When the target
+// names api_key_env, that variable is taken as an Amazon Bedrock API key and
+// sent as "Authorization: Bearer" instead. Credentials never enter a
+// Request (its path, body or headers) or a Result: Classify also scrubs
+// them from echoed error messages (AWS signature errors echo the canonical
+// request, which includes x-amz-security-token), and Redact does the same
+// for raw bodies.
+//
+// Bedrock reports no model fingerprint: ModelFP stays empty. The model id
+// is the configured model, or trace.promptRouter.invokedModelId when a
+// prompt router answered. The request id is the x-amzn-RequestId header.
+// Converse has no seed parameter; a target's seed is ignored.
+package bedrock
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/smithy-go/aws-http-auth/credentials"
+	"github.com/aws/smithy-go/aws-http-auth/sigv4"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/wire"
+)
+
+// Environment variables the SigV4 credentials are read from.
+const (
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	EnvSessionToken    = "AWS_SESSION_TOKEN"
+)
+
+// SigningName is the SigV4 service name of Bedrock Runtime.
+const SigningName = "bedrock"
+
+// Endpoints.
+const (
+	EndpointChat      = "chat"
+	EndpointGuardrail = "guardrail"
+)
+
+// Option keys of a target's options block.
+const (
+	OptRegion           = "region"
+	OptGuardrailID      = "guardrail_id"
+	OptGuardrailVersion = "guardrail_version"
+)
+
+func init() {
+	probes.Register(probes.Info{
+		Name:      "bedrock",
+		Endpoints: []string{EndpointChat, EndpointGuardrail},
+		NeedsKey:  false,
+		Signals: []string{
+			"Converse stopReason=guardrail_intervened + trace.guardrail.inputAssessment (input) / outputAssessments (output)",
+			"Converse stopReason=content_filtered (output, the model's own filter)",
+			"ApplyGuardrail action=GUARDRAIL_INTERVENED|NONE + actionReason (input)",
+			"assessments: contentPolicy.filters{type,confidence,action}, topicPolicy.topics, wordPolicy, sensitiveInformationPolicy.piiEntities/regexes, contextualGroundingPolicy.filters{score}",
+			"plain-text refusal (heuristic)",
+			"x-amzn-ErrorType: Throttling/ServiceUnavailable/InternalServer/ModelNotReady/ModelTimeout (transient, Retry-After)",
+			"account-enforcement wording in an error message (abuse)",
+		},
+		Input: true, Output: true, Scores: true,
+		RequestID: "x-amzn-RequestId header",
+		ModelFP:   "none (Converse does not report one)",
+		Options:   []string{OptRegion, OptGuardrailID, OptGuardrailVersion},
+		Check:     Check,
+	}, New)
+}
+
+// Prober renders and reads Bedrock Converse and ApplyGuardrail requests and
+// signs them with SigV4. It is safe for concurrent use.
+type Prober struct {
+	target probes.Target
+	base   string
+	region string
+	grID   string
+	grVer  string
+
+	creds  credentials.Credentials
+	apiKey string // Bedrock API key (bearer) when api_key_env is set
+	signer *sigv4.Signer
+
+	// now is the signing clock (and the clock for HTTP-date Retry-After);
+	// tests pin it.
+	now func() time.Time
+}
+
+var (
+	_ probes.Prober     = (*Prober)(nil)
+	_ probes.Authorizer = (*Prober)(nil)
+)
+
+var (
+	regionRe  = regexp.MustCompile(`^[a-z]{2,5}(-[a-z]+)+-[0-9]+$`)
+	grIDRe    = regexp.MustCompile(`^(([a-z0-9]+)|(arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+))$`)
+	grVerRe   = regexp.MustCompile(`^(([1-9][0-9]{0,7})|(DRAFT))$`)
+	errNoUser = errors.New("bedrock: probe has no user message")
+)
+
+// Check validates a target's Bedrock settings: options.region (required, an
+// AWS region name), options.guardrail_id and options.guardrail_version
+// (both required for the guardrail endpoint, both or neither for chat; the
+// version must be a number or DRAFT) and the temperature (Converse accepts
+// 0..1).
+//
+// Credentials are deliberately not checked here: Check runs on every
+// config load, including commands that send nothing (events, evidence) on
+// machines without AWS credentials. New reports missing credentials when a
+// run builds the prober, like a missing api_key_env variable.
+func Check(t probes.Target) []probes.FieldError {
+	var errs []probes.FieldError
+	add := func(field, format string, a ...any) {
+		errs = append(errs, probes.FieldError{Field: field, Msg: fmt.Sprintf(format, a...)})
+	}
+	region := t.Options[OptRegion]
+	switch {
+	case region == "":
+		add("options."+OptRegion, "required for provider bedrock (e.g. us-east-1)")
+	case !regionRe.MatchString(region):
+		add("options."+OptRegion, "%q: not an AWS region name (e.g. us-east-1)", region)
+	}
+	id, ver := t.Options[OptGuardrailID], t.Options[OptGuardrailVersion]
+	if t.Endpoint == EndpointGuardrail {
+		if id == "" {
+			add("options."+OptGuardrailID, "required for endpoint guardrail")
+		}
+		if ver == "" {
+			add("options."+OptGuardrailVersion, "required for endpoint guardrail (a version number, or DRAFT)")
+		}
+	} else {
+		if id != "" && ver == "" {
+			add("options."+OptGuardrailVersion, "required when guardrail_id is set (pin a version number, or DRAFT)")
+		}
+		if ver != "" && id == "" {
+			add("options."+OptGuardrailID, "required when guardrail_version is set")
+		}
+	}
+	if id != "" && !grIDRe.MatchString(id) {
+		add("options."+OptGuardrailID, "%q: not a guardrail id or guardrail ARN", id)
+	}
+	if ver != "" && !grVerRe.MatchString(ver) {
+		add("options."+OptGuardrailVersion, "%q: must be a version number or DRAFT", ver)
+	}
+	if t.Temperature < 0 || t.Temperature > 1 {
+		add("temperature", "%v: Bedrock Converse accepts 0..1", t.Temperature)
+	}
+	return errs
+}
+
+// New builds a Bedrock prober for t. It reads SigV4 credentials from the
+// environment unless t carries a Bedrock API key (api_key_env).
+func New(t probes.Target) (probes.Prober, error) {
+	if errs := Check(t); len(errs) > 0 {
+		return nil, fmt.Errorf("bedrock: %s: %s", errs[0].Field, errs[0].Msg)
+	}
+	p := &Prober{
+		target: t,
+		region: t.Options[OptRegion],
+		grID:   t.Options[OptGuardrailID],
+		grVer:  t.Options[OptGuardrailVersion],
+		apiKey: t.APIKey,
+		signer: sigv4.New(),
+		now:    time.Now,
+	}
+	p.base = strings.TrimSuffix(t.BaseURL, "/")
+	if p.base == "" {
+		p.base = "https://bedrock-runtime." + p.region + ".amazonaws.com"
+	}
+	if p.apiKey == "" {
+		p.creds = credentials.Credentials{
+			AccessKeyID:     os.Getenv(EnvAccessKeyID),
+			SecretAccessKey: os.Getenv(EnvSecretAccessKey),
+			SessionToken:    os.Getenv(EnvSessionToken),
+		}
+		var missing []string
+		if p.creds.AccessKeyID == "" {
+			missing = append(missing, EnvAccessKeyID)
+		}
+		if p.creds.SecretAccessKey == "" {
+			missing = append(missing, EnvSecretAccessKey)
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("bedrock: environment variable %s not set (SigV4 credentials; or set api_key_env to a Bedrock API key variable)", strings.Join(missing, " and "))
+		}
+	}
+	return p, nil
+}
+
+// EscapeLabel percent-encodes s as one URI path segment the way AWS SDKs
+// encode path labels: every byte except A-Z a-z 0-9 - . _ ~ is escaped, so
+// "anthropic.claude-3-haiku-20240307-v1:0" becomes
+// "anthropic.claude-3-haiku-20240307-v1%3A0" and an ARN's '/' becomes %2F.
+func EscapeLabel(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// Canonical request bodies. Field order is the wire order; no maps.
+
+type textBlock struct {
+	Text string `json:"text"`
+}
+
+type message struct {
+	Role    string      `json:"role"`
+	Content []textBlock `json:"content"`
+}
+
+type inferenceConfig struct {
+	MaxTokens   int     `json:"maxTokens,omitempty"`
+	Temperature float64 `json:"temperature"`
+}
+
+type guardrailConfig struct {
+	GuardrailIdentifier string `json:"guardrailIdentifier"`
+	GuardrailVersion    string `json:"guardrailVersion"`
+	Trace               string `json:"trace"`
+}
+
+// ConverseRequest is the canonical Converse body.
+type ConverseRequest struct {
+	Messages        []message        `json:"messages"`
+	System          []textBlock      `json:"system,omitempty"`
+	InferenceConfig inferenceConfig  `json:"inferenceConfig"`
+	GuardrailConfig *guardrailConfig `json:"guardrailConfig,omitempty"`
+}
+
+type guardrailText struct {
+	Text textBlock `json:"text"`
+}
+
+// ApplyGuardrailRequest is the canonical ApplyGuardrail body.
+type ApplyGuardrailRequest struct {
+	Source  string          `json:"source"`
+	Content []guardrailText `json:"content"`
+}
+
+// Render returns the canonical Converse or ApplyGuardrail request for pr.
+func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
+	var (
+		path string
+		body any
+	)
+	if p.target.Endpoint == EndpointGuardrail {
+		ag := ApplyGuardrailRequest{Source: "INPUT"}
+		for _, m := range pr.Messages {
+			switch m.Role {
+			case "user":
+				ag.Content = append(ag.Content, guardrailText{Text: textBlock{Text: m.Content}})
+			case "system", "assistant":
+				// ApplyGuardrail with source INPUT guards what the user sent.
+			default:
+				return nil, fmt.Errorf("bedrock: unsupported role %q", m.Role)
+			}
+		}
+		if len(ag.Content) == 0 {
+			return nil, errNoUser
+		}
+		path = "/guardrail/" + EscapeLabel(p.grID) + "/version/" + EscapeLabel(p.grVer) + "/apply"
+		body = ag
+	} else {
+		cr := ConverseRequest{InferenceConfig: inferenceConfig{MaxTokens: p.target.MaxTokens, Temperature: p.target.Temperature}}
+		for _, m := range pr.Messages {
+			switch m.Role {
+			case "system":
+				cr.System = append(cr.System, textBlock{Text: m.Content})
+			case "user", "assistant":
+				cr.Messages = append(cr.Messages, message{Role: m.Role, Content: []textBlock{{Text: m.Content}}})
+			default:
+				return nil, fmt.Errorf("bedrock: unsupported role %q", m.Role)
+			}
+		}
+		if len(cr.Messages) == 0 {
+			return nil, errNoUser
+		}
+		if p.grID != "" {
+			cr.GuardrailConfig = &guardrailConfig{GuardrailIdentifier: p.grID, GuardrailVersion: p.grVer, Trace: "enabled"}
+		}
+		path = "/model/" + EscapeLabel(p.target.Model) + "/converse"
+		body = cr
+	}
+	b, err := wire.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("bedrock: render body: %w", err)
+	}
+	return &probes.Request{
+		Method: http.MethodPost,
+		URL:    p.base + path,
+		Path:   path,
+		Header: http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}},
+		Body:   b,
+	}, nil
+}
+
+// Authorize signs r with SigV4 (or adds the Bedrock API key as a bearer
+// token). The payload hash is computed from r's body, which is restored.
+// r's URL must keep the escaped path Render produced (http.NewRequest on
+// Request.URL does): SigV4 signs URL.EscapedPath, escaped once more as AWS
+// requires for every service but S3.
+func (p *Prober) Authorize(_ context.Context, r *http.Request) error {
+	if p.apiKey != "" {
+		r.Header.Set("Authorization", "Bearer "+p.apiKey)
+		return nil
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return fmt.Errorf("bedrock: read body for signing: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	err = p.signer.SignRequest(&sigv4.SignRequestInput{
+		Request:     r,
+		PayloadHash: sum[:],
+		Credentials: p.creds,
+		Service:     SigningName,
+		Region:      p.region,
+		Time:        p.now(),
+	})
+	if err != nil {
+		return errors.New("bedrock: sign request: " + p.scrub(err.Error()))
+	}
+	return nil
+}
+
+// readBody returns r's body bytes and leaves r readable again.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.GetBody != nil {
+		rc, err := r.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return io.ReadAll(rc)
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return b, nil
+}
+
+// secrets returns the credential values that must never be stored.
+func (p *Prober) secrets() []string {
+	var out []string
+	for _, s := range []string{p.creds.SecretAccessKey, p.creds.SessionToken, p.apiKey} {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *Prober) scrub(s string) string {
+	for _, sec := range p.secrets() {
+		s = strings.ReplaceAll(s, sec, "[REDACTED]")
+	}
+	return s
+}
+
+// Redact returns b with any credential value replaced by [REDACTED]. AWS
+// signature errors echo the canonical request, including the
+// x-amz-security-token header; callers storing raw response bodies should
+// pass them through Redact.
+func (p *Prober) Redact(b []byte) []byte {
+	for _, sec := range p.secrets() {
+		if bytes.Contains(b, []byte(sec)) {
+			b = bytes.ReplaceAll(b, []byte(sec), []byte("[REDACTED]"))
+		}
+	}
+	return b
+}

@@ -1,0 +1,480 @@
+package bedrock
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/wire"
+)
+
+// Wire shapes of the responses (field names per the Bedrock Runtime API
+// reference and aws-sdk-go-v2 service/bedrockruntime).
+
+type detected struct {
+	Action   string `json:"action"`
+	Detected *bool  `json:"detected"`
+}
+
+type assessment struct {
+	TopicPolicy *struct {
+		Topics []struct {
+			Name string `json:"name"`
+			Type string `json:"type"`
+			detected
+		} `json:"topics"`
+	} `json:"topicPolicy"`
+	ContentPolicy *struct {
+		Filters []struct {
+			Type           string `json:"type"`
+			Confidence     string `json:"confidence"`
+			FilterStrength string `json:"filterStrength"`
+			detected
+		} `json:"filters"`
+	} `json:"contentPolicy"`
+	WordPolicy *struct {
+		CustomWords []struct {
+			detected
+		} `json:"customWords"`
+		ManagedWordLists []struct {
+			Type string `json:"type"`
+			detected
+		} `json:"managedWordLists"`
+	} `json:"wordPolicy"`
+	SensitiveInformationPolicy *struct {
+		PiiEntities []struct {
+			Type string `json:"type"`
+			detected
+		} `json:"piiEntities"`
+		Regexes []struct {
+			Name string `json:"name"`
+			detected
+		} `json:"regexes"`
+	} `json:"sensitiveInformationPolicy"`
+	ContextualGroundingPolicy *struct {
+		Filters []struct {
+			Type      string   `json:"type"`
+			Score     *float64 `json:"score"`
+			Threshold *float64 `json:"threshold"`
+			detected
+		} `json:"filters"`
+	} `json:"contextualGroundingPolicy"`
+}
+
+// knownAssessmentKeys are the GuardrailAssessment members this adapter
+// knows; any other key is recorded in Result.Unknown (a new policy type is
+// a change worth seeing).
+var knownAssessmentKeys = map[string]bool{
+	"topicPolicy": true, "contentPolicy": true, "wordPolicy": true,
+	"sensitiveInformationPolicy": true, "contextualGroundingPolicy": true,
+	"automatedReasoningPolicy": true, "invocationMetrics": true, "appliedGuardrailDetails": true,
+}
+
+type contentBlock struct {
+	Text *string `json:"text"`
+}
+
+type converseResponse struct {
+	Output *struct {
+		Message *struct {
+			Role    string         `json:"role"`
+			Content []contentBlock `json:"content"`
+		} `json:"message"`
+	} `json:"output"`
+	StopReason string `json:"stopReason"`
+	Usage      *struct {
+		InputTokens  int `json:"inputTokens"`
+		OutputTokens int `json:"outputTokens"`
+	} `json:"usage"`
+	Trace *struct {
+		Guardrail *struct {
+			InputAssessment   map[string]json.RawMessage   `json:"inputAssessment"`
+			OutputAssessments map[string][]json.RawMessage `json:"outputAssessments"`
+			ActionReason      string                       `json:"actionReason"`
+		} `json:"guardrail"`
+		PromptRouter *struct {
+			InvokedModelID string `json:"invokedModelId"`
+		} `json:"promptRouter"`
+	} `json:"trace"`
+}
+
+type applyResponse struct {
+	Action       string            `json:"action"`
+	ActionReason string            `json:"actionReason"`
+	Outputs      []textBlock       `json:"outputs"`
+	Assessments  []json.RawMessage `json:"assessments"`
+}
+
+type errorBody struct {
+	Message string `json:"message"` // also matches "Message" (encoding/json folds case)
+	Type    string `json:"__type"`
+	Code    string `json:"code"`
+}
+
+var contentCategory = map[string]string{
+	"HATE":          probes.CatHate,
+	"INSULTS":       probes.CatHarassment,
+	"SEXUAL":        probes.CatSexual,
+	"VIOLENCE":      probes.CatViolence,
+	"MISCONDUCT":    probes.CatIllicit,
+	"PROMPT_ATTACK": probes.CatJailbreak,
+}
+
+var knownLevel = map[string]bool{"NONE": true, "LOW": true, "MEDIUM": true, "HIGH": true}
+
+var transientErrors = map[string]bool{
+	"ThrottlingException":         true,
+	"ServiceUnavailableException": true,
+	"InternalServerException":     true,
+	"ModelNotReadyException":      true,
+	"ModelTimeoutException":       true,
+}
+
+var clientErrors = map[string]bool{
+	"ValidationException":           true,
+	"AccessDeniedException":         true,
+	"ResourceNotFoundException":     true,
+	"ModelErrorException":           true,
+	"ServiceQuotaExceededException": true,
+	"ConflictException":             true,
+}
+
+// knownStop maps stop reasons (aws-sdk-go-v2 types.StopReason) that answer
+// normally to true.
+var knownStop = map[string]bool{
+	"end_turn": true, "max_tokens": true, "stop_sequence": true, "tool_use": true,
+	"malformed_model_output": true, "malformed_tool_use": true,
+}
+
+// assessmentReader accumulates signals from guardrail assessments.
+type assessmentReader struct {
+	r       *probes.Result
+	prefix  string
+	fired   []string // normalized categories of fired signals
+	blocked bool     // some policy's action was BLOCKED
+	acted   bool     // some policy's action was BLOCKED, ANONYMIZED or unknown
+}
+
+// action reads a policy action: whether the signal fires and its label.
+func (a *assessmentReader) action(d detected) bool {
+	switch d.Action {
+	case "BLOCKED":
+		a.blocked, a.acted = true, true
+		return true
+	case "ANONYMIZED":
+		a.acted = true
+		return true
+	case "NONE", "":
+		return false
+	default:
+		a.r.Unknown = append(a.r.Unknown, "guardrail_action:"+d.Action)
+		a.acted = true
+		return true
+	}
+}
+
+func (a *assessmentReader) add(s probes.Signal) {
+	s.Raw = a.prefix + s.Raw
+	for _, have := range a.r.Signals {
+		if have == s {
+			return
+		}
+	}
+	if s.Fired {
+		a.fired = append(a.fired, s.Category)
+	}
+	a.r.Signals = append(a.r.Signals, s)
+}
+
+func (a *assessmentReader) read(raw json.RawMessage) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		a.r.Unknown = append(a.r.Unknown, "assessment:unparseable")
+		return
+	}
+	for _, k := range sortedKeys(keys) {
+		if !knownAssessmentKeys[k] {
+			a.r.Unknown = append(a.r.Unknown, "assessment_key:"+k)
+		}
+	}
+	var as assessment
+	if json.Unmarshal(raw, &as) != nil {
+		a.r.Unknown = append(a.r.Unknown, "assessment:unparseable")
+		return
+	}
+	if cp := as.ContentPolicy; cp != nil {
+		for _, f := range cp.Filters {
+			cat, ok := contentCategory[f.Type]
+			if !ok {
+				cat = probes.CatOther
+				a.r.Unknown = append(a.r.Unknown, "filter_type:"+f.Type)
+			}
+			if f.Confidence != "" && !knownLevel[f.Confidence] {
+				a.r.Unknown = append(a.r.Unknown, "confidence:"+f.Confidence)
+			}
+			a.add(probes.Signal{Category: cat, Raw: "contentPolicy." + f.Type, Severity: f.Confidence, Fired: a.action(f.detected)})
+		}
+	}
+	if tp := as.TopicPolicy; tp != nil {
+		for _, t := range tp.Topics {
+			a.add(probes.Signal{Category: probes.CatOther, Raw: "topicPolicy." + t.Name, Severity: t.Action, Fired: a.action(t.detected)})
+		}
+	}
+	if wp := as.WordPolicy; wp != nil {
+		for _, w := range wp.CustomWords {
+			a.add(probes.Signal{Category: probes.CatOther, Raw: "wordPolicy.customWords", Severity: w.Action, Fired: a.action(w.detected)})
+		}
+		for _, w := range wp.ManagedWordLists {
+			a.add(probes.Signal{Category: probes.CatOther, Raw: "wordPolicy." + w.Type, Severity: w.Action, Fired: a.action(w.detected)})
+		}
+	}
+	if sp := as.SensitiveInformationPolicy; sp != nil {
+		for _, e := range sp.PiiEntities {
+			a.add(probes.Signal{Category: probes.CatPrivacy, Raw: "sensitiveInformationPolicy." + e.Type, Severity: e.Action, Fired: a.action(e.detected)})
+		}
+		for _, e := range sp.Regexes {
+			a.add(probes.Signal{Category: probes.CatPrivacy, Raw: "sensitiveInformationPolicy.regex." + e.Name, Severity: e.Action, Fired: a.action(e.detected)})
+		}
+	}
+	if gp := as.ContextualGroundingPolicy; gp != nil {
+		for _, f := range gp.Filters {
+			s := probes.Signal{Category: probes.CatOther, Raw: "contextualGroundingPolicy." + f.Type, Severity: f.Action, Fired: a.action(f.detected)}
+			if f.Score != nil {
+				s.Score, s.HasScore = *f.Score, true
+			}
+			a.add(s)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// requestID returns the x-amzn-RequestId header.
+func requestID(h http.Header) string {
+	if h == nil {
+		return ""
+	}
+	for _, k := range []string{"x-amzn-RequestId", "x-amz-request-id"} {
+		if v := h.Get(k); v != "" {
+			return wire.Truncate(v, 200)
+		}
+	}
+	return ""
+}
+
+// errorType reads the AWS error type: the x-amzn-ErrorType header up to
+// its first ':', else the body's __type or code (after any '#').
+func errorType(h http.Header, e errorBody) string {
+	t := ""
+	if h != nil {
+		t = h.Get("x-amzn-ErrorType")
+	}
+	if t == "" {
+		t = e.Type
+	}
+	if t == "" {
+		t = e.Code
+	}
+	if i := strings.IndexByte(t, ':'); i >= 0 {
+		t = t[:i]
+	}
+	if i := strings.LastIndexByte(t, '#'); i >= 0 {
+		t = t[i+1:]
+	}
+	return strings.TrimSpace(t)
+}
+
+// Classify reads one attempt's response.
+func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Result {
+	r := p.classify(resp)
+	// A block whose categories the provider did not name keeps none (an
+	// empty, non-nil Categories), rather than Finish's fallback of every
+	// signal that fired anywhere in the trace.
+	noCats := r.Categories != nil && len(r.Categories) == 0
+	r.Message = p.scrub(r.Message)
+	r.Reason = p.scrub(r.Reason)
+	for i, u := range r.Unknown {
+		r.Unknown[i] = p.scrub(u)
+	}
+	r = wire.Finish(r)
+	if noCats {
+		r.Categories = nil
+	}
+	return r
+}
+
+func (p *Prober) classify(resp *probes.Response) probes.Result {
+	if resp.Err != nil {
+		return wire.Transport(resp)
+	}
+	r := probes.Result{RequestID: requestID(resp.Header)}
+	if resp.Status >= 200 && resp.Status < 300 {
+		if p.target.Endpoint == EndpointGuardrail {
+			return p.classifyApply(resp, r)
+		}
+		return p.classifyConverse(resp, r)
+	}
+	var e errorBody
+	_ = json.Unmarshal(resp.Body, &e)
+	typ := errorType(resp.Header, e)
+	r.Message = e.Message
+	r.Reason = strings.TrimSuffix(strconv.Itoa(resp.Status)+":"+typ, ":")
+	switch {
+	case transientErrors[typ]:
+		r.Class = probes.Transient
+		r.RetryAfter = wire.RetryAfter(resp.Header, p.now())
+	case resp.Status >= 400 && resp.Status < 500 && wire.IsAbuse(typ, "", e.Message):
+		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
+	case clientErrors[typ]:
+		r.Class = probes.ClientError
+	default:
+		r.Class = wire.StatusClass(resp.Status)
+		if r.Class == probes.Transient {
+			r.RetryAfter = wire.RetryAfter(resp.Header, p.now())
+		}
+		if typ != "" && resp.Status >= 400 {
+			r.Unknown = append(r.Unknown, "error_type:"+typ)
+		}
+	}
+	return r
+}
+
+func malformed(resp *probes.Response, r probes.Result) probes.Result {
+	r.Class, r.Reason = probes.Transient, "malformed_response"
+	if resp.Truncated {
+		r.Reason = "truncated_response"
+	}
+	return r
+}
+
+func (p *Prober) classifyApply(resp *probes.Response, r probes.Result) probes.Result {
+	var ar applyResponse
+	if err := json.Unmarshal(resp.Body, &ar); err != nil || ar.Action == "" {
+		return malformed(resp, r)
+	}
+	r.ModelID = p.target.Model
+	in := &assessmentReader{r: &r}
+	for _, a := range ar.Assessments {
+		in.read(a)
+	}
+	r.Reason = ar.Action
+	r.Message = ar.ActionReason
+	if r.Message == "" && len(ar.Outputs) > 0 {
+		r.Message = ar.Outputs[0].Text
+	}
+	switch ar.Action {
+	case "GUARDRAIL_INTERVENED":
+		r.Class, r.Stage = probes.BlockedInput, probes.StageInput
+		r.Categories = in.fired
+	case "NONE":
+		r.Class = probes.Allowed
+	default:
+		r.Unknown = append(r.Unknown, "action:"+ar.Action)
+		if in.acted {
+			r.Class, r.Stage = probes.BlockedInput, probes.StageInput
+			r.Categories = in.fired
+		} else {
+			r.Class = probes.Allowed
+		}
+	}
+	return r
+}
+
+func (p *Prober) classifyConverse(resp *probes.Response, r probes.Result) probes.Result {
+	var cr converseResponse
+	if err := json.Unmarshal(resp.Body, &cr); err != nil || (cr.StopReason == "" && cr.Output == nil) {
+		return malformed(resp, r)
+	}
+	r.ModelID = p.target.Model
+	if cr.Usage != nil {
+		r.TokensIn, r.TokensOut = cr.Usage.InputTokens, cr.Usage.OutputTokens
+	}
+	in := &assessmentReader{r: &r}
+	out := &assessmentReader{r: &r, prefix: "output."}
+	actionReason := ""
+	if t := cr.Trace; t != nil {
+		if t.PromptRouter != nil && t.PromptRouter.InvokedModelID != "" {
+			r.ModelID = t.PromptRouter.InvokedModelID
+		}
+		if g := t.Guardrail; g != nil {
+			actionReason = g.ActionReason
+			for _, k := range sortedKeys(g.InputAssessment) {
+				in.read(g.InputAssessment[k])
+			}
+			for _, k := range sortedKeys(g.OutputAssessments) {
+				for _, a := range g.OutputAssessments[k] {
+					out.read(a)
+				}
+			}
+		}
+	}
+	var text strings.Builder
+	if cr.Output != nil && cr.Output.Message != nil {
+		for _, c := range cr.Output.Message.Content {
+			if c.Text != nil {
+				text.WriteString(*c.Text)
+			}
+		}
+	}
+	r.Reason = cr.StopReason
+	switch cr.StopReason {
+	case "guardrail_intervened":
+		r.Message = actionReason
+		if r.Message == "" {
+			r.Message = text.String()
+		}
+		switch {
+		case in.blocked:
+			r.Stage, r.Categories = probes.StageInput, in.fired
+		case out.acted:
+			r.Stage, r.Categories = probes.StageOutput, out.fired
+		case in.acted:
+			r.Stage, r.Categories = probes.StageInput, in.fired
+		case cr.Usage != nil && cr.Usage.OutputTokens == 0:
+			r.Stage = probes.StageInput
+		default:
+			r.Stage = probes.StageOutput
+		}
+		if r.Stage == probes.StageInput {
+			r.Class = probes.BlockedInput
+		} else {
+			r.Class = probes.BlockedOutput
+		}
+		if len(r.Categories) == 0 {
+			r.Categories = []string{}
+		}
+		return r
+	case "content_filtered":
+		r.Class, r.Stage = probes.BlockedOutput, probes.StageOutput
+		r.Categories = out.fired
+		if len(r.Categories) == 0 {
+			r.Categories = []string{}
+		}
+		return r
+	case "model_context_window_exceeded":
+		r.Class = probes.ClientError
+		return r
+	}
+	if !knownStop[cr.StopReason] {
+		r.Unknown = append(r.Unknown, "stop_reason:"+cr.StopReason)
+	}
+	if wire.IsRefusal(text.String()) {
+		r.Class, r.Stage, r.Heuristic = probes.ModelRefusal, probes.StageOutput, true
+		r.Reason = "refusal_text"
+		r.Message = text.String()
+		r.Categories = []string{}
+		return r
+	}
+	r.Class = probes.Allowed
+	return r
+}

@@ -1,0 +1,121 @@
+package oaiwire
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/probes"
+)
+
+func TestRenderURL(t *testing.T) {
+	r, err := RenderURL("https://api.openai.com/v1/", "/chat/completions", ChatRequest{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Path != "/v1/chat/completions" || r.URL != "https://api.openai.com/v1/chat/completions" {
+		t.Errorf("%q %q", r.Path, r.URL)
+	}
+	r, _ = RenderURL("http://127.0.0.1:9/", "/openai/deployments/d/chat/completions?api-version=2024-10-21", ChatRequest{})
+	if r.Path != "/openai/deployments/d/chat/completions?api-version=2024-10-21" {
+		t.Errorf("%q", r.Path)
+	}
+	for _, bad := range []string{"", "api.openai.com", "ftp://x", "https://u:p@x", "https://x/?key=1", "https://x/#f"} {
+		if _, err := RenderURL(bad, "/p", ChatRequest{}); !errors.Is(err, ErrBaseURL) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	// The sim's Render keeps its original path semantics.
+	r, _ = Render("http://127.0.0.1:1/", "/v1/chat/completions", ChatRequest{})
+	if r.Path != "/v1/chat/completions" {
+		t.Errorf("%q", r.Path)
+	}
+}
+
+func TestTokenParam(t *testing.T) {
+	tg := probes.Target{Model: "o3", MaxTokens: 100, Options: map[string]string{TokenParamOption: "max_completion_tokens"}}
+	r := NewChatRequest(tg, probes.Probe{Messages: []probes.Message{{Role: "user", Content: "x"}}}, true).WithTokenParam(tg)
+	if r.MaxTokens != 0 || r.MaxCompletionTokens != 100 {
+		t.Errorf("%+v", r)
+	}
+	if CheckTokenParam("max_completion_tokens") != nil || CheckTokenParam("tokens") == nil {
+		t.Error("CheckTokenParam")
+	}
+}
+
+func TestRetryWait(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := http.Header{}
+	h.Set("Retry-After", now.Add(30*time.Second).Format(http.TimeFormat))
+	if d := RetryWait(h, 503, "", now); d != 30*time.Second {
+		t.Errorf("http date: %v", d)
+	}
+	h = http.Header{}
+	h.Set("x-ratelimit-reset-requests", "2")
+	if d := RetryWait(h, 429, "requests", now); d != 2*time.Second {
+		t.Errorf("plain seconds: %v", d)
+	}
+	if d := RetryWait(h, 503, "requests", now); d != 0 {
+		t.Errorf("reset headers outside 429: %v", d)
+	}
+}
+
+func TestDecodeError(t *testing.T) {
+	for body, want := range map[string]errInfo{
+		`{"error":{"message":"m","type":"t","code":"c"}}`:  {Message: "m", Type: "t", Code: "c"},
+		`{"error":{"message":"m","type":null,"code":429}}`: {Message: "m", Code: "429"},
+		`{"error":"plain"}`:                                           {Message: "plain"},
+		`{"message":"Unauthorized","request_id":"r1"}`:                {Message: "Unauthorized", RequestID: "r1"},
+		`{"message":{"detail":[1]},"type":"invalid_request_message"}`: {Message: `{"detail":[1]}`, Type: "invalid_request_message"},
+		`{"detail":"Not Found"}`:                                      {Message: "Not Found"},
+	} {
+		got, err := decodeError([]byte(body))
+		if err != nil || got.Message != want.Message || got.Type != want.Type || got.Code != want.Code || got.RequestID != want.RequestID {
+			t.Errorf("%s: %+v %v", body, got, err)
+		}
+	}
+	if _, err := decodeError([]byte("<html>")); err == nil {
+		t.Error("html decoded")
+	}
+}
+
+func TestUserText(t *testing.T) {
+	s, err := UserText(probes.Probe{Messages: []probes.Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}, {Role: "user", Content: "c"}}})
+	if err != nil || s != "a\nc" {
+		t.Errorf("%q %v", s, err)
+	}
+}
+
+// TestNeverPanics feeds odd bodies to every classifier.
+func TestNeverPanics(t *testing.T) {
+	bodies := []string{"", "null", "[]", `"x"`, `{"choices":null}`, `{"choices":[null]}`, `{"choices":[{"message":null,"content_filter_results":[]}]}`,
+		`{"error":[]}`, `{"error":{"innererror":"x"}}`, `{"results":[null]}`, `{"results":[{"categories":[],"category_scores":"x"}]}`,
+		`{"prompt_filter_results":[{"content_filter_results":{"error":"x"}}]}`}
+	now := time.Now()
+	for _, b := range bodies {
+		for _, st := range []int{200, 400, 403, 429, 500} {
+			for _, tr := range []bool{false, true} {
+				resp := &probes.Response{Status: st, Body: []byte(b), Truncated: tr}
+				for _, r := range []probes.Result{ClassifyChat(resp, now), ClassifyModeration(resp, now, NormalizeAzure), ClassifyError(resp, now)} {
+					if r.Class == "" {
+						t.Errorf("%d %q: empty class", st, b)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestDegenerateAnswers(t *testing.T) {
+	now := time.Now()
+	if r := ClassifyChat(&probes.Response{Status: 200, Body: []byte(`{"id":"c","choices":[null]}`)}, now); r.Class != probes.Transient || r.Reason != "empty_choice" {
+		t.Errorf("empty choice: %+v", r)
+	}
+	if r := ClassifyChat(&probes.Response{Status: 200, Body: []byte(`{"id":"c","choices":[{"message":{"content":""},"finish_reason":"stop"}]}`)}, now); r.Class != probes.Allowed {
+		t.Errorf("empty answer: %+v", r)
+	}
+	if r := ClassifyModeration(&probes.Response{Status: 200, Body: []byte(`{"id":"m","results":[null]}`)}, now, NormalizeAzure); r.Class != probes.Transient || r.Reason != "no_categories" {
+		t.Errorf("empty result: %+v", r)
+	}
+}

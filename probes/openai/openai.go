@@ -1,0 +1,194 @@
+// Package openai is the driftprobe adapter for the OpenAI API (provider
+// "openai").
+//
+// Endpoint "chat" sends POST {base}/chat/completions (default base
+// https://api.openai.com/v1, so the fingerprinted path is
+// /v1/chat/completions) with the canonical oaiwire.ChatRequest body, model
+// included. It reads choices[0].finish_reason (content_filter → blocked_output),
+// message.refusal (→ model_refusal), a short plain-text refusal in content (→
+// model_refusal, Heuristic), the dated response model, system_fingerprint and
+// usage. OpenAI chat has no input-side filter signal, except the 400
+// code=invalid_prompt ("your prompt was flagged as potentially violating our
+// usage policy", reasoning models) read as blocked_input.
+//
+// Option token_param: max_completion_tokens sends the token limit under that
+// name (reasoning models reject max_tokens); it changes the body, so the
+// fingerprint.
+//
+// Endpoint "moderation" sends POST {base}/moderations with {"model", "input"}
+// where input is the probe's user messages joined with "\n". It reads
+// results[0].flagged (flagged → blocked_input at stage input: the moderation
+// endpoint's flag is the classifier's verdict), categories (Fired),
+// category_scores (Score) and category_applied_input_types (Severity
+// "applied:image+text"), and the response model.
+//
+// Both read the x-request-id header (falling back to the body id), the error
+// envelope {error:{message,type,param,code}} (account enforcement such as
+// account_deactivated → abuse_block; insufficient_quota → client_error; 429
+// and 5xx → transient) and Retry-After, retry-after-ms and, on a 429,
+// x-ratelimit-reset-requests / x-ratelimit-reset-tokens.
+package openai
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/oaiwire"
+)
+
+// DefaultBaseURL is the API root as the OpenAI SDKs take it.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Endpoint values.
+const (
+	EndpointChat       = "chat"
+	EndpointModeration = "moderation"
+)
+
+func init() {
+	probes.Register(Info(), New)
+}
+
+// Info describes the provider.
+func Info() probes.Info {
+	return probes.Info{
+		Name:      "openai",
+		Endpoints: []string{EndpointChat, EndpointModeration},
+		KeyEnv:    "OPENAI_API_KEY",
+		NeedsKey:  true,
+		Signals: []string{
+			"chat: choices[0].finish_reason=content_filter (output block)",
+			"chat: choices[0].message.refusal (model refusal)",
+			"chat: plain-text refusal opening in message.content (model refusal, heuristic)",
+			"chat: 400 error.code=invalid_prompt / content_policy_violation (input block)",
+			"chat: model (dated snapshot), system_fingerprint, usage",
+			"moderation: results[0].flagged (input block), categories (fired), category_scores (scores), category_applied_input_types (severity \"applied:TYPES\")",
+			"moderation: model",
+			"errors: error.type/code/message; account_deactivated etc. and abuse wording (abuse_block); insufficient_quota (client_error)",
+			"rate limits: Retry-After, retry-after-ms, x-ratelimit-reset-requests/-tokens on 429",
+		},
+		Input: true, Output: true, Scores: true,
+		RequestID: "x-request-id header (fallback: body id)",
+		ModelFP:   "system_fingerprint (chat); response model recorded as model id",
+		Options:   []string{"organization", "project", oaiwire.TokenParamOption},
+		Check:     Check,
+	}
+}
+
+// Check validates an openai target.
+func Check(t probes.Target) []probes.FieldError {
+	var errs []probes.FieldError
+	switch t.Endpoint {
+	case "", EndpointChat, EndpointModeration:
+	default:
+		errs = append(errs, probes.FieldError{Field: "endpoint", Msg: fmt.Sprintf("%q: openai supports chat, moderation", t.Endpoint)})
+	}
+	if t.BaseURL != "" {
+		if err := oaiwire.CheckBaseURL(t.BaseURL); err != nil {
+			errs = append(errs, probes.FieldError{Field: "base_url", Msg: err.Error()})
+		}
+	}
+	if err := oaiwire.CheckTokenParam(t.Options[oaiwire.TokenParamOption]); err != nil {
+		errs = append(errs, probes.FieldError{Field: "options." + oaiwire.TokenParamOption, Msg: err.Error()})
+	}
+	for _, k := range []string{"organization", "project"} {
+		if v := t.Options[k]; strings.ContainsAny(v, "\r\n") || strings.TrimSpace(v) != v {
+			errs = append(errs, probes.FieldError{Field: "options." + k, Msg: "must be a single token without whitespace around it or line breaks"})
+		}
+	}
+	return errs
+}
+
+// Prober renders and reads OpenAI requests for one target.
+type Prober struct {
+	target   probes.Target
+	base     string
+	endpoint string
+	now      func() time.Time
+}
+
+var (
+	_ probes.Prober     = (*Prober)(nil)
+	_ probes.Authorizer = (*Prober)(nil)
+)
+
+// New builds an openai prober.
+func New(t probes.Target) (probes.Prober, error) {
+	if errs := Check(t); len(errs) > 0 {
+		return nil, fmt.Errorf("openai: %s: %s", errs[0].Field, errs[0].Msg)
+	}
+	p := &Prober{target: t, base: t.BaseURL, endpoint: t.Endpoint, now: time.Now}
+	if p.base == "" {
+		p.base = DefaultBaseURL
+	}
+	if p.endpoint == "" {
+		p.endpoint = EndpointChat
+	}
+	return p, nil
+}
+
+// Render renders the canonical request for pr.
+func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
+	if p.endpoint == EndpointModeration {
+		in, err := oaiwire.UserText(pr)
+		if err != nil {
+			return nil, err
+		}
+		return oaiwire.RenderURL(p.base, "/moderations", oaiwire.ModerationRequest{Model: p.target.Model, Input: in})
+	}
+	return oaiwire.RenderURL(p.base, "/chat/completions", oaiwire.NewChatRequest(p.target, pr, true).WithTokenParam(p.target))
+}
+
+// Authorize adds the bearer key and the optional OpenAI-Organization and
+// OpenAI-Project headers. None of them is part of the fingerprint.
+func (p *Prober) Authorize(_ context.Context, r *http.Request) error {
+	if p.target.APIKey != "" {
+		r.Header.Set("Authorization", "Bearer "+p.target.APIKey)
+	}
+	if v := p.target.Options["organization"]; v != "" {
+		r.Header.Set("OpenAI-Organization", v)
+	}
+	if v := p.target.Options["project"]; v != "" {
+		r.Header.Set("OpenAI-Project", v)
+	}
+	return nil
+}
+
+// Classify reads one attempt's response.
+func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Result {
+	if p.endpoint == EndpointModeration {
+		return oaiwire.Redact(oaiwire.ClassifyModeration(resp, p.now(), NormalizeModeration), p.target.APIKey)
+	}
+	return oaiwire.Redact(oaiwire.ClassifyChat(resp, p.now()), p.target.APIKey)
+}
+
+// moderationCategories maps OpenAI moderation category names (omni and
+// legacy text-moderation models) to the normalized vocabulary.
+var moderationCategories = map[string]string{
+	"harassment":             probes.CatHarassment,
+	"harassment/threatening": probes.CatHarassment,
+	"hate":                   probes.CatHate,
+	"hate/threatening":       probes.CatHate,
+	"self-harm":              probes.CatSelfHarm,
+	"self-harm/intent":       probes.CatSelfHarm,
+	"self-harm/instructions": probes.CatSelfHarm,
+	"sexual":                 probes.CatSexual,
+	"sexual/minors":          probes.CatSexualMinors,
+	"violence":               probes.CatViolence,
+	"violence/graphic":       probes.CatViolence,
+	"illicit":                probes.CatIllicit,
+	"illicit/violent":        probes.CatIllicit,
+}
+
+// NormalizeModeration maps an OpenAI moderation category; unknown names are
+// "other" with known false.
+func NormalizeModeration(raw string) (string, bool) {
+	if c, ok := moderationCategories[raw]; ok {
+		return c, true
+	}
+	return probes.CatOther, false
+}
