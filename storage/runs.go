@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/driftprobe/driftprobe/probes"
@@ -385,20 +386,38 @@ func b2i(b bool) int {
 	return 0
 }
 
+// gzipPool reuses compressors: a flate writer allocates about a megabyte.
+var gzipPool = sync.Pool{New: func() any {
+	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return w
+}}
+
+// gz compresses bodies worth compressing; small ones are stored as they
+// are (gunzip tells them apart by the gzip magic bytes, which no JSON or
+// text body starts with).
 func gz(b []byte) []byte {
 	if b == nil {
 		return nil
 	}
+	if len(b) < 1024 {
+		return b
+	}
 	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	buf.Grow(len(b)/2 + 64)
+	w := gzipPool.Get().(*gzip.Writer)
+	w.Reset(&buf)
 	w.Write(b)
 	w.Close()
+	gzipPool.Put(w)
 	return buf.Bytes()
 }
 
 func gunzip(b []byte) ([]byte, error) {
 	if len(b) == 0 {
 		return nil, nil
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		return b, nil
 	}
 	r, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -50,7 +51,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ge):
 		fmt.Fprintln(stderr, "driftprobe: "+err.Error())
 		return exitGate
-	case app.IsUsage(err) || isCobraUsage(err):
+	case app.IsUsage(err) || isCobraUsage(err) || strings.HasPrefix(err.Error(), "unknown command"):
 		fmt.Fprintln(stderr, err.Error())
 		return exitUsage
 	default:

@@ -1,0 +1,32 @@
+# driftprobe: a continuous policy-drift monitor for LLM providers.
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X github.com/driftprobe/driftprobe/internal/app.Version=$(VERSION)
+BIN      := bin/driftprobe
+
+.PHONY: build test lint bench demo clean
+
+## build: a static, pure-Go binary in bin/
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/driftprobe
+
+## test: vet, then every test (race detector on), offline, loopback only
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+## lint: formatting and vet
+lint:
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && echo "gofmt: files above need formatting" && exit 1)
+	$(GO) vet ./...
+
+## bench: the runner and detection benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./runner ./diff
+
+## demo: the whole story on the embedded simulator, no keys, no network
+demo:
+	$(GO) run ./cmd/driftprobe demo
+
+clean:
+	rm -rf bin

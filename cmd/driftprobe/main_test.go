@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMain lets tests run the real CLI in a separate process: the test
+// binary re-executes itself with DRIFTPROBE_ARGS set.
+func TestMain(m *testing.M) {
+	if a := os.Getenv("DRIFTPROBE_ARGS"); a != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(a), &args); err != nil {
+			panic(err)
+		}
+		os.Exit(Run(context.Background(), args, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// runProc runs the CLI in a new process and returns stdout, stderr and
+// the exit code.
+func runProc(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), "DRIFTPROBE_ARGS="+string(a)), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// runIn runs the CLI in this process.
+func runIn(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+type runOut struct {
+	RunID         int64  `json:"run_id"`
+	Status        string `json:"status"`
+	CorpusVersion string `json:"corpus_version"`
+	Targets       []struct {
+		Target         string         `json:"target"`
+		Observations   int            `json:"observations"`
+		Verdicts       map[string]int `json:"verdicts"`
+		RequestsSHA256 string         `json:"requests_sha256"`
+	} `json:"targets"`
+	Events []json.RawMessage `json:"events"`
+}
+
+const twoSims = `
+targets:
+  - {name: sim-a, provider: sim, model: sim-large}
+  - {name: sim-b, provider: sim, model: sim-small, max_tokens: 32, seed: 7}
+`
+
+// The core guarantee: two separate processes render byte-identical
+// requests for every probe of every target.
+func TestRequestsIdenticalAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(twoSims), 0o644)
+	var outs []runOut
+	for i, db := range []string{"one.db", "two.db"} {
+		stdout, stderr, code := runProc(t, nil, "run", "--json", "--config", cfg, "--db", filepath.Join(dir, db))
+		if code != 0 {
+			t.Fatalf("process %d exit %d: %s", i, code, stderr)
+		}
+		var o runOut
+		if err := json.Unmarshal([]byte(stdout), &o); err != nil {
+			t.Fatalf("process %d: bad JSON: %v\n%s", i, err, stdout)
+		}
+		outs = append(outs, o)
+	}
+	if len(outs[0].Targets) != 2 {
+		t.Fatalf("targets: %+v", outs[0].Targets)
+	}
+	for i := range outs[0].Targets {
+		a, b := outs[0].Targets[i], outs[1].Targets[i]
+		if a.Target != b.Target || a.RequestsSHA256 == "" || a.RequestsSHA256 != b.RequestsSHA256 {
+			t.Errorf("%s: requests_sha256 %q vs %q", a.Target, a.RequestsSHA256, b.RequestsSHA256)
+		}
+		if a.Observations != 62 || a.Verdicts["allowed"] == 0 || a.Verdicts["blocked_input"] == 0 || a.Verdicts["blocked_output"] == 0 {
+			t.Errorf("%s: observations %d verdicts %v", a.Target, a.Observations, a.Verdicts)
+		}
+	}
+	if outs[0].Targets[0].RequestsSHA256 == outs[0].Targets[1].RequestsSHA256 {
+		t.Error("different targets rendered identical requests")
+	}
+}
+
+// `run` with no config at all uses the built-in simulator config.
+func TestRunWithoutConfig(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := runIn(t, "run", "--db", filepath.Join(dir, "x.db"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"run 1 complete", "sim-a", "BLOCKED_IN"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("targets:\n  - name: x\n    provider: nope\n    model: m\n"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "--config", bad}, 2, "bad.yaml:3: targets[0].provider: unknown provider"},
+		{[]string{"config", "check", "--config", bad}, 2, "unknown provider"},
+		{[]string{"run", "--bogus-flag"}, 2, "unknown flag"},
+		{[]string{"nosuchcommand"}, 2, "unknown command"},
+		{[]string{"run", "--config", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
+		{[]string{"diff"}, 2, "--target is required"},
+		{[]string{"compare", "--from", "a"}, 2, "--from and --to are required"},
+		{[]string{"corpus", "lint", filepath.Join(dir, "nocorpus")}, 2, "not a directory"},
+		{[]string{"version"}, 0, "driftprobe"},
+		{[]string{"config", "check"}, 0, "ok"},
+		{[]string{"corpus", "lint"}, 0, "62 probes"},
+	}
+	for _, c := range cases {
+		stdout, stderr, code := runIn(t, c.args...)
+		if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+			t.Errorf("%v: exit %d (want %d), output %q (want %q)", c.args, code, c.code, stdout+stderr, c.want)
+		}
+	}
+}
+
+func TestMissingKeyNamesVariable(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("targets:\n  - name: o\n    provider: openai\n    model: gpt-4o\n    api_key_env: DRIFTPROBE_TEST_UNSET_KEY\n"), 0o644)
+	os.Unsetenv("DRIFTPROBE_TEST_UNSET_KEY")
+	_, stderr, code := runIn(t, "run", "--config", cfg, "--db", filepath.Join(dir, "x.db"))
+	if code != 2 || !strings.Contains(stderr, "c.yaml:5: targets[0].api_key_env: environment variable DRIFTPROBE_TEST_UNSET_KEY is not set") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestCompareGateExitCode(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(`
+targets:
+  - {name: current, provider: sim, model: m}
+  - name: candidate
+    provider: sim
+    model: m2
+    sim: {policies: [{from_run: 1, thresholds: {harassment: 0.25}}]}
+`), 0o644)
+	db := filepath.Join(dir, "x.db")
+	if _, stderr, code := runIn(t, "run", "--config", cfg, "--db", db); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, _, code := runIn(t, "compare", "--config", cfg, "--db", db, "--from", "current", "--to", "candidate", "--json")
+	var cmp struct {
+		OverBlocking int `json:"over_blocking"`
+		NewBlocks    []struct {
+			ProbeID string `json:"probe_id"`
+		} `json:"new_blocks"`
+		Categories []struct {
+			Category string `json:"category"`
+			From     struct{ Blocked, Total int }
+			To       struct{ Blocked, Total int }
+		} `json:"categories"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &cmp); err != nil {
+		t.Fatal(err, stdout)
+	}
+	// The three harassment borderline probes (scores 0.27-0.32) are newly blocked.
+	if cmp.OverBlocking != 3 || code != 1 {
+		t.Fatalf("over_blocking %d exit %d, want 3 and 1: %s", cmp.OverBlocking, code, stdout)
+	}
+	for _, c := range cmp.Categories {
+		if c.Category == "harassment" && (c.From.Blocked != 4 || c.To.Blocked != 7 || c.To.Total != 7) {
+			t.Errorf("harassment %+v", c)
+		}
+	}
+	if _, _, code := runIn(t, "compare", "--config", cfg, "--db", db, "--from", "current", "--to", "candidate", "--max-new-blocks", "3"); code != 0 {
+		t.Errorf("gate with --max-new-blocks 3: exit %d, want 0", code)
+	}
+	if out, _, code := runIn(t, "compare", "--config", cfg, "--db", db, "--from", "current", "--to", "candidate", "--format", "markdown", "--max-new-blocks", "5"); code != 0 || !strings.Contains(out, "| harassment |") {
+		t.Errorf("markdown: exit %d\n%s", code, out)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	stdout, stderr, code := runIn(t, "demo")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"run 5", "POLICY_CHANGE", "NEW CATEGORIES", "privacy", "driftprobe diff --target sim-prod", "SAME_BYTES", "over-blocking"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/ghissue"
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newOutboxCmd(g *globals) *cobra.Command {
+	var asJSON, send, dryRun, all bool
+	var dir string
+	c := &cobra.Command{
+		Use:   "outbox",
+		Short: "GitHub deliveries still owed: list them and why, send them now, or render them",
+		Long: `Every change to an event (opened, more probes, another target, reverted) queues
+a GitHub delivery in the same transaction that records the change: open the
+event's issue, or comment on it (and close it on a revert with
+github.close_on_revert). Deliveries are sent after each run, in order, exactly
+once; failures (GitHub down, rate limited, token or repository problems) stay
+queued with their error and next attempt time.
+
+  driftprobe outbox              list pending deliveries and why they are pending
+  driftprobe outbox --json       the same as a JSON array
+  driftprobe outbox --send       deliver what is due now, then list what is left
+  driftprobe outbox --dry-run    print the issue and comment bodies that would be
+                                 sent, sending nothing (--dir D: one file each).
+                                 Without a github block, or with --all, renders
+                                 every event's issue and comments instead.
+
+The token comes from the environment variable named by github.token_env
+(default GITHUB_TOKEN).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if send && dryRun {
+				return cobraUsage{fmt.Errorf("%s: --send and --dry-run exclude each other", cmd.CommandPath())}
+			}
+			if dir != "" && !dryRun {
+				return cobraUsage{fmt.Errorf("%s: --dir needs --dry-run", cmd.CommandPath())}
+			}
+			if all && !dryRun {
+				return cobraUsage{fmt.Errorf("%s: --all needs --dry-run", cmd.CommandPath())}
+			}
+			cfg, err := app.LoadConfig(g.config, g.db, false)
+			if err != nil {
+				return err
+			}
+			st, err := app.OpenStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			log := app.Logger(g.logLevel)
+
+			if dryRun {
+				pending, err := ghissue.Pending(ctx, st)
+				if err != nil {
+					return err
+				}
+				var n int
+				if all || cfg.GitHub == nil || len(pending) == 0 {
+					evs, err := diff.ListEvents(ctx, st, diff.Filter{})
+					if err != nil {
+						return err
+					}
+					n, err = ghissue.RenderEvents(ctx, st, cfg.GitHub, evs, 0, g.stdout, dir)
+					if err != nil {
+						return err
+					}
+				} else {
+					res, err := ghissue.Deliver(ctx, st, cfg, ghissue.Options{Logger: log, DryRun: g.stdout, DryRunDir: dir})
+					if err != nil {
+						return err
+					}
+					n = res.Rendered
+				}
+				if dir != "" {
+					fmt.Fprintf(g.stdout, "rendered %d issue/comment bodies into %s (nothing sent)\n", n, dir)
+				} else if n == 0 {
+					fmt.Fprintln(g.stdout, "nothing to render: no events")
+				}
+				return nil
+			}
+
+			var res *ghissue.Result
+			if send {
+				if cfg.GitHub == nil {
+					return app.Usage(fmt.Errorf("%s: no github block in the config: nothing to send (try --dry-run)", configName(cfg.File)))
+				}
+				if res, err = ghissue.Deliver(ctx, st, cfg, ghissue.Options{Logger: log}); err != nil {
+					return err
+				}
+			}
+			pending, err := ghissue.Pending(ctx, st)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if res != nil {
+					if err := writeJSON(g.stdout, struct {
+						*ghissue.Result
+						Pending []ghissue.PendingRow `json:"pending"`
+					}{res, pending}); err != nil {
+						return err
+					}
+				} else if err := writeJSON(g.stdout, pending); err != nil {
+					return err
+				}
+			} else {
+				w := g.stdout
+				if res != nil {
+					fmt.Fprintf(w, "sent %d, failed %d, deferred %d\n", res.Sent, res.Failed, res.Deferred)
+					for _, e := range res.Errors {
+						fmt.Fprintf(w, "  %s\n", e)
+					}
+				}
+				if cfg.GitHub == nil {
+					fmt.Fprintln(w, "GitHub issues are not configured (no github block): nothing is queued. `driftprobe outbox --dry-run` shows what would be filed.")
+				}
+				if len(pending) == 0 {
+					fmt.Fprintln(w, "outbox empty: every event change has been delivered")
+				} else {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tEVENT\tTARGET\tACTION\tCHANGE\tRUN\tISSUE\tATTEMPTS\tREASON")
+					for _, p := range pending {
+						issue := "-"
+						if p.IssueNumber != 0 {
+							issue = fmt.Sprintf("#%d", p.IssueNumber)
+						}
+						fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", p.ID, p.EventID, p.Target, p.Action, p.Change, p.RunID, issue, p.Attempts, p.Reason)
+					}
+					tw.Flush()
+				}
+			}
+			if res != nil && res.Failed > 0 {
+				return fmt.Errorf("%d GitHub deliver(ies) failed and stay queued (see above)", res.Failed)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, errors and pending)")
+	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
+	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
+	c.Flags().BoolVar(&all, "all", false, "with --dry-run: render every event's issue and comments, not just pending deliveries")
+	return c
+}
+
+func configName(file string) string {
+	if file == "" {
+		return "(built-in config)"
+	}
+	return file
+}
