@@ -32,6 +32,7 @@ type Config struct {
 	Timeout     Duration  `yaml:"timeout"`        // per-request default
 	MaxAttempts int       `yaml:"max_attempts"`   // per-request default
 	MaxBody     int       `yaml:"max_body_bytes"` // response bytes kept as evidence
+	LockTTL     Duration  `yaml:"lock_ttl"`       // run lease; renewed while a run is alive
 	Detection   Detection `yaml:"detection"`
 	Targets     []*Target `yaml:"targets"`
 	GitHub      *GitHub   `yaml:"github"`
@@ -109,14 +110,16 @@ type GitHub struct {
 // Duration is a time.Duration written as "30s", "5m".
 type Duration time.Duration
 
-// UnmarshalYAML parses a Go duration string.
+// UnmarshalYAML parses a Go duration string. Problems are returned as a
+// *yaml.TypeError ("line N: problem") so the decoder keeps collecting the
+// file's other problems and yamlx locates the field.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: cannot unmarshal !!%s into duration", n.Line, strings.TrimPrefix(n.Tag, "!!"))
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal %s into config.Duration", n.Line, n.ShortTag())}}
 	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return &yamlx.Error{Line: n.Line, Msg: fmt.Sprintf("%q: not a duration (e.g. 30s, 5m)", n.Value)}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q: not a duration (e.g. 30s, 5m)", n.Line, n.Value)}}
 	}
 	*d = Duration(v)
 	return nil
@@ -135,6 +138,7 @@ const (
 	DefaultMaxAttempts = 3
 	DefaultMaxBody     = 64 << 10
 	DefaultMaxTokens   = 64
+	DefaultLockTTL     = 10 * time.Minute
 )
 
 // Default returns the built-in configuration used when no file is given:
@@ -190,7 +194,9 @@ func (c *Config) applyDefaults() {
 	if c.Schedule == "" {
 		c.Schedule = DefaultSchedule
 	}
-	if c.ConfirmRuns == 0 {
+	if c.ConfirmRuns == 0 && yamlx.Find(c.root, "confirm_runs") == nil {
+		// An explicit "confirm_runs: 0" is an error (Validate), not a
+		// request for the default.
 		c.ConfirmRuns = DefaultConfirmRuns
 	}
 	if c.Concurrency == 0 {
@@ -204,6 +210,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
+	}
+	if c.LockTTL == 0 {
+		c.LockTTL = Duration(DefaultLockTTL)
 	}
 	d := &c.Detection
 	if d.DegradedFraction == 0 {

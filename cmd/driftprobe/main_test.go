@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // TestMain lets tests run the real CLI in a separate process: the test
@@ -215,5 +221,48 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
+	}
+}
+
+// A second process is refused while another holds the run lease, and says
+// who holds it.
+func TestSecondProcessRefusedByLease(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "x.db")
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AcquireLock(context.Background(), storage.Lease{Holder: "other", Host: "node-7", PID: 4242, Command: "driftprobe serve"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, stderr, code := runProc(t, nil, "run", "--db", db)
+	if code != 3 || !strings.Contains(stderr, "driftprobe serve (pid 4242 on node-7)") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestMetricsTextfileAndPushgateway(t *testing.T) {
+	dir := t.TempDir()
+	var pushed []byte
+	var path string
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path = r.URL.Path
+		pushed, _ = io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer gw.Close()
+	tf := filepath.Join(dir, "metrics", "driftprobe.prom")
+	_, stderr, code := runIn(t, "run", "--db", filepath.Join(dir, "x.db"), "--metrics-textfile", tf, "--pushgateway", gw.URL)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	b, err := os.ReadFile(tf)
+	if err != nil || !strings.Contains(string(b), `driftprobe_runs_total{status="complete"} 1`) || !strings.Contains(string(b), `driftprobe_requests_total{outcome="allowed",target="sim-a"}`) {
+		t.Fatalf("textfile: %v\n%s", err, b)
+	}
+	if path != "/metrics/job/driftprobe" || len(pushed) == 0 {
+		t.Fatalf("pushgateway got %q (%d bytes)", path, len(pushed))
 	}
 }

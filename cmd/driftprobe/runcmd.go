@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 
 func newRunCmd(g *globals) *cobra.Command {
 	var asJSON, noProgress bool
+	var textfile, pushgateway string
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run the corpus once against every target and record the verdicts",
@@ -43,6 +45,9 @@ were found. SIGINT/SIGTERM stop the run cleanly and mark it aborted.`,
 			defer closeTargets()
 			log := app.Logger(g.logLevel)
 			opts := app.RunOptions{Logger: log}
+			reg, m := app.NewRegistry(st, false)
+			app.Instrument(m, &opts)
+			app.ConfigLoaded(m, cfg, time.Now())
 			if !noProgress && !asJSON && os.Getenv("CI") == "" {
 				if f, ok := g.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 					bar := progressbar.NewOptions(len(cp.Probes)*len(targets), progressbar.OptionSetWriter(f),
@@ -54,6 +59,11 @@ were found. SIGINT/SIGTERM stop the run cleanly and mark it aborted.`,
 			}
 			res, err := app.RunOnce(ctx, cfg, cp, st, targets, opts)
 			if err != nil {
+				return err
+			}
+			app.ObserveRun(m, res)
+			afterRunHook(g, log)(ctx, cfg, st, res)
+			if err := app.ExportMetrics(ctx, reg, textfile, pushgateway); err != nil {
 				return err
 			}
 			if asJSON {
@@ -68,5 +78,7 @@ were found. SIGINT/SIGTERM stop the run cleanly and mark it aborted.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (the run contract) on stdout")
 	c.Flags().BoolVar(&noProgress, "no-progress", false, "never draw a progress bar")
+	c.Flags().StringVar(&textfile, "metrics-textfile", "", "write metrics to this file for the node_exporter textfile collector (atomically)")
+	c.Flags().StringVar(&pushgateway, "pushgateway", "", "push metrics to this Prometheus Pushgateway URL (job \"driftprobe\")")
 	return c
 }

@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,6 +30,17 @@ type RunOptions struct {
 	Client   *http.Client
 	Note     string
 	Hooks    runner.Options // OnAttempt / OnBreaker observers
+	// Lease identifies this process for the run lock; nil means a fresh
+	// identity for this call.
+	Lease *storage.Lease
+}
+
+// NewLease returns a run-lock identity for this process.
+func NewLease(command string) *storage.Lease {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	h := Hostname()
+	return &storage.Lease{Holder: fmt.Sprintf("%s/%d/%x", h, os.Getpid(), b), Host: h, PID: os.Getpid(), Command: command}
 }
 
 // RunResult is a run and what detection made of it.
@@ -38,7 +51,39 @@ type RunResult struct {
 }
 
 // RunOnce performs one run of every enabled target and stores it.
-func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *storage.DB, targets []*runner.Target, o RunOptions) (*RunResult, error) {
+func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *storage.DB, targets []*runner.Target, o RunOptions) (res *RunResult, err error) {
+	lease := o.Lease
+	if lease == nil {
+		lease = NewLease("driftprobe run")
+	}
+	ttl := cfg.LockTTL.D()
+	if err := st.AcquireLock(ctx, *lease, ttl); err != nil {
+		return nil, err
+	}
+	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(max(ttl/3, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-t.C:
+				if err := st.AcquireLock(renewCtx, *lease, ttl); err != nil && o.Logger != nil {
+					o.Logger.Error("renew run lock", "err", err)
+				}
+			}
+		}
+	}()
+	defer func() {
+		stopRenew()
+		<-renewed
+		if rerr := st.ReleaseLock(context.WithoutCancel(ctx), *lease); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
 	if n, err := st.AbandonStaleRuns(context.WithoutCancel(ctx), st.Now().Add(-StaleRunCutoff)); err == nil && n > 0 && o.Logger != nil {
 		o.Logger.Warn("marked abandoned runs as aborted", "runs", n)
 	}
@@ -55,7 +100,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if err != nil {
 		return nil, err
 	}
-	res := &RunResult{Summary: sum}
+	res = &RunResult{Summary: sum}
 	if sum.Status == storage.RunAborted {
 		// An aborted run confirms nothing and breaks no streak.
 		return res, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -59,21 +60,26 @@ func IsInputError(err error) bool {
 }
 
 var (
-	reUnknown = regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
-	reType    = regexp.MustCompile(`line (\d+): cannot unmarshal !!(\w+) ` + "`" + `?(.*?)` + "`?" + ` into (\S+)`)
+	reUnknown = regexp.MustCompile(`^line (\d+): field (\S+) not found in type`)
+	reType    = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
+	reDup     = regexp.MustCompile(`^line (\d+): mapping key ("(?:[^"\\]|\\.)*") already defined at line (\d+)`)
+	reAtLine  = regexp.MustCompile(`^line (\d+): (.*)$`)
 	reLine    = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	reDup     = regexp.MustCompile(`line (\d+): mapping key "([^"]+)" already defined`)
 )
 
 // Decode strictly decodes data into v (unknown fields and wrong types are
 // errors) and returns the document's root node for locating later
 // validation errors.
+//
+// A custom UnmarshalYAML that wants its problem located and collected with
+// the others returns a *yaml.TypeError whose messages read
+// "line N: problem"; the field is found from the line.
 func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, convert(file, nil, err)
+		return nil, syntaxError(file, data, err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	if root.Kind == 0 || len(root.Content) == 0 {
 		return &root, List{{File: file, Line: 1, Msg: "empty document"}}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -84,30 +90,77 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	return &root, nil
 }
 
+// syntaxError locates a YAML syntax error. yaml.v3 reports the line where
+// the enclosing construct started, sometimes counted from 0 (an unclosed
+// bracket three lines up, or the line before a tab), so the line is found
+// instead as the first line after the longest prefix of the document that
+// still parses: the line where the document stops being valid YAML.
+func syntaxError(file string, data []byte, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if g := reLine.FindStringSubmatch(err.Error()); g != nil {
+		msg = g[2]
+	}
+	if strings.Contains(msg, "tab character") {
+		msg += " (indent with spaces, not tabs)"
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	line := 0
+	for k := len(lines) - 1; k >= 0; k-- {
+		var n yaml.Node
+		if yaml.Unmarshal(bytes.Join(lines[:k], nil), &n) == nil {
+			line = k + 1
+			break
+		}
+	}
+	if line > len(lines) || line == 0 {
+		line = len(lines)
+	}
+	return List{{File: file, Line: line, Msg: "invalid YAML: " + msg}}
+}
+
 func convert(file string, root *yaml.Node, err error) error {
+	var ye *Error
+	if errors.As(err, &ye) {
+		e := *ye
+		if e.File == "" {
+			e.File = file
+		}
+		if e.Field == "" && e.Line > 0 {
+			e.Field = PathAt(root, e.Line)
+		}
+		return List{&e}
+	}
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		var l List
 		for _, m := range te.Errors {
 			if g := reUnknown.FindStringSubmatch(m); g != nil {
 				n, _ := strconv.Atoi(g[1])
-				parent := PathAt(root, n)
-				if i := strings.LastIndex(parent, "."); i >= 0 {
-					parent = parent[:i+1]
-				} else {
-					parent = ""
-				}
-				l = append(l, &Error{File: file, Line: n, Field: parent + g[2], Msg: "unknown field"})
+				l = append(l, &Error{File: file, Line: n, Field: keyPath(root, n, g[2]), Msg: "unknown field"})
 				continue
 			}
 			if g := reDup.FindStringSubmatch(m); g != nil {
 				n, _ := strconv.Atoi(g[1])
-				l = append(l, &Error{File: file, Line: n, Field: g[2], Msg: "duplicate key"})
+				key, uerr := strconv.Unquote(g[2])
+				if uerr != nil {
+					key = strings.Trim(g[2], `"`)
+				}
+				l = append(l, &Error{File: file, Line: n, Field: keyPath(root, n, key), Msg: "duplicate key (first at line " + g[3] + ")"})
 				continue
 			}
 			if g := reType.FindStringSubmatch(m); g != nil {
 				n, _ := strconv.Atoi(g[1])
-				l = append(l, &Error{File: file, Line: n, Field: PathAt(root, n), Msg: fmt.Sprintf("wrong type: %s %q where %s expected", tagName(g[2]), g[3], goType(g[4]))})
+				path, line := valuePath(root, n, g[2], g[3])
+				what := tagName(g[2])
+				if g[2] != "seq" && g[2] != "map" {
+					what += fmt.Sprintf(" %q", g[3])
+				}
+				l = append(l, &Error{File: file, Line: line, Field: path, Msg: fmt.Sprintf("wrong type: %s where %s expected", what, goType(g[4]))})
+				continue
+			}
+			if g := reAtLine.FindStringSubmatch(m); g != nil {
+				n, _ := strconv.Atoi(g[1])
+				l = append(l, &Error{File: file, Line: n, Field: PathAt(root, n), Msg: g[2]})
 				continue
 			}
 			l = append(l, &Error{File: file, Msg: m})
@@ -120,6 +173,103 @@ func convert(file string, root *yaml.Node, err error) error {
 		return List{{File: file, Line: n, Msg: "invalid YAML: " + g[2]}}
 	}
 	return List{{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}}
+}
+
+// entry is one key/value (key nil for sequence items and the document) of a
+// document, with its dotted path.
+type entry struct {
+	path  string
+	key   *yaml.Node
+	value *yaml.Node
+}
+
+func entries(root *yaml.Node) []entry {
+	var out []entry
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				out = append(out, entry{path: path, value: c})
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				out = append(out, entry{path: p, key: k, value: v})
+				walk(v, p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				out = append(out, entry{path: p, value: c})
+				walk(c, p)
+			}
+		}
+	}
+	if root != nil {
+		walk(root, "")
+	}
+	return out
+}
+
+// keyPath returns the path of the mapping key named key on line (the last
+// one, for a key given twice), falling back to the path at the line.
+func keyPath(root *yaml.Node, line int, key string) string {
+	found := ""
+	for _, e := range entries(root) {
+		if e.key != nil && e.key.Line == line && e.key.Value == key {
+			found = e.path
+		}
+	}
+	if found != "" {
+		return found
+	}
+	parent := PathAt(root, line)
+	if i := strings.LastIndex(parent, "."); i >= 0 {
+		return parent[:i+1] + key
+	}
+	return key
+}
+
+// valuePath finds the value on line that yaml.v3 could not decode (tag as
+// in "!!str", value as quoted in its message, possibly shortened to 7
+// characters and "...") and returns its path and the line to report: its
+// key's line for a mapping value, so a list given where a mapping belongs
+// is reported at the key rather than at its first item.
+func valuePath(root *yaml.Node, line int, tag, value string) (string, int) {
+	for _, e := range entries(root) {
+		v := e.value
+		if v.Line != line {
+			continue
+		}
+		switch tag {
+		case "seq":
+			if v.Kind != yaml.SequenceNode {
+				continue
+			}
+		case "map":
+			if v.Kind != yaml.MappingNode {
+				continue
+			}
+		default:
+			if v.Kind != yaml.ScalarNode {
+				continue
+			}
+			if v.Value != value && !(strings.HasSuffix(value, "...") && strings.HasPrefix(v.Value, strings.TrimSuffix(value, "..."))) {
+				continue
+			}
+		}
+		if e.key != nil {
+			return e.path, e.key.Line
+		}
+		return e.path, line
+	}
+	return PathAt(root, line), line
 }
 
 func tagName(t string) string {
@@ -135,6 +285,7 @@ func tagName(t string) string {
 }
 
 func goType(t string) string {
+	t = strings.TrimLeft(t, "*")
 	switch {
 	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
 		return "an integer"
@@ -144,6 +295,8 @@ func goType(t string) string {
 		return "a boolean"
 	case t == "string":
 		return "a string"
+	case strings.HasSuffix(t, "Duration"):
+		return "a duration (e.g. 30s, 5m)"
 	case strings.HasPrefix(t, "[]"):
 		return "a list"
 	case strings.HasPrefix(t, "map"):
@@ -196,18 +349,37 @@ func PathAt(root *yaml.Node, line int) string {
 // "targets[1].name" (the key's line for mapping entries), or the closest
 // existing ancestor's line when the path does not exist.
 func Line(root *yaml.Node, path string) int {
+	line, _ := lookup(root, path)
+	return line
+}
+
+// Find returns the value node at a dotted path such as "targets[1].name",
+// or nil when the path does not exist in the document.
+func Find(root *yaml.Node, path string) *yaml.Node {
+	_, n := lookup(root, path)
+	return n
+}
+
+// lookup walks path from root. It returns the line to report for path (the
+// key's line for a mapping entry, the closest existing ancestor's when the
+// path does not exist) and the value node at path (nil when it does not
+// exist).
+func lookup(root *yaml.Node, path string) (int, *yaml.Node) {
 	if root == nil {
-		return 0
+		return 0, nil
 	}
 	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return n.Line, nil
+		}
 		n = n.Content[0]
 	}
 	line := n.Line
 	for _, part := range splitPath(path) {
 		if idx, ok := part.(int); ok {
-			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
-				return line
+			if n.Kind != yaml.SequenceNode || idx < 0 || idx >= len(n.Content) {
+				return line, nil
 			}
 			n = n.Content[idx]
 			line = n.Line
@@ -215,7 +387,7 @@ func Line(root *yaml.Node, path string) int {
 		}
 		key := part.(string)
 		if n.Kind != yaml.MappingNode {
-			return line
+			return line, nil
 		}
 		found := false
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -227,10 +399,10 @@ func Line(root *yaml.Node, path string) int {
 			}
 		}
 		if !found {
-			return line
+			return line, nil
 		}
 	}
-	return line
+	return line, n
 }
 
 func splitPath(p string) []any {
@@ -276,5 +448,9 @@ func (c *Collector) Add(path, format string, args ...any) {
 	c.List = append(c.List, &Error{File: c.File, Line: Line(c.Root, path), Field: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// Err returns the accumulated errors, or nil.
-func (c *Collector) Err() error { return c.List.Err() }
+// Err returns the accumulated errors in file order, or nil.
+func (c *Collector) Err() error {
+	l := append(List(nil), c.List...)
+	sort.SliceStable(l, func(i, j int) bool { return l[i].Line < l[j].Line })
+	return l.Err()
+}

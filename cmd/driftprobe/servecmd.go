@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newServeCmd(g *globals) *cobra.Command {
+	listen := "127.0.0.1:9464"
+	var noInitial bool
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run on the config's schedule and serve /metrics, /healthz and /readyz",
+		Long: `Run the corpus on the config's schedule ("@every 1h" with optional jitter, or a
+cron expression, optionally prefixed with CRON_TZ=Zone), one run at a time, and
+serve Prometheus metrics on /metrics, liveness on /healthz and readiness on
+/readyz. It runs once at start unless --no-initial-run.
+
+SIGHUP reloads the configuration: a bad new config is rejected, the old one keeps
+running, and driftprobe_config_last_reload_successful says so. SIGTERM/SIGINT
+stop cleanly: a run in progress is cancelled and recorded as aborted.
+
+A run lease in the database keeps a CronJob, another daemon or a manual run on
+the same database from running at the same time; a tick that finds the lease
+held is skipped (driftprobe_run_lock_skips_total).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := app.Logger(g.logLevel)
+			d, err := app.NewDaemon(ctx, app.DaemonOptions{ConfigPath: g.config, DBOverride: g.db, Logger: log, RunAtStart: !noInitial, Runtime: true,
+				AfterRun: afterRunHook(g, log)})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				d.Shutdown()
+				return app.Usage(fmt.Errorf("serve: --listen %s: %w", listen, err))
+			}
+			srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("http server", "err", err)
+				}
+			}()
+			if err := d.Start(); err != nil {
+				srv.Close()
+				d.Shutdown()
+				return err
+			}
+			fmt.Fprintf(g.stderr, "driftprobe serve: schedule %q, metrics on http://%s/metrics\n", d.Config().Schedule, ln.Addr())
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-hup:
+					if err := d.Reload(); err != nil {
+						fmt.Fprintf(g.stderr, "driftprobe serve: reload rejected, keeping the running config:\n%v\n", err)
+					}
+				case <-ctx.Done():
+					sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					_ = srv.Shutdown(sctx)
+					return d.Shutdown()
+				}
+			}
+		},
+	}
+	c.Flags().StringVar(&listen, "listen", listen, "address for /metrics, /healthz and /readyz")
+	c.Flags().BoolVar(&noInitial, "no-initial-run", false, "wait for the first scheduled time instead of running at start")
+	return c
+}

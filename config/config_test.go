@@ -1,0 +1,493 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/internal/yamlx"
+	_ "github.com/driftprobe/driftprobe/probes/all" // registers every provider
+	"github.com/driftprobe/driftprobe/probes/sim"
+)
+
+// Environment variables the testdata files name.
+const (
+	setKeyVar   = "DRIFTPROBE_TEST_KEY"
+	unsetKeyVar = "DRIFTPROBE_TEST_UNSET_VAR"
+)
+
+// unsetenv makes sure name is unset for the test and restored afterwards.
+func unsetenv(t *testing.T, name string) {
+	t.Helper()
+	t.Setenv(name, "") // registers the restore
+	if err := os.Unsetenv(name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	tests := []struct {
+		file  string // under testdata, without "invalid-" and ".yaml"
+		field string // regexp for the FIELD part; "" for none (syntax errors)
+		at    string // text on the offending line ("" for line 1)
+		msg   string // fragment of the message
+	}{
+		{"unknown-top", `schedul`, "schedul:", "unknown field"},
+		{"unknown-target-field", `targets\[1\]\.bogus`, "bogus: true", "unknown field"},
+		{"type-string-int", `confirm_runs`, "confirm_runs: two", `wrong type: string "two" where an integer expected`},
+		{"type-target-int", `targets\[0\]\.concurrency`, "concurrency: many", `wrong type: string "many" where an integer expected`},
+		{"type-list-mapping", `targets\[0\]\.price`, "price:", "wrong type: list where a mapping expected"},
+		{"type-targets-mapping", `targets`, "targets:", "wrong type: mapping where a list expected"},
+		{"duration", `timeout`, "timeout: 5 minutes", `"5 minutes": not a duration (e.g. 30s, 5m)`},
+		{"duration-target", `targets\[0\]\.breaker\.cooldown`, "cooldown: soon", `"soon": not a duration`},
+		{"duplicate-target", `targets\[1\]\.name`, "- name: sim-a\n    provider: sim\n    model: sim-small", `duplicate target name "sim-a" (first at targets[0])`},
+		{"unknown-provider", `targets\[1\]\.provider`, "provider: openia", `unknown provider "openia" (want one of anthropic, azure, bedrock, gemini, mistral, openai, openai_compatible, sim)`},
+		{"missing-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + unsetKeyVar + " is not set"},
+		{"schedule-banana", `schedule`, "schedule:", `"@every banana": bad interval`},
+		{"schedule-cron", `schedule`, "schedule:", `"61 * * * *": not "@every DURATION" or a cron expression`},
+		{"confirm-zero", `confirm_runs`, "confirm_runs: 0", "0: must be at least 1"},
+		{"confirm-negative", `confirm_runs`, "confirm_runs: -1", "-1: must be at least 1"},
+		{"sim-on-openai", `targets\[0\]\.sim`, "sim:", "only valid for provider sim"},
+		{"sim-unknown-category", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.bananas`, "bananas: 0.2", "unknown category (want one of [hate harassment"},
+		{"sim-negative-threshold", `targets\[0\]\.sim\.policies\[1\]\.thresholds\.hate`, "hate: -0.1", "-0.1: must be >= 0"},
+		{"sim-policy-order", `targets\[0\]\.sim\.policies\[1\]\.from_run`, "from_run: 2", "policies must be in increasing from_run order"},
+		{"sim-noise", `targets\[0\]\.sim\.noise`, "noise: 1.5", "1.5: must be between 0 and 1"},
+		{"unknown-option", `targets\[0\]\.options\.region`, "region: us-east-1", "unknown option for provider openai (accepted: organization, project, token_param)"},
+		{"azure-no-base-url", `targets\[0\]\.base_url`, "- name: az", "required for azure"},
+		{"github-repo", `github\.repo`, "repo: just-a-name", `"just-a-name": want owner/name`},
+		{"yaml-tab", ``, "\tprovider: sim", "invalid YAML: found a tab character that violates indentation"},
+		{"yaml-bracket", ``, "options: {a: b", "invalid YAML: did not find expected ',' or '}'"},
+		{"empty", ``, "", "empty document"},
+		{"duplicate-key", `targets\[0\]\.model`, "model: sim-small", "duplicate key (first at line 5)"},
+		{"duplicate-top-key", `database`, "database: y.db", "duplicate key (first at line 1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Setenv(setKeyVar, "test-key")
+			unsetenv(t, unsetKeyVar)
+			file := "testdata/invalid-" + tt.file + ".yaml"
+			_, err := Load(file, true)
+			if err == nil {
+				t.Fatalf("Load(%s) succeeded, want an error", file)
+			}
+			if !yamlx.IsInputError(err) {
+				t.Errorf("error %T is not an input error", err)
+			}
+			var l yamlx.List
+			if !errors.As(err, &l) {
+				t.Fatalf("error %T is not a yamlx.List: %v", err, err)
+			}
+			if len(l) != 1 {
+				t.Fatalf("got %d problems, want exactly 1:\n%v", len(l), err)
+			}
+			prefix := "^" + regexp.QuoteMeta(file) + `:(\d+): `
+			if tt.field != "" {
+				prefix += tt.field + ": "
+			}
+			re := regexp.MustCompile(prefix)
+			msg := err.Error()
+			g := re.FindStringSubmatch(msg)
+			if g == nil {
+				t.Fatalf("error %q does not match %q", msg, re)
+			}
+			want := 1
+			if tt.at != "" {
+				// A marker spanning lines names the line of its first part.
+				data, _ := os.ReadFile(file)
+				i := strings.Index(string(data), tt.at)
+				if i < 0 {
+					t.Fatalf("%s: marker %q not found", file, tt.at)
+				}
+				want = strings.Count(string(data[:i]), "\n") + 1
+			}
+			if got, _ := strconv.Atoi(g[1]); got != want {
+				t.Errorf("error %q names line %d, want %d", msg, got, want)
+			}
+			if !strings.Contains(msg, tt.msg) {
+				t.Errorf("error %q does not contain %q", msg, tt.msg)
+			}
+		})
+	}
+}
+
+// Every testdata/invalid-*.yaml has a row in TestLoadInvalid.
+func TestLoadInvalidCoversTestdata(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid-*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata: %v", err)
+	}
+	t.Setenv(setKeyVar, "test-key")
+	unsetenv(t, unsetKeyVar)
+	for _, f := range files {
+		if _, err := Load(f, true); err == nil {
+			t.Errorf("%s loads without error", f)
+		} else if !strings.HasPrefix(err.Error(), f+":") {
+			t.Errorf("%s: error does not start with the file name: %v", f, err)
+		}
+	}
+}
+
+func TestMissingEnvVar(t *testing.T) {
+	const file = "testdata/invalid-missing-env.yaml"
+	unsetenv(t, unsetKeyVar)
+	// Commands that only read the database do not need keys.
+	c, err := Load(file, false)
+	if err != nil {
+		t.Fatalf("Load(needKeys=false): %v", err)
+	}
+	if _, err := c.Targets[0].Key(); err == nil || !strings.Contains(err.Error(), unsetKeyVar) {
+		t.Errorf("Key() with the variable unset: %v, want an error naming %s", err, unsetKeyVar)
+	}
+	// Once the variable is set, the same file is valid.
+	t.Setenv(unsetKeyVar, "sk-test")
+	c, err = Load(file, true)
+	if err != nil {
+		t.Fatalf("Load with %s set: %v", unsetKeyVar, err)
+	}
+	if k, err := c.Targets[0].Key(); err != nil || k != "sk-test" {
+		t.Errorf("Key() = %q, %v", k, err)
+	}
+	// A disabled target needs no key.
+	unsetenv(t, unsetKeyVar)
+	c, err = Parse(file, mustRead(t, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Targets[0].Disabled = true
+	if err := c.Validate(true); err != nil {
+		t.Errorf("disabled target without key: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load("testdata/does-not-exist.yaml", false)
+	if err == nil || !strings.HasPrefix(err.Error(), "testdata/does-not-exist.yaml: cannot read config") {
+		t.Errorf("Load(missing) = %v", err)
+	}
+}
+
+// Several problems are all reported, in file order, each with its own line.
+func TestManyProblemsInFileOrder(t *testing.T) {
+	const src = `database: x.db
+confirm_runs: 0
+schedule: "@every banana"
+targets:
+  - name: a
+    provider: nope
+    model: m
+  - name: a
+    provider: sim
+    model: sim-large
+    concurrency: -3
+`
+	c, err := Parse("many.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate(false)
+	var l yamlx.List
+	if !errors.As(err, &l) {
+		t.Fatalf("Validate = %v", err)
+	}
+	want := []string{
+		`many.yaml:2: confirm_runs: 0: must be at least 1`,
+		`many.yaml:3: schedule: "@every banana": bad interval`,
+		`many.yaml:6: targets[0].provider: unknown provider "nope"`,
+		`many.yaml:8: targets[1].name: duplicate target name "a"`,
+		`many.yaml:11: targets[1].concurrency: -3: must be at least 1`,
+	}
+	if len(l) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(l), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(l[i].Error(), w) {
+			t.Errorf("problem %d = %q, want prefix %q", i, l[i].Error(), w)
+		}
+	}
+}
+
+// Decoding keeps going after a bad value: every type problem is reported.
+func TestManyDecodeProblems(t *testing.T) {
+	const src = `timeout: soon
+confirm_runs: two
+targets:
+  - name: a
+    provider: sim
+    model: sim-large
+    colour: red
+`
+	_, err := Parse("d.yaml", []byte(src))
+	var l yamlx.List
+	if !errors.As(err, &l) {
+		t.Fatalf("Parse = %v", err)
+	}
+	want := []string{
+		`d.yaml:1: timeout: "soon": not a duration`,
+		`d.yaml:2: confirm_runs: wrong type: string "two"`,
+		`d.yaml:7: targets[0].colour: unknown field`,
+	}
+	if len(l) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(l), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(l[i].Error(), w) {
+			t.Errorf("problem %d = %q, want prefix %q", i, l[i].Error(), w)
+		}
+	}
+}
+
+func TestLoadDesignExample(t *testing.T) {
+	t.Setenv("AZURE_OPENAI_API_KEY", "az-test")
+	t.Setenv("GITHUB_TOKEN", "gh-test")
+	c, err := Load("testdata/valid-design.yaml", true)
+	if err != nil {
+		t.Fatalf("the DESIGN.md example config does not load: %v", err)
+	}
+	if c.File != "testdata/valid-design.yaml" {
+		t.Errorf("File = %q", c.File)
+	}
+	if c.Database != "driftprobe.db" || c.Corpus != "./corpus/default" || c.Schedule != "@every 1h" || c.ConfirmRuns != 2 {
+		t.Errorf("top level = %q %q %q %d", c.Database, c.Corpus, c.Schedule, c.ConfirmRuns)
+	}
+	// Defaults for what the file leaves out.
+	if c.Concurrency != DefaultConcurrency || c.Timeout.D() != DefaultTimeout || c.MaxAttempts != DefaultMaxAttempts || c.MaxBody != DefaultMaxBody {
+		t.Errorf("defaults: concurrency %d timeout %v attempts %d body %d", c.Concurrency, c.Timeout.D(), c.MaxAttempts, c.MaxBody)
+	}
+	if len(c.Targets) != 2 {
+		t.Fatalf("%d targets, want 2", len(c.Targets))
+	}
+	az, sm := c.Target("azure-gpt4o-eastus"), c.Target("sim-a")
+	if az == nil || sm == nil {
+		t.Fatalf("targets by name: %v %v", az, sm)
+	}
+	if az.Provider != "azure" || az.Model != "gpt-4o" || az.Endpoint != "chat" || az.APIKeyEnv != "AZURE_OPENAI_API_KEY" ||
+		az.RateLimitRPM != 60 || az.Concurrency != 4 || az.Price != (Price{2.5, 10}) {
+		t.Errorf("azure target = %+v", az)
+	}
+	if k, err := az.Key(); err != nil || k != "az-test" {
+		t.Errorf("azure key = %q, %v", k, err)
+	}
+	// sim-a sets no endpoint, concurrency or timeout: defaults apply.
+	if sm.Endpoint != "chat" || sm.Concurrency != 4 || sm.Timeout.D() != DefaultTimeout || sm.MaxAttempts != DefaultMaxAttempts ||
+		sm.MaxTokens != DefaultMaxTokens || sm.Breaker.Failures != 5 || sm.Breaker.Cooldown.D() != 30*time.Second || sm.APIKeyEnv != "" {
+		t.Errorf("sim target defaults = %+v", sm)
+	}
+	if k, err := sm.Key(); err != nil || k != "" {
+		t.Errorf("sim key = %q, %v", k, err)
+	}
+	wantSim := &sim.Config{Policies: []sim.Policy{
+		{FromRun: 1, Thresholds: map[string]float64{"violence": 0.5, "hate": 0.5}, Fingerprint: "fp-a"},
+		{FromRun: 3, Thresholds: map[string]float64{"violence": 0.01}},
+	}}
+	if sm.Sim == nil || len(sm.Sim.Policies) != 2 || sm.Sim.Policies[0].FromRun != 1 || sm.Sim.Policies[1].FromRun != 3 ||
+		sm.Sim.Policies[0].Thresholds["hate"] != 0.5 || sm.Sim.Policies[1].Thresholds["violence"] != 0.01 || sm.Sim.Policies[0].Fingerprint != "fp-a" {
+		t.Errorf("sim block = %+v, want %+v", sm.Sim, wantSim)
+	}
+	if g := c.GitHub; g == nil || g.Repo != "owner/name" || g.TokenEnv != "GITHUB_TOKEN" || g.BaseURL != "https://github.example.com/api/v3/" {
+		t.Errorf("github = %+v", c.GitHub)
+	}
+	if d := c.Detection; d.DegradedFraction != 0.2 || d.ScoreTolerance != 0.15 || d.NondeterministicFlips != 2 || d.WindowRuns != 3 || d.ScreenSamples != 1 {
+		t.Errorf("detection defaults = %+v", d)
+	}
+	if pt := sm.ProbeTarget(""); pt.Name != "sim-a" || pt.Provider != "sim" || pt.Endpoint != "chat" || pt.Sim == nil {
+		t.Errorf("ProbeTarget = %+v", pt)
+	}
+}
+
+// The azure target's key variable is needed only when keys are.
+func TestLoadDesignExampleWithoutKeys(t *testing.T) {
+	unsetenv(t, "AZURE_OPENAI_API_KEY")
+	if _, err := Load("testdata/valid-design.yaml", false); err != nil {
+		t.Errorf("needKeys=false: %v", err)
+	}
+	_, err := Load("testdata/valid-design.yaml", true)
+	re := regexp.MustCompile(`^testdata/valid-design\.yaml:11: targets\[0\]\.api_key_env: environment variable AZURE_OPENAI_API_KEY is not set`)
+	if err == nil || !re.MatchString(err.Error()) {
+		t.Errorf("needKeys=true without the variable: %v", err)
+	}
+}
+
+func TestDefaultsFromProvider(t *testing.T) {
+	c, err := Parse("p.yaml", []byte("targets:\n  - {name: o, provider: openai, model: gpt-4o-mini}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Targets[0].APIKeyEnv; got != "OPENAI_API_KEY" {
+		t.Errorf("default api_key_env = %q, want OPENAI_API_KEY", got)
+	}
+	if c.GitHub != nil {
+		t.Errorf("github = %+v, want nil when absent", c.GitHub)
+	}
+}
+
+func TestDefault(t *testing.T) {
+	c := Default()
+	if err := c.Validate(true); err != nil {
+		t.Fatalf("Default().Validate: %v", err)
+	}
+	if c.File != "" || c.Corpus != "" {
+		t.Errorf("File %q Corpus %q, want empty (embedded)", c.File, c.Corpus)
+	}
+	if c.ConfirmRuns != DefaultConfirmRuns || c.Schedule != DefaultSchedule || c.Database != DefaultDatabase {
+		t.Errorf("Default = %+v", c)
+	}
+	if len(c.Enabled()) != 1 || c.Enabled()[0].Provider != "sim" || c.Enabled()[0].Endpoint != "chat" {
+		t.Errorf("Default targets = %+v", c.Targets)
+	}
+	// Problems in the built-in config still carry a location.
+	c.ConfirmRuns = -1
+	if err := c.Validate(false); err == nil || !strings.HasPrefix(err.Error(), "(built-in config): confirm_runs: ") {
+		t.Errorf("built-in problem = %v", err)
+	}
+}
+
+func TestEnabled(t *testing.T) {
+	c := Default()
+	c.Targets = append(c.Targets, &Target{Name: "off", Provider: "sim", Model: "m", Disabled: true})
+	if got := c.Enabled(); len(got) != 1 || got[0].Name != "sim-a" {
+		t.Errorf("Enabled = %v", got)
+	}
+	if c.Target("off") == nil || c.Target("nope") != nil {
+		t.Error("Target lookup")
+	}
+}
+
+func TestValidateSchedule(t *testing.T) {
+	tests := []struct {
+		in  string
+		bad string // fragment of the error; "" when valid
+	}{
+		{"@every 1h", ""},
+		{"@every 30s", ""},
+		{"  @every 1m  ", ""},
+		{"*/15 * * * *", ""},
+		{"0 9 * * 1-5", ""},
+		{"CRON_TZ=Europe/Berlin 0 * * * *", ""},
+		{"TZ=UTC 30 2 * * *", ""},
+		{"@hourly", ""},
+		{"@every banana", "bad interval"},
+		{"@every 500ms", "at least 1s"},
+		{"@every -1h", "at least 1s"},
+		{"61 * * * *", "above maximum"},
+		{"* * * *", "not \"@every DURATION\" or a cron expression"},
+		{"CRON_TZ=Nowhere/Land 0 * * * *", "not \"@every DURATION\" or a cron expression"},
+		{"", "not \"@every DURATION\" or a cron expression"},
+	}
+	for _, tt := range tests {
+		err := ValidateSchedule(tt.in)
+		switch {
+		case tt.bad == "" && err != nil:
+			t.Errorf("ValidateSchedule(%q) = %v, want ok", tt.in, err)
+		case tt.bad != "" && err == nil:
+			t.Errorf("ValidateSchedule(%q) = nil, want an error", tt.in)
+		case tt.bad != "" && !strings.Contains(err.Error(), tt.bad):
+			t.Errorf("ValidateSchedule(%q) = %v, want it to contain %q", tt.in, err, tt.bad)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	tests := []struct {
+		src  string
+		want time.Duration
+		bad  string
+	}{
+		{"timeout: 45s", 45 * time.Second, ""},
+		{"timeout: 1m30s", 90 * time.Second, ""},
+		{"timeout: 5 minutes", 0, `p.yaml:1: timeout: "5 minutes": not a duration`},
+		{"timeout: 5", 0, `p.yaml:1: timeout: "5": not a duration`},
+		{"timeout: [1s]", 0, "p.yaml:1: timeout: wrong type: list where a duration (e.g. 30s, 5m) expected"},
+		{"timeout:\n  s: 1", 0, "p.yaml:1: timeout: wrong type: mapping where a duration"},
+	}
+	for _, tt := range tests {
+		c, err := Parse("p.yaml", []byte(tt.src+"\ntargets: [{name: s, provider: sim, model: m}]\n"))
+		if tt.bad != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tt.bad) {
+				t.Errorf("%q: error %v, want prefix %q", tt.src, err, tt.bad)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.src, err)
+			continue
+		}
+		if c.Timeout.D() != tt.want || c.Targets[0].Timeout.D() != tt.want {
+			t.Errorf("%q: timeout %v (target %v), want %v", tt.src, c.Timeout.D(), c.Targets[0].Timeout.D(), tt.want)
+		}
+	}
+}
+
+// Field-level checks that have no testdata file of their own.
+func TestValidateFields(t *testing.T) {
+	base := "targets:\n  - name: s\n    provider: sim\n    model: sim-large\n"
+	tests := []struct {
+		extra string // appended to the target
+		want  string // "" when valid
+	}{
+		{"", ""},
+		{"    endpoint: moderation\n", "p.yaml:5: targets[0].endpoint: \"moderation\": provider sim supports"},
+		{"    base_url: ftp://x\n", "p.yaml:5: targets[0].base_url: \"ftp://x\": must start with http:// or https://"},
+		{"    rate_limit_rpm: -1\n", "p.yaml:5: targets[0].rate_limit_rpm: must be >= 0"},
+		{"    concurrency: -1\n", "p.yaml:5: targets[0].concurrency: -1: must be at least 1"},
+		{"    confirm_samples: 11\n", "p.yaml:5: targets[0].confirm_samples: 11: must be between 0 and 10"},
+		{"    temperature: 3\n", "p.yaml:5: targets[0].temperature: 3: must be between 0 and 2"},
+		{"    price: {input_per_mtok: -1}\n", "p.yaml:5: targets[0].price: prices must be >= 0"},
+		{"    name: s\n", "p.yaml:5: targets[0].name: duplicate key (first at line 2)"},
+		{"    seed: abc\n", "p.yaml:5: targets[0].seed: wrong type: string \"abc\" where an integer expected"},
+		{"    options: [a]\n", "p.yaml:5: targets[0].options: wrong type: list where a mapping expected"},
+		{"    sim: {policies: [{from_run: 0}]}\n", "p.yaml:5: targets[0].sim.policies[0].from_run: 0: run ids start at 1"},
+		{"    sim: {error_rate: 0.5}\n", "p.yaml:5: targets[0].sim.error_status: required when error_rate or fail_first is set"},
+	}
+	for _, tt := range tests {
+		c, err := Parse("p.yaml", []byte(base+tt.extra))
+		if err == nil {
+			err = c.Validate(false)
+		}
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%q: %v", tt.extra, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+			t.Errorf("%q: error %v, want prefix %q", tt.extra, err, tt.want)
+		}
+	}
+	for _, src := range []string{
+		"targets: []\n",
+		"database: x.db\n",
+	} {
+		c, err := Parse("p.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(false); err == nil || !strings.Contains(err.Error(), "targets: at least one target is required") {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+	for name, want := range map[string]string{
+		"":            "targets[0].name: required",
+		"has space":   `targets[0].name: "has space": use letters`,
+		"ok.name_1-2": "",
+	} {
+		c, err := Parse("p.yaml", []byte("targets:\n  - {name: \""+name+"\", provider: sim, model: m}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Validate(false)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), "p.yaml:2: "+want)) {
+			t.Errorf("name %q: %v, want %q", name, err, want)
+		}
+	}
+}

@@ -1,0 +1,293 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/metrics"
+	"github.com/driftprobe/driftprobe/runner"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// DaemonOptions configure `driftprobe serve`.
+type DaemonOptions struct {
+	ConfigPath string // "" for the built-in config
+	DBOverride string
+	Clock      clockwork.Clock // nil: the real clock
+	Logger     *slog.Logger
+	// RunAtStart runs once immediately instead of waiting one interval.
+	RunAtStart bool
+	// AfterRun is called after each run (GitHub delivery). Optional.
+	AfterRun func(ctx context.Context, cfg *config.Config, st *storage.DB, res *RunResult)
+	// OnRun observes each finished tick (tests).
+	OnRun func(res *RunResult, err error)
+	// Sleep replaces waits inside runs (tests).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Runtime registers Go/process collectors.
+	Runtime bool
+}
+
+// Daemon runs the corpus on a schedule and serves metrics.
+type Daemon struct {
+	o     DaemonOptions
+	clock clockwork.Clock
+	log   *slog.Logger
+	lease *storage.Lease
+	st    *storage.DB
+	reg   *prometheus.Registry
+	m     *metrics.Metrics
+
+	mu      sync.Mutex // guards cfg, cp, targets while a run uses them
+	cfg     *config.Config
+	cp      *corpus.Corpus
+	targets []*runner.Target
+	closeT  func()
+
+	sched   gocron.Scheduler
+	job     gocron.Job
+	running atomic.Int32
+	maxRun  atomic.Int32
+	runs    atomic.Int64
+	ready   atomic.Bool
+}
+
+// NewDaemon loads the config, opens the database and builds the targets.
+func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{o: o, clock: o.Clock, log: o.Logger, lease: NewLease("driftprobe serve")}
+	cfg, cp, err := d.load()
+	if err != nil {
+		return nil, err
+	}
+	if d.st, err = OpenStore(ctx, cfg); err != nil {
+		return nil, err
+	}
+	targets, closeT, err := BuildTargets(cfg)
+	if err != nil {
+		d.st.Close()
+		return nil, err
+	}
+	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
+	d.reg, d.m = NewRegistry(d.st, o.Runtime)
+	ConfigLoaded(d.m, cfg, d.clock.Now())
+	return d, nil
+}
+
+func (d *Daemon) load() (*config.Config, *corpus.Corpus, error) {
+	cfg, err := LoadConfig(d.o.ConfigPath, d.o.DBOverride, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := LoadCorpus(cfg, "", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, cp, nil
+}
+
+// Registry returns the metrics registry.
+func (d *Daemon) Registry() *prometheus.Registry { return d.reg }
+
+// Metrics returns the process instruments.
+func (d *Daemon) Metrics() *metrics.Metrics { return d.m }
+
+// Store returns the database.
+func (d *Daemon) Store() *storage.DB { return d.st }
+
+// Config returns the configuration in force.
+func (d *Daemon) Config() *config.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
+// Runs returns how many scheduled runs finished; MaxConcurrent the most
+// that were ever in flight at once (1, by construction).
+func (d *Daemon) Runs() int64          { return d.runs.Load() }
+func (d *Daemon) MaxConcurrent() int32 { return d.maxRun.Load() }
+
+func interval(s string) (time.Duration, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(s), "@every ")
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(rest))
+	return d, err == nil
+}
+
+// definition turns the config's schedule into a gocron job definition.
+func definition(cfg *config.Config) gocron.JobDefinition {
+	if iv, ok := interval(cfg.Schedule); ok {
+		if j := cfg.Jitter.D(); j > 0 && j < iv {
+			return gocron.DurationRandomJob(iv-j, iv+j)
+		}
+		return gocron.DurationJob(iv)
+	}
+	return gocron.CronJob(cfg.Schedule, false)
+}
+
+// Start starts the scheduler. Runs never overlap (singleton mode) and never
+// overlap with another process on the same database (the run lease).
+func (d *Daemon) Start() error {
+	s, err := gocron.NewScheduler(gocron.WithClock(d.clock))
+	if err != nil {
+		return err
+	}
+	d.sched = s
+	cfg := d.Config()
+	opts := []gocron.JobOption{gocron.WithName("driftprobe-run"), gocron.WithSingletonMode(gocron.LimitModeReschedule)}
+	if d.o.RunAtStart {
+		opts = append(opts, gocron.WithStartAt(gocron.WithStartImmediately()))
+	}
+	if d.job, err = s.NewJob(definition(cfg), gocron.NewTask(d.tick), opts...); err != nil {
+		return fmt.Errorf("schedule %q: %w", cfg.Schedule, err)
+	}
+	s.Start()
+	d.ready.Store(true)
+	return nil
+}
+
+// tick is one scheduled run.
+func (d *Daemon) tick(ctx context.Context) {
+	n := d.running.Add(1)
+	defer d.running.Add(-1)
+	for {
+		m := d.maxRun.Load()
+		if n <= m || d.maxRun.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cfg := d.cfg
+	if _, every := interval(cfg.Schedule); !every && cfg.Jitter > 0 {
+		// Cron schedules have no built-in jitter: wait a random part of it.
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.clock.After(time.Duration(rand.Int64N(int64(cfg.Jitter)))):
+		}
+	}
+	o := RunOptions{Logger: d.log, Lease: d.lease, Sleep: d.o.Sleep, Note: "serve"}
+	Instrument(d.m, &o)
+	res, err := RunOnce(ctx, cfg, d.cp, d.st, d.targets, o)
+	switch {
+	case errors.Is(err, storage.ErrLocked):
+		d.m.LockSkips.Inc()
+		d.log.Warn("skipping scheduled run", "reason", err)
+	case err != nil:
+		d.log.Error("run failed", "err", err)
+	default:
+		ObserveRun(d.m, res)
+		d.log.Info("run finished", "run", res.Summary.RunID, "status", res.Summary.Status, "events", len(res.Events))
+		if d.o.AfterRun != nil {
+			d.o.AfterRun(ctx, cfg, d.st, res)
+		}
+	}
+	d.runs.Add(1)
+	if d.o.OnRun != nil {
+		d.o.OnRun(res, err)
+	}
+}
+
+// Reload re-reads the configuration. A bad configuration is rejected, the
+// old one keeps running, and the reload metric says so.
+func (d *Daemon) Reload() error {
+	cfg, cp, err := d.load()
+	if err != nil {
+		d.m.ReloadOK.Set(0)
+		d.log.Error("config reload rejected; keeping the running config", "err", err)
+		return err
+	}
+	if cfg.Database != d.Config().Database {
+		d.m.ReloadOK.Set(0)
+		err := fmt.Errorf("config reload rejected: the database cannot change while serving (%s → %s)", d.Config().Database, cfg.Database)
+		d.log.Error(err.Error())
+		return Usage(err)
+	}
+	targets, closeT, err := BuildTargets(cfg)
+	if err != nil {
+		d.m.ReloadOK.Set(0)
+		d.log.Error("config reload rejected; keeping the running config", "err", err)
+		return err
+	}
+	d.mu.Lock() // waits for a run in progress
+	oldClose, oldSchedule, oldJitter := d.closeT, d.cfg.Schedule, d.cfg.Jitter
+	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
+	d.mu.Unlock()
+	oldClose()
+	if d.sched != nil && (cfg.Schedule != oldSchedule || cfg.Jitter != oldJitter) {
+		j, err := d.sched.Update(d.job.ID(), definition(cfg), gocron.NewTask(d.tick), gocron.WithName("driftprobe-run"), gocron.WithSingletonMode(gocron.LimitModeReschedule))
+		if err != nil {
+			d.m.ReloadOK.Set(0)
+			return fmt.Errorf("reschedule: %w", err)
+		}
+		d.job = j
+	}
+	ConfigLoaded(d.m, cfg, d.clock.Now())
+	d.log.Info("config reloaded", "targets", len(targets), "schedule", cfg.Schedule)
+	return nil
+}
+
+// Handler serves /metrics, /healthz and /readyz.
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+		Registry: d.reg, ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 2, Timeout: 10 * time.Second, EnableOpenMetrics: true})))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if !d.ready.Load() {
+			http.Error(w, "scheduler not started", http.StatusServiceUnavailable)
+			return
+		}
+		if err := d.st.SQL().PingContext(ctx); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// Shutdown stops the scheduler (cancelling a run in progress, which is
+// then recorded as aborted) and releases everything.
+func (d *Daemon) Shutdown() error {
+	d.ready.Store(false)
+	var err error
+	if d.sched != nil {
+		err = d.sched.Shutdown()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closeT != nil {
+		d.closeT()
+	}
+	if cerr := d.st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

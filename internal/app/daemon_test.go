@@ -1,0 +1,261 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/metrics"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+const schedCfg = `
+database: %DB%
+schedule: "@every 10m"
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim:
+      policies:
+        - {from_run: 1, thresholds: {privacy: 1.01}}
+        - {from_run: 3, thresholds: {privacy: 0.5, violence: 0.3}}
+`
+
+func writeCfg(t *testing.T, dir, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(body, "%DB%", filepath.Join(dir, "d.db"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type daemonHarness struct {
+	d     *app.Daemon
+	clock *clockwork.FakeClock
+	done  chan error
+}
+
+func newDaemon(t *testing.T, cfgPath string) *daemonHarness {
+	t.Helper()
+	h := &daemonHarness{clock: clockwork.NewFakeClock(), done: make(chan error, 100)}
+	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: h.clock,
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		OnRun: func(_ *app.RunResult, err error) { h.done <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d = d
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Shutdown() })
+	return h
+}
+
+// tick advances the fake clock one interval and waits for the run.
+func (h *daemonHarness) tick(t *testing.T, iv time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("scheduler never waited on the clock: %v", err)
+	}
+	h.clock.Advance(iv)
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("run did not happen after advancing the clock")
+	}
+}
+
+func TestDaemonRunsOnScheduleAndMetricsMove(t *testing.T) {
+	dir := t.TempDir()
+	h := newDaemon(t, writeCfg(t, dir, schedCfg))
+	if h.d.Runs() != 0 {
+		t.Fatal("ran before the first interval")
+	}
+	active := func() float64 {
+		n, err := testutil.GatherAndCount(h.d.Registry(), metrics.CategoryActive)
+		if err != nil || n == 0 {
+			t.Fatalf("no %s series: %v", metrics.CategoryActive, err)
+		}
+		mfs, _ := h.d.Registry().Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != metrics.CategoryActive {
+				continue
+			}
+			for _, m := range mf.Metric {
+				var cat string
+				for _, l := range m.Label {
+					if l.GetName() == "category" {
+						cat = l.GetValue()
+					}
+				}
+				if cat == "privacy" {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+	for i := 1; i <= 2; i++ {
+		h.tick(t, 10*time.Minute)
+	}
+	if got := active(); got != 0 {
+		t.Fatalf("privacy active = %v before the change", got)
+	}
+	for i := 3; i <= 4; i++ {
+		h.tick(t, 10*time.Minute)
+	}
+	if h.d.Runs() != 4 || h.d.MaxConcurrent() != 1 {
+		t.Fatalf("runs %d, max concurrent %d", h.d.Runs(), h.d.MaxConcurrent())
+	}
+	if got := active(); got != 1 {
+		t.Errorf("privacy active = %v after the confirmed change, want 1", got)
+	}
+	if n := testutil.ToFloat64(h.d.Metrics().ScheduleSecond); n != 600 {
+		t.Errorf("schedule interval %v", n)
+	}
+	if err := testutil.GatherAndCompare(h.d.Registry(), strings.NewReader(`
+# HELP driftprobe_events_total Change events recorded, by kind and direction.
+# TYPE driftprobe_events_total counter
+driftprobe_events_total{direction="tightened",kind="policy_change",target="a"} 1
+`), metrics.EventsTotal); err != nil {
+		t.Error(err)
+	}
+	problems, err := testutil.GatherAndLint(h.d.Registry())
+	if err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
+	}
+	// /metrics over HTTP, checked by promtool when it is installed.
+	srv := httptest.NewServer(h.d.Handler())
+	defer srv.Close()
+	body := get(t, srv.URL+"/metrics")
+	for _, want := range []string{"driftprobe_category_active{", "driftprobe_runs_total{status=\"complete\"} 4", "driftprobe_requests_total{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if get(t, srv.URL+"/readyz") != "ready\n" || get(t, srv.URL+"/healthz") != "ok\n" {
+		t.Error("health endpoints")
+	}
+	if path, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(path, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	} else if os.Getenv("DRIFTPROBE_REQUIRE_PROMTOOL") != "" {
+		t.Fatal("promtool required but not installed")
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func TestBadReloadKeepsOldConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeCfg(t, dir, schedCfg)
+	h := newDaemon(t, cfgPath)
+	h.tick(t, 10*time.Minute)
+	if err := os.WriteFile(cfgPath, []byte("targets:\n  - name: a\n    provider: nope\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.d.Reload(); err == nil {
+		t.Fatal("bad config accepted")
+	}
+	if v := testutil.ToFloat64(h.d.Metrics().ReloadOK); v != 0 {
+		t.Errorf("reload metric %v, want 0", v)
+	}
+	if got := h.d.Config().Targets[0].Provider; got != "sim" {
+		t.Fatalf("running config replaced: provider %q", got)
+	}
+	h.tick(t, 10*time.Minute) // the old config keeps running
+	// A good config (new schedule) is taken.
+	writeCfg(t, dir, strings.Replace(schedCfg, "@every 10m", "@every 20m", 1))
+	if err := h.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if v := testutil.ToFloat64(h.d.Metrics().ReloadOK); v != 1 || h.d.Config().Schedule != "@every 20m" {
+		t.Errorf("reload metric %v schedule %s", v, h.d.Config().Schedule)
+	}
+	h.tick(t, 20*time.Minute)
+	if h.d.Runs() != 3 {
+		t.Errorf("runs %d, want 3", h.d.Runs())
+	}
+}
+
+// A second process on the same database is refused while the first holds
+// the lease; an expired lease is taken over.
+func TestRunLease(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	ctx := context.Background()
+	a, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	a.SetClock(clock)
+	b.SetClock(clock)
+	la := storage.Lease{Holder: "A", Host: "host-a", PID: 1, Command: "driftprobe serve"}
+	lb := storage.Lease{Holder: "B", Host: "host-b", PID: 2, Command: "driftprobe run"}
+	if err := a.AcquireLock(ctx, la, 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err = b.AcquireLock(ctx, lb, 10*time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "driftprobe serve (pid 1 on host-a)") {
+		t.Fatalf("second holder: %v", err)
+	}
+	if err := a.AcquireLock(ctx, la, 10*time.Minute); err != nil {
+		t.Fatalf("renewal by the holder: %v", err)
+	}
+	mu.Lock()
+	now = now.Add(11 * time.Minute)
+	mu.Unlock()
+	if err := b.AcquireLock(ctx, lb, 10*time.Minute); err != nil {
+		t.Fatalf("expired lease not taken over: %v", err)
+	}
+	if h, _ := a.LockHolder(ctx); h == nil || h.Holder != "B" {
+		t.Fatalf("holder %+v", h)
+	}
+	if err := b.ReleaseLock(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := a.LockHolder(ctx); h != nil {
+		t.Fatalf("lease not released: %+v", h)
+	}
+}

@@ -1,0 +1,381 @@
+package yamlx
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+const doc = `database: x.db
+schedule: "@every 1h"
+targets:
+  - name: a
+    provider: sim
+    sim:
+      policies:
+        - from_run: 1
+          thresholds:
+            violence: 0.5
+        - from_run: 3
+          thresholds: {hate: 0.1, violence: 0.2}
+  - {name: b, provider: openai, options: {project: p}}
+  - name: c
+    tags:
+      - x
+      - y
+    empty:
+github:
+  repo: owner/name
+`
+
+func parse(t *testing.T, src string) *yaml.Node {
+	t.Helper()
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+		t.Fatal(err)
+	}
+	return &n
+}
+
+func TestPathAt(t *testing.T) {
+	root := parse(t, doc)
+	tests := []struct {
+		line int
+		want string
+	}{
+		{1, "database"},
+		{2, "schedule"},
+		{3, "targets"},
+		{4, "targets[0].name"},
+		{5, "targets[0].provider"},
+		{6, "targets[0].sim"},
+		{7, "targets[0].sim.policies"},
+		{8, "targets[0].sim.policies[0].from_run"},
+		{9, "targets[0].sim.policies[0].thresholds"},
+		{10, "targets[0].sim.policies[0].thresholds.violence"},
+		{11, "targets[0].sim.policies[1].from_run"},
+		// On a flow line, the last key of the line wins.
+		{12, "targets[0].sim.policies[1].thresholds.violence"},
+		{13, "targets[1].options.project"},
+		{14, "targets[2].name"},
+		{15, "targets[2].tags"},
+		{16, "targets[2].tags[0]"},
+		{17, "targets[2].tags[1]"},
+		{18, "targets[2].empty"},
+		{19, "github"},
+		{20, "github.repo"},
+		{21, ""},
+		{0, ""},
+		{999, ""},
+	}
+	for _, tt := range tests {
+		if got := PathAt(root, tt.line); got != tt.want {
+			t.Errorf("PathAt(%d) = %q, want %q", tt.line, got, tt.want)
+		}
+	}
+	if got := PathAt(nil, 1); got != "" {
+		t.Errorf("PathAt(nil) = %q", got)
+	}
+}
+
+func TestLineAndFind(t *testing.T) {
+	root := parse(t, doc)
+	tests := []struct {
+		path  string
+		line  int
+		value string // Find(path).Value for scalars; "-" when Find is nil; "" for collections
+	}{
+		{"", 1, ""},
+		{"database", 1, "x.db"},
+		{"schedule", 2, "@every 1h"},
+		{"targets", 3, ""},
+		{"targets[0]", 4, ""},
+		{"targets[0].name", 4, "a"},
+		{"targets[0].provider", 5, "sim"},
+		{"targets[0].sim.policies[1]", 11, ""},
+		{"targets[0].sim.policies[1].from_run", 11, "3"},
+		{"targets[0].sim.policies[0].thresholds.violence", 10, "0.5"},
+		{"targets[0].sim.policies[1].thresholds.hate", 12, "0.1"},
+		{"targets[1]", 13, ""},
+		{"targets[1].options.project", 13, "p"},
+		{"targets[2].tags[1]", 17, "y"},
+		{"targets[2].empty", 18, ""},
+		{"github.repo", 20, "owner/name"},
+		// Missing paths: the closest existing ancestor's line, no node.
+		{"targets[2].base_url", 14, "-"},
+		{"targets[1].sim.noise", 13, "-"},
+		{"targets[7].name", 3, "-"},
+		{"targets[0].sim.policies[5].from_run", 7, "-"},
+		{"github.repo.owner", 20, "-"},
+		{"database[0]", 1, "-"},
+		{"nope", 1, "-"},
+		{"nope.deeper[2]", 1, "-"},
+	}
+	for _, tt := range tests {
+		if got := Line(root, tt.path); got != tt.line {
+			t.Errorf("Line(%q) = %d, want %d", tt.path, got, tt.line)
+		}
+		n := Find(root, tt.path)
+		switch {
+		case tt.value == "-":
+			if n != nil {
+				t.Errorf("Find(%q) = %+v, want nil", tt.path, n)
+			}
+		case n == nil:
+			t.Errorf("Find(%q) = nil", tt.path)
+		case n.Kind == yaml.ScalarNode && n.Value != tt.value:
+			t.Errorf("Find(%q).Value = %q, want %q", tt.path, n.Value, tt.value)
+		}
+	}
+	if Line(nil, "x") != 0 || Find(nil, "x") != nil {
+		t.Error("nil root")
+	}
+	// An empty document has no nodes.
+	var empty yaml.Node
+	if Find(&empty, "targets") != nil {
+		t.Error("Find in an empty document")
+	}
+	// The document node's child works as a root too.
+	if got := Line(root.Content[0], "github.repo"); got != 20 {
+		t.Errorf("Line from the mapping node = %d", got)
+	}
+}
+
+// PathAt and Line agree: the path found at a key's line leads back to it.
+func TestPathAtLineRoundTrip(t *testing.T) {
+	root := parse(t, doc)
+	for line := 1; line <= 20; line++ {
+		p := PathAt(root, line)
+		if p == "" {
+			continue
+		}
+		if got := Line(root, p); got != line {
+			t.Errorf("Line(PathAt(%d) = %q) = %d", line, p, got)
+		}
+	}
+}
+
+func TestSplitPath(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+	}{
+		{"", "[]"},
+		{"a", "[a]"},
+		{"a.b", "[a b]"},
+		{"targets[1].name", "[targets 1 name]"},
+		{"a[0][2].b", "[a 0 2 b]"},
+		{"[3]", "[3]"},
+		{"a..b", "[a b]"},
+	}
+	for _, tt := range tests {
+		if got := fmt.Sprint(splitPath(tt.in)); got != tt.want {
+			t.Errorf("splitPath(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+type target struct {
+	Name    string            `yaml:"name"`
+	Count   int               `yaml:"count"`
+	Ratio   float64           `yaml:"ratio"`
+	On      bool              `yaml:"on"`
+	Tags    []string          `yaml:"tags"`
+	Options map[string]string `yaml:"options"`
+	Inner   struct {
+		Depth int `yaml:"depth"`
+	} `yaml:"inner"`
+}
+
+type config struct {
+	Database string    `yaml:"database"`
+	Targets  []*target `yaml:"targets"`
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string // full error lines, in order
+	}{
+		{"unknown top", "database: x\nbogus: 1\n", []string{"f.yaml:2: bogus: unknown field"}},
+		{"unknown nested", "targets:\n  - name: a\n  - name: b\n    bogus: 1\n", []string{"f.yaml:4: targets[1].bogus: unknown field"}},
+		{"unknown deep", "targets:\n  - name: a\n    inner:\n      depth: 1\n      width: 2\n", []string{"f.yaml:5: targets[0].inner.width: unknown field"}},
+		{"unknown with mapping value on its line", "targets:\n  - {name: a, bogus: {x: 1}}\n", []string{"f.yaml:2: targets[0].bogus: unknown field"}},
+		{"unknown in flow", "targets:\n  - {name: a, bogus: 1, count: 2}\n", []string{"f.yaml:2: targets[0].bogus: unknown field"}},
+		{"string for int", "targets:\n  - count: many\n", []string{`f.yaml:2: targets[0].count: wrong type: string "many" where an integer expected`}},
+		{"long string shortened", "targets:\n  - count: a-very-long-value\n", []string{`f.yaml:2: targets[0].count: wrong type: string "a-very-..." where an integer expected`}},
+		{"flow: the right field", "targets:\n  - {name: a, count: x, ratio: 1}\n", []string{`f.yaml:2: targets[0].count: wrong type: string "x" where an integer expected`}},
+		{"string for float", "targets:\n  - ratio: high\n", []string{`f.yaml:2: targets[0].ratio: wrong type: string "high" where a number expected`}},
+		{"string for bool", "targets:\n  - on: maybe\n", []string{`f.yaml:2: targets[0].on: wrong type: string "maybe" where a boolean expected`}},
+		{"list for mapping", "targets:\n  - options:\n      - a\n", []string{"f.yaml:2: targets[0].options: wrong type: list where a mapping expected"}},
+		{"mapping for list", "targets:\n  name: a\n", []string{"f.yaml:1: targets: wrong type: mapping where a list expected"}},
+		{"mapping for string", "database:\n  a: b\n", []string{"f.yaml:1: database: wrong type: mapping where a string expected"}},
+		{"mapping in a string list", "targets:\n  - tags: [a, {b: c}]\n", []string{"f.yaml:2: targets[0].tags[1]: wrong type: mapping where a string expected"}},
+		{"list for document", "- a\n- b\n", []string{"f.yaml:1: wrong type: list where a mapping expected"}},
+		{"duplicate key", "database: a\ntargets: []\ndatabase: b\n", []string{"f.yaml:3: database: duplicate key (first at line 1)"}},
+		{"duplicate nested key", "targets:\n  - name: a\n    count: 1\n    name: b\n", []string{"f.yaml:4: targets[0].name: duplicate key (first at line 2)"}},
+		{"several, in order", "database: [x]\ntargets:\n  - count: x\n    nope: 1\n", []string{
+			"f.yaml:1: database: wrong type: list where a string expected",
+			`f.yaml:3: targets[0].count: wrong type: string "x" where an integer expected`,
+			"f.yaml:4: targets[0].nope: unknown field",
+		}},
+		{"empty", "", []string{"f.yaml:1: empty document"}},
+		{"blank", "\n  \n", []string{"f.yaml:1: empty document"}},
+		{"comments only", "# nothing\n# here\n", []string{"f.yaml:1: empty document"}},
+		{"tab", "database: x\ntargets:\n  - name: a\n\tcount: 1\n", []string{"f.yaml:4: invalid YAML: found a tab character that violates indentation (indent with spaces, not tabs)"}},
+		{"tab at top", "database: x\n\ttargets: []\n", []string{"f.yaml:2: invalid YAML: found a tab character that violates indentation (indent with spaces, not tabs)"}},
+		{"unclosed brace", "database: x\ntargets:\n  - {name: a\n  - name: b\n", []string{"f.yaml:3: invalid YAML: did not find expected ',' or '}'"}},
+		{"unclosed bracket last line", "database: x\ntargets: [a, b\n", []string{"f.yaml:2: invalid YAML: did not find expected ',' or ']'"}},
+		{"extra bracket", "database: x\ntargets: [1, 2]]\n", []string{"f.yaml:2: invalid YAML: did not find expected key"}},
+		{"unclosed quote", "database: \"x\ntargets: []\n", []string{"f.yaml:1: invalid YAML: found unexpected end of stream"}},
+		{"bad indentation", "database: x\ntargets:\n  - name: a\n count: 1\n", []string{"f.yaml:4: invalid YAML: did not find expected key"}},
+		{"mapping value in scalar", "database: x\ntargets: a: b\n", []string{"f.yaml:2: invalid YAML: mapping values are not allowed in this context"}},
+		{"unknown anchor", "database: x\ntargets: *nope\n", []string{"f.yaml:2: invalid YAML: unknown anchor 'nope' referenced"}},
+		{"no trailing newline", "database: x\ntargets: [a", []string{"f.yaml:2: invalid YAML: did not find expected ',' or ']'"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c config
+			_, err := Decode("f.yaml", []byte(tt.src), &c)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var l List
+			if !errors.As(err, &l) {
+				t.Fatalf("%T is not a List: %v", err, err)
+			}
+			if !IsInputError(err) {
+				t.Error("not an input error")
+			}
+			got := strings.Split(err.Error(), "\n")
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("errors:\n%s\nwant:\n%s", err, strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestDecodeOK(t *testing.T) {
+	var c config
+	root, err := Decode("f.yaml", []byte("database: x\ntargets:\n  - {name: a, count: 2, tags: [t]}\n"), &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Database != "x" || len(c.Targets) != 1 || c.Targets[0].Count != 2 || c.Targets[0].Tags[0] != "t" {
+		t.Errorf("decoded %+v", c)
+	}
+	if Line(root, "targets[0].count") != 3 {
+		t.Error("root does not locate fields")
+	}
+}
+
+// A custom unmarshaler reporting "line N: problem" in a *yaml.TypeError is
+// located and collected with the other problems.
+type strictPositive int
+
+func (p *strictPositive) UnmarshalYAML(n *yaml.Node) error {
+	if n.Value == "0" {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: must be positive", n.Line)}}
+	}
+	var v int
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*p = strictPositive(v)
+	return nil
+}
+
+// A custom unmarshaler returning an *Error aborts decoding, but the error
+// still gets the file and field.
+type located string
+
+func (l *located) UnmarshalYAML(n *yaml.Node) error {
+	return &Error{Line: n.Line, Msg: "not allowed"}
+}
+
+func TestDecodeCustomUnmarshalers(t *testing.T) {
+	var v struct {
+		A strictPositive `yaml:"a"`
+		B struct {
+			C strictPositive `yaml:"c"`
+		} `yaml:"b"`
+		D int `yaml:"d"`
+	}
+	_, err := Decode("f.yaml", []byte("a: 0\nb:\n  c: 0\nd: x\n"), &v)
+	want := "f.yaml:1: a: must be positive\nf.yaml:3: b.c: must be positive\nf.yaml:4: d: wrong type: string \"x\" where an integer expected"
+	if err == nil || err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+
+	var w struct {
+		X struct {
+			Y located `yaml:"y"`
+		} `yaml:"x"`
+	}
+	_, err = Decode("g.yaml", []byte("x:\n  y: z\n"), &w)
+	if err == nil || err.Error() != "g.yaml:2: x.y: not allowed" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	tests := []struct {
+		e    Error
+		want string
+	}{
+		{Error{File: "f.yaml", Line: 3, Field: "targets[1].name", Msg: "required"}, "f.yaml:3: targets[1].name: required"},
+		{Error{File: "f.yaml", Line: 3, Msg: "invalid YAML: x"}, "f.yaml:3: invalid YAML: x"},
+		{Error{File: "f.yaml", Field: "a", Msg: "m"}, "f.yaml: a: m"},
+		{Error{File: "f.yaml", Msg: "m"}, "f.yaml: m"},
+	}
+	for _, tt := range tests {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("%+v.Error() = %q, want %q", tt.e, got, tt.want)
+		}
+	}
+	if (List{}).Err() != nil || List(nil).Err() != nil {
+		t.Error("empty List.Err() != nil")
+	}
+	if IsInputError(errors.New("x")) || IsInputError(nil) {
+		t.Error("IsInputError on a plain error")
+	}
+	if !IsInputError(fmt.Errorf("wrapped: %w", &Error{Msg: "m"})) || !IsInputError(fmt.Errorf("wrapped: %w", List{{Msg: "m"}})) {
+		t.Error("IsInputError on wrapped input errors")
+	}
+}
+
+func TestCollector(t *testing.T) {
+	root := parse(t, doc)
+	c := &Collector{File: "f.yaml", Root: root}
+	if c.Err() != nil {
+		t.Fatal("empty collector has an error")
+	}
+	c.Add("github.repo", "%q: want owner/name", "x")
+	c.Add("targets[1].name", "duplicate %s", "b")
+	c.Add("targets[2].base_url", "required")
+	c.Add("schedule", "bad")
+	err := c.Err()
+	want := []string{
+		"f.yaml:2: schedule: bad",
+		"f.yaml:13: targets[1].name: duplicate b",
+		"f.yaml:14: targets[2].base_url: required",
+		`f.yaml:20: github.repo: "x": want owner/name`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("got:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+	// Err does not reorder the collector's own list.
+	if c.List[0].Field != "github.repo" {
+		t.Error("Err reordered c.List")
+	}
+	// Without a document (a built-in config), problems have no line.
+	b := &Collector{File: "(built-in)"}
+	b.Add("confirm_runs", "bad")
+	if got := b.Err().Error(); got != "(built-in): confirm_runs: bad" {
+		t.Errorf("built-in: %q", got)
+	}
+}
