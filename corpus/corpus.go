@@ -24,6 +24,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes"
+	"gopkg.in/yaml.v3"
 )
 
 // Expectations and roles.
@@ -66,6 +67,8 @@ type Corpus struct {
 
 	Hash string `yaml:"-"` // content hash
 	Dir  string `yaml:"-"` // source directory; "" for the embedded default
+
+	root *yaml.Node // the parsed corpus.yaml, to locate lock errors
 }
 
 //go:embed default
@@ -186,6 +189,7 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 		return nil, err
 	}
 	c.Hash = c.contentHash()
+	c.root = root
 	return &c, nil
 }
 

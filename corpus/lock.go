@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"gopkg.in/yaml.v3"
@@ -41,6 +42,9 @@ func (l *Lock) check(c *Corpus, file string) error {
 		return nil
 	}
 	if want != c.Hash {
+		if line := yamlx.Line(c.root, "version"); line > 0 {
+			file += ":" + strconv.Itoa(line)
+		}
 		return fmt.Errorf("%s: version: %w: version %q is locked to content %.12s…, the probes now hash to %.12s…; bump the version and run `driftprobe corpus lock`", file, ErrChangedUnderVersion, c.Version, want, c.Hash)
 	}
 	return nil
@@ -94,11 +98,29 @@ func writeLock(dir string, l *Lock) error {
 	for _, v := range vs {
 		fmt.Fprintf(&buf, "  %s: %s\n", yamlScalar(v), l.Versions[v])
 	}
-	tmp := filepath.Join(dir, LockName+".tmp")
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+	// A unique temporary file renamed over the lock: readers see the old or
+	// the new lock, never half of one, and two runs locking at once do not
+	// write into the same temporary file.
+	f, err := os.CreateTemp(dir, "."+LockName+".*.tmp")
+	if err != nil {
 		return fmt.Errorf("write lock: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, LockName))
+	tmp := f.Name()
+	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, LockName))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write lock: %w", err)
+	}
+	return nil
 }
 
 func yamlScalar(s string) string {

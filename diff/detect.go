@@ -335,7 +335,7 @@ func (d *detector) run(obs []*storage.Observation) error {
 			stats.Nondeterministic++
 		}
 	}
-	if err := saveStates(d.ctx, d.tx, d.t.ID, states); err != nil {
+	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states); err != nil {
 		return err
 	}
 
@@ -678,7 +678,9 @@ func (d *detector) open(kind string, flips []flip, newCats, vanished []string) e
 		}
 	}
 	sort.Strings(ids)
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%s|%d|%s", d.t.Provider, d.t.ID, kind, firstRun, strings.Join(ids, ","))))
+	// Unique across databases filing into one repository: the target's
+	// name, the kind, the runs, the probes and the creation time.
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%s|%d|%s|%s", d.t.Provider, d.t.Name, kind, firstRun, strings.Join(ids, ","), ts(d.now))))
 	fp := hex.EncodeToString(h[:])[:20]
 	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO events (fingerprint, target_id, provider, kind, direction, new_categories, vanished_categories, first_run, confirmed_run, last_run,
 		model_before, model_after, corpus_version, corpus_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -790,17 +792,22 @@ func splitList(s string) []string {
 // trackModel records the model the target reported in this run: the most
 // common non-empty model id|fingerprint among answered observations.
 func (d *detector) trackModel(obs []*storage.Observation) error {
-	counts := map[string]int{}
-	best := ""
+	type mk struct{ id, fp string }
+	counts := map[mk]int{}
+	var bestK mk
 	for _, o := range obs {
 		if o.Result.ModelID == "" && o.Result.ModelFP == "" {
 			continue
 		}
-		m := modelOf(o.Result)
-		counts[m]++
-		if counts[m] > counts[best] || (counts[m] == counts[best] && m < best) {
-			best = m
+		k := mk{o.Result.ModelID, o.Result.ModelFP}
+		counts[k]++
+		if n, b := counts[k], counts[bestK]; n > b || (n == b && k.id+"|"+k.fp < bestK.id+"|"+bestK.fp) {
+			bestK = k
 		}
+	}
+	best := ""
+	if counts[bestK] > 0 {
+		best = bestK.id + "|" + bestK.fp
 	}
 	var cur, prev string
 	var since int64

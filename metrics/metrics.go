@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/probes"
 )
 
@@ -108,33 +109,43 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[key]float64{}
 	active := map[[2]string]float64{}
 	targets := map[string]bool{}
-	rows, err := c.db.QueryContext(ctx, `SELECT t.name, ps.last_verdict, ps.baseline FROM probe_state ps JOIN targets t ON t.id = ps.target_id`)
+	names := map[int64]string{}
+	rows, err := c.db.QueryContext(ctx, `SELECT id, name FROM targets`)
 	if err != nil {
 		fail(c.verdicts, err)
 		return
 	}
 	for rows.Next() {
-		var t, last, base string
-		if err := rows.Scan(&t, &last, &base); err != nil {
-			rows.Close()
-			fail(c.verdicts, err)
-			return
-		}
-		targets[t] = true
-		cls, cats := split(last)
-		if len(cats) == 0 {
-			cats = []string{"none"}
-		}
-		for _, cat := range cats {
-			counts[key{t, cls, cat}]++
-		}
-		if bcls, bcats := split(base); probes.Class(bcls).IsBlock() {
-			for _, cat := range bcats {
-				active[[2]string{t, cat}] = 1
-			}
+		var id int64
+		var n string
+		if rows.Scan(&id, &n) == nil {
+			names[id] = n
 		}
 	}
 	rows.Close()
+	all, err := diff.AllStates(ctx, c.db)
+	if err != nil {
+		fail(c.verdicts, err)
+		return
+	}
+	for id, sts := range all {
+		t := names[id]
+		targets[t] = true
+		for _, st := range sts {
+			cls, cats := split(st.LastVerdict)
+			if len(cats) == 0 {
+				cats = []string{"none"}
+			}
+			for _, cat := range cats {
+				counts[key{t, cls, cat}]++
+			}
+			if bcls, bcats := split(st.Baseline); probes.Class(bcls).IsBlock() {
+				for _, cat := range bcats {
+					active[[2]string{t, cat}] = 1
+				}
+			}
+		}
+	}
 	for k, v := range counts {
 		ch <- prometheus.MustNewConstMetric(c.verdicts, prometheus.GaugeValue, v, k.target, k.verdict, k.category)
 	}

@@ -137,8 +137,8 @@ The token comes from the environment variable named by github.token_env
 					tw.Flush()
 				}
 			}
-			if res != nil && res.Failed > 0 {
-				return fmt.Errorf("%d GitHub deliver(ies) failed and stay queued (see above)", res.Failed)
+			if res != nil && len(res.Errors) > 0 {
+				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed or could not be attempted and stay queued (see above)", len(pending))
 			}
 			return nil
 		},

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 )
 
@@ -63,6 +64,14 @@ were found. SIGINT/SIGTERM stop the run cleanly and mark it aborted.`,
 			}
 			app.ObserveRun(m, res)
 			afterRunHook(g, log)(ctx, cfg, st, res)
+			if res.Detection != nil {
+				// Re-read events: delivery may have linked issues.
+				if ids := res.Detection.EventIDs(); len(ids) > 0 {
+					if evs, err := diff.ListEvents(ctx, st, diff.Filter{IDs: ids}); err == nil {
+						res.Events = evs
+					}
+				}
+			}
 			if err := app.ExportMetrics(ctx, reg, textfile, pushgateway); err != nil {
 				return err
 			}

@@ -240,8 +240,12 @@ func keyPath(root *yaml.Node, line int, key string) string {
 // in "!!str", value as quoted in its message, possibly shortened to 7
 // characters and "...") and returns its path and the line to report: its
 // key's line for a mapping value, so a list given where a mapping belongs
-// is reported at the key rather than at its first item.
+// is reported at the key rather than at its first item. Of several
+// candidates on one line (flow style), the first innermost one wins: a
+// mapping inside a flow list is more likely the culprit than the list's
+// enclosing item.
 func valuePath(root *yaml.Node, line int, tag, value string) (string, int) {
+	var cands []entry
 	for _, e := range entries(root) {
 		v := e.value
 		if v.Line != line {
@@ -262,6 +266,15 @@ func valuePath(root *yaml.Node, line int, tag, value string) (string, int) {
 			}
 			if v.Value != value && !(strings.HasSuffix(value, "...") && strings.HasPrefix(v.Value, strings.TrimSuffix(value, "..."))) {
 				continue
+			}
+		}
+		cands = append(cands, e)
+	}
+next:
+	for i, e := range cands {
+		for _, d := range cands[i+1:] {
+			if strings.HasPrefix(d.path, e.path+".") || strings.HasPrefix(d.path, e.path+"[") || e.path == "" {
+				continue next
 			}
 		}
 		if e.key != nil {

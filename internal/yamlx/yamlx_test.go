@@ -215,6 +215,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"mapping for list", "targets:\n  name: a\n", []string{"f.yaml:1: targets: wrong type: mapping where a list expected"}},
 		{"mapping for string", "database:\n  a: b\n", []string{"f.yaml:1: database: wrong type: mapping where a string expected"}},
 		{"mapping in a string list", "targets:\n  - tags: [a, {b: c}]\n", []string{"f.yaml:2: targets[0].tags[1]: wrong type: mapping where a string expected"}},
+		{"mapping in a flow list, sibling mapping", "targets:\n  - {tags: [a, {b: c}], options: {x: y}}\n", []string{"f.yaml:2: targets[0].tags[1]: wrong type: mapping where a string expected"}},
 		{"list for document", "- a\n- b\n", []string{"f.yaml:1: wrong type: list where a mapping expected"}},
 		{"duplicate key", "database: a\ntargets: []\ndatabase: b\n", []string{"f.yaml:3: database: duplicate key (first at line 1)"}},
 		{"duplicate nested key", "targets:\n  - name: a\n    count: 1\n    name: b\n", []string{"f.yaml:4: targets[0].name: duplicate key (first at line 2)"}},

@@ -1,32 +1,16 @@
 -- Detection state, events and the GitHub outbox.
 
 -- Current state per (target, probe): the baseline verdict on the current
--- request bytes, any unconfirmed candidate, and nondeterminism counters.
--- Verdicts are stored as "class|cat1,cat2" keys.
-CREATE TABLE probe_state (
-    target_id        INTEGER NOT NULL REFERENCES targets (id),
-    probe_id         TEXT    NOT NULL,
-    request_sha256   TEXT    NOT NULL,
-    since_run        INTEGER NOT NULL,            -- first run on these bytes
-    baseline         TEXT    NOT NULL,
-    baseline_run     INTEGER NOT NULL,
-    baseline_model   TEXT    NOT NULL DEFAULT '', -- model id|fingerprint when the baseline was set
-    baseline_obs     INTEGER NOT NULL DEFAULT 0,
-    baseline_scores  TEXT    NOT NULL DEFAULT '',
-    candidate        TEXT    NOT NULL DEFAULT '',
-    candidate_run    INTEGER NOT NULL DEFAULT 0,  -- first run of the candidate
-    candidate_runs   INTEGER NOT NULL DEFAULT 0,  -- consecutive runs it held
-    candidate_model  TEXT    NOT NULL DEFAULT '',
-    candidate_obs    INTEGER NOT NULL DEFAULT 0,
-    drift_scores     TEXT    NOT NULL DEFAULT '',
-    drift_runs       INTEGER NOT NULL DEFAULT 0,
-    drift_run        INTEGER NOT NULL DEFAULT 0,
-    last_verdict     TEXT    NOT NULL DEFAULT '',
-    changes          INTEGER NOT NULL DEFAULT 0,  -- raw verdict changes on these bytes
-    reverts          INTEGER NOT NULL DEFAULT 0,  -- candidates or samples that went back
-    nondeterministic INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (target_id, probe_id)
-) WITHOUT ROWID;
+-- request bytes, any unconfirmed candidate, and nondeterminism counters,
+-- packed per target in one binary blob (diff/state.go documents the
+-- format). One row per target keeps a run's detection at one read and one
+-- write per target, whatever the number of probes or the length of history.
+CREATE TABLE probe_states (
+    target_id   INTEGER PRIMARY KEY REFERENCES targets (id),
+    states      BLOB    NOT NULL,
+    probes      INTEGER NOT NULL,
+    updated_run INTEGER NOT NULL
+);
 
 -- Normalized categories ever seen firing on a target (composition history).
 CREATE TABLE target_categories (

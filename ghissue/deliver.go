@@ -1,0 +1,639 @@
+// Package ghissue files one GitHub issue per driftprobe change event and
+// delivers the event's later changes as comments, exactly once, from the
+// outbox that detection fills in the same transaction as the change.
+//
+// Exactly once, in three layers:
+//   - SQLite is the source of truth: events.issue_number maps an event to
+//     its issue, outbox.sent_at marks a delivered row. Rows are sent in id
+//     order, so per event the issue is opened before it is commented on;
+//     a row that fails holds back the later rows of its event.
+//   - Every issue body carries a hidden marker <!-- driftprobe:event=FP -->
+//     (and the fingerprint visibly). Before creating an issue, driftprobe
+//     lists the repository's issues labelled "driftprobe" (state all, every
+//     page) and adopts one that carries the marker: an issue created by a
+//     call whose answer was lost, or whose mapping was lost, is found again
+//     instead of doubled.
+//   - Every comment carries <!-- driftprobe:update=ID -->; before posting,
+//     the issue's comments are checked for it.
+//
+// Failures never drop a row: the row keeps attempts, last_error and
+// next_attempt_at. Outages (5xx, timeouts) back off exponentially; primary
+// rate limits wait until x-ratelimit-reset, secondary limits for
+// retry-after; configuration problems (no token, unknown repository, no
+// permission) are recorded with a clear message and retried on the next
+// call. While GitHub is rate limited or down, the whole pass stops and
+// every pending row is deferred, so driftprobe does not keep hammering it.
+package ghissue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v60/github"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Outbox actions (see diff.detector.record).
+const (
+	ActionOpen    = "open"
+	ActionComment = "comment"
+	ActionRevert  = "revert"
+)
+
+// CloseReason is the state_reason used when a reverted event's issue is
+// closed (close_on_revert). "completed", not "not_planned": the issue
+// tracked a live provider change and that change has ended, which is a
+// resolution; "not_planned" means "won't fix / invalid", and the evidence
+// in the issue stays valid.
+const CloseReason = "completed"
+
+// Options tune Deliver.
+type Options struct {
+	// Now is the clock for next_attempt_at and sent_at (tests inject it;
+	// nothing ever sleeps). Default: the store's clock.
+	Now func() time.Time
+	// HTTPClient is used for GitHub calls (default: a fresh client).
+	HTTPClient *http.Client
+	// Timeout bounds each GitHub call (default 30s).
+	Timeout time.Duration
+	// Logger receives one line per delivery or failure (default: discard).
+	Logger *slog.Logger
+	// Getenv reads the token variable (default os.Getenv).
+	Getenv func(string) string
+	// DryRun, when set, receives what would be sent instead of GitHub
+	// calls; nothing is marked sent.
+	DryRun io.Writer
+	// DryRunDir, when set, receives one markdown file per delivery instead
+	// of GitHub calls; nothing is marked sent.
+	DryRunDir string
+	// ClaimFor is how long a row is claimed while it is being delivered, so
+	// two processes sharing a database never send it twice (default 10m).
+	ClaimFor time.Duration
+}
+
+// Result summarizes one Deliver pass.
+type Result struct {
+	Sent     int      `json:"sent"`     // rows delivered in this pass
+	Failed   int      `json:"failed"`   // rows whose attempt failed in this pass
+	Deferred int      `json:"deferred"` // rows left for later (waiting, rate limited, held back)
+	Rendered int      `json:"rendered"` // rows rendered by a dry run
+	Errors   []string `json:"errors,omitempty"`
+}
+
+// row is one outbox row.
+type row struct {
+	ID          int64
+	EventID     int64
+	UpdateID    int64
+	Action      string
+	CreatedAt   string
+	Attempts    int
+	NextAttempt string
+	LastError   string
+}
+
+func pendingRows(ctx context.Context, db *sql.DB) ([]row, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id, event_id, update_id, action, created_at, attempts, next_attempt_at, last_error
+		FROM outbox WHERE sent_at = '' ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.ID, &r.EventID, &r.UpdateID, &r.Action, &r.CreatedAt, &r.Attempts, &r.NextAttempt, &r.LastError); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// dbError marks an error from our own database (a real error, not a
+// delivery failure).
+type dbError struct{ err error }
+
+func (e dbError) Error() string { return e.err.Error() }
+func (e dbError) Unwrap() error { return e.err }
+
+// deliverer holds one pass's state.
+type deliverer struct {
+	db     *storage.DB
+	cfg    *config.GitHub
+	gh     *github.Client
+	owner  string
+	repo   string
+	opts   Options
+	log    *slog.Logger
+	now    time.Time
+	token  string
+	index  map[string]*github.Issue // event fingerprint -> issue, from the label listing
+	listed bool
+	seen   map[int]map[string]bool // issue -> update markers present in its comments
+}
+
+// Deliver sends pending outbox rows to GitHub in order and records the
+// outcome of each on its row. Delivery failures are recorded and logged,
+// not returned: the error is non-nil only for database errors and a
+// cancelled ctx.
+func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Options) (*Result, error) {
+	res := &Result{}
+	if opts.Now == nil {
+		opts.Now = db.Now
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.ClaimFor <= 0 {
+		opts.ClaimFor = 10 * time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	rows, err := pendingRows(ctx, db.SQL())
+	if err != nil {
+		return res, fmt.Errorf("outbox: %w", err)
+	}
+	if len(rows) == 0 {
+		return res, nil
+	}
+	if opts.DryRun != nil || opts.DryRunDir != "" {
+		var gh *config.GitHub
+		if cfg != nil {
+			gh = cfg.GitHub
+		}
+		n, err := renderRows(ctx, db, gh, rows, opts.DryRun, opts.DryRunDir)
+		res.Rendered = n
+		return res, err
+	}
+	if cfg == nil || cfg.GitHub == nil {
+		res.Deferred = len(rows)
+		return res, nil
+	}
+	g := cfg.GitHub
+	now := opts.Now()
+	owner, repo, _ := strings.Cut(g.Repo, "/")
+	token := opts.Getenv(g.TokenEnv)
+	if token == "" {
+		msg := fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv)
+		log.Warn("github delivery skipped", "reason", msg, "pending", len(rows))
+		if err := noteAll(ctx, db, rows, msg, time.Time{}); err != nil {
+			return res, err
+		}
+		res.Deferred = len(rows)
+		res.Errors = append(res.Errors, msg)
+		return res, nil
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	client := github.NewClient(hc).WithAuthToken(token)
+	if g.BaseURL != "" {
+		if client, err = client.WithEnterpriseURLs(g.BaseURL, g.BaseURL); err != nil {
+			msg := fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err)
+			if err := noteAll(ctx, db, rows, msg, time.Time{}); err != nil {
+				return res, err
+			}
+			res.Deferred = len(rows)
+			res.Errors = append(res.Errors, msg)
+			return res, nil
+		}
+	}
+	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, now: now, token: token,
+		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}}
+
+	held := map[int64]bool{} // events with an earlier row not delivered
+	for i, r := range rows {
+		if held[r.EventID] {
+			res.Deferred++
+			continue
+		}
+		if r.NextAttempt != "" && storage.ParseTime(r.NextAttempt).After(now) {
+			held[r.EventID] = true
+			res.Deferred++
+			continue
+		}
+		ok, err := d.claim(ctx, r)
+		if err != nil {
+			return res, err
+		}
+		if !ok { // another process has it
+			held[r.EventID] = true
+			res.Deferred++
+			continue
+		}
+		err = d.deliver(ctx, r)
+		if err == nil {
+			if err := d.markSent(ctx, r); err != nil {
+				return res, err
+			}
+			res.Sent++
+			continue
+		}
+		var dbe dbError
+		if errors.As(err, &dbe) {
+			_ = d.release(context.WithoutCancel(ctx), r)
+			return res, err
+		}
+		if ctx.Err() != nil {
+			_ = d.release(context.WithoutCancel(ctx), r)
+			return res, ctx.Err()
+		}
+		f := d.classify(err, r.Attempts+1)
+		f.msg = redact(f.msg, token)
+		held[r.EventID] = true
+		res.Failed++
+		res.Errors = append(res.Errors, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, f.msg))
+		if err := d.fail(ctx, r, f); err != nil {
+			return res, err
+		}
+		logArgs := []any{"outbox", r.ID, "event", r.EventID, "action", r.Action, "attempts", r.Attempts + 1, "error", f.msg}
+		if !f.until.IsZero() {
+			logArgs = append(logArgs, "retry_at", ts(f.until))
+		}
+		log.Warn("github delivery failed", logArgs...)
+		if f.global {
+			// GitHub is down, rate limited or refusing us: defer everything
+			// else instead of hitting it again in this pass.
+			left := rows[i+1:]
+			if err := noteAll(ctx, db, left, "not attempted: "+f.msg, f.until); err != nil {
+				return res, err
+			}
+			res.Deferred += len(left)
+			break
+		}
+	}
+	return res, nil
+}
+
+// claim takes a row for delivery: a compare-and-swap on next_attempt_at.
+func (d *deliverer) claim(ctx context.Context, r row) (bool, error) {
+	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`,
+		ts(d.now.Add(d.opts.ClaimFor)), r.ID, r.NextAttempt)
+	if err != nil {
+		return false, fmt.Errorf("outbox claim: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// release undoes a claim (interrupted pass).
+func (d *deliverer) release(ctx context.Context, r row) error {
+	_, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = ''`, r.NextAttempt, r.ID)
+	return err
+}
+
+func (d *deliverer) markSent(ctx context.Context, r row) error {
+	_, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET sent_at = ?, attempts = attempts + 1, last_error = '', next_attempt_at = '' WHERE id = ?`,
+		ts(d.opts.Now()), r.ID)
+	if err != nil {
+		return fmt.Errorf("outbox mark sent: %w", err)
+	}
+	return nil
+}
+
+func (d *deliverer) fail(ctx context.Context, r row, f failure) error {
+	next := ""
+	if !f.until.IsZero() {
+		next = ts(f.until)
+	}
+	_, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = ''`,
+		redact(f.msg, d.token), next, r.ID)
+	if err != nil {
+		return fmt.Errorf("outbox record failure: %w", err)
+	}
+	return nil
+}
+
+// noteAll records msg on rows without counting an attempt; until, when
+// set, becomes their next attempt time unless they already wait longer.
+func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until time.Time) error {
+	return db.Tx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
+		for _, r := range rows {
+			next := r.NextAttempt
+			if !until.IsZero() && (next == "" || storage.ParseTime(next).Before(until)) {
+				next = ts(until)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = ''`, msg, next, r.ID); err != nil {
+				return fmt.Errorf("outbox note: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[redacted]")
+}
+
+// call bounds one GitHub call by the per-call timeout.
+func (d *deliverer) call(ctx context.Context, fn func(ctx context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	defer cancel()
+	return fn(cctx)
+}
+
+func (d *deliverer) deliver(ctx context.Context, r row) error {
+	ev, err := diff.GetEvent(ctx, d.db, r.EventID)
+	if err != nil {
+		return dbError{err}
+	}
+	ev2, err := LoadEvidence(ctx, d.db, ev)
+	if err != nil {
+		return dbError{err}
+	}
+	num, err := d.ensureIssue(ctx, ev, ev2)
+	if err != nil {
+		return err
+	}
+	if r.Action == ActionOpen {
+		return nil
+	}
+	var upd *diff.EventUpdate
+	for i := range ev.Updates {
+		if ev.Updates[i].ID == r.UpdateID {
+			upd = &ev.Updates[i]
+		}
+	}
+	if upd == nil {
+		return dbError{fmt.Errorf("outbox %d: update %d of event %d: %w", r.ID, r.UpdateID, r.EventID, storage.ErrNotFound)}
+	}
+	closing := r.Action == ActionRevert && d.cfg.CloseOnRevert
+	if err := d.ensureComment(ctx, num, ev, *upd, ev2, closing); err != nil {
+		return err
+	}
+	if closing {
+		err := d.call(ctx, func(ctx context.Context) error {
+			_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{State: github.String("closed"), StateReason: github.String(CloseReason)})
+			return err
+		})
+		if err != nil {
+			return d.issueErr(ctx, ev, err)
+		}
+		d.log.Info("github issue closed", "event", ev.ID, "issue", num, "state_reason", CloseReason)
+	}
+	return nil
+}
+
+// issueErr handles an error on an issue-specific call: a deleted issue
+// (410, or 404 while the repository answers) loses its mapping, so the
+// next attempt finds the issue by marker or opens a new one.
+func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) error {
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil && (er.Response.StatusCode == http.StatusGone || er.Response.StatusCode == http.StatusNotFound) {
+		if er.Response.StatusCode == http.StatusNotFound {
+			if rerr := d.call(ctx, func(ctx context.Context) error {
+				_, _, err := d.gh.Repositories.Get(ctx, d.owner, d.repo)
+				return err
+			}); rerr != nil {
+				return err // the repository itself is the problem
+			}
+		}
+		if serr := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, 0, ""); serr != nil {
+			return dbError{serr}
+		}
+		return fmt.Errorf("issue #%d of event %d is gone (%d); it will be found again by its marker or reopened on the next attempt", ev.IssueNumber, ev.ID, er.Response.StatusCode)
+	}
+	return err
+}
+
+// ensureIssue returns the event's issue number: the mapping, else an
+// issue found by its marker, else a new issue.
+func (d *deliverer) ensureIssue(ctx context.Context, ev *diff.Event, e *Evidence) (int, error) {
+	if ev.IssueNumber != 0 {
+		// A mapping into another repository (github.repo changed) does not
+		// count: the issue is looked up in this one.
+		if ev.IssueURL == "" || strings.Contains(strings.ToLower(ev.IssueURL), "/"+strings.ToLower(d.owner+"/"+d.repo)+"/issues/") {
+			return ev.IssueNumber, nil
+		}
+		ev.IssueNumber, ev.IssueURL = 0, ""
+	}
+	if err := d.list(ctx); err != nil {
+		return 0, err
+	}
+	if iss, ok := d.index[ev.Fingerprint]; ok {
+		if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
+			return 0, dbError{err}
+		}
+		ev.IssueNumber, ev.IssueURL = iss.GetNumber(), iss.GetHTMLURL()
+		d.log.Info("github issue found by marker", "event", ev.ID, "issue", iss.GetNumber())
+		return iss.GetNumber(), nil
+	}
+	labels := Labels(ev, d.cfg.Labels)
+	req := &github.IssueRequest{Title: github.String(Title(ev)), Body: github.String(IssueBody(ev, e)), Labels: &labels}
+	var iss *github.Issue
+	err := d.call(ctx, func(ctx context.Context) error {
+		var err error
+		iss, _, err = d.gh.Issues.Create(ctx, d.owner, d.repo, req)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	d.index[ev.Fingerprint] = iss
+	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
+		return 0, dbError{err}
+	}
+	ev.IssueNumber, ev.IssueURL = iss.GetNumber(), iss.GetHTMLURL()
+	d.log.Info("github issue opened", "event", ev.ID, "issue", iss.GetNumber(), "url", iss.GetHTMLURL())
+	return iss.GetNumber(), nil
+}
+
+// list indexes the repository's driftprobe issues (open and closed, every
+// page) by their event marker, once per pass.
+func (d *deliverer) list(ctx context.Context) error {
+	if d.listed {
+		return nil
+	}
+	opt := &github.IssueListByRepoOptions{State: "all", Labels: []string{Label}, ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		var page []*github.Issue
+		var resp *github.Response
+		err := d.call(ctx, func(ctx context.Context) error {
+			var err error
+			page, resp, err = d.gh.Issues.ListByRepo(ctx, d.owner, d.repo, opt)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, iss := range page {
+			if iss.IsPullRequest() {
+				continue
+			}
+			if fp := markerOf(iss.GetBody()); fp != "" {
+				if old, dup := d.index[fp]; !dup || iss.GetNumber() < old.GetNumber() {
+					d.index[fp] = iss // the oldest issue wins if a human copied the marker
+				}
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	d.listed = true
+	return nil
+}
+
+// ensureComment posts the update's comment unless the issue already has
+// it.
+func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) error {
+	marker := UpdateMarker(u.ID)
+	seen, ok := d.seen[num]
+	if !ok {
+		seen = map[string]bool{}
+		opt := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+		for {
+			var page []*github.IssueComment
+			var resp *github.Response
+			err := d.call(ctx, func(ctx context.Context) error {
+				var err error
+				page, resp, err = d.gh.Issues.ListComments(ctx, d.owner, d.repo, num, opt)
+				return err
+			})
+			if err != nil {
+				return d.issueErr(ctx, ev, err)
+			}
+			for _, c := range page {
+				for _, m := range updateMarkerRe.FindAllString(c.GetBody(), -1) {
+					seen[m] = true
+				}
+			}
+			if resp == nil || resp.NextPage == 0 {
+				break
+			}
+			opt.Page = resp.NextPage
+		}
+		d.seen[num] = seen
+	}
+	if seen[marker] {
+		d.log.Info("github comment already present", "event", ev.ID, "issue", num, "update", u.ID)
+		return nil
+	}
+	body := CommentBody(ev, u, e, closing)
+	err := d.call(ctx, func(ctx context.Context) error {
+		_, _, err := d.gh.Issues.CreateComment(ctx, d.owner, d.repo, num, &github.IssueComment{Body: github.String(body)})
+		return err
+	})
+	if err != nil {
+		return d.issueErr(ctx, ev, err)
+	}
+	seen[marker] = true
+	d.log.Info("github comment posted", "event", ev.ID, "issue", num, "update", u.ID, "change", u.Change)
+	return nil
+}
+
+// failure is a classified delivery error.
+type failure struct {
+	msg    string
+	until  time.Time // next attempt; zero: on the next call
+	global bool      // stop the pass and defer every pending row
+}
+
+// backoff is the wait after the n-th failed attempt: 1m, 2m, 4m … 1h.
+func backoff(n int) time.Duration {
+	d := time.Minute
+	for i := 1; i < n && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+func (d *deliverer) classify(err error, attempts int) failure {
+	repo := d.owner + "/" + d.repo
+	var rle *github.RateLimitError
+	var are *github.AbuseRateLimitError
+	var er *github.ErrorResponse
+	switch {
+	case errors.As(err, &rle):
+		until := rle.Rate.Reset.Time
+		if until.IsZero() || !until.After(d.now) {
+			until = d.now.Add(time.Minute)
+		}
+		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s: %s", ts(until), rle.Message), until: until, global: true}
+	case errors.As(err, &are):
+		until := d.secondaryUntil(are.Response)
+		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s: %s", ts(until), are.Message), until: until, global: true}
+	case errors.As(err, &er) && er.Response != nil:
+		st := er.Response.StatusCode
+		h := er.Response.Header
+		msg := er.Message
+		if msg == "" {
+			msg = http.StatusText(st)
+		}
+		switch {
+		case (st == http.StatusForbidden || st == http.StatusTooManyRequests) && h.Get("X-Ratelimit-Remaining") == "0" && h.Get("Retry-After") == "":
+			until := d.now.Add(time.Minute)
+			if s, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(d.now) {
+				until = time.Unix(s, 0).UTC()
+			}
+			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s: %s", st, ts(until), msg), until: until, global: true}
+		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (h.Get("Retry-After") != "" || strings.Contains(strings.ToLower(msg), "rate limit"))):
+			until := d.secondaryUntil(er.Response)
+			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s: %s", st, ts(until), msg), until: until, global: true}
+		case st >= 500:
+			until := d.now.Add(backoff(attempts))
+			return failure{msg: fmt.Sprintf("GitHub unavailable (%d %s)", st, msg), until: until, global: true}
+		case st == http.StatusUnauthorized:
+			return failure{msg: fmt.Sprintf("GitHub rejected the token in $%s (401 %s): check that it is valid and not expired", d.cfg.TokenEnv, msg), global: true}
+		case st == http.StatusForbidden:
+			return failure{msg: fmt.Sprintf("the token in $%s has no permission on %s (403 %s): it needs Issues read and write access", d.cfg.TokenEnv, repo, msg), global: true}
+		case st == http.StatusNotFound:
+			return failure{msg: fmt.Sprintf("repository %s not found, or not visible to the token in $%s (404): check github.repo and the token's access", repo, d.cfg.TokenEnv), global: true}
+		default:
+			until := d.now.Add(backoff(attempts))
+			return failure{msg: fmt.Sprintf("GitHub refused the request (%d %s %v)", st, msg, er.Errors), until: until}
+		}
+	}
+	until := d.now.Add(backoff(attempts))
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return failure{msg: fmt.Sprintf("GitHub call timed out (limit %s)", d.opts.Timeout), until: until, global: true}
+	case errors.As(err, &ue):
+		return failure{msg: fmt.Sprintf("GitHub unreachable (%v)", ue.Err), until: until, global: true}
+	}
+	return failure{msg: err.Error(), until: until}
+}
+
+// secondaryUntil reads a secondary limit's wait from the response with the
+// injected clock: retry-after seconds, else x-ratelimit-reset, else one
+// minute (GitHub's advice).
+func (d *deliverer) secondaryUntil(r *http.Response) time.Time {
+	if r != nil {
+		if s, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("Retry-After")), 10, 64); err == nil && s >= 0 {
+			return d.now.Add(time.Duration(max(s, 1)) * time.Second)
+		}
+		if s, err := strconv.ParseInt(r.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(d.now) {
+			return time.Unix(s, 0).UTC()
+		}
+	}
+	return d.now.Add(time.Minute)
+}

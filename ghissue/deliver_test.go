@@ -1,0 +1,772 @@
+package ghissue_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/ghissue"
+	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/runner"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// simYAML scripts two events: sim-prod tightens violence and starts
+// enforcing privacy at run 3 (confirmed run 4), adds harassment at run 5
+// (confirmed run 6: a comment), and reverts everything at run 7
+// (confirmed run 8: a revert comment and close); sim-candidate tightens
+// self_harm at run 4 (confirmed run 5).
+const simYAML = `database: %s
+confirm_runs: 2
+targets:
+  - name: sim-prod
+    provider: sim
+    model: sim-large
+    sim:
+      policies:
+        - from_run: 1
+          thresholds: {privacy: 1.01}
+          fingerprint: fp_prod_a
+        - from_run: 3
+          thresholds: {violence: 0.3, privacy: 0.5}
+        - from_run: 5
+          thresholds: {harassment: 0.25}
+        - from_run: 7
+          thresholds: {violence: 0.5, privacy: 1.01, harassment: 0.5}
+  - name: sim-candidate
+    provider: sim
+    model: sim-large-2
+    sim:
+      policies:
+        - from_run: 1
+          thresholds: {self_harm: 0.6}
+        - from_run: 4
+          thresholds: {self_harm: 0.28}
+github:
+  repo: acme/llm-drift
+  token_env: DRIFTPROBE_TEST_GH_TOKEN
+  base_url: %s
+  labels: [llm-drift, "team:platform"]
+  close_on_revert: true
+`
+
+const (
+	testToken = "ghp_TESTtoken0123456789SECRETvalueXYZ"
+	tokenEnv  = "DRIFTPROBE_TEST_GH_TOKEN"
+	totalRuns = 9
+)
+
+type sys struct {
+	t       testing.TB
+	cfg     *config.Config
+	cp      *corpus.Corpus
+	st      *storage.DB
+	targets []*runner.Target
+	closeT  func()
+}
+
+func newSys(t testing.TB, db, baseURL string) *sys {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(simYAML, db, baseURL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(true); err != nil {
+		t.Fatal(err)
+	}
+	s := &sys{t: t, cfg: cfg}
+	s.open()
+	t.Cleanup(s.close)
+	return s
+}
+
+func (s *sys) open() {
+	s.t.Helper()
+	var err error
+	if s.cp, err = app.LoadCorpus(s.cfg, "", false); err != nil {
+		s.t.Fatal(err)
+	}
+	if s.st, err = storage.Open(context.Background(), s.cfg.Database); err != nil {
+		s.t.Fatal(err)
+	}
+	if s.targets, s.closeT, err = app.BuildTargets(s.cfg); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *sys) close() {
+	if s.closeT != nil {
+		s.closeT()
+		s.closeT = nil
+	}
+	if s.st != nil {
+		s.st.Close()
+		s.st = nil
+	}
+}
+
+func noSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+func (s *sys) run() *app.RunResult {
+	s.t.Helper()
+	res, err := app.RunOnce(context.Background(), s.cfg, s.cp, s.st, s.targets, app.RunOptions{Sleep: noSleep})
+	if err != nil {
+		s.t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+var (
+	fixtureOnce sync.Once
+	fixturePath string
+	fixtureErr  error
+	fixtureDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixtureDir != "" {
+		os.RemoveAll(fixtureDir)
+	}
+	os.Exit(code)
+}
+
+// fixture returns a copy of a database with totalRuns sim runs and the
+// scripted events queued in the outbox (nothing delivered).
+func fixture(t *testing.T, baseURL string) *sys {
+	t.Helper()
+	fixtureOnce.Do(func() {
+		fixtureDir, fixtureErr = os.MkdirTemp("", "ghissue-fixture-")
+		if fixtureErr != nil {
+			return
+		}
+		fixturePath = filepath.Join(fixtureDir, "fixture.db")
+		s := newSys(t, fixturePath, "http://127.0.0.1:1/")
+		for i := 0; i < totalRuns; i++ {
+			s.run()
+		}
+		s.close()
+	})
+	if fixtureErr != nil {
+		t.Fatal(fixtureErr)
+	}
+	data, err := os.ReadFile(fixturePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "test.db")
+	if err := os.WriteFile(db, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return newSys(t, db, baseURL)
+}
+
+// clock is an injected clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Now().UTC().Truncate(time.Second)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func env(k string) string {
+	if k == tokenEnv {
+		return testToken
+	}
+	return ""
+}
+
+func deliver(t *testing.T, s *sys, c *clock, o ghissue.Options) *ghissue.Result {
+	t.Helper()
+	o.Now = c.Now
+	if o.Getenv == nil {
+		o.Getenv = env
+	}
+	s.st.SetClock(c.Now)
+	res, err := ghissue.Deliver(context.Background(), s.st, s.cfg, o)
+	if err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+	return res
+}
+
+func pending(t *testing.T, s *sys) []ghissue.PendingRow {
+	t.Helper()
+	p, err := ghissue.Pending(context.Background(), s.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func events(t *testing.T, s *sys) []*diff.Event {
+	t.Helper()
+	evs, err := diff.ListEvents(context.Background(), s.st, diff.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// checkDelivered asserts the end state of the scripted story: exactly one
+// issue per event, found by marker; each update's comment exactly once;
+// event 1 closed as completed; the mapping in SQLite; the outbox empty.
+func checkDelivered(t *testing.T, s *sys, f *fakeGitHub) {
+	t.Helper()
+	evs := events(t, s)
+	if len(evs) != 2 {
+		t.Fatalf("want 2 events, got %d", len(evs))
+	}
+	byMarker := map[string][]fakeIssue{}
+	for _, iss := range f.issueList() {
+		for _, ev := range evs {
+			if strings.Contains(iss.Body, ghissue.EventMarker(ev.Fingerprint)) {
+				byMarker[ev.Fingerprint] = append(byMarker[ev.Fingerprint], iss)
+			}
+		}
+	}
+	for _, ev := range evs {
+		got := byMarker[ev.Fingerprint]
+		if len(got) != 1 {
+			t.Fatalf("event %d: want exactly 1 issue, got %d", ev.ID, len(got))
+		}
+		iss := got[0]
+		if ev.IssueNumber != iss.Number || !strings.HasSuffix(ev.IssueURL, fmt.Sprintf("/issues/%d", iss.Number)) {
+			t.Errorf("event %d: mapping %d %q, issue %d", ev.ID, ev.IssueNumber, ev.IssueURL, iss.Number)
+		}
+		if !strings.Contains(iss.Body, "`"+ev.Fingerprint+"`") {
+			t.Errorf("event %d: fingerprint not visible in the body", ev.ID)
+		}
+		for _, l := range []string{"driftprobe", "policy_change", "sim", "llm-drift", "team:platform"} {
+			if !contains(iss.Labels, l) {
+				t.Errorf("event %d: label %q missing from %v", ev.ID, l, iss.Labels)
+			}
+		}
+		markers := map[string]int{}
+		for _, c := range f.commentsOf(iss.Number) {
+			for _, u := range ev.Updates {
+				if strings.Contains(c.Body, ghissue.UpdateMarker(u.ID)) {
+					markers[ghissue.UpdateMarker(u.ID)]++
+				}
+			}
+		}
+		for _, u := range ev.Updates {
+			want := 1
+			if u.Change == diff.ChangeOpened {
+				want = 0
+			}
+			if n := markers[ghissue.UpdateMarker(u.ID)]; n != want {
+				t.Errorf("event %d update %d (%s): %d comments, want %d", ev.ID, u.ID, u.Change, n, want)
+			}
+		}
+		if ev.Status == "reverted" {
+			if iss.State != "closed" || iss.StateReason != "completed" {
+				t.Errorf("event %d reverted: issue state %s/%s, want closed/completed", ev.ID, iss.State, iss.StateReason)
+			}
+		} else if iss.State != "open" {
+			t.Errorf("event %d open: issue state %s", ev.ID, iss.State)
+		}
+	}
+	if p := pending(t, s); len(p) != 0 {
+		t.Errorf("outbox not empty: %+v", p)
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// dumpDB renders every row of every table.
+func dumpDB(t *testing.T, st *storage.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := st.SQL().QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		tables = append(tables, n)
+	}
+	rows.Close()
+	var b strings.Builder
+	for _, tb := range tables {
+		r, err := st.SQL().QueryContext(ctx, `SELECT * FROM "`+tb+`"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := r.Columns()
+		for r.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := r.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vals {
+				if bs, ok := v.([]byte); ok {
+					b.Write(bs)
+				} else {
+					fmt.Fprint(&b, v)
+				}
+				b.WriteByte('\t')
+			}
+			b.WriteByte('\n')
+		}
+		r.Close()
+	}
+	return b.String()
+}
+
+func assertNoToken(t *testing.T, s *sys, f *fakeGitHub, logs string) {
+	t.Helper()
+	for _, r := range f.requests() {
+		if strings.Contains(r.Body, testToken) || strings.Contains(r.Query, testToken) || strings.Contains(r.Path, testToken) {
+			t.Errorf("token in request %s %s", r.Method, r.Path)
+		}
+	}
+	if strings.Contains(logs, testToken) {
+		t.Errorf("token in logs")
+	}
+	if strings.Contains(dumpDB(t, s.st), testToken) {
+		t.Errorf("token in the database")
+	}
+}
+
+// TestOneIssuePerEventAcrossRunsRestartsAndLostMappings runs the sim
+// through detection with delivery after every run (as run and serve do),
+// restarts the process, deletes mappings and finally forgets every
+// delivery: GitHub still ends with exactly one issue per event and one
+// comment per update.
+func TestOneIssuePerEventAcrossRunsRestartsAndLostMappings(t *testing.T) {
+	t.Setenv(tokenEnv, testToken)
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	// Unrelated issues, some with the label, so the marker lookup pages.
+	f.issues = append(f.issues,
+		&fakeIssue{Number: 1, Title: "human issue", Body: "hello", State: "open", Labels: []string{"driftprobe"}},
+		&fakeIssue{Number: 2, Title: "other", Body: "<!-- driftprobe:event=0000deadbeef -->", State: "closed", Labels: []string{"driftprobe"}},
+		&fakeIssue{Number: 3, Title: "unlabelled", Body: "x", State: "open"},
+	)
+	db := filepath.Join(t.TempDir(), "test.db")
+	s := newSys(t, db, f.BaseURL())
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx := context.Background()
+	totalSent := 0
+	for run := 1; run <= totalRuns; run++ {
+		s.run()
+		switch run {
+		case 5: // restart: a new process on the same database
+			s.close()
+			s.open()
+		case 6: // the mapping row is lost
+			if _, err := s.st.SQL().Exec(`UPDATE events SET issue_number = 0, issue_url = '' WHERE id = 1`); err != nil {
+				t.Fatal(err)
+			}
+		case 7: // a human comments: comment listing now pages
+			f.mu.Lock()
+			for i := 0; i < 3; i++ {
+				f.comments[4] = append(f.comments[4], &fakeComment{ID: int64(i + 1), Body: "looking into it @someone"})
+			}
+			f.mu.Unlock()
+		}
+		for i := 0; i < 5; i++ { // repeated deliveries change nothing
+			sent, err := ghissue.AfterRun(ctx, s.st, s.cfg, log, nil)
+			if err != nil {
+				t.Fatalf("run %d: AfterRun: %v", run, err)
+			}
+			totalSent += sent
+		}
+		if n := len(f.issueList()) - 3; n != len(events(t, s)) {
+			t.Fatalf("after run %d: %d issues for %d events", run, n, len(events(t, s)))
+		}
+	}
+	if totalSent != 4 {
+		t.Errorf("sent %d outbox rows, want 4 (2 opens, 1 comment, 1 revert)", totalSent)
+	}
+	checkDelivered(t, s, f)
+
+	// Everything forgotten: mappings and sent marks (a restore from an old
+	// backup). Markers find the issues and comments again.
+	if _, err := s.st.SQL().Exec(`UPDATE events SET issue_number = 0, issue_url = ''; UPDATE outbox SET sent_at = '', attempts = 0`); err != nil {
+		t.Fatal(err)
+	}
+	before := len(f.requests())
+	for i := 0; i < 5; i++ {
+		if _, err := ghissue.AfterRun(ctx, s.st, s.cfg, log, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkDelivered(t, s, f)
+	for _, r := range f.requests()[before:] {
+		if r.Method == http.MethodPost {
+			t.Errorf("redelivery after a lost state posted %s", r.Path)
+		}
+	}
+	// Issue opened before its comments.
+	var order []string
+	for _, r := range f.requests() {
+		if r.Method == http.MethodPost {
+			order = append(order, r.Path)
+		}
+	}
+	if len(order) != 4 || !strings.HasSuffix(order[0], "/issues") || !strings.HasSuffix(order[1], "/issues") ||
+		!strings.HasSuffix(order[2], "/comments") || !strings.HasSuffix(order[3], "/comments") {
+		t.Errorf("POST order: %v", order)
+	}
+	for _, r := range f.requests() {
+		if r.Auth != "Bearer "+testToken {
+			t.Fatalf("request without the token: %s %s", r.Method, r.Path)
+		}
+	}
+	var pagedIssues, pagedComments bool
+	for _, r := range f.requests() {
+		if r.Method == http.MethodGet && strings.Contains(r.Query, "page=2") {
+			pagedIssues = pagedIssues || strings.HasSuffix(r.Path, "/issues")
+			pagedComments = pagedComments || strings.HasSuffix(r.Path, "/comments")
+		}
+		if r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/issues") && (!strings.Contains(r.Query, "state=all") || !strings.Contains(r.Query, "labels=driftprobe")) {
+			t.Errorf("issue listing without state=all&labels=driftprobe: %s", r.Query)
+		}
+	}
+	if !pagedIssues || !pagedComments {
+		t.Errorf("Link pagination not exercised: issues %v, comments %v", pagedIssues, pagedComments)
+	}
+	assertNoToken(t, s, f, logs.String())
+	if !strings.Contains(logs.String(), "github issue opened") {
+		t.Errorf("no log line for the opened issue:\n%s", logs.String())
+	}
+}
+
+// TestOutageThenRecovery: 5xx answers, a created issue whose answer was
+// lost, and a comment whose answer timed out; each event is delivered
+// once, nothing is attempted before its next_attempt_at.
+func TestOutageThenRecovery(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	tt := &timeoutTransport{inner: http.DefaultTransport}
+	opts := ghissue.Options{HTTPClient: &http.Client{Transport: tt}}
+
+	// Three 503s across three passes, then a 502 after the server created
+	// the issue.
+	for i := 0; i < 3; i++ {
+		f.addFault(outage(503))
+	}
+	f.addFault(fault{match: func(r *http.Request) bool { return r.Method == http.MethodPost }, after: true, status: 502, body: `{"message":"Bad Gateway"}`})
+
+	waits := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute}
+	for i, w := range waits {
+		n := len(f.requests())
+		res := deliver(t, s, c, opts)
+		if res.Failed != 1 || res.Sent != 0 || len(f.requests()) != n+1 {
+			t.Fatalf("pass %d: %+v, %d requests", i, res, len(f.requests())-n)
+		}
+		p := pending(t, s)
+		if p[0].Attempts != i+1 || p[0].NextAttemptAt == nil || !p[0].NextAttemptAt.Equal(c.Now().Add(w)) {
+			t.Fatalf("pass %d: row %+v, want next attempt at now+%s", i, p[0], w)
+		}
+		if !strings.Contains(p[0].LastError, "GitHub unavailable (503") {
+			t.Errorf("last_error %q", p[0].LastError)
+		}
+		for _, x := range p[1:] {
+			if x.NextAttemptAt == nil || x.NextAttemptAt.Before(*p[0].NextAttemptAt) {
+				t.Errorf("pass %d: row %d not deferred: %+v", i, x.ID, x)
+			}
+		}
+		// Nothing is attempted before the wait is over.
+		c.Advance(w - time.Second)
+		n = len(f.requests())
+		if res := deliver(t, s, c, opts); res.Sent+res.Failed != 0 || len(f.requests()) != n {
+			t.Fatalf("pass %d: attempted before next_attempt_at: %+v", i, res)
+		}
+		c.Advance(time.Second)
+	}
+	// The create goes through on the server but the answer is lost.
+	res := deliver(t, s, c, opts)
+	if res.Failed != 1 || len(f.issueList()) != 1 {
+		t.Fatalf("lost answer: %+v, %d issues", res, len(f.issueList()))
+	}
+	if evs := events(t, s); evs[0].IssueNumber != 0 {
+		t.Fatalf("mapping recorded although the answer was lost")
+	}
+	c.Advance(time.Hour)
+	// Next pass: the issue is adopted by its marker; event 2's issue is
+	// created; event 1's comment is posted but its answer times out.
+	f.addFault(fault{match: func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments")
+	}, after: true, status: 504, body: `{"message":"timeout"}`})
+	res = deliver(t, s, c, opts)
+	if res.Sent != 2 || res.Failed != 1 {
+		t.Fatalf("recovery pass: %+v", res)
+	}
+	if len(f.issueList()) != 2 {
+		t.Fatalf("want 2 issues, got %d", len(f.issueList()))
+	}
+	c.Advance(time.Hour)
+	// A transport-level timeout (no HTTP answer at all) on the next call,
+	// after the server processed it.
+	tt.mu.Lock()
+	tt.next = []bool{true}
+	tt.mu.Unlock()
+	res = deliver(t, s, c, opts)
+	if res.Failed != 1 {
+		t.Fatalf("timeout pass: %+v", res)
+	}
+	if p := pending(t, s); len(p) == 0 || !strings.Contains(p[0].LastError, "timed out") {
+		t.Fatalf("want a timeout error recorded, got %+v", p)
+	}
+	c.Advance(time.Hour)
+	res = deliver(t, s, c, opts)
+	if res.Failed != 0 {
+		t.Fatalf("final pass: %+v", res)
+	}
+	checkDelivered(t, s, f)
+	assertNoToken(t, s, f, "")
+}
+
+// TestPrimaryRateLimit: 403 with x-ratelimit-remaining: 0 defers every
+// row until x-ratelimit-reset; nothing is sent before, everything after.
+func TestPrimaryRateLimit(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	// The first two calls succeed (list, create), then the limit hits.
+	reset := c.Now().Add(37 * time.Minute)
+	var calls int
+	f.addFault(func() fault {
+		ft := primaryRateLimit(reset)
+		ft.match = func(r *http.Request) bool { calls++; return calls == 3 }
+		return ft
+	}())
+	res := deliver(t, s, c, ghissue.Options{})
+	if res.Sent != 1 || res.Failed != 1 {
+		t.Fatalf("%+v", res)
+	}
+	for _, p := range pending(t, s) {
+		if p.NextAttemptAt == nil || !p.NextAttemptAt.Equal(reset) {
+			t.Errorf("row %d: next attempt %v, want %v", p.ID, p.NextAttemptAt, reset)
+		}
+		if !strings.Contains(p.Reason, "primary rate limit") {
+			t.Errorf("row %d: reason %q", p.ID, p.Reason)
+		}
+	}
+	n := len(f.requests())
+	c.Advance(37*time.Minute - time.Second)
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent+res.Failed != 0 || len(f.requests()) != n {
+		t.Fatalf("sent before the reset: %+v", res)
+	}
+	c.Advance(time.Second)
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 3 || res.Failed != 0 {
+		t.Fatalf("after the reset: %+v", res)
+	}
+	checkDelivered(t, s, f)
+}
+
+// TestSecondaryRateLimit: 403 and 429 with retry-after (GitHub's secondary
+// limit) wait exactly that long.
+func TestSecondaryRateLimit(t *testing.T) {
+	for _, status := range []int{403, 429} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+			s := fixture(t, f.BaseURL())
+			c := newClock()
+			ft := secondaryRateLimit(status, 90)
+			ft.match = func(r *http.Request) bool { return r.Method == http.MethodPost }
+			f.addFault(ft)
+			res := deliver(t, s, c, ghissue.Options{})
+			if res.Failed != 1 || res.Sent != 0 {
+				t.Fatalf("%+v", res)
+			}
+			want := c.Now().Add(90 * time.Second)
+			for _, p := range pending(t, s) {
+				if p.NextAttemptAt == nil || !p.NextAttemptAt.Equal(want) {
+					t.Errorf("row %d: next attempt %v, want %v", p.ID, p.NextAttemptAt, want)
+				}
+				if !strings.Contains(p.Reason, "secondary rate limit") {
+					t.Errorf("row %d: reason %q", p.ID, p.Reason)
+				}
+			}
+			n := len(f.requests())
+			c.Advance(89 * time.Second)
+			if res := deliver(t, s, c, ghissue.Options{}); res.Sent+res.Failed != 0 || len(f.requests()) != n {
+				t.Fatalf("sent during retry-after: %+v", res)
+			}
+			c.Advance(time.Second)
+			if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 4 {
+				t.Fatalf("after retry-after: %+v", res)
+			}
+			checkDelivered(t, s, f)
+		})
+	}
+}
+
+// TestConfigurationErrors: a missing token, an unknown repository, a bad
+// token and a token without permission are recorded with a clear message
+// on every pending row; the events stay queued and are delivered once
+// the problem is fixed.
+func TestConfigurationErrors(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	check := func(name string, o ghissue.Options, want string) {
+		t.Helper()
+		o.Logger = log
+		res := deliver(t, s, c, o)
+		if res.Sent != 0 {
+			t.Fatalf("%s: sent %d", name, res.Sent)
+		}
+		p := pending(t, s)
+		if len(p) != 4 {
+			t.Fatalf("%s: %d pending, want 4", name, len(p))
+		}
+		for _, x := range p {
+			if !strings.Contains(x.LastError, want) || !strings.Contains(x.Reason, want) {
+				t.Errorf("%s: row %d: last_error %q reason %q, want %q", name, x.ID, x.LastError, x.Reason, want)
+			}
+		}
+	}
+	n := len(f.requests())
+	check("missing token", ghissue.Options{Getenv: func(string) string { return "" }}, "environment variable DRIFTPROBE_TEST_GH_TOKEN (github.token_env) is not set")
+	if len(f.requests()) != n {
+		t.Fatal("requests sent without a token")
+	}
+	// AfterRun: the run completes (nil error) with the token missing.
+	t.Setenv(tokenEnv, "")
+	if sent, err := ghissue.AfterRun(context.Background(), s.st, s.cfg, log, nil); sent != 0 || err != nil {
+		t.Fatalf("AfterRun without a token: %d, %v", sent, err)
+	}
+
+	check("bad token", ghissue.Options{Getenv: func(string) string { return "ghp_wrong" }}, "rejected the token in $DRIFTPROBE_TEST_GH_TOKEN (401")
+
+	s.cfg.GitHub.Repo = "acme/nope"
+	check("unknown repo", ghissue.Options{}, "repository acme/nope not found")
+	s.cfg.GitHub.Repo = "acme/llm-drift"
+
+	f.addFault(fault{status: 403, body: `{"message":"Resource not accessible by personal access token","documentation_url":"https://docs.github.com/rest/issues/issues#create-an-issue"}`,
+		match: func(r *http.Request) bool { return r.Method == http.MethodPost }})
+	check("no permission", ghissue.Options{}, "has no permission on acme/llm-drift (403 Resource not accessible")
+
+	// Fixed: delivered exactly once (config errors retry on the next call).
+	if res := deliver(t, s, c, ghissue.Options{Logger: log}); res.Sent != 4 {
+		t.Fatalf("after the fix: %+v", res)
+	}
+	checkDelivered(t, s, f)
+	assertNoToken(t, s, f, logs.String())
+	if strings.Contains(logs.String(), "ghp_wrong") || strings.Contains(dumpDB(t, s.st), "ghp_wrong") {
+		t.Error("the wrong token leaked")
+	}
+}
+
+// TestDeletedIssueIsReopened: a 410 on an issue driftprobe mapped clears
+// the mapping; the next attempt opens a fresh issue (no marker left).
+func TestDeletedIssueIsReopened(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	// Deliver only the opens: hold the comment rows back with a far wait.
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '2999-01-01T00:00:00Z' WHERE action != 'open'`); err != nil {
+		t.Fatal(err)
+	}
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '' WHERE sent_at = ''`); err != nil {
+		t.Fatal(err)
+	}
+	// The issue of event 1 is deleted on GitHub.
+	f.mu.Lock()
+	f.issues[0].Body, f.issues[0].Labels = "deleted", nil
+	f.mu.Unlock()
+	f.addFault(fault{status: 410, body: `{"message":"This issue was deleted"}`, match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/issues/1/") }})
+	if res := deliver(t, s, c, ghissue.Options{}); res.Failed != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if evs := events(t, s); evs[0].IssueNumber != 0 {
+		t.Fatalf("mapping kept for a deleted issue")
+	}
+	c.Advance(time.Hour)
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
+		t.Fatalf("%+v", res)
+	}
+	if evs := events(t, s); evs[0].IssueNumber != 3 {
+		t.Fatalf("event 1 now on issue %d, want a new issue #3", evs[0].IssueNumber)
+	}
+}
+
+// TestDryRun renders without calling GitHub or marking anything sent.
+func TestDryRun(t *testing.T) {
+	s := fixture(t, "http://127.0.0.1:1/")
+	c := newClock()
+	var out bytes.Buffer
+	dir := t.TempDir()
+	res := deliver(t, s, c, ghissue.Options{DryRun: &out})
+	if res.Rendered != 4 || res.Sent != 0 {
+		t.Fatalf("%+v", res)
+	}
+	res = deliver(t, s, c, ghissue.Options{DryRunDir: dir})
+	if res.Rendered != 4 {
+		t.Fatalf("%+v", res)
+	}
+	if len(pending(t, s)) != 4 {
+		t.Fatal("dry run marked rows sent")
+	}
+	text := out.String()
+	for _, want := range []string{"would open an issue in acme/llm-drift for event 1", "Provider policy change on sim-prod",
+		"would comment on and close (state_reason completed)", "driftprobe diff --target sim-prod --from 2 --to 4", "driftprobe events --json"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("dry run output lacks %q", want)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.md"))
+	if len(files) != 4 {
+		t.Errorf("want 4 files, got %v", files)
+	}
+	// Without a github block: RenderEvents over every event.
+	out.Reset()
+	n, err := ghissue.RenderEvents(context.Background(), s.st, nil, events(t, s), 0, &out, "")
+	if err != nil || n != 4 || !strings.Contains(out.String(), "(no github block)") {
+		t.Fatalf("RenderEvents: %d %v", n, err)
+	}
+	// AfterRun without a github block only renders, never fails.
+	s.cfg.GitHub = nil
+	if sent, err := ghissue.AfterRun(context.Background(), s.st, s.cfg, nil, io.Discard); sent != 0 || err != nil {
+		t.Fatalf("AfterRun: %d %v", sent, err)
+	}
+}

@@ -1,0 +1,446 @@
+package ghissue_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeGitHub is an in-memory GitHub REST API speaking what go-github v60
+// calls for issues, served on loopback under the GHES prefix /api/v3.
+type fakeGitHub struct {
+	t       testing.TB
+	srv     *httptest.Server
+	owner   string
+	repo    string
+	token   string
+	perPage int // server-side page size cap (forces Link pagination)
+
+	mu       sync.Mutex
+	issues   []*fakeIssue // number = index + 1
+	comments map[int][]*fakeComment
+	nextCID  int64
+	reqs     []fakeReq
+	faults   []fault // consumed in order by matching requests
+}
+
+type fakeIssue struct {
+	Number      int      `json:"number"`
+	Title       string   `json:"title"`
+	Body        string   `json:"body"`
+	State       string   `json:"state"`
+	StateReason string   `json:"state_reason,omitempty"`
+	Labels      []string `json:"-"`
+}
+
+type fakeComment struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"`
+}
+
+type fakeReq struct {
+	Method, Path, Query, Auth string
+	Body                      string
+	Status                    int
+}
+
+// fault scripts one response. match selects the request (nil: any);
+// after=true processes the request first and then answers with the fault
+// (the "created, but the answer was lost" case).
+type fault struct {
+	match  func(r *http.Request) bool
+	after  bool
+	status int
+	header map[string]string
+	body   string
+}
+
+func newFakeGitHub(t testing.TB, owner, repo, token string) *fakeGitHub {
+	f := &fakeGitHub{t: t, owner: owner, repo: repo, token: token, perPage: 2, comments: map[int][]*fakeComment{}, nextCID: 1000}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// BaseURL is what github.base_url points at.
+func (f *fakeGitHub) BaseURL() string { return f.srv.URL + "/" }
+
+func (f *fakeGitHub) addFault(ft fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = append(f.faults, ft)
+}
+
+func (f *fakeGitHub) requests() []fakeReq {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fakeReq(nil), f.reqs...)
+}
+
+func (f *fakeGitHub) issueList() []fakeIssue {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeIssue
+	for _, i := range f.issues {
+		out = append(out, *i)
+	}
+	return out
+}
+
+func (f *fakeGitHub) commentsOf(n int) []fakeComment {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeComment
+	for _, c := range f.comments[n] {
+		out = append(out, *c)
+	}
+	return out
+}
+
+func (f *fakeGitHub) issueJSON(i *fakeIssue) map[string]any {
+	labels := []map[string]any{}
+	for _, l := range i.Labels {
+		labels = append(labels, map[string]any{"name": l})
+	}
+	m := map[string]any{
+		"number": i.Number, "title": i.Title, "body": i.Body, "state": i.State, "labels": labels,
+		"html_url": fmt.Sprintf("https://github.example/%s/%s/issues/%d", f.owner, f.repo, i.Number),
+		"url":      fmt.Sprintf("%s/api/v3/repos/%s/%s/issues/%d", f.srv.URL, f.owner, f.repo, i.Number),
+	}
+	if i.StateReason != "" {
+		m["state_reason"] = i.StateReason
+	}
+	return m
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+var (
+	issuesRe   = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues$`)
+	issueRe    = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
+	commentsRe = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
+	repoRe     = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)$`)
+)
+
+// statusRecorder captures the status the handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(c int) { s.status = c; s.ResponseWriter.WriteHeader(c) }
+
+func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rec := fakeReq{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), Body: string(body)}
+	var ft *fault
+	for i := range f.faults {
+		if f.faults[i].match == nil || f.faults[i].match(r) {
+			x := f.faults[i]
+			ft = &x
+			f.faults = append(f.faults[:i], f.faults[i+1:]...)
+			break
+		}
+	}
+	if ft != nil && !ft.after {
+		rec.Status = ft.status
+		f.reqs = append(f.reqs, rec)
+		for k, v := range ft.header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(ft.status)
+		_, _ = io.WriteString(w, ft.body)
+		return
+	}
+	sr := &statusRecorder{ResponseWriter: httptest.NewRecorder(), status: 200}
+	f.handle(sr, r, body)
+	if ft != nil { // processed, but the client sees the fault
+		rec.Status = ft.status
+		f.reqs = append(f.reqs, rec)
+		for k, v := range ft.header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(ft.status)
+		_, _ = io.WriteString(w, ft.body)
+		return
+	}
+	rec.Status = sr.status
+	f.reqs = append(f.reqs, rec)
+	res := sr.ResponseWriter.(*httptest.ResponseRecorder)
+	for k, v := range res.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(sr.status)
+	_, _ = w.Write(res.Body.Bytes())
+}
+
+func (f *fakeGitHub) notFound(w http.ResponseWriter) {
+	writeJSON(w, 404, map[string]any{"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+}
+
+func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte) {
+	if r.Header.Get("Authorization") != "Bearer "+f.token {
+		writeJSON(w, 401, map[string]any{"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+		return
+	}
+	path := r.URL.Path
+	var m []string
+	repoOK := func(m []string) bool { return m[1] == f.owner && m[2] == f.repo }
+	switch {
+	case (func() bool { m = issuesRe.FindStringSubmatch(path); return m != nil })():
+		if !repoOK(m) {
+			f.notFound(w)
+			return
+		}
+		switch r.Method {
+		case http.MethodPost:
+			var req struct {
+				Title  string   `json:"title"`
+				Body   string   `json:"body"`
+				Labels []string `json:"labels"`
+			}
+			if err := json.Unmarshal(body, &req); err != nil || req.Title == "" {
+				writeJSON(w, 422, map[string]any{"message": "Validation Failed"})
+				return
+			}
+			if len(req.Body) > 65536 || len([]rune(req.Title)) > 256 {
+				writeJSON(w, 422, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"resource": "Issue", "code": "custom", "field": "body", "message": "body is too long (maximum is 65536 characters)"}}})
+				return
+			}
+			iss := &fakeIssue{Number: len(f.issues) + 1, Title: req.Title, Body: req.Body, State: "open", Labels: req.Labels}
+			f.issues = append(f.issues, iss)
+			writeJSON(w, 201, f.issueJSON(iss))
+		case http.MethodGet:
+			q := r.URL.Query()
+			state := q.Get("state")
+			if state == "" {
+				state = "open"
+			}
+			var sel []*fakeIssue
+			for _, i := range f.issues {
+				if state != "all" && i.State != state {
+					continue
+				}
+				if lbl := q.Get("labels"); lbl != "" {
+					has := false
+					for _, l := range i.Labels {
+						if l == lbl {
+							has = true
+						}
+					}
+					if !has {
+						continue
+					}
+				}
+				sel = append(sel, i)
+			}
+			// newest first, as GitHub sorts by default
+			for a, b := 0, len(sel)-1; a < b; a, b = a+1, b-1 {
+				sel[a], sel[b] = sel[b], sel[a]
+			}
+			page, items := f.paginate(w, r, len(sel))
+			out := []map[string]any{}
+			for _, i := range sel[items[0]:items[1]] {
+				out = append(out, f.issueJSON(i))
+			}
+			_ = page
+			writeJSON(w, 200, out)
+		default:
+			writeJSON(w, 405, map[string]any{"message": "Method Not Allowed"})
+		}
+	case (func() bool { m = commentsRe.FindStringSubmatch(path); return m != nil })():
+		n, _ := strconv.Atoi(m[3])
+		if !repoOK(m) || n < 1 || n > len(f.issues) {
+			f.notFound(w)
+			return
+		}
+		switch r.Method {
+		case http.MethodPost:
+			var req struct {
+				Body string `json:"body"`
+			}
+			if err := json.Unmarshal(body, &req); err != nil || req.Body == "" || len(req.Body) > 65536 {
+				writeJSON(w, 422, map[string]any{"message": "Validation Failed"})
+				return
+			}
+			f.nextCID++
+			c := &fakeComment{ID: f.nextCID, Body: req.Body}
+			f.comments[n] = append(f.comments[n], c)
+			writeJSON(w, 201, c)
+		case http.MethodGet:
+			cs := f.comments[n]
+			_, items := f.paginate(w, r, len(cs))
+			out := []*fakeComment{}
+			out = append(out, cs[items[0]:items[1]]...)
+			writeJSON(w, 200, out)
+		default:
+			writeJSON(w, 405, map[string]any{"message": "Method Not Allowed"})
+		}
+	case (func() bool { m = issueRe.FindStringSubmatch(path); return m != nil })():
+		n, _ := strconv.Atoi(m[3])
+		if !repoOK(m) || n < 1 || n > len(f.issues) {
+			f.notFound(w)
+			return
+		}
+		iss := f.issues[n-1]
+		switch r.Method {
+		case http.MethodGet:
+			writeJSON(w, 200, f.issueJSON(iss))
+		case http.MethodPatch:
+			var req struct {
+				State       *string `json:"state"`
+				StateReason *string `json:"state_reason"`
+				Title       *string `json:"title"`
+				Body        *string `json:"body"`
+			}
+			if err := json.Unmarshal(body, &req); err != nil {
+				writeJSON(w, 422, map[string]any{"message": "Validation Failed"})
+				return
+			}
+			if req.State != nil {
+				iss.State = *req.State
+			}
+			if req.StateReason != nil {
+				iss.StateReason = *req.StateReason
+			}
+			if req.Title != nil {
+				iss.Title = *req.Title
+			}
+			if req.Body != nil {
+				iss.Body = *req.Body
+			}
+			writeJSON(w, 200, f.issueJSON(iss))
+		default:
+			writeJSON(w, 405, map[string]any{"message": "Method Not Allowed"})
+		}
+	case (func() bool { m = repoRe.FindStringSubmatch(path); return m != nil })():
+		if !repoOK(m) {
+			f.notFound(w)
+			return
+		}
+		writeJSON(w, 200, map[string]any{"id": 1, "name": f.repo, "full_name": f.owner + "/" + f.repo})
+	default:
+		f.notFound(w)
+	}
+}
+
+// paginate picks the page's item range and writes GitHub's Link header.
+func (f *fakeGitHub) paginate(w http.ResponseWriter, r *http.Request, n int) (int, [2]int) {
+	q := r.URL.Query()
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 || per > 100 {
+		per = 30
+	}
+	if f.perPage > 0 && per > f.perPage {
+		per = f.perPage
+	}
+	page, _ := strconv.Atoi(q.Get("page"))
+	if page < 1 {
+		page = 1
+	}
+	last := (n + per - 1) / per
+	if last < 1 {
+		last = 1
+	}
+	link := func(p int, rel string) string {
+		q2 := url.Values{}
+		for k, v := range q {
+			q2[k] = v
+		}
+		q2.Set("page", strconv.Itoa(p))
+		q2.Set("per_page", strconv.Itoa(per))
+		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, f.srv.URL, r.URL.Path, q2.Encode(), rel)
+	}
+	var links []string
+	if page < last {
+		links = append(links, link(page+1, "next"), link(last, "last"))
+	}
+	if page > 1 {
+		links = append(links, link(1, "first"), link(page-1, "prev"))
+	}
+	if len(links) > 0 {
+		w.Header().Set("Link", strings.Join(links, ", "))
+	}
+	lo := min((page-1)*per, n)
+	hi := min(lo+per, n)
+	return page, [2]int{lo, hi}
+}
+
+// GitHub's real rate-limit responses.
+func primaryRateLimit(reset time.Time) fault {
+	return fault{status: 403, header: map[string]string{
+		"X-Ratelimit-Limit":     "5000",
+		"X-Ratelimit-Remaining": "0",
+		"X-Ratelimit-Used":      "5000",
+		"X-Ratelimit-Reset":     strconv.FormatInt(reset.Unix(), 10),
+		"X-Ratelimit-Resource":  "core",
+	}, body: `{"message":"API rate limit exceeded for user ID 12345. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222:3333.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}`}
+}
+
+func secondaryRateLimit(status int, retryAfter int) fault {
+	return fault{status: status, header: map[string]string{
+		"Retry-After":           strconv.Itoa(retryAfter),
+		"X-Ratelimit-Limit":     "5000",
+		"X-Ratelimit-Remaining": "4990",
+		"X-Ratelimit-Resource":  "core",
+	}, body: `{"message":"You have exceeded a secondary rate limit and have been temporarily blocked from content creation. Please retry your request again later. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222:3333.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`}
+}
+
+func outage(status int) fault {
+	return fault{status: status, body: `{"message":"Server Error"}`}
+}
+
+// timeoutTransport fails scripted requests with a network timeout, without
+// waiting: before sending, or after the server processed the request (the
+// answer was lost).
+type timeoutTransport struct {
+	mu    sync.Mutex
+	next  []bool // queue: true = lose the answer after sending
+	inner http.RoundTripper
+}
+
+type netTimeout struct{}
+
+func (netTimeout) Error() string   { return "i/o timeout" }
+func (netTimeout) Timeout() bool   { return true }
+func (netTimeout) Temporary() bool { return true }
+
+var _ net.Error = netTimeout{}
+
+func (t *timeoutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	var lose, fail bool
+	if len(t.next) > 0 {
+		fail, lose = true, t.next[0]
+		t.next = t.next[1:]
+	}
+	t.mu.Unlock()
+	if !fail {
+		return t.inner.RoundTrip(r)
+	}
+	if lose {
+		resp, err := t.inner.RoundTrip(r)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: netTimeout{}}
+}

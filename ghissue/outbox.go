@@ -1,0 +1,225 @@
+package ghissue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// PendingRow is one undelivered outbox row and why it is still pending.
+type PendingRow struct {
+	ID            int64      `json:"id"`
+	EventID       int64      `json:"event_id"`
+	Fingerprint   string     `json:"event_fingerprint"`
+	Target        string     `json:"target"`
+	Kind          string     `json:"kind"`
+	UpdateID      int64      `json:"update_id"`
+	RunID         int64      `json:"run_id"`
+	Change        string     `json:"change"`
+	Action        string     `json:"action"`
+	IssueNumber   int        `json:"issue_number,omitempty"`
+	IssueURL      string     `json:"issue_url,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	Attempts      int        `json:"attempts"`
+	LastError     string     `json:"last_error,omitempty"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	Reason        string     `json:"reason"`
+}
+
+// Pending lists undelivered outbox rows, oldest first, each with the reason
+// it is still pending (as of the store's clock).
+func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
+	rows, err := db.SQL().QueryContext(ctx, `SELECT o.id, o.event_id, e.fingerprint, t.name, e.kind, o.update_id, COALESCE(u.run_id, 0), COALESCE(u.change, ''),
+		o.action, e.issue_number, e.issue_url, o.created_at, o.attempts, o.last_error, o.next_attempt_at
+		FROM outbox o JOIN events e ON e.id = o.event_id JOIN targets t ON t.id = e.target_id LEFT JOIN event_updates u ON u.id = o.update_id
+		WHERE o.sent_at = '' ORDER BY o.id`)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	defer rows.Close()
+	now := db.Now()
+	out := []PendingRow{}
+	first := map[int64]int64{} // event -> its first pending row
+	for rows.Next() {
+		var p PendingRow
+		var created, next string
+		if err := rows.Scan(&p.ID, &p.EventID, &p.Fingerprint, &p.Target, &p.Kind, &p.UpdateID, &p.RunID, &p.Change,
+			&p.Action, &p.IssueNumber, &p.IssueURL, &created, &p.Attempts, &p.LastError, &next); err != nil {
+			return nil, err
+		}
+		p.CreatedAt = storage.ParseTime(created)
+		if next != "" {
+			t := storage.ParseTime(next)
+			p.NextAttemptAt = &t
+		}
+		waiting := p.NextAttemptAt != nil && p.NextAttemptAt.After(now)
+		switch {
+		case waiting && p.LastError != "":
+			p.Reason = fmt.Sprintf("waiting until %s: %s", ts(*p.NextAttemptAt), p.LastError)
+		case waiting:
+			p.Reason = fmt.Sprintf("being delivered (claimed until %s)", ts(*p.NextAttemptAt))
+		case p.LastError != "":
+			p.Reason = "retried on the next delivery: " + p.LastError
+		default:
+			p.Reason = "queued: not attempted yet (delivered after the next run, or now with `driftprobe outbox --send`)"
+		}
+		if f, held := first[p.EventID]; held {
+			p.Reason = fmt.Sprintf("held back until outbox row %d of the same event is delivered; %s", f, p.Reason)
+		}
+		if _, ok := first[p.EventID]; !ok {
+			first[p.EventID] = p.ID
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// AfterRun delivers pending outbox rows after a run when cfg has a github
+// block. With dryRun set it writes what would be sent instead (with a
+// github block: the pending deliveries, which stay pending; without one:
+// the issue and comments for the events the latest run changed). Delivery
+// failures are recorded on the rows and logged, never returned: the error
+// is non-nil only for database errors.
+func AfterRun(ctx context.Context, db *storage.DB, cfg *config.Config, log *slog.Logger, dryRun io.Writer) (sent int, err error) {
+	if cfg == nil {
+		return 0, nil
+	}
+	if cfg.GitHub == nil {
+		if dryRun == nil {
+			return 0, nil
+		}
+		runID, err := db.LatestRunID(ctx)
+		if err != nil || runID == 0 {
+			return 0, err
+		}
+		evs, err := diff.ListEvents(ctx, db, diff.Filter{Since: runID})
+		if err != nil {
+			return 0, err
+		}
+		_, err = RenderEvents(ctx, db, nil, evs, runID, dryRun, "")
+		return 0, err
+	}
+	res, err := Deliver(ctx, db, cfg, Options{Logger: log, DryRun: dryRun})
+	if res != nil {
+		sent = res.Sent
+		if log != nil && (res.Sent > 0 || res.Failed > 0) {
+			log.Info("github outbox delivered", "sent", res.Sent, "failed", res.Failed, "deferred", res.Deferred)
+		}
+	}
+	return sent, err
+}
+
+// RenderEvents writes, for each event, the issue delivery would open and a
+// comment per later update; with onlyRun > 0, only what that run changed.
+// Output goes to w, or to one markdown file per issue/comment in dir.
+func RenderEvents(ctx context.Context, db *storage.DB, gh *config.GitHub, evs []*diff.Event, onlyRun int64, w io.Writer, dir string) (int, error) {
+	n := 0
+	for _, ev := range evs {
+		e, err := LoadEvidence(ctx, db, ev)
+		if err != nil {
+			return n, err
+		}
+		for _, u := range sortedUpdates(ev) {
+			if onlyRun > 0 && u.RunID != onlyRun {
+				continue
+			}
+			action := ActionComment
+			switch u.Change {
+			case diff.ChangeOpened:
+				action = ActionOpen
+			case diff.ChangeReverted:
+				action = ActionRevert
+			}
+			if err := renderOne(ev, e, u, action, gh, w, dir); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// renderRows renders pending outbox rows (dry run).
+func renderRows(ctx context.Context, db *storage.DB, gh *config.GitHub, rows []row, w io.Writer, dir string) (int, error) {
+	n := 0
+	for _, r := range rows {
+		ev, err := diff.GetEvent(ctx, db, r.EventID)
+		if err != nil {
+			return n, err
+		}
+		e, err := LoadEvidence(ctx, db, ev)
+		if err != nil {
+			return n, err
+		}
+		u := diff.EventUpdate{ID: r.UpdateID}
+		for _, x := range ev.Updates {
+			if x.ID == r.UpdateID {
+				u = x
+			}
+		}
+		if err := renderOne(ev, e, u, r.Action, gh, w, dir); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func renderOne(ev *diff.Event, e *Evidence, u diff.EventUpdate, action string, gh *config.GitHub, w io.Writer, dir string) error {
+	var extra []string
+	repo := "(no github block)"
+	closing := false
+	if gh != nil {
+		extra, repo, closing = gh.Labels, gh.Repo, gh.CloseOnRevert && action == ActionRevert
+	}
+	var head, body, file string
+	if action == ActionOpen {
+		title, labels := Title(ev), Labels(ev, extra)
+		body = IssueBody(ev, e)
+		file = fmt.Sprintf("event-%d-issue.md", ev.ID)
+		tj, _ := json.Marshal(title)
+		lj, _ := json.Marshal(labels)
+		if dir != "" {
+			head = fmt.Sprintf("---\ntitle: %s\nlabels: %s\nrepo: %s\n---\n", tj, lj, repo)
+		} else {
+			head = fmt.Sprintf("==== would open an issue in %s for event %d ====\ntitle: %s\nlabels: %s\n\n", repo, ev.ID, tj, lj)
+		}
+	} else {
+		body = CommentBody(ev, u, e, closing)
+		file = fmt.Sprintf("event-%d-update-%d.md", ev.ID, u.ID)
+		on := fmt.Sprintf("the issue of event %d", ev.ID)
+		if ev.IssueNumber != 0 {
+			on = fmt.Sprintf("issue #%d", ev.IssueNumber)
+		}
+		what := "comment on"
+		if closing {
+			what = "comment on and close (state_reason " + CloseReason + ")"
+		}
+		if dir != "" {
+			head = fmt.Sprintf("---\naction: %s\nevent: %d\nupdate: %d\nrepo: %s\n---\n", action, ev.ID, u.ID, repo)
+		} else {
+			head = fmt.Sprintf("==== would %s %s in %s: update %d (%s, run %d) ====\n\n", what, on, repo, u.ID, u.Change, u.RunID)
+		}
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, file), []byte(head+body), 0o644)
+	}
+	if w == nil {
+		return nil
+	}
+	_, err := io.WriteString(w, head+strings.TrimRight(body, "\n")+"\n\n")
+	return err
+}

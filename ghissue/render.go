@@ -1,0 +1,539 @@
+package ghissue
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Limits. GitHub rejects issue and comment bodies over 65,536 characters
+// and titles over 256; bodies are kept under MaxBodyBytes bytes (bytes >=
+// characters, so this is safe for any text).
+const (
+	MaxBodyBytes = 60000
+	MaxTitle     = 250
+	maxMessage   = 1500 // runes of one provider message shown
+	maxCell      = 200  // runes of one untrusted table cell
+)
+
+// Label is put on every issue driftprobe opens; the marker lookup lists
+// issues by it.
+const Label = "driftprobe"
+
+// EventMarker is the hidden marker that identifies an event's issue.
+func EventMarker(fingerprint string) string {
+	return "<!-- driftprobe:event=" + fingerprint + " -->"
+}
+
+// UpdateMarker is the hidden marker that identifies the comment of one
+// event update.
+func UpdateMarker(updateID int64) string {
+	return "<!-- driftprobe:update=" + strconv.FormatInt(updateID, 10) + " -->"
+}
+
+var updateMarkerRe = regexp.MustCompile(`<!-- driftprobe:update=[0-9]+ -->`)
+
+var eventMarkerRe = regexp.MustCompile(`<!-- driftprobe:event=([A-Za-z0-9]+) -->`)
+
+// markerOf returns the event fingerprint marked in an issue body.
+func markerOf(body string) string {
+	m := eventMarkerRe.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// Obs is what an issue shows of one observation.
+type Obs struct {
+	ID         int64
+	RunID      int64
+	Class      string
+	Categories string
+	RequestID  string
+	ModelID    string
+	ModelFP    string
+	Reason     string
+	Message    string
+	ObservedAt time.Time
+}
+
+// Evidence is what an event's issue shows beyond the event itself.
+type Evidence struct {
+	Runs map[int64]storage.Run // first, confirmed, reverted, baseline runs
+	Obs  map[int64]Obs         // before/after observations by id
+}
+
+// LoadEvidence reads the runs and observations an event's issue cites.
+func LoadEvidence(ctx context.Context, db *storage.DB, ev *diff.Event) (*Evidence, error) {
+	e := &Evidence{Runs: map[int64]storage.Run{}, Obs: map[int64]Obs{}}
+	for _, id := range []int64{ev.FirstRun, ev.ConfirmedRun, ev.RevertedRun, ev.FirstRun - 1} {
+		if id <= 0 {
+			continue
+		}
+		if _, ok := e.Runs[id]; ok {
+			continue
+		}
+		r, err := db.Run(ctx, id)
+		if err != nil {
+			continue // a pruned run: the issue says "unknown"
+		}
+		e.Runs[id] = r
+	}
+	var ids []int64
+	for _, p := range ev.Probes {
+		for _, id := range []int64{p.BeforeObs, p.AfterObs} {
+			if id > 0 {
+				ids = append(ids, id)
+			}
+		}
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), 400)
+		chunk := ids[:n]
+		ids = ids[n:]
+		q := `SELECT id, run_id, class, categories, request_id, model_id, model_fp, reason, message, observed_at FROM observations WHERE id IN (` +
+			strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + `)`
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := db.SQL().QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var o Obs
+			var at string
+			if err := rows.Scan(&o.ID, &o.RunID, &o.Class, &o.Categories, &o.RequestID, &o.ModelID, &o.ModelFP, &o.Reason, &o.Message, &at); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			o.ObservedAt = storage.ParseTime(at)
+			e.Obs[o.ID] = o
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+var kindTitles = map[string]string{
+	diff.KindPolicy:         "Provider policy change",
+	diff.KindModel:          "Model change",
+	diff.KindScoreDrift:     "Score drift",
+	diff.KindNondeterminism: "Nondeterministic verdicts",
+}
+
+func kindTitle(k string) string {
+	if t, ok := kindTitles[k]; ok {
+		return t
+	}
+	return "Change (" + k + ")"
+}
+
+func isBlocked(c probes.Class) bool {
+	switch c {
+	case probes.BlockedInput, probes.BlockedOutput, probes.ModelRefusal, probes.AbuseBlock:
+		return true
+	}
+	return false
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// where names the event's scope: one target, or a provider across several.
+func where(ev *diff.Event) string {
+	if len(ev.Targets) > 1 {
+		return fmt.Sprintf("%s (%d targets: %s)", ev.Provider, len(ev.Targets), strings.Join(ev.Targets, ", "))
+	}
+	return ev.Target
+}
+
+// Title renders the issue title, e.g. "Provider policy change on
+// azure-gpt4o-eastus: 7 probes now blocked (violence, new: self_harm)".
+func Title(ev *diff.Event) string {
+	live := 0
+	up, down := 0, 0
+	var cats []string
+	for _, p := range ev.Probes {
+		live++
+		b, a := isBlocked(p.Before.Class), isBlocked(p.After.Class)
+		switch {
+		case a && !b:
+			up++
+		case b && !a:
+			down++
+		}
+		cats = append(cats, p.After.Categories...)
+		if ev.Direction == diff.Loosened || ev.Direction == diff.Mixed {
+			cats = append(cats, p.Before.Categories...)
+		}
+	}
+	var what string
+	n := len(ev.Probes)
+	switch {
+	case ev.Kind == diff.KindScoreDrift:
+		what = plural(n, "probe's scores moved", "probes' scores moved") + " (" + ev.Direction + ")"
+	case ev.Kind == diff.KindNondeterminism:
+		what = plural(n, "probe flips on identical bytes", "probes flip on identical bytes")
+	case ev.Direction == diff.Tightened:
+		what = plural(n, "probe now blocked", "probes now blocked")
+	case ev.Direction == diff.Loosened:
+		what = plural(n, "probe now allowed", "probes now allowed")
+	case ev.Direction == diff.Recategorized:
+		what = plural(n, "probe recategorized", "probes recategorized")
+	default:
+		what = plural(n, "probe changed", "probes changed") + fmt.Sprintf(" (%d now blocked, %d now allowed)", up, down)
+	}
+	newCats := map[string]bool{}
+	for _, c := range ev.NewCategories {
+		newCats[c] = true
+	}
+	var old []string
+	for _, c := range probes.SortedUnique(cats) {
+		if !newCats[c] && safeToken(c) { // the normalized vocabulary; anything else stays out of titles
+			old = append(old, c)
+		}
+	}
+	parts := old
+	var fresh []string
+	for _, c := range ev.NewCategories {
+		if safeToken(c) {
+			fresh = append(fresh, c)
+		}
+	}
+	if len(fresh) > 0 {
+		parts = append(parts, "new: "+strings.Join(fresh, ", "))
+	}
+	t := kindTitle(ev.Kind) + " on " + where(ev) + ": " + what
+	if len(parts) > 0 {
+		t += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if ev.Status == "reverted" {
+		t += " [reverted]"
+	}
+	return titleText(t, MaxTitle)
+}
+
+// Labels returns the issue's labels: driftprobe, the kind, the provider and
+// the configured extras, without duplicates.
+func Labels(ev *diff.Event, extra []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range append([]string{Label, ev.Kind, ev.Provider}, extra...) {
+		l = truncRunes(strings.TrimSpace(clean(l, false)), 50)
+		if l == "" || seen[strings.ToLower(l)] {
+			continue
+		}
+		seen[strings.ToLower(l)] = true
+		out = append(out, l)
+	}
+	return out
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (e *Evidence) runLine(id int64) string {
+	if id <= 0 {
+		return "—"
+	}
+	r, ok := e.Runs[id]
+	if !ok {
+		return fmt.Sprintf("run %d (not in the database)", id)
+	}
+	return fmt.Sprintf("run %d, started %s", id, fmtTime(r.StartedAt))
+}
+
+func verdictCell(v diff.Verdict) string {
+	return code(v.String())
+}
+
+// model renders a stored "model id|fingerprint".
+func model(s string) string {
+	id, fp, _ := strings.Cut(s, "|")
+	if id == "" && fp == "" {
+		return "unknown"
+	}
+	return "model " + code(id) + ", fingerprint " + code(fp)
+}
+
+func (e *Evidence) requestID(id int64) string {
+	if o, ok := e.Obs[id]; ok && o.RequestID != "" {
+		return code(truncRunes(o.RequestID, maxCell))
+	}
+	return "—"
+}
+
+func probeRow(ev *diff.Event, e *Evidence, p diff.EventProbe) string {
+	after := verdictCell(p.After)
+	if p.Reverted {
+		after += fmt.Sprintf(" (reverted in run %d)", p.RevertedRun)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s → %s | %s → %s | run %d |\n",
+		code(p.Target), code(truncRunes(p.ProbeID, maxCell)), code(p.RequestSHA256),
+		verdictCell(p.Before), after, e.requestID(p.BeforeObs), e.requestID(p.AfterObs), p.ConfirmedRun)
+}
+
+const tableHead = "| Target | Probe | Request SHA-256 | Before → after verdict | Provider request id (before → after) | Confirmed |\n" +
+	"|---|---|---|---|---|---|\n"
+
+func messageBlock(p diff.EventProbe, e *Evidence) string {
+	var b strings.Builder
+	for _, side := range []struct {
+		name string
+		id   int64
+	}{{"before", p.BeforeObs}, {"after", p.AfterObs}} {
+		o, ok := e.Obs[side.id]
+		if !ok || o.Message == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "**%s / %s**, %s (run %d): reason %s\n\n", code(p.Target), code(truncRunes(p.ProbeID, maxCell)), side.name, o.RunID, orDash(inert(o.Reason, maxCell)))
+		b.WriteString(fenced(o.Message, maxMessage))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func reproduce(ev *diff.Event) string {
+	var cmds []string
+	targets := ev.Targets
+	if len(targets) == 0 {
+		targets = []string{ev.Target}
+	}
+	from := ev.FirstRun - 1
+	if from < 1 {
+		from = ev.FirstRun
+	}
+	for _, t := range targets {
+		cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", shellWord(t), from, ev.ConfirmedRun))
+	}
+	cmds = append(cmds, "driftprobe events --json")
+	return "### How to reproduce\n\nRun against the driftprobe database that filed this issue:\n\n" +
+		fenced(strings.Join(cmds, "\n"), 10000) + "\n"
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
+
+func shellWord(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// IssueBody renders the issue body of an event, within MaxBodyBytes.
+func IssueBody(ev *diff.Event, e *Evidence) string {
+	if e == nil {
+		e = &Evidence{}
+	}
+	var h strings.Builder
+	h.WriteString(EventMarker(ev.Fingerprint) + "\n")
+	fmt.Fprintf(&h, "## %s on %s\n\n", kindTitle(ev.Kind), inert(where(ev), 2000))
+	switch ev.Kind {
+	case diff.KindPolicy, diff.KindModel:
+		h.WriteString("driftprobe sends the same probe bytes to this target on every run. The probes below now get a different " +
+			"verdict **on byte-identical requests** (same request SHA-256 before and after), confirmed across runs: " +
+			"the provider changed, not the content.\n\n")
+	case diff.KindScoreDrift:
+		h.WriteString("Scores on byte-identical requests moved beyond the configured tolerance without a verdict flip: an early warning of a threshold or classifier change.\n\n")
+	case diff.KindNondeterminism:
+		h.WriteString("These probes change verdict back and forth on byte-identical requests: they sit near a threshold. Their flips are not evidence of a policy change.\n\n")
+	}
+	h.WriteString("| | |\n|---|---|\n")
+	fmt.Fprintf(&h, "| Event fingerprint | `%s` |\n", ev.Fingerprint)
+	fmt.Fprintf(&h, "| Kind | %s |\n", code(ev.Kind))
+	fmt.Fprintf(&h, "| Direction | %s |\n", code(ev.Direction))
+	fmt.Fprintf(&h, "| Status | %s |\n", code(ev.Status))
+	fmt.Fprintf(&h, "| Provider | %s |\n", code(ev.Provider))
+	fmt.Fprintf(&h, "| Targets | %s |\n", inert(strings.Join(ev.Targets, ", "), 2000))
+	if len(ev.NewCategories) > 0 {
+		fmt.Fprintf(&h, "| **New categories** (never fired on this target before) | **%s** |\n", inert(strings.Join(ev.NewCategories, ", "), 500))
+	}
+	if len(ev.VanishedCategories) > 0 {
+		fmt.Fprintf(&h, "| Vanished categories | %s |\n", inert(strings.Join(ev.VanishedCategories, ", "), 500))
+	}
+	fmt.Fprintf(&h, "| Corpus | version %s, SHA-256 %s |\n", code(truncRunes(ev.CorpusVersion, 100)), code(ev.CorpusHash))
+	if from := ev.FirstRun - 1; from > 0 {
+		fmt.Fprintf(&h, "| Last run before | %s |\n", e.runLine(from))
+	}
+	fmt.Fprintf(&h, "| First seen | %s |\n", e.runLine(ev.FirstRun))
+	fmt.Fprintf(&h, "| Confirmed | %s |\n", e.runLine(ev.ConfirmedRun))
+	if ev.RevertedRun > 0 {
+		fmt.Fprintf(&h, "| Reverted | %s |\n", e.runLine(ev.RevertedRun))
+	}
+	fmt.Fprintf(&h, "| Model before | %s |\n", model(ev.ModelBefore))
+	fmt.Fprintf(&h, "| Model after | %s |\n", model(ev.ModelAfter))
+	h.WriteString("\n")
+
+	repro := reproduce(ev)
+	foot := fmt.Sprintf("\n---\n<sub>Filed by driftprobe. Event fingerprint: `%s` (also in a hidden marker driftprobe uses to find this issue again: please keep it).</sub>\n", ev.Fingerprint)
+
+	rows := make([]string, len(ev.Probes))
+	for i, p := range ev.Probes {
+		rows[i] = probeRow(ev, e, p)
+	}
+	var msgs []string
+	for _, p := range ev.Probes {
+		if m := messageBlock(p, e); m != "" {
+			msgs = append(msgs, m)
+		}
+	}
+	table := fmt.Sprintf("### Flipped probes (%d)\n\n", len(ev.Probes)) + tableHead
+	return assemble(h.String(), table, rows, msgs, repro+foot, ev)
+}
+
+// assemble joins head, the table rows and the message blocks that fit, and
+// tail, within MaxBodyBytes, with a note when rows or messages were left
+// out.
+func assemble(head, table string, rows, msgs []string, tail string, ev *diff.Event) string {
+	const reserve = 600 // for the truncation notes
+	budget := MaxBodyBytes - len(head) - len(table) - len(tail) - reserve
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString(table)
+	shown := 0
+	for _, r := range rows {
+		if len(r) > budget {
+			break
+		}
+		b.WriteString(r)
+		budget -= len(r)
+		shown++
+	}
+	if shown < len(rows) {
+		fmt.Fprintf(&b, "\n**%d more flipped probe(s) not shown** (issue size limit). The full list: `driftprobe events --json`, or %s.\n",
+			len(rows)-shown, "`driftprobe diff --target "+shellWord(ev.Target)+fmt.Sprintf(" --from %d --to %d`", max(ev.FirstRun-1, 1), ev.ConfirmedRun))
+	}
+	b.WriteString("\n")
+	if len(msgs) > 0 {
+		const open = "<details><summary>Provider reasons and messages (untrusted text, verbatim)</summary>\n\n"
+		const closeTag = "</details>\n\n"
+		if budget > len(open)+len(closeTag)+200 {
+			budget -= len(open) + len(closeTag)
+			b.WriteString(open)
+			n := 0
+			for _, m := range msgs {
+				if len(m) > budget {
+					break
+				}
+				b.WriteString(m)
+				budget -= len(m)
+				n++
+			}
+			if n < len(msgs) {
+				fmt.Fprintf(&b, "%d more message(s) not shown (issue size limit): `driftprobe events --json` and the stored observations have them.\n\n", len(msgs)-n)
+			}
+			b.WriteString(closeTag)
+		} else {
+			b.WriteString("Provider messages not shown (issue size limit).\n\n")
+		}
+	}
+	b.WriteString(tail)
+	return capBody(b.String())
+}
+
+// capBody is the last guard: never more than MaxBodyBytes.
+func capBody(s string) string {
+	if len(s) <= MaxBodyBytes {
+		return s
+	}
+	const note = "\n\n[truncated: issue size limit]\n"
+	cut := MaxBodyBytes - len(note)
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+var changeTitles = map[string]string{
+	diff.ChangeOpened:         "event opened",
+	diff.ChangeProbesAdded:    "more probes flipped",
+	diff.ChangeTargetJoined:   "another target of the provider changed the same way",
+	diff.ChangeReverted:       "the change was reverted",
+	diff.ChangePartialRevert:  "some probes flipped back",
+	diff.ChangeKindEscalation: "the event's kind changed",
+}
+
+// CommentBody renders the comment for one event update, within
+// MaxBodyBytes. closing says the issue is being closed with it.
+func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) string {
+	if e == nil {
+		e = &Evidence{}
+	}
+	var h strings.Builder
+	h.WriteString(UpdateMarker(u.ID) + "\n")
+	title := changeTitles[u.Change]
+	if title == "" {
+		title = inert(u.Change, 100)
+	}
+	fmt.Fprintf(&h, "### driftprobe update: %s (run %d)\n\n", title, u.RunID)
+	if u.Detail != "" {
+		h.WriteString(inert(u.Detail, 3000) + "\n\n")
+	}
+	fmt.Fprintf(&h, "Recorded %s. ", fmtTime(u.At))
+	reverted := 0
+	for _, p := range ev.Probes {
+		if p.Reverted {
+			reverted++
+		}
+	}
+	fmt.Fprintf(&h, "Event status: %s; %s flipped, %d reverted; kind %s, direction %s.\n\n",
+		code(ev.Status), plural(len(ev.Probes), "probe", "probes"), reverted, code(ev.Kind), code(ev.Direction))
+	if u.Change == diff.ChangeReverted {
+		h.WriteString("Every flipped probe is back to its before-verdict on byte-identical requests: the provider reverted the change.")
+		if closing {
+			h.WriteString(" Closing this issue as completed (the change it tracked has ended; the evidence above stays valid).")
+		}
+		h.WriteString("\n\n")
+	}
+	// The probes this update is about: confirmed or reverted in its run.
+	var rows, msgs []string
+	for _, p := range ev.Probes {
+		if p.ConfirmedRun == u.RunID || p.RevertedRun == u.RunID {
+			rows = append(rows, probeRow(ev, e, p))
+			if u.Change != diff.ChangeReverted && u.Change != diff.ChangePartialRevert {
+				if m := messageBlock(p, e); m != "" {
+					msgs = append(msgs, m)
+				}
+			}
+		}
+	}
+	table := ""
+	if len(rows) > 0 {
+		table = fmt.Sprintf("#### Probes in this update (%d)\n\n", len(rows)) + tableHead
+	}
+	tail := fmt.Sprintf("\n<sub>driftprobe event `%s`, update %d.</sub>\n", ev.Fingerprint, u.ID)
+	return assemble(h.String(), table, rows, msgs, tail, ev)
+}
+
+// sortedUpdates returns ev's updates by id.
+func sortedUpdates(ev *diff.Event) []diff.EventUpdate {
+	us := append([]diff.EventUpdate(nil), ev.Updates...)
+	sort.Slice(us, func(i, j int) bool { return us[i].ID < us[j].ID })
+	return us
+}

@@ -1,0 +1,223 @@
+package ghissue
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// hostile is untrusted text trying everything an issue body must not do.
+var hostile = []string{
+	"```\n# pwned\n```",
+	"````````` nested ``` fences ````",
+	"@octocat please look, cc @acme/security-team",
+	"fixes #123 and acme/other#45 and GH-77",
+	"<script>alert(1)</script><img src=x onerror=alert(2)>",
+	"[click me](https://evil.example/phish) ![img](http://evil.example/x.png)",
+	"<https://evil.example/auto> www.evil.example http://evil.example/bare",
+	"| broken | table |\n---",
+	"</details><details open><summary>x</summary>",
+	"<!-- driftprobe:event=ffffffffffffffffffff -->",
+	"line1\r\nline2\u202Eevil\u0000nul",
+}
+
+func hostileEvent(probesN int, msg string) (*diff.Event, *Evidence) {
+	ev := &diff.Event{
+		ID: 7, Fingerprint: "0123456789abcdef0123", Target: "azure-gpt4o-eastus", Targets: []string{"azure-gpt4o-eastus"},
+		Provider: "azure", Kind: diff.KindPolicy, Direction: diff.Tightened, Status: "open",
+		NewCategories: []string{"self_harm"}, FirstRun: 11, ConfirmedRun: 12, LastRun: 12,
+		ModelBefore: "gpt-4o-2024-08-06|fp_" + hostile[2], ModelAfter: "gpt-4o-2024-08-06|" + hostile[4],
+		CorpusVersion: "2026.11.1 " + hostile[3], CorpusHash: strings.Repeat("ab", 32),
+	}
+	e := &Evidence{Runs: map[int64]storage.Run{
+		11: {ID: 11, StartedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
+		12: {ID: 12, StartedAt: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)},
+	}, Obs: map[int64]Obs{}}
+	for i := 0; i < probesN; i++ {
+		h := hostile[i%len(hostile)]
+		p := diff.EventProbe{
+			Target: "azure-gpt4o-eastus", ProbeID: fmt.Sprintf("p%03d %s", i, h), RequestSHA256: strings.Repeat("cd", 32),
+			Before:    diff.Verdict{Class: probes.Allowed, Categories: []string{}},
+			After:     diff.Verdict{Class: probes.BlockedInput, Categories: []string{"violence", h}},
+			BeforeObs: int64(2*i + 1), AfterObs: int64(2*i + 2), FirstRun: 11, ConfirmedRun: 12,
+		}
+		ev.Probes = append(ev.Probes, p)
+		e.Obs[p.BeforeObs] = Obs{ID: p.BeforeObs, RunID: 10, RequestID: "req-" + h, Reason: "stop"}
+		m := h
+		if i == 0 {
+			m = msg
+		}
+		e.Obs[p.AfterObs] = Obs{ID: p.AfterObs, RunID: 12, RequestID: "chatcmpl-" + h, Reason: "content_filter " + h, Message: m}
+	}
+	ev.Updates = []diff.EventUpdate{{ID: 31, RunID: 12, Change: diff.ChangeOpened, Detail: hostile[2]},
+		{ID: 32, RunID: 12, Change: diff.ChangeProbesAdded, Detail: strings.Repeat(hostile[5], 200)}}
+	return ev, e
+}
+
+var (
+	fenceOpenRe = regexp.MustCompile("^(`{3,})")
+	rawMention  = regexp.MustCompile(`@[A-Za-z0-9]`)
+	rawRef      = regexp.MustCompile(`#[0-9]|(?i)\bgh-[0-9]`)
+	rawScheme   = regexp.MustCompile(`(?i)[a-z]://|www\.`)
+	rawLink     = regexp.MustCompile(`\]\(|<[a-zA-Z/!]`)
+)
+
+// outsideFences splits a body into the text outside fenced code blocks
+// (as CommonMark parses it) and checks every block's fence is longer than
+// any backtick run inside it and is closed.
+func outsideFences(t *testing.T, body string) string {
+	t.Helper()
+	var out strings.Builder
+	fence := ""
+	var inner strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		if fence == "" {
+			if m := fenceOpenRe.FindString(line); m != "" {
+				fence = m
+				inner.Reset()
+				continue
+			}
+			out.WriteString(line + "\n")
+			continue
+		}
+		if strings.TrimRight(line, " ") != "" && strings.Trim(strings.TrimRight(line, " "), "`") == "" && len(strings.TrimRight(line, " ")) >= len(fence) {
+			if longestRun(inner.String(), '`') >= len(fence) {
+				t.Errorf("fence %d long around a run of %d backticks", len(fence), longestRun(inner.String(), '`'))
+			}
+			fence = ""
+			continue
+		}
+		inner.WriteString(line + "\n")
+	}
+	if fence != "" {
+		t.Errorf("unclosed fence")
+	}
+	return out.String()
+}
+
+func checkInert(t *testing.T, what, body string) {
+	t.Helper()
+	if len(body) > MaxBodyBytes || utf8.RuneCountInString(body) > 65536 {
+		t.Errorf("%s: %d bytes, over the limit", what, len(body))
+	}
+	if !utf8.ValidString(body) {
+		t.Errorf("%s: invalid UTF-8", what)
+	}
+	text := outsideFences(t, body)
+	// Our own markers are the only HTML comments; drop them and the
+	// <details>/<summary>/<sub> tags we emit before looking for raw HTML.
+	text = regexp.MustCompile(`<!-- driftprobe:(event|update)=[0-9a-f]+ -->`).ReplaceAllString(text, "")
+	for _, tag := range []string{"<details>", "<summary>", "</summary>", "</details>", "<sub>", "</sub>"} {
+		text = strings.ReplaceAll(text, tag, "")
+	}
+	for name, re := range map[string]*regexp.Regexp{"mention": rawMention, "reference": rawRef, "autolink": rawScheme, "link/html": rawLink} {
+		if m := re.FindAllString(text, 3); m != nil {
+			i := re.FindStringIndex(text)
+			t.Errorf("%s: live %s %q near %q", what, name, m, text[max(0, i[0]-60):min(len(text), i[1]+60)])
+		}
+	}
+	if strings.Contains(text, "<script") || strings.Contains(text, "\u202E") || strings.Contains(text, "\x00") {
+		t.Errorf("%s: raw script, bidi override or NUL outside code", what)
+	}
+	if n := strings.Count(body, "<!-- driftprobe:event="); n > 1 {
+		t.Errorf("%s: %d event markers (an injected one survived)", what, n)
+	}
+}
+
+func TestRenderInertAndBounded(t *testing.T) {
+	long := strings.Repeat("`", 40) + "\n" + strings.Repeat("A@b #1 <script>x</script> [l](http://e) ", 2000) // ~70,000 chars
+	if len(long) < 70000 {
+		t.Fatalf("long text only %d", len(long))
+	}
+	for _, n := range []int{1, 11, 400} {
+		ev, e := hostileEvent(n, long)
+		body := IssueBody(ev, e)
+		checkInert(t, fmt.Sprintf("issue body with %d probes", n), body)
+		if !strings.Contains(body, EventMarker(ev.Fingerprint)) || !strings.Contains(body, "`"+ev.Fingerprint+"`") {
+			t.Errorf("marker or visible fingerprint missing")
+		}
+		for _, want := range []string{"run 11, started 2026-03-01T10:00:00Z", "run 12, started 2026-03-01T11:00:00Z",
+			"driftprobe diff --target azure-gpt4o-eastus --from 10 --to 12", "driftprobe events --json", strings.Repeat("ab", 32), strings.Repeat("cd", 32)} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%d probes: body lacks %q", n, want)
+			}
+		}
+		if n == 400 && !strings.Contains(body, "more flipped probe(s) not shown") {
+			t.Errorf("400 probes: no truncation note")
+		}
+		for _, u := range ev.Updates[1:] {
+			c := CommentBody(ev, u, e, true)
+			checkInert(t, fmt.Sprintf("comment with %d probes", n), c)
+			if !strings.HasPrefix(c, UpdateMarker(u.ID)+"\n") {
+				t.Errorf("comment lacks its update marker")
+			}
+		}
+		title := Title(ev)
+		if utf8.RuneCountInString(title) > 256 || strings.ContainsAny(title, "\n\r<`") || rawMention.MatchString(title) || rawRef.MatchString(title) {
+			t.Errorf("title %q", title)
+		}
+	}
+	// The 70,000-character message is cut, inside its fence.
+	ev, e := hostileEvent(1, long)
+	body := IssueBody(ev, e)
+	if !strings.Contains(body, "[truncated: ") {
+		t.Errorf("long message not truncated")
+	}
+	if !strings.Contains(body, strings.Repeat("`", 41)+"text\n") {
+		t.Errorf("message fence is not longer than the 40-backtick run inside")
+	}
+}
+
+func TestTitle(t *testing.T) {
+	ev := &diff.Event{Target: "azure-gpt4o-eastus", Targets: []string{"azure-gpt4o-eastus"}, Provider: "azure", Kind: diff.KindPolicy,
+		Direction: diff.Tightened, NewCategories: []string{"self_harm"}}
+	for i := 0; i < 7; i++ {
+		ev.Probes = append(ev.Probes, diff.EventProbe{Before: diff.Verdict{Class: probes.Allowed},
+			After: diff.Verdict{Class: probes.BlockedOutput, Categories: []string{"violence"}}})
+	}
+	ev.Probes[0].After.Categories = []string{"self_harm"}
+	want := "Provider policy change on azure-gpt4o-eastus: 7 probes now blocked (violence, new: self_harm)"
+	if got := Title(ev); got != want {
+		t.Errorf("title\n got %q\nwant %q", got, want)
+	}
+	ev.Targets = []string{"a", "b", "c"}
+	ev.Direction = diff.Loosened
+	if got := Title(ev); !strings.HasPrefix(got, "Provider policy change on azure (3 targets: a, b, c): 7 probes now allowed") {
+		t.Errorf("provider-wide title %q", got)
+	}
+	ev.Targets = []string{strings.Repeat("t", 300)}
+	if got := Title(ev); utf8.RuneCountInString(got) > MaxTitle {
+		t.Errorf("title not bounded: %d", utf8.RuneCountInString(got))
+	}
+	if got := Labels(ev, []string{"LLM", "driftprobe", "x"}); strings.Join(got, ",") != "driftprobe,policy_change,azure,LLM,x" {
+		t.Errorf("labels %v", got)
+	}
+}
+
+func TestInert(t *testing.T) {
+	for in, want := range map[string]string{
+		"@octocat":           "@\u200doctocat",
+		"#12":                `\#` + "\u200d12",
+		"<b>":                "&lt;b&gt;",
+		"[x](y)":             `\[x\]\(y\)`,
+		"https://e.x":        "https\\:\u200d//e.x",
+		"plain text 1.2":     "plain text 1.2",
+		"a\nb":               "a b",
+		"gh-5":               "gh\\-\u200d5",
+		"x" + "\u202e" + "y": "xy",
+	} {
+		if got := inert(in, 100); got != want {
+			t.Errorf("inert(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := fenced("a ``` b ````` c", 100); !strings.HasPrefix(got, "``````text\n") {
+		t.Errorf("fence: %q", got)
+	}
+}
