@@ -417,6 +417,7 @@ func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *co
 	ob.Latency = a.resp.Latency
 	ob.Attempts = a.attempts
 	ob.RequestBody = req.Body
+	ob.RequestMethod, ob.RequestPath = req.Method, req.Path
 	ob.Body = a.resp.Body
 	ob.BodyTruncated = a.resp.Truncated
 	if a.resp.Body != nil {

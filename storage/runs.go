@@ -85,6 +85,8 @@ type Observation struct {
 	ProbeSHA256   string
 	Sample        int
 	RequestSHA256 string
+	RequestMethod string
+	RequestPath   string
 	RequestBody   []byte // exact bytes (stored compressed)
 	Result        probes.Result
 	HTTPStatus    int
@@ -227,10 +229,10 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 		return nil
 	}
 	return d.Tx(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO observations (run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_body,
+		st, err := tx.PrepareContext(ctx, `INSERT INTO observations (run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_body,
 			class, stage, categories, signals, reason, message, heuristic, unknown, http_status, request_id, model_id, model_fp,
 			latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body, body_truncated, observed_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -244,7 +246,7 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 			if o.ObservedAt.IsZero() {
 				o.ObservedAt = d.now()
 			}
-			res, err := st.ExecContext(ctx, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, gz(o.RequestBody),
+			res, err := st.ExecContext(ctx, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, gz(o.RequestBody),
 				string(r.Class), string(r.Stage), strings.Join(r.Categories, ","), string(sig), r.Reason, r.Message, b2i(r.Heuristic),
 				strings.Join(r.Unknown, ","), o.HTTPStatus, r.RequestID, r.ModelID, r.ModelFP,
 				float64(o.Latency)/1e6, r.TokensIn, r.TokensOut, o.CostUSD, o.Attempts, o.BodySHA256, gz(o.Body), b2i(o.BodyTruncated), ts(o.ObservedAt))
@@ -257,7 +259,7 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 	})
 }
 
-const obsCols = `id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, class, stage, categories, signals, reason, message,
+const obsCols = `id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, class, stage, categories, signals, reason, message,
 	heuristic, unknown, http_status, request_id, model_id, model_fp, latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body_truncated, observed_at`
 
 func scanObs(rows interface{ Scan(...any) error }) (*Observation, error) {
@@ -265,7 +267,7 @@ func scanObs(rows interface{ Scan(...any) error }) (*Observation, error) {
 	var class, stage, cats, sig, unknown, at string
 	var heur, trunc int
 	var lat float64
-	err := rows.Scan(&o.ID, &o.RunID, &o.TargetID, &o.ProbeID, &o.ProbeSHA256, &o.Sample, &o.RequestSHA256, &class, &stage, &cats, &sig,
+	err := rows.Scan(&o.ID, &o.RunID, &o.TargetID, &o.ProbeID, &o.ProbeSHA256, &o.Sample, &o.RequestSHA256, &o.RequestMethod, &o.RequestPath, &class, &stage, &cats, &sig,
 		&o.Result.Reason, &o.Result.Message, &heur, &unknown, &o.HTTPStatus, &o.Result.RequestID, &o.Result.ModelID, &o.Result.ModelFP,
 		&lat, &o.Result.TokensIn, &o.Result.TokensOut, &o.CostUSD, &o.Attempts, &o.BodySHA256, &trunc, &at)
 	if err != nil {
@@ -307,6 +309,15 @@ func (d *DB) Observations(ctx context.Context, runID, targetID int64) ([]*Observ
 		out = append(out, o)
 	}
 	return out, rows.Err()
+}
+
+// Observation returns one observation by id.
+func (d *DB) Observation(ctx context.Context, id int64) (*Observation, error) {
+	o, err := scanObs(d.db.QueryRowContext(ctx, `SELECT `+obsCols+` FROM observations WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("observation %d: %w", id, ErrNotFound)
+	}
+	return o, err
 }
 
 // ObservationBodies returns the stored request and response bodies of an

@@ -5,11 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/evidence"
+	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
 )
 
@@ -131,6 +134,57 @@ what compare says about the two targets. No keys, no network.`,
 					return err
 				}
 				WriteRunDiff(g, d)
+			}
+			for _, e := range evs {
+				if e.Kind != diff.KindPolicy && e.Kind != diff.KindModel {
+					continue
+				}
+				section(fmt.Sprintf("driftprobe evidence %d (summary)", e.ID))
+				rec, err := evidence.Build(ctx, st, e.ID, time.Now())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "%d probes; every request fingerprint recomputed from the stored bytes and checked: %v; record sha256 %s\n", len(rec.Probes), rec.AllVerified, rec.SHA256)
+				if len(rec.Probes) > 0 {
+					p := rec.Probes[0]
+					fmt.Fprintf(w, "e.g. %s: %s %s sha256 %.16s…, before run %d %s (provider request id %s), after run %d %s (provider request id %s)\n",
+						p.ProbeID, p.Request.Method, p.Request.Path, p.Request.SHA256, p.Before.RunID, p.Before.Verdict.String(), p.Before.RequestID,
+						p.After.RunID, p.After.Verdict.String(), p.After.RequestID)
+				}
+				section("the GitHub issue driftprobe would open (github block absent: dry run)")
+				var buf strings.Builder
+				if _, err := ghissue.RenderEvents(ctx, st, nil, []*diff.Event{e}, 0, &buf, ""); err != nil {
+					return err
+				}
+				out := buf.String()
+				if lines := strings.Split(out, "\n"); len(lines) > 40 {
+					out = strings.Join(lines[:40], "\n") + fmt.Sprintf("\n… (%d more lines; `driftprobe outbox --dry-run` prints it all)\n", len(lines)-40)
+				}
+				fmt.Fprint(w, out)
+				break
+			}
+			section("metrics (what Prometheus scrapes from `driftprobe serve`)")
+			reg, _ := app.NewRegistry(st, false)
+			mfs, err := reg.Gather()
+			if err != nil {
+				return err
+			}
+			for _, mf := range mfs {
+				name := mf.GetName()
+				if name != "driftprobe_category_active" && name != "driftprobe_events_total" && name != "driftprobe_events_open" {
+					continue
+				}
+				for _, m := range mf.Metric {
+					var labels []string
+					for _, l := range m.Label {
+						labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+					}
+					v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+					if name == "driftprobe_category_active" && v == 0 {
+						continue
+					}
+					fmt.Fprintf(w, "%s{%s} %g\n", name, strings.Join(labels, ","), v)
+				}
 			}
 			section("driftprobe compare --from sim-prod --to sim-candidate")
 			cmp, err := diff.Compare(ctx, st, cp, "sim-prod", "sim-candidate", 0)

@@ -61,7 +61,9 @@ CREATE TABLE observations (
     probe_sha256   TEXT    NOT NULL,
     sample         INTEGER NOT NULL DEFAULT 0,
     request_sha256 TEXT    NOT NULL,
-    request_body   BLOB,              -- gzip of the exact request body
+    request_method TEXT    NOT NULL DEFAULT '',
+    request_path   TEXT    NOT NULL DEFAULT '',  -- path and query (the fingerprint covers method, path, body)
+    request_body   BLOB,              -- exact request body (gzip when large)
     class          TEXT    NOT NULL,
     stage          TEXT    NOT NULL DEFAULT '',
     categories     TEXT    NOT NULL DEFAULT '',  -- normalized, comma-separated, sorted
