@@ -255,7 +255,7 @@ func TestLoadDesignExample(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", "gh-test")
 	c, err := Load("testdata/valid-design.yaml", true)
 	if err != nil {
-		t.Fatalf("the DESIGN.md example config does not load: %v", err)
+		t.Fatalf("the documented example config does not load: %v", err)
 	}
 	if c.File != "testdata/valid-design.yaml" {
 		t.Errorf("File = %q", c.File)

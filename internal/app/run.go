@@ -176,7 +176,7 @@ func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets 
 	}, nil
 }
 
-// JSON shapes of `run --json` (the contract in DESIGN.md).
+// JSON shapes of `run --json` (the output contract in README.md).
 type (
 	RunJSON struct {
 		RunID         int64         `json:"run_id"`
