@@ -267,3 +267,70 @@ func TestRunLease(t *testing.T) {
 		t.Fatalf("lease not released: %+v", h)
 	}
 }
+
+// Shutdown during a run cancels it cleanly: the run is recorded aborted,
+// the lease released, and nothing is half-written.
+func TestShutdownAbortsRunCleanly(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeCfg(t, dir, `
+database: %DB%
+schedule: "@every 10m"
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim: {error_status: 503, fail_first: 1}
+`)
+	clock := clockwork.NewFakeClock()
+	waiting := make(chan struct{}, 1000)
+	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: clock,
+		// Every first attempt gets a 503; the backoff wait blocks until shutdown.
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			waiting <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Minute)
+	select {
+	case <-waiting: // a run is in progress, waiting to retry
+	case <-ctx.Done():
+		t.Fatal("run never started")
+	}
+	st, err := storage.Open(context.Background(), filepath.Join(dir, "d.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if h, _ := st.LockHolder(context.Background()); h == nil {
+		t.Fatal("no lease held during the run")
+	}
+	if err := d.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := st.Run(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != storage.RunAborted || run.FinishedAt.IsZero() {
+		t.Errorf("run status %s finished %v, want aborted", run.Status, run.FinishedAt)
+	}
+	if h, _ := st.LockHolder(context.Background()); h != nil {
+		t.Errorf("lease still held after shutdown: %+v", h)
+	}
+	var stateRows int
+	st.SQL().QueryRow(`SELECT COUNT(*) FROM probe_states`).Scan(&stateRows)
+	if stateRows != 0 {
+		t.Errorf("an aborted run updated detection state")
+	}
+}
