@@ -241,7 +241,7 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 			r := o.Result
 			var sig []byte
 			if len(r.Signals) > 0 {
-				sig, _ = json.Marshal(r.Signals)
+				sig = appendSignalsJSON(sig[:0], r.Signals)
 			}
 			if o.ObservedAt.IsZero() {
 				o.ObservedAt = d.now()
