@@ -3,6 +3,7 @@ GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/driftprobe/driftprobe/internal/app.Version=$(VERSION)
 BIN      := bin/driftprobe
+FUZZTIME ?= 3s
 
 .PHONY: build test lint bench demo clean
 
@@ -10,10 +11,12 @@ BIN      := bin/driftprobe
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/driftprobe
 
-## test: vet, then every test (race detector on), offline, loopback only
+## test: vet, every test (race detector on), then a short fuzz of every
+## response parser; offline, loopback only
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz-short.sh
 
 ## lint: formatting and vet
 lint:

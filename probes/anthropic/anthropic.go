@@ -311,7 +311,7 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 	}
 	r.Message = redact(r.Message, key)
 	r.Reason = redact(r.Reason, key)
-	return wire.Finish(r)
+	return wire.Finish(wire.Redact(r, key))
 }
 
 func classifyError(r probes.Result, resp *probes.Response, mr *messageResponse, status int, now time.Time) probes.Result {

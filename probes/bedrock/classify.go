@@ -301,12 +301,7 @@ func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Resul
 	// empty, non-nil Categories), rather than Finish's fallback of every
 	// signal that fired anywhere in the trace.
 	noCats := r.Categories != nil && len(r.Categories) == 0
-	r.Message = p.scrub(r.Message)
-	r.Reason = p.scrub(r.Reason)
-	for i, u := range r.Unknown {
-		r.Unknown[i] = p.scrub(u)
-	}
-	r = wire.Finish(r)
+	r = wire.Finish(wire.Redact(r, p.secrets()...))
 	if noCats {
 		r.Categories = nil
 	}

@@ -435,6 +435,7 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 	}
 	r.Message = redact(r.Message, key)
 	r.Reason = redact(r.Reason, key)
+	r = wire.Redact(r, key)
 	r.Unknown = probes.SortedUnique(r.Unknown)
 	return wire.Finish(r)
 }
@@ -523,7 +524,7 @@ func readDetails(details []json.RawMessage) (reason string, delay time.Duration)
 		case strings.HasSuffix(d.Type, "google.rpc.RetryInfo"):
 			if s, ok := strings.CutSuffix(strings.TrimSpace(d.RetryDelay), "s"); ok {
 				if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 {
-					delay = time.Duration(f * float64(time.Second))
+					delay = wire.Duration(f, time.Second)
 				}
 			}
 		}

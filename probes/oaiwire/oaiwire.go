@@ -432,7 +432,7 @@ func RetryWait(h http.Header, status int, errType string, now time.Time) time.Du
 		if err != nil {
 			// Some gateways send plain seconds.
 			if s, e2 := strconv.ParseFloat(v, 64); e2 == nil {
-				d, err = time.Duration(s*float64(time.Second)), nil
+				d, err = wire.Duration(s, time.Second), nil
 			}
 		}
 		if err == nil && d > max {
@@ -555,8 +555,10 @@ func ClassifyError(resp *probes.Response, now time.Time) probes.Result {
 				r.Class, r.Stage = probes.FilterUnavailable, probes.StageNone
 			}
 		}
-	case perr != nil && resp.Status == 400 && bytes.Contains(resp.Body, []byte("content_filter")):
+	case perr != nil && resp.Status == 400 && cutJSON(resp.Body, '{', '"') && bytes.Contains(resp.Body, []byte("content_filter")):
 		// Unparseable but unmistakable: keep the block, categories unknown.
+		// Only a body that opens like a JSON error does; a plain-text or
+		// HTML 400 that mentions content_filter is an ordinary client error.
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "content_filter"
 		r.Unknown = append(r.Unknown, "unparseable_body")
 	case (resp.Status == 400 || ok2xx) && promptBlockCodes[e.Code]:
@@ -601,14 +603,22 @@ func finish(r probes.Result) probes.Result {
 
 var finishContentFilter = regexp.MustCompile(`"finish_reason"\s*:\s*"content_filter"`)
 
+// cutJSON reports whether body, after leading whitespace, opens with one of
+// the given bytes: the start of a JSON body, however it was cut.
+func cutJSON(body []byte, open ...byte) bool {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	return len(t) > 0 && bytes.IndexByte(open, t[0]) >= 0
+}
+
 // malformed classifies a 2xx whose body could not be read.
 func malformed(resp *probes.Response, r probes.Result) probes.Result {
 	r.Class, r.Reason = probes.Transient, "malformed_response"
 	if resp.Truncated {
 		r.Reason = "truncated_response"
 		r.Unknown = append(r.Unknown, "truncated_body")
-		if finishContentFilter.Match(resp.Body) {
-			// The cut body still says the output was filtered.
+		if cutJSON(resp.Body, '{') && finishContentFilter.Match(resp.Body) {
+			// The cut body (a JSON object, not an HTML page that happens to
+			// quote the field) still says the output was filtered.
 			r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, "content_filter"
 		}
 	}
@@ -732,18 +742,9 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 	return r
 }
 
-// Redact removes secret (the target's key) from the provider-supplied text
-// of r, in case an error message echoes the credential it was sent.
+// Redact removes secret (the target's key) from every string field of r
+// (see wire.Redact), in case an error message, a header or a gateway echoes
+// the credential it was sent.
 func Redact(r probes.Result, secret string) probes.Result {
-	if len(secret) < 4 {
-		return r
-	}
-	rep := strings.NewReplacer(secret, "[REDACTED]")
-	r.Message = rep.Replace(r.Message)
-	r.Reason = rep.Replace(r.Reason)
-	r.RequestID = rep.Replace(r.RequestID)
-	for i, u := range r.Unknown {
-		r.Unknown[i] = rep.Replace(u)
-	}
-	return r
+	return wire.Redact(r, secret)
 }

@@ -119,3 +119,28 @@ func TestDegenerateAnswers(t *testing.T) {
 		t.Errorf("empty result: %+v", r)
 	}
 }
+
+// TestGarbageNeverAVerdict: found by FuzzClassify. The two rules that read
+// a verdict from an unparseable body only apply to bodies that open like
+// JSON, not to HTML or plain-text pages quoting the same words.
+func TestGarbageNeverAVerdict(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		status    int
+		truncated bool
+		body      string
+		want      probes.Class
+	}{
+		{200, true, `<html>"finish_reason":"content_filter"</html>`, probes.Transient},
+		{400, false, `Unsupported parameter: content_filter`, probes.ClientError},
+		{400, false, `<html><body>content_filter</body></html>`, probes.ClientError},
+		// The documented cases still read as blocks.
+		{200, true, `{"id":"c","choices":[{"finish_reason":"content_filter","message":{"content":"x`, probes.BlockedOutput},
+		{400, true, `{"error":{"message":"filtered","code":"content_filter","innererror":{"code":"Respo`, probes.BlockedInput},
+	} {
+		r := ClassifyChat(&probes.Response{Status: c.status, Body: []byte(c.body), Truncated: c.truncated}, now)
+		if r.Class != c.want {
+			t.Errorf("%d %q: %s (%s), want %s", c.status, c.body, r.Class, r.Reason, c.want)
+		}
+	}
+}

@@ -94,9 +94,10 @@ func (p *Prober) Authorize(ctx context.Context, r *http.Request) error {
 	return nil
 }
 
-// Classify reads the response with the shared OpenAI/Azure reader.
+// Classify reads the response with the shared OpenAI/Azure reader, with the
+// bearer key (if any) redacted from the result.
 func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Result {
-	return oaiwire.ClassifyChat(resp, p.now())
+	return oaiwire.Redact(oaiwire.ClassifyChat(resp, p.now()), p.target.APIKey)
 }
 
 // Close stops the in-process server.

@@ -6,6 +6,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -42,8 +43,10 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if v := h.Get("retry-after-ms"); v != "" {
-		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			if d := Duration(ms, time.Millisecond); d > 0 {
+				return d
+			}
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -51,10 +54,7 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
+		return Duration(s, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
@@ -62,6 +62,63 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// Duration converts a provider-given count of units (seconds in
+// Retry-After, milliseconds in retry-after-ms) to a Duration: 0 for NaN and
+// values <= 0, saturated at the largest Duration for values beyond it
+// (including +Inf). A plain conversion of an out-of-range float is
+// implementation-defined and yields a huge negative Duration on amd64
+// ("Retry-After: 1e10").
+func Duration(v float64, unit time.Duration) time.Duration {
+	if math.IsNaN(v) || v <= 0 {
+		return 0
+	}
+	f := v * float64(unit)
+	if f >= math.MaxInt64 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(f)
+}
+
+// Redact replaces every secret (of 4 bytes or more) in the string fields of
+// r — Reason, Message, RequestID, ModelID, ModelFP, Unknown and the Raw and
+// Severity of each signal — with [REDACTED], then re-applies the Message and
+// Reason bounds. Adapters call it on every result with the target's
+// credentials, since a provider (or a gateway) may echo a credential in any
+// field it returns.
+func Redact(r probes.Result, secrets ...string) probes.Result {
+	var pairs []string
+	for _, s := range secrets {
+		if len(s) >= 4 {
+			pairs = append(pairs, s, "[REDACTED]")
+		}
+	}
+	if len(pairs) == 0 {
+		return r
+	}
+	rep := strings.NewReplacer(pairs...)
+	r.Reason = Truncate(rep.Replace(r.Reason), 200)
+	r.Message = Truncate(rep.Replace(r.Message), MaxMessage)
+	r.RequestID = rep.Replace(r.RequestID)
+	r.ModelID = rep.Replace(r.ModelID)
+	r.ModelFP = rep.Replace(r.ModelFP)
+	if len(r.Unknown) > 0 {
+		u := make([]string, len(r.Unknown))
+		for i, s := range r.Unknown {
+			u[i] = rep.Replace(s)
+		}
+		r.Unknown = u
+	}
+	if len(r.Signals) > 0 {
+		sig := make([]probes.Signal, len(r.Signals))
+		for i, s := range r.Signals {
+			s.Raw, s.Severity = rep.Replace(s.Raw), rep.Replace(s.Severity)
+			sig[i] = s
+		}
+		r.Signals = sig
+	}
+	return r
 }
 
 // Transport classifies an attempt that produced no HTTP response.

@@ -1,0 +1,28 @@
+package gemini
+
+import (
+	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/probestest"
+)
+
+// FuzzClassify fuzzes the generateContent reader in both dialects (Gemini
+// Developer API and Vertex AI) through the prober.
+//
+//	go test ./probes/gemini -run '^$' -fuzz '^FuzzClassify$' -fuzztime 30s
+func FuzzClassify(f *testing.F) {
+	var targets []probestest.FuzzTarget
+	for name, opts := range map[string]map[string]string{"gemini": nil, "vertex": vertexOpts} {
+		pr, err := New(probes.Target{Name: "gemini-fuzz", Provider: "gemini", Model: "gemini-2.0-flash", APIKey: probestest.FuzzKey, MaxTokens: 64, Options: opts})
+		if err != nil {
+			f.Fatal(err)
+		}
+		p := pr.(*Prober)
+		p.now = func() time.Time { return probestest.FuzzNow }
+		targets = append(targets, probestest.FuzzTarget{Name: name,
+			Classify: func(resp *probes.Response) probes.Result { return p.Classify(nil, resp) }})
+	}
+	probestest.Fuzz(f, targets, "testdata")
+}

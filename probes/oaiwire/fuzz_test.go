@@ -1,0 +1,31 @@
+package oaiwire
+
+import (
+	"testing"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/probestest"
+)
+
+// FuzzClassify fuzzes the shared readers directly: ClassifyChat,
+// ClassifyModeration and ClassifyError, each followed by Redact as the
+// adapters apply it. oaiwire has no fixtures of its own; it is seeded with
+// those of the adapters built on it.
+//
+//	go test ./probes/oaiwire -run '^$' -fuzz '^FuzzClassify$' -fuzztime 30s
+func FuzzClassify(f *testing.F) {
+	key := probestest.FuzzKey
+	now := probestest.FuzzNow
+	targets := []probestest.FuzzTarget{
+		{Name: "chat", AllowVerdict: probestest.OpenAIDialectVerdict, Classify: func(resp *probes.Response) probes.Result {
+			return Redact(ClassifyChat(resp, now), key)
+		}},
+		{Name: "moderation", AllowVerdict: probestest.OpenAIDialectVerdict, Classify: func(resp *probes.Response) probes.Result {
+			return Redact(ClassifyModeration(resp, now, NormalizeAzure), key)
+		}},
+		{Name: "error", AllowVerdict: probestest.OpenAIDialectVerdict, Classify: func(resp *probes.Response) probes.Result {
+			return Redact(ClassifyError(resp, now), key)
+		}},
+	}
+	probestest.Fuzz(f, targets, "testdata", "../openai/testdata", "../azure/testdata", "../openaicompat/testdata", "../mistral/testdata")
+}
