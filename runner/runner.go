@@ -106,7 +106,7 @@ func New(o Options) *Runner {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 128
+		o.BatchSize = 256
 	}
 	return &Runner{o: o, breakers: map[string]*gobreaker.CircuitBreaker[*attemptResult]{}}
 }
@@ -542,7 +542,7 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 	tc := t.Config
 	actx, cancel := context.WithTimeout(ctx, tc.Timeout.D())
 	defer cancel()
-	hr, err := http.NewRequestWithContext(actx, req.Method, req.URL, strings.NewReader(string(req.Body)))
+	hr, err := http.NewRequestWithContext(actx, req.Method, req.URL, bytes.NewReader(req.Body))
 	resp := &probes.Response{}
 	if err == nil {
 		for k, v := range req.Header {

@@ -230,20 +230,37 @@ func sanitize(s string) string {
 }
 
 func chatNewKeys(body []byte) []string {
-	out := newKeys(body, knownChatKeys, "key:")
-	var top struct {
-		Choices []json.RawMessage `json:"choices"`
+	// One pass over the top level; choices and message are sub-slices.
+	var m map[string]json.RawMessage
+	if ParseLenient(body, &m) != nil {
+		return nil
 	}
-	if ParseLenient(body, &top) != nil || len(top.Choices) == 0 {
+	out := keysNotIn(m, knownChatKeys, "key:")
+	var choices []json.RawMessage
+	if json.Unmarshal(m["choices"], &choices) != nil || len(choices) == 0 {
 		return out
 	}
-	out = append(out, newKeys(top.Choices[0], knownChoiceKeys, "choice_key:")...)
-	var c struct {
-		Message json.RawMessage `json:"message"`
+	var c map[string]json.RawMessage
+	if json.Unmarshal(choices[0], &c) != nil {
+		return out
 	}
-	if json.Unmarshal(top.Choices[0], &c) == nil && len(c.Message) > 0 {
-		out = append(out, newKeys(c.Message, knownMessageKeys, "message_key:")...)
+	out = append(out, keysNotIn(c, knownChoiceKeys, "choice_key:")...)
+	var msg map[string]json.RawMessage
+	if raw := c["message"]; len(raw) > 0 && json.Unmarshal(raw, &msg) == nil {
+		out = append(out, keysNotIn(msg, knownMessageKeys, "message_key:")...)
 	}
+	return out
+}
+
+// keysNotIn lists m's keys missing from known, sorted and prefixed.
+func keysNotIn(m map[string]json.RawMessage, known map[string]bool, prefix string) []string {
+	var out []string
+	for k := range m {
+		if !known[k] {
+			out = append(out, prefix+wire.Truncate(sanitize(k), 64))
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 
