@@ -32,13 +32,11 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -382,7 +380,7 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 	if mr.Usage != nil {
 		r.TokensIn, r.TokensOut = mr.Usage.InputTokens, mr.Usage.OutputTokens
 	}
-	r.Unknown = append(r.Unknown, unknownKeys(body, knownTop, "field:")...)
+	r.Unknown = append(r.Unknown, wire.UnknownKeys(body, knownTop, "field:")...)
 	if mr.Type != "" && mr.Type != "message" {
 		r.Unknown = append(r.Unknown, "type:"+mr.Type)
 	}
@@ -406,7 +404,7 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 				StopDetails json.RawMessage `json:"stop_details"`
 			}
 			if json.Unmarshal(body, &raw) == nil {
-				r.Unknown = append(r.Unknown, unknownKeys(raw.StopDetails, knownStopDetails, "stop_details.")...)
+				r.Unknown = append(r.Unknown, wire.UnknownKeys(raw.StopDetails, knownStopDetails, "stop_details.")...)
 			}
 			if d.Type != "" && d.Type != "refusal" {
 				r.Unknown = append(r.Unknown, "stop_details.type:"+d.Type)
@@ -439,26 +437,6 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 	return r
 }
 
-// unknownKeys lists the keys of the JSON object raw that are not in known,
-// sorted and prefixed. A non-object yields nothing.
-func unknownKeys(raw []byte, known map[string]bool, prefix string) []string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	var out []string
-	for k := range m {
-		if !known[k] {
-			out = append(out, prefix+k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 // keyRE matches Anthropic API keys, should a provider message ever echo one.
 var keyRE = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]+`)

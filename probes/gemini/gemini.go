@@ -74,7 +74,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -538,7 +537,7 @@ func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) prob
 	if u := gr.UsageMetadata; u != nil {
 		r.TokensIn, r.TokensOut = u.PromptTokenCount, u.CandidatesTokenCount+u.ThoughtsTokenCount
 	}
-	r.Unknown = append(r.Unknown, unknownKeys(obj, knownTop, "field:")...)
+	r.Unknown = append(r.Unknown, wire.UnknownKeys(obj, knownTop, "field:")...)
 
 	// Prompt-side ratings are kept on every answer, under "prompt.".
 	var promptSignals []probes.Signal
@@ -548,7 +547,7 @@ func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) prob
 			PromptFeedback json.RawMessage `json:"promptFeedback"`
 		}
 		if json.Unmarshal(obj, &raw) == nil {
-			r.Unknown = append(r.Unknown, unknownKeys(raw.PromptFeedback, knownFeedback, "promptFeedback.")...)
+			r.Unknown = append(r.Unknown, wire.UnknownKeys(raw.PromptFeedback, knownFeedback, "promptFeedback.")...)
 		}
 	}
 
@@ -574,7 +573,7 @@ func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) prob
 		return r
 	}
 
-	r.Unknown = append(r.Unknown, unknownKeys(gr.Candidates[0], knownCandidate, "candidate.")...)
+	r.Unknown = append(r.Unknown, wire.UnknownKeys(gr.Candidates[0], knownCandidate, "candidate.")...)
 	var c candidate
 	if err := json.Unmarshal(gr.Candidates[0], &c); err != nil {
 		r.Class, r.Reason = probes.Transient, "malformed_response"
@@ -659,7 +658,7 @@ func readRatings(raws []json.RawMessage, prefix string, r *probes.Result) []prob
 			r.Unknown = append(r.Unknown, "rating:unparseable")
 			continue
 		}
-		r.Unknown = append(r.Unknown, unknownKeys(raw, knownRating, "rating.")...)
+		r.Unknown = append(r.Unknown, wire.UnknownKeys(raw, knownRating, "rating.")...)
 		cat, known := NormalizeCategory(rt.Category)
 		if !known {
 			r.Unknown = append(r.Unknown, "category:"+rt.Category)
@@ -686,26 +685,6 @@ func readRatings(raws []json.RawMessage, prefix string, r *probes.Result) []prob
 	return out
 }
 
-// unknownKeys lists the keys of the JSON object raw that are not in known,
-// sorted and prefixed. A non-object yields nothing.
-func unknownKeys(raw []byte, known map[string]bool, prefix string) []string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	var out []string
-	for k := range m {
-		if !known[k] {
-			out = append(out, prefix+k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 // keyRE matches Google API keys and the "api_key:..." consumer names that
 // Google's suspension errors quote.

@@ -214,14 +214,7 @@ func newKeys(raw []byte, known map[string]bool, prefix string) []string {
 	if ParseLenient(raw, &m) != nil {
 		return nil
 	}
-	var out []string
-	for k := range m {
-		if !known[k] {
-			out = append(out, prefix+wire.Truncate(sanitize(k), 64))
-		}
-	}
-	sort.Strings(out)
-	return out
+	return wire.KeysNotIn(m, known, prefix)
 }
 
 // sanitize keeps Unknown entries free of the list separator used in storage.
@@ -235,7 +228,7 @@ func chatNewKeys(body []byte) []string {
 	if ParseLenient(body, &m) != nil {
 		return nil
 	}
-	out := keysNotIn(m, knownChatKeys, "key:")
+	out := wire.KeysNotIn(m, knownChatKeys, "key:")
 	var choices []json.RawMessage
 	if json.Unmarshal(m["choices"], &choices) != nil || len(choices) == 0 {
 		return out
@@ -244,25 +237,14 @@ func chatNewKeys(body []byte) []string {
 	if json.Unmarshal(choices[0], &c) != nil {
 		return out
 	}
-	out = append(out, keysNotIn(c, knownChoiceKeys, "choice_key:")...)
+	out = append(out, wire.KeysNotIn(c, knownChoiceKeys, "choice_key:")...)
 	var msg map[string]json.RawMessage
 	if raw := c["message"]; len(raw) > 0 && json.Unmarshal(raw, &msg) == nil {
-		out = append(out, keysNotIn(msg, knownMessageKeys, "message_key:")...)
+		out = append(out, wire.KeysNotIn(msg, knownMessageKeys, "message_key:")...)
 	}
 	return out
 }
 
-// keysNotIn lists m's keys missing from known, sorted and prefixed.
-func keysNotIn(m map[string]json.RawMessage, known map[string]bool, prefix string) []string {
-	var out []string
-	for k := range m {
-		if !known[k] {
-			out = append(out, prefix+wire.Truncate(sanitize(k), 64))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 // text reads a JSON string as itself, null as "", and anything else (a
 // number, an object) as its compact JSON.
