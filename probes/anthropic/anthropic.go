@@ -437,7 +437,6 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 	return r
 }
 
-
 // keyRE matches Anthropic API keys, should a provider message ever echo one.
 var keyRE = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]+`)
 

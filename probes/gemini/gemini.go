@@ -685,7 +685,6 @@ func readRatings(raws []json.RawMessage, prefix string, r *probes.Result) []prob
 	return out
 }
 
-
 // keyRE matches Google API keys and the "api_key:..." consumer names that
 // Google's suspension errors quote.
 var keyRE = regexp.MustCompile(`AIza[0-9A-Za-z_\-]{20,}|api_key:[^'"\s]+`)

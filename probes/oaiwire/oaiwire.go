@@ -245,7 +245,6 @@ func chatNewKeys(body []byte) []string {
 	return out
 }
 
-
 // text reads a JSON string as itself, null as "", and anything else (a
 // number, an object) as its compact JSON.
 func text(raw json.RawMessage) string {
