@@ -14,6 +14,7 @@ build:
 ## test: vet, every test (race detector on), then a short fuzz of every
 ## response parser; offline, loopback only
 test:
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && echo "gofmt: files above need formatting" && exit 1)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz-short.sh

@@ -327,3 +327,32 @@ targets:
 		t.Fatalf("events %+v, want one confirmed in run 3 by samples", evs)
 	}
 }
+
+// A classifier update that moves scores on identical bytes without
+// crossing a threshold is score drift, not a policy change.
+func TestScoreDrift(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim: {policies: [{from_run: 4, score_shift: {privacy: -0.2}}]}
+`)
+	e.Runs(6)
+	evs := events(t, e)
+	if len(evs) != 1 || evs[0].Kind != diff.KindScoreDrift {
+		t.Fatalf("events %+v, want one score_drift", evs)
+	}
+	ev := evs[0]
+	if ev.FirstRun != 4 || ev.ConfirmedRun != 5 || ev.Direction != diff.Loosened {
+		t.Errorf("runs %d→%d direction %s, want 4→5 loosened", ev.FirstRun, ev.ConfirmedRun, ev.Direction)
+	}
+	for _, p := range ev.Probes {
+		if !strings.HasPrefix(p.ProbeID, "privacy-") || p.Before.Key() != p.After.Key() {
+			t.Errorf("unexpected drift probe %s %v→%v", p.ProbeID, p.Before, p.After)
+		}
+	}
+	if len(ev.Probes) < 2 {
+		t.Errorf("only %d drifting probes", len(ev.Probes))
+	}
+}

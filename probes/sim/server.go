@@ -151,6 +151,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	pol := cfg.at(run)
 	scores := Scores(body)
+	for cat, d := range pol.shift {
+		scores[cat] = math.Round(math.Min(1, math.Max(0, scores[cat]+d))*1e4) / 1e4
+	}
 	fired := map[string]bool{}
 	input := false
 	for _, cat := range scoredCategories {

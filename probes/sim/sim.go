@@ -28,6 +28,9 @@ type Policy struct {
 	Thresholds  map[string]float64 `yaml:"thresholds" json:"thresholds"`
 	Fingerprint string             `yaml:"fingerprint,omitempty" json:"fingerprint,omitempty"`
 	Model       string             `yaml:"model,omitempty" json:"model,omitempty"` // reported (dated) model id
+	// ScoreShift moves a category's scores (a classifier update): scores on
+	// identical bytes change, verdicts only where a threshold is crossed.
+	ScoreShift map[string]float64 `yaml:"score_shift,omitempty" json:"score_shift,omitempty"`
 }
 
 // Config is the `sim:` block of a sim target.
@@ -90,6 +93,19 @@ func (c *Config) Validate() [][2]string {
 				add(fmt.Sprintf("policies[%d].thresholds.%s", i, k), "%v: must be >= 0 (above 1 never blocks)", v)
 			}
 		}
+		shifts := make([]string, 0, len(p.ScoreShift))
+		for k := range p.ScoreShift {
+			shifts = append(shifts, k)
+		}
+		sort.Strings(shifts)
+		for _, k := range shifts {
+			if !known(k) {
+				add(fmt.Sprintf("policies[%d].score_shift.%s", i, k), "unknown category (want one of %v)", scoredCategories)
+			}
+			if v := p.ScoreShift[k]; v < -1 || v > 1 || math.IsNaN(v) {
+				add(fmt.Sprintf("policies[%d].score_shift.%s", i, k), "%v: must be between -1 and 1", v)
+			}
+		}
 	}
 	return errs
 }
@@ -107,13 +123,14 @@ func known(cat string) bool {
 // every policy whose from_run is <= run (categories not named keep their
 // earlier value).
 type effective struct {
+	shift       map[string]float64
 	thresholds  map[string]float64
 	fingerprint string
 	model       string
 }
 
 func (c *Config) at(run int64) effective {
-	e := effective{thresholds: map[string]float64{}, fingerprint: DefaultFingerprint}
+	e := effective{thresholds: map[string]float64{}, shift: map[string]float64{}, fingerprint: DefaultFingerprint}
 	for _, cat := range scoredCategories {
 		e.thresholds[cat] = DefaultThreshold
 	}
@@ -123,6 +140,9 @@ func (c *Config) at(run int64) effective {
 		}
 		for k, v := range p.Thresholds {
 			e.thresholds[k] = v
+		}
+		for k, v := range p.ScoreShift {
+			e.shift[k] = v
 		}
 		if p.Fingerprint != "" {
 			e.fingerprint = p.Fingerprint
