@@ -334,3 +334,32 @@ targets:
 		t.Errorf("an aborted run updated detection state")
 	}
 }
+
+// Account-level enforcement is not a per-request verdict: it opens no
+// policy event, and the abuse metric pages on it.
+func TestAbuseBlockMetricNoEvent(t *testing.T) {
+	dir := t.TempDir()
+	h := newDaemon(t, writeCfg(t, dir, `
+database: %DB%
+schedule: "@every 10m"
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim: {abuse_from_run: 3}
+`))
+	for i := 0; i < 4; i++ {
+		h.tick(t, 10*time.Minute)
+	}
+	if err := testutil.GatherAndCompare(h.d.Registry(), strings.NewReader(`
+# HELP driftprobe_abuse_blocks Probes answered with account-level enforcement (abuse_block) in the target's latest run.
+# TYPE driftprobe_abuse_blocks gauge
+driftprobe_abuse_blocks{target="a"} 62
+`), metrics.AbuseBlocks); err != nil {
+		t.Error(err)
+	}
+	n, err := testutil.GatherAndCount(h.d.Registry(), metrics.EventsTotal)
+	if err != nil || n != 0 {
+		t.Errorf("%d event series after abuse blocks (%v), want none", n, err)
+	}
+}
