@@ -427,20 +427,42 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 	if len(flips) == 0 {
 		return nil
 	}
-	// Reverts first: a flip back to an open event's before-verdict.
+	// Reverts first: a flip back to an open event's before-verdict. The
+	// candidates are read in one query (this target's unreverted event
+	// probes), not one per flip.
+	type open struct {
+		eid           int64
+		before, after string
+	}
+	opens := map[string][]open{}
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.probe_id, ep.event_id, ep.before, ep.after FROM event_probes ep JOIN events e ON e.id = ep.event_id
+		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.kind IN ('policy_change', 'model_change') ORDER BY ep.event_id DESC`, d.t.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var pid string
+		var o open
+		if err := rows.Scan(&pid, &o.eid, &o.before, &o.after); err != nil {
+			rows.Close()
+			return err
+		}
+		opens[pid] = append(opens[pid], o)
+	}
+	rows.Close()
 	var rest []flip
 	reverted := map[int64][]string{}
 	for _, f := range flips {
 		var eid int64
-		err := d.tx.QueryRowContext(d.ctx, `SELECT ep.event_id FROM event_probes ep JOIN events e ON e.id = ep.event_id
-			WHERE ep.target_id = ? AND ep.probe_id = ? AND ep.reverted_run = 0 AND ep.before = ? AND ep.after = ? AND e.kind IN ('policy_change', 'model_change')
-			ORDER BY ep.event_id DESC LIMIT 1`, d.t.ID, f.probeID, f.after, f.before).Scan(&eid)
-		if err == sql.ErrNoRows {
+		for _, o := range opens[f.probeID] {
+			if o.before == f.after && o.after == f.before {
+				eid = o.eid
+				break
+			}
+		}
+		if eid == 0 {
 			rest = append(rest, f)
 			continue
-		}
-		if err != nil {
-			return err
 		}
 		if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ? WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, f.probeID); err != nil {
 			return err

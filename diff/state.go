@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -21,44 +22,62 @@ type State struct {
 	Reverts          int
 }
 
-// The states of a target are stored as one blob: a format byte (1), a
-// uvarint count, then per probe its fields in stateFields order, strings as
-// uvarint length + bytes and integers as varints.
-const stateFormat = 1
+// The states of a target are stored as one blob (format 2): a format
+// byte, a string table (uvarint count, then uvarint length + bytes each)
+// holding the verdict keys, model ids and score strings that repeat across
+// probes, a uvarint probe count, then per probe its id (inline), its
+// request fingerprint (32 raw bytes, or inline when not hex), and its other
+// fields in a fixed order: strings as uvarint indexes into the table,
+// integers as varints. Interning keeps a 10,000-probe target near 0.5 MB.
+const stateFormat = 2
 
 func encodeStates(states map[string]*state) []byte {
 	ids := make([]string, 0, len(states))
-	size := 16
-	for id, st := range states {
+	for id := range states {
 		ids = append(ids, id)
-		size += len(id) + len(st.sha) + len(st.baseline) + len(st.baselineModel) + len(st.baselineScores) + len(st.candidate) +
-			len(st.candidateModel) + len(st.driftScores) + len(st.lastVerdict) + 64
 	}
 	sort.Strings(ids)
-	b := make([]byte, 0, size)
-	b = append(b, stateFormat)
-	b = binary.AppendUvarint(b, uint64(len(ids)))
-	str := func(s string) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
-	num := func(n int64) { b = binary.AppendVarint(b, n) }
+	index := map[string]uint64{}
+	var table []string
+	intern := func(s string) uint64 {
+		if i, ok := index[s]; ok {
+			return i
+		}
+		i := uint64(len(table))
+		index[s] = i
+		table = append(table, s)
+		return i
+	}
+	body := make([]byte, 0, len(ids)*64)
+	str := func(s string) { body = binary.AppendUvarint(body, uint64(len(s))); body = append(body, s...) }
+	ref := func(s string) { body = binary.AppendUvarint(body, intern(s)) }
+	num := func(n int64) { body = binary.AppendVarint(body, n) }
+	body = binary.AppendUvarint(body, uint64(len(ids)))
 	for _, id := range ids {
 		st := states[id]
 		str(st.probeID)
-		str(st.sha)
+		if raw, err := hex.DecodeString(st.sha); err == nil && len(raw) == 32 {
+			body = append(body, 1)
+			body = append(body, raw...)
+		} else {
+			body = append(body, 0)
+			str(st.sha)
+		}
 		num(st.sinceRun)
-		str(st.baseline)
+		ref(st.baseline)
 		num(st.baselineRun)
-		str(st.baselineModel)
+		ref(st.baselineModel)
 		num(st.baselineObs)
-		str(st.baselineScores)
-		str(st.candidate)
+		ref(st.baselineScores)
+		ref(st.candidate)
 		num(st.candidateRun)
 		num(int64(st.candidateRuns))
-		str(st.candidateModel)
+		ref(st.candidateModel)
 		num(st.candidateObs)
-		str(st.driftScores)
+		ref(st.driftScores)
 		num(int64(st.driftRuns))
 		num(st.driftRun)
-		str(st.lastVerdict)
+		ref(st.lastVerdict)
 		num(int64(st.changes))
 		num(int64(st.reverts))
 		nd := int64(0)
@@ -67,7 +86,18 @@ func encodeStates(states map[string]*state) []byte {
 		}
 		num(nd)
 	}
-	return b
+	size := 16 + len(body)
+	for _, t := range table {
+		size += len(t) + 4
+	}
+	b := make([]byte, 0, size)
+	b = append(b, stateFormat)
+	b = binary.AppendUvarint(b, uint64(len(table)))
+	for _, t := range table {
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
+	}
+	return append(b, body...)
 }
 
 var errCorruptState = errors.New("corrupt probe state")
@@ -109,27 +139,59 @@ func decodeStates(b []byte) (map[string]*state, error) {
 		b = b[n:]
 		return v
 	}
+	nt := uv()
+	if err != nil || nt > uint64(len(b)) {
+		return nil, errCorruptState
+	}
+	table := make([]string, nt)
+	for i := range table {
+		table[i] = str()
+	}
+	ref := func() string {
+		i := uv()
+		if err != nil || i >= uint64(len(table)) {
+			err = errCorruptState
+			return ""
+		}
+		return table[i]
+	}
 	count := uv()
+	if err != nil || count > uint64(len(b)) {
+		return nil, errCorruptState
+	}
 	out := make(map[string]*state, count)
 	for i := uint64(0); i < count && err == nil; i++ {
 		st := &state{}
 		st.probeID = str()
-		st.sha = str()
+		if len(b) == 0 {
+			return nil, errCorruptState
+		}
+		kind := b[0]
+		b = b[1:]
+		if kind == 1 {
+			if len(b) < 32 {
+				return nil, errCorruptState
+			}
+			st.sha = hex.EncodeToString(b[:32])
+			b = b[32:]
+		} else {
+			st.sha = str()
+		}
 		st.sinceRun = num()
-		st.baseline = str()
+		st.baseline = ref()
 		st.baselineRun = num()
-		st.baselineModel = str()
+		st.baselineModel = ref()
 		st.baselineObs = num()
-		st.baselineScores = str()
-		st.candidate = str()
+		st.baselineScores = ref()
+		st.candidate = ref()
 		st.candidateRun = num()
 		st.candidateRuns = int(num())
-		st.candidateModel = str()
+		st.candidateModel = ref()
 		st.candidateObs = num()
-		st.driftScores = str()
+		st.driftScores = ref()
 		st.driftRuns = int(num())
 		st.driftRun = num()
-		st.lastVerdict = str()
+		st.lastVerdict = ref()
 		st.changes = int(num())
 		st.reverts = int(num())
 		st.nondeterministic = num() != 0

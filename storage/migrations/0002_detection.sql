@@ -54,6 +54,7 @@ CREATE TABLE events (
     issue_url           TEXT    NOT NULL DEFAULT ''
 );
 CREATE INDEX events_target ON events (target_id, last_run);
+CREATE INDEX events_provider ON events (provider, status, last_run);
 
 CREATE TABLE event_targets (
     event_id  INTEGER NOT NULL REFERENCES events (id),
@@ -61,6 +62,7 @@ CREATE TABLE event_targets (
     joined_run INTEGER NOT NULL,
     PRIMARY KEY (event_id, target_id)
 ) WITHOUT ROWID;
+CREATE INDEX event_targets_target ON event_targets (target_id, event_id);
 
 CREATE TABLE event_probes (
     event_id       INTEGER NOT NULL REFERENCES events (id),
@@ -77,6 +79,7 @@ CREATE TABLE event_probes (
     reverted_run   INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (event_id, target_id, probe_id)
 ) WITHOUT ROWID;
+CREATE INDEX event_probes_open ON event_probes (target_id, reverted_run, probe_id);
 
 -- What happened to an event in which run (for run output and issue comments).
 CREATE TABLE event_updates (
@@ -102,6 +105,8 @@ CREATE TABLE outbox (
     sent_at         TEXT    NOT NULL DEFAULT '',
     UNIQUE (update_id)
 );
+CREATE INDEX outbox_pending ON outbox (sent_at, id);
+CREATE INDEX event_updates_event ON event_updates (event_id, id);
 
 -- The model a target reports (model id|fingerprint), to tell a model
 -- change from a policy change.
