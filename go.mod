@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/aws/smithy-go/aws-http-auth v1.2.2
+	github.com/bradleyfalzon/ghinstallation/v2 v2.10.0
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/google/go-github/v60 v60.0.0
@@ -23,6 +24,7 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/golang-jwt/jwt/v4 v4.5.0 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

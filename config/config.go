@@ -97,14 +97,20 @@ type Target struct {
 	Disabled       bool              `yaml:"disabled"`
 }
 
-// GitHub configures issue filing.
+// GitHub configures issue filing. It authenticates either with a token
+// (TokenEnv, default GITHUB_TOKEN) or as a GitHub App installation (AppID,
+// InstallationID and PrivateKeyEnv, all three). Secrets are never in the
+// file: TokenEnv and PrivateKeyEnv name environment variables.
 type GitHub struct {
-	Repo          string   `yaml:"repo"`
-	TokenEnv      string   `yaml:"token_env"`
-	BaseURL       string   `yaml:"base_url"`
-	Labels        []string `yaml:"labels"`
-	CloseOnRevert bool     `yaml:"close_on_revert"`
-	Kinds         []string `yaml:"kinds"` // event kinds that open issues (default: all but nondeterminism)
+	Repo           string   `yaml:"repo"`
+	TokenEnv       string   `yaml:"token_env"`
+	AppID          int64    `yaml:"app_id"`          // GitHub App id (app auth)
+	InstallationID int64    `yaml:"installation_id"` // the app's installation on the repository's owner (app auth)
+	PrivateKeyEnv  string   `yaml:"private_key_env"` // variable holding the app's PEM private key (app auth)
+	BaseURL        string   `yaml:"base_url"`
+	Labels         []string `yaml:"labels"`
+	CloseOnRevert  bool     `yaml:"close_on_revert"`
+	Kinds          []string `yaml:"kinds"` // event kinds that open issues (default: all but nondeterminism)
 }
 
 // Duration is a time.Duration written as "30s", "5m".
@@ -259,7 +265,7 @@ func (c *Config) applyDefaults() {
 			t.APIKeyEnv = info.KeyEnv
 		}
 	}
-	if c.GitHub != nil && c.GitHub.TokenEnv == "" {
+	if c.GitHub != nil && c.GitHub.TokenEnv == "" && !c.GitHub.AppAuth() {
 		c.GitHub.TokenEnv = "GITHUB_TOKEN"
 	}
 }
@@ -380,8 +386,59 @@ func (c *Config) Validate(needKeys bool) error {
 		if g.BaseURL != "" && !strings.HasPrefix(g.BaseURL, "http://") && !strings.HasPrefix(g.BaseURL, "https://") {
 			col.Add("github.base_url", "%q: must start with http:// or https://", g.BaseURL)
 		}
+		if g.AppAuth() {
+			g.validateApp(col)
+		}
 	}
 	return col.Err()
+}
+
+// AppAuth reports whether g uses GitHub App installation auth (any of the
+// app fields is set; Validate requires all three).
+func (g *GitHub) AppAuth() bool {
+	return g.AppID != 0 || g.InstallationID != 0 || g.PrivateKeyEnv != ""
+}
+
+// validateApp checks the GitHub App fields: all three or none, and never a
+// token alongside.
+func (g *GitHub) validateApp(col *yamlx.Collector) {
+	var set, missing []string
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{{"app_id", g.AppID != 0}, {"installation_id", g.InstallationID != 0}, {"private_key_env", g.PrivateKeyEnv != ""}} {
+		if f.ok {
+			set = append(set, "github."+f.name)
+		} else {
+			missing = append(missing, "github."+f.name)
+		}
+	}
+	for _, m := range missing {
+		col.Add(m, "required with %s: GitHub App auth needs app_id, installation_id and private_key_env (or remove them all to use token_env)", strings.Join(set, " and "))
+	}
+	if g.AppID < 0 {
+		col.Add("github.app_id", "%d: must be a positive GitHub App id", g.AppID)
+	}
+	if g.InstallationID < 0 {
+		col.Add("github.installation_id", "%d: must be a positive installation id", g.InstallationID)
+	}
+	// The value is not echoed: it might be the key itself.
+	if g.PrivateKeyEnv != "" && !envName(g.PrivateKeyEnv) {
+		col.Add("github.private_key_env", "must name an environment variable holding the PEM private key (letters, digits and '_'), not a file path or the key itself")
+	}
+	if g.TokenEnv != "" {
+		col.Add("github.token_env", "set together with GitHub App auth (%s): use either token_env or app_id/installation_id/private_key_env", strings.Join(set, ", "))
+	}
+}
+
+// envName reports whether s is a usable environment variable name.
+func envName(s string) bool {
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != "" && len(s) <= 256
 }
 
 // ValidateSchedule accepts "@every DURATION" and standard 5-field cron

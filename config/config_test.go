@@ -60,6 +60,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"unknown-option", `targets\[0\]\.options\.region`, "region: us-east-1", "unknown option for provider openai (accepted: organization, project, token_param)"},
 		{"azure-no-base-url", `targets\[0\]\.base_url`, "- name: az", "required for azure"},
 		{"github-repo", `github\.repo`, "repo: just-a-name", `"just-a-name": want owner/name`},
+		{"github-app-partial", `github\.installation_id`, "github:", "required with github.app_id and github.private_key_env: GitHub App auth needs app_id, installation_id and private_key_env"},
 		{"yaml-tab", ``, "\tprovider: sim", "invalid YAML: found a tab character that violates indentation"},
 		{"yaml-bracket", ``, "options: {a: b", "invalid YAML: did not find expected ',' or '}'"},
 		{"empty", ``, "", "empty document"},
@@ -488,6 +489,42 @@ func TestValidateFields(t *testing.T) {
 		err = c.Validate(false)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), "p.yaml:2: "+want)) {
 			t.Errorf("name %q: %v, want %q", name, err, want)
+		}
+	}
+}
+
+// GitHub App auth: all three fields select it (token_env gets no default);
+// a token alongside, a file path or the key itself are errors that never
+// echo the value.
+func TestGitHubAppAuth(t *testing.T) {
+	const base = "targets:\n  - {name: s, provider: sim, model: m}\ngithub:\n  repo: o/r\n"
+	c, err := Parse("a.yaml", []byte(base+"  app_id: 12345\n  installation_id: 678\n  private_key_env: GH_APP_KEY\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(true); err != nil {
+		t.Fatalf("app auth: %v", err)
+	}
+	if g := c.GitHub; !g.AppAuth() || g.AppID != 12345 || g.InstallationID != 678 || g.PrivateKeyEnv != "GH_APP_KEY" || g.TokenEnv != "" {
+		t.Errorf("github = %+v", g)
+	}
+	for _, tt := range []struct{ extra, want string }{
+		{"  app_id: 1\n  installation_id: 2\n  private_key_env: K\n  token_env: GITHUB_TOKEN\n", "a.yaml:8: github.token_env: set together with GitHub App auth"},
+		{"  app_id: 1\n  installation_id: 2\n  private_key_env: /etc/driftprobe/app.pem\n", "a.yaml:7: github.private_key_env: must name an environment variable"},
+		{"  app_id: 1\n  installation_id: 2\n  private_key_env: \"-----BEGIN RSA PRIVATE KEY-----\\nMIIsecret\"\n", "a.yaml:7: github.private_key_env: must name an environment variable"},
+		{"  app_id: -1\n  installation_id: 2\n  private_key_env: K\n", "a.yaml:5: github.app_id: -1: must be a positive GitHub App id"},
+		{"  private_key_env: K\n", "github.app_id: required with github.private_key_env"},
+	} {
+		c, err := Parse("a.yaml", []byte(base+tt.extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Validate(false)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want %q", tt.extra, err, tt.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "/etc/") || strings.Contains(err.Error(), "MIIsecret")) {
+			t.Errorf("the value is echoed: %v", err)
 		}
 	}
 }

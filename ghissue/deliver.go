@@ -19,15 +19,23 @@
 // Failures never drop a row: the row keeps attempts, last_error and
 // next_attempt_at. Outages (5xx, timeouts) back off exponentially; primary
 // rate limits wait until x-ratelimit-reset, secondary limits for
-// retry-after; configuration problems (no token, unknown repository, no
-// permission) are recorded with a clear message and retried on the next
-// call. While GitHub is rate limited or down, the whole pass stops and
-// every pending row is deferred, so driftprobe does not keep hammering it.
+// retry-after; configuration problems (no token or app key, unknown
+// repository, no permission) are recorded with a clear message and retried
+// on the next call. While GitHub is rate limited or down, the whole pass
+// stops and every pending row is deferred, so driftprobe does not keep
+// hammering it.
+//
+// Auth is a token (github.token_env) or a GitHub App installation
+// (github.app_id, installation_id and private_key_env): ghinstallation
+// signs an RS256 JWT with the app's key, exchanges it for an installation
+// token and refreshes that before it expires. Neither the key nor a token
+// is ever logged, stored or put in an issue.
 package ghissue
 
 import (
 	"context"
 	"database/sql"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
 
 	"github.com/driftprobe/driftprobe/config"
@@ -66,13 +75,15 @@ type Options struct {
 	// Now is the clock for next_attempt_at and sent_at (tests inject it;
 	// nothing ever sleeps). Default: the store's clock.
 	Now func() time.Time
-	// HTTPClient is used for GitHub calls (default: a fresh client).
+	// HTTPClient is used for GitHub calls (default: a fresh client). With
+	// GitHub App auth its transport (default http.DefaultTransport) carries
+	// the installation token requests too.
 	HTTPClient *http.Client
 	// Timeout bounds each GitHub call (default 30s).
 	Timeout time.Duration
 	// Logger receives one line per delivery or failure (default: discard).
 	Logger *slog.Logger
-	// Getenv reads the token variable (default os.Getenv).
+	// Getenv reads the token or private key variable (default os.Getenv).
 	Getenv func(string) string
 	// DryRun, when set, receives what would be sent instead of GitHub
 	// calls; nothing is marked sent.
@@ -143,7 +154,8 @@ type deliverer struct {
 	opts   Options
 	log    *slog.Logger
 	now    time.Time
-	token  string
+	auth   string                   // who calls GitHub, for messages: "the token in $X" or the app installation
+	secret []string                 // redacted from every message
 	index  map[string]*github.Issue // event fingerprint -> issue, from the label listing
 	listed bool
 	seen   map[int]map[string]bool // issue -> update markers present in its comments
@@ -194,9 +206,9 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	g := cfg.GitHub
 	now := opts.Now()
 	owner, repo, _ := strings.Cut(g.Repo, "/")
-	token := opts.Getenv(g.TokenEnv)
-	if token == "" {
-		msg := fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv)
+	client, auth, secret, msg := newClient(g, opts.HTTPClient, opts.Getenv)
+	if msg != "" {
+		// A configuration problem: nothing is sent, every row says why.
 		log.Warn("github delivery skipped", "reason", msg, "pending", len(rows))
 		if err := noteAll(ctx, db, rows, msg, time.Time{}); err != nil {
 			return res, err
@@ -205,23 +217,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		res.Errors = append(res.Errors, msg)
 		return res, nil
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	client := github.NewClient(hc).WithAuthToken(token)
-	if g.BaseURL != "" {
-		if client, err = client.WithEnterpriseURLs(g.BaseURL, g.BaseURL); err != nil {
-			msg := fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err)
-			if err := noteAll(ctx, db, rows, msg, time.Time{}); err != nil {
-				return res, err
-			}
-			res.Deferred = len(rows)
-			res.Errors = append(res.Errors, msg)
-			return res, nil
-		}
-	}
-	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, now: now, token: token,
+	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, now: now, auth: auth, secret: secret,
 		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}}
 
 	held := map[int64]bool{} // events with an earlier row not delivered
@@ -262,7 +258,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			return res, ctx.Err()
 		}
 		f := d.classify(err, r.Attempts+1)
-		f.msg = redact(f.msg, token)
+		f.msg = redact(f.msg, d.secret...)
 		held[r.EventID] = true
 		res.Failed++
 		res.Errors = append(res.Errors, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, f.msg))
@@ -320,7 +316,7 @@ func (d *deliverer) fail(ctx context.Context, r row, f failure) error {
 		next = ts(f.until)
 	}
 	_, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = ''`,
-		redact(f.msg, d.token), next, r.ID)
+		redact(f.msg, d.secret...), next, r.ID)
 	if err != nil {
 		return fmt.Errorf("outbox record failure: %w", err)
 	}
@@ -344,11 +340,72 @@ func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until 
 	})
 }
 
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
+func redact(s string, secrets ...string) string {
+	for _, secret := range secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
 	}
-	return strings.ReplaceAll(s, secret, "[redacted]")
+	return s
+}
+
+// newClient builds the GitHub client for g's auth mode. It returns who
+// authenticates (for messages), the secrets to keep out of every message,
+// and, instead of a client, a configuration problem to record on the rows.
+func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (client *github.Client, auth string, secret []string, problem string) {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	var itr *ghinstallation.Transport
+	if g.AppAuth() {
+		auth = fmt.Sprintf("GitHub App installation %d (app_id %d)", g.InstallationID, g.AppID)
+		key := getenv(g.PrivateKeyEnv)
+		if key == "" {
+			return nil, auth, nil, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) is not set", g.PrivateKeyEnv)
+		}
+		secret = append(secret, key)
+		if !strings.Contains(key, "\n") && strings.Contains(key, `\n`) {
+			// A PEM squeezed onto one line with literal \n (env files, CI secrets).
+			key = strings.ReplaceAll(key, `\n`, "\n")
+			secret = append(secret, key)
+		}
+		// Neither message quotes the parser's error: nothing of the key
+		// may reach a row or a log.
+		if blk, _ := pem.Decode([]byte(key)); blk == nil {
+			return nil, auth, secret, fmt.Sprintf("GitHub App private key invalid: environment variable %s (github.private_key_env) does not hold a PEM-encoded private key (-----BEGIN RSA PRIVATE KEY-----)", g.PrivateKeyEnv)
+		}
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		var err error
+		if itr, err = ghinstallation.New(base, g.AppID, g.InstallationID, []byte(key)); err != nil {
+			return nil, auth, secret, fmt.Sprintf("GitHub App private key invalid: the PEM in environment variable %s (github.private_key_env) is not an RSA private key (PKCS#1 or PKCS#8)", g.PrivateKeyEnv)
+		}
+		hc2 := *hc
+		hc2.Transport = itr
+		client = github.NewClient(&hc2)
+	} else {
+		auth = "the token in $" + g.TokenEnv
+		token := getenv(g.TokenEnv)
+		if token == "" {
+			return nil, auth, nil, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv)
+		}
+		secret = append(secret, token)
+		client = github.NewClient(hc).WithAuthToken(token)
+	}
+	if g.BaseURL != "" {
+		var err error
+		if client, err = client.WithEnterpriseURLs(g.BaseURL, g.BaseURL); err != nil {
+			return nil, auth, secret, redact(fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err), secret...)
+		}
+		if itr != nil {
+			// Installation tokens come from the same API root:
+			// https://host/api/v3, without the trailing slash.
+			itr.BaseURL = strings.TrimSuffix(client.BaseURL.String(), "/")
+		}
+	}
+	return client, auth, secret, ""
 }
 
 // call bounds one GitHub call by the per-call timeout.
@@ -570,7 +627,29 @@ func (d *deliverer) classify(err error, attempts int) failure {
 	var rle *github.RateLimitError
 	var are *github.AbuseRateLimitError
 	var er *github.ErrorResponse
+	var ie *ghinstallation.HTTPError
 	switch {
+	case errors.As(err, &ie) && ie.Response != nil:
+		// GitHub refused the app's installation token request
+		// (ghinstallation leaves the body to the caller).
+		st := ie.Response.StatusCode
+		if ie.Response.Body != nil {
+			_ = ie.Response.Body.Close()
+		}
+		switch {
+		case st >= 500:
+			until := d.now.Add(backoff(attempts))
+			return failure{msg: fmt.Sprintf("GitHub unavailable (%d) while fetching the installation token of %s", st, d.auth), until: until, global: true}
+		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (ie.Response.Header.Get("Retry-After") != "" || ie.Response.Header.Get("X-Ratelimit-Remaining") == "0")):
+			until := d.secondaryUntil(ie.Response)
+			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s while fetching the installation token of %s", st, ts(until), d.auth), until: until, global: true}
+		case st == http.StatusUnauthorized:
+			return failure{msg: fmt.Sprintf("GitHub rejected the app's JWT for %s (401): check github.app_id and that $%s holds that app's current private key", d.auth, d.cfg.PrivateKeyEnv), global: true}
+		case st == http.StatusNotFound:
+			return failure{msg: fmt.Sprintf("%s not found (404): check github.installation_id and that the app is installed on %s", d.auth, repo), global: true}
+		default:
+			return failure{msg: fmt.Sprintf("GitHub refused an installation token for %s (%d %s): check the app's installation and permissions", d.auth, st, http.StatusText(st)), global: true}
+		}
 	case errors.As(err, &rle):
 		until := rle.Rate.Reset.Time
 		if until.IsZero() || !until.After(d.now) {
@@ -601,11 +680,11 @@ func (d *deliverer) classify(err error, attempts int) failure {
 			until := d.now.Add(backoff(attempts))
 			return failure{msg: fmt.Sprintf("GitHub unavailable (%d %s)", st, msg), until: until, global: true}
 		case st == http.StatusUnauthorized:
-			return failure{msg: fmt.Sprintf("GitHub rejected the token in $%s (401 %s): check that it is valid and not expired", d.cfg.TokenEnv, msg), global: true}
+			return failure{msg: fmt.Sprintf("GitHub rejected %s (401 %s): check that it is valid and not expired", d.auth, msg), global: true}
 		case st == http.StatusForbidden:
-			return failure{msg: fmt.Sprintf("the token in $%s has no permission on %s (403 %s): it needs Issues read and write access", d.cfg.TokenEnv, repo, msg), global: true}
+			return failure{msg: fmt.Sprintf("%s has no permission on %s (403 %s): it needs Issues read and write access", d.auth, repo, msg), global: true}
 		case st == http.StatusNotFound:
-			return failure{msg: fmt.Sprintf("repository %s not found, or not visible to the token in $%s (404): check github.repo and the token's access", repo, d.cfg.TokenEnv), global: true}
+			return failure{msg: fmt.Sprintf("repository %s not found, or not visible to %s (404): check github.repo and its access", repo, d.auth), global: true}
 		default:
 			until := d.now.Add(backoff(attempts))
 			return failure{msg: fmt.Sprintf("GitHub refused the request (%d %s %v)", st, msg, er.Errors), until: until}

@@ -353,16 +353,23 @@ func dumpDB(t *testing.T, st *storage.DB) string {
 
 func assertNoToken(t *testing.T, s *sys, f *fakeGitHub, logs string) {
 	t.Helper()
+	assertNoSecret(t, s, f, logs, "token", testToken)
+}
+
+// assertNoSecret checks that secret is in no request body, query or path
+// (so in no issue or comment), in no log line and nowhere in the database.
+func assertNoSecret(t *testing.T, s *sys, f *fakeGitHub, logs, what, secret string) {
+	t.Helper()
 	for _, r := range f.requests() {
-		if strings.Contains(r.Body, testToken) || strings.Contains(r.Query, testToken) || strings.Contains(r.Path, testToken) {
-			t.Errorf("token in request %s %s", r.Method, r.Path)
+		if strings.Contains(r.Body, secret) || strings.Contains(r.Query, secret) || strings.Contains(r.Path, secret) {
+			t.Errorf("%s in request %s %s", what, r.Method, r.Path)
 		}
 	}
-	if strings.Contains(logs, testToken) {
-		t.Errorf("token in logs")
+	if strings.Contains(logs, secret) {
+		t.Errorf("%s in logs", what)
 	}
-	if strings.Contains(dumpDB(t, s.st), testToken) {
-		t.Errorf("token in the database")
+	if strings.Contains(dumpDB(t, s.st), secret) {
+		t.Errorf("%s in the database", what)
 	}
 }
 

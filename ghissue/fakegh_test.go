@@ -1,6 +1,10 @@
 package ghissue_test
 
 import (
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,7 +35,19 @@ type fakeGitHub struct {
 	comments map[int][]*fakeComment
 	nextCID  int64
 	reqs     []fakeReq
-	faults   []fault // consumed in order by matching requests
+	faults   []fault  // consumed in order by matching requests
+	app      *fakeApp // GitHub App installation auth, when enabled
+}
+
+// fakeApp is one GitHub App installation: POST
+// /app/installations/{id}/access_tokens checks the app's RS256 JWT and
+// hands out token, which then authorizes the REST calls.
+type fakeApp struct {
+	id, installation int64
+	pub              *rsa.PublicKey
+	token            string
+	issued           int      // installation tokens handed out
+	rejected         []string // why JWTs were refused
 }
 
 type fakeIssue struct {
@@ -70,6 +86,22 @@ func newFakeGitHub(t testing.TB, owner, repo, token string) *fakeGitHub {
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// enableApp makes the server a GitHub App installation (token auth keeps
+// working only when f.token is set).
+func (f *fakeGitHub) enableApp(appID, installationID int64, pub *rsa.PublicKey, token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.app = &fakeApp{id: appID, installation: installationID, pub: pub, token: token}
+}
+
+func (f *fakeGitHub) appState() fakeApp {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := *f.app
+	a.rejected = append([]string(nil), f.app.rejected...)
+	return a
 }
 
 // BaseURL is what github.base_url points at.
@@ -134,6 +166,7 @@ var (
 	issueRe    = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
 	commentsRe = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
 	repoRe     = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)$`)
+	tokensRe   = regexp.MustCompile(`^/api/v3/app/installations/(\d+)/access_tokens$`)
 )
 
 // statusRecorder captures the status the handler wrote.
@@ -195,8 +228,93 @@ func (f *fakeGitHub) notFound(w http.ResponseWriter) {
 	writeJSON(w, 404, map[string]any{"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
 }
 
+// authorized accepts the configured token, or the app installation's
+// token as GitHub does ("token X" or "Bearer X").
+func (f *fakeGitHub) authorized(h string) bool {
+	if f.token != "" && h == "Bearer "+f.token {
+		return true
+	}
+	return f.app != nil && f.app.issued > 0 && (h == "token "+f.app.token || h == "Bearer "+f.app.token)
+}
+
+// verifyJWT checks what GitHub checks of an app's JWT: RS256, signed by
+// the app's key, iss = the app id, iat not in the future (60s skew),
+// exp after now and at most 10 minutes ahead.
+func verifyJWT(tok string, pub *rsa.PublicKey, appID int64) error {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return fmt.Errorf("not a JWT: %d parts", len(parts))
+	}
+	var hdr struct {
+		Alg string `json:"alg"`
+		Typ string `json:"typ"`
+	}
+	var claims struct {
+		Iss any   `json:"iss"`
+		Iat int64 `json:"iat"`
+		Exp int64 `json:"exp"`
+	}
+	for i, v := range []any{&hdr, &claims} {
+		raw, err := base64.RawURLEncoding.DecodeString(parts[i])
+		if err != nil {
+			return fmt.Errorf("part %d: %v", i, err)
+		}
+		if err := json.Unmarshal(raw, v); err != nil {
+			return fmt.Errorf("part %d: %v", i, err)
+		}
+	}
+	if hdr.Alg != "RS256" {
+		return fmt.Errorf("alg %q, want RS256", hdr.Alg)
+	}
+	if fmt.Sprint(claims.Iss) != strconv.FormatInt(appID, 10) {
+		return fmt.Errorf("iss %v, want %d", claims.Iss, appID)
+	}
+	now := time.Now().Unix()
+	if claims.Iat > now+60 || claims.Exp <= now || claims.Exp > now+600 {
+		return fmt.Errorf("iat %d exp %d outside GitHub's window (now %d)", claims.Iat, claims.Exp, now)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return fmt.Errorf("signature: %v", err)
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(pub, crypto.SHA256, sum[:], sig); err != nil {
+		return fmt.Errorf("signature: %v", err)
+	}
+	return nil
+}
+
+// accessToken serves POST /app/installations/{id}/access_tokens.
+func (f *fakeGitHub) accessToken(w http.ResponseWriter, r *http.Request, id string) {
+	jwt, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if f.app == nil || !ok {
+		writeJSON(w, 401, map[string]any{"message": "A JSON web token could not be decoded", "documentation_url": "https://docs.github.com/rest"})
+		return
+	}
+	if err := verifyJWT(jwt, f.app.pub, f.app.id); err != nil {
+		f.app.rejected = append(f.app.rejected, err.Error())
+		writeJSON(w, 401, map[string]any{"message": "A JSON web token could not be decoded", "documentation_url": "https://docs.github.com/rest"})
+		return
+	}
+	if id != strconv.FormatInt(f.app.installation, 10) {
+		f.notFound(w)
+		return
+	}
+	f.app.issued++
+	writeJSON(w, 201, map[string]any{
+		"token":                f.app.token,
+		"expires_at":           time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"permissions":          map[string]string{"issues": "write", "metadata": "read"},
+		"repository_selection": "selected",
+	})
+}
+
 func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte) {
-	if r.Header.Get("Authorization") != "Bearer "+f.token {
+	if m := tokensRe.FindStringSubmatch(r.URL.Path); m != nil && r.Method == http.MethodPost {
+		f.accessToken(w, r, m[1])
+		return
+	}
+	if !f.authorized(r.Header.Get("Authorization")) {
 		writeJSON(w, 401, map[string]any{"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
 		return
 	}

@@ -1,0 +1,212 @@
+package ghissue_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/driftprobe/driftprobe/ghissue"
+)
+
+const (
+	testAppID          = 12345
+	testInstallationID = 678
+	appKeyEnv          = "DRIFTPROBE_TEST_GH_APP_KEY"
+	installToken       = "ghs_fakeINSTALLATIONtoken0123456789abcdefXYZ"
+	accessTokensPath   = "/api/v3/app/installations/678/access_tokens"
+)
+
+// newAppKey generates an app private key, PEM-encoded as PKCS#1 like the
+// keys GitHub hands out.
+func newAppKey(t *testing.T) (*rsa.PrivateKey, string) {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
+}
+
+// useApp switches the fixture's github block from token to app auth.
+func useApp(t *testing.T, s *sys) {
+	t.Helper()
+	g := s.cfg.GitHub
+	g.TokenEnv, g.AppID, g.InstallationID, g.PrivateKeyEnv = "", testAppID, testInstallationID, appKeyEnv
+	if err := s.cfg.Validate(false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertNoKey checks that neither the PEM nor its base64 body lines leak.
+func assertNoKey(t *testing.T, s *sys, f *fakeGitHub, logs, pemText string) {
+	t.Helper()
+	assertNoSecret(t, s, f, logs, "private key", pemText)
+	for _, line := range strings.Split(pemText, "\n") {
+		if len(line) >= 32 && !strings.HasPrefix(line, "-----") {
+			assertNoSecret(t, s, f, logs, "private key line", line)
+		}
+	}
+}
+
+// TestGitHubAppInstallationAuth: with app_id, installation_id and
+// private_key_env, driftprobe fetches an installation token with an RS256
+// JWT (iss = app id) from the GHES API root and files issues with it; the
+// key and the token reach no log, row or issue.
+func TestGitHubAppInstallationAuth(t *testing.T) {
+	key, pemText := newAppKey(t)
+	t.Setenv(appKeyEnv, pemText)
+	t.Setenv(tokenEnv, "") // the token is not what authenticates
+	f := newFakeGitHub(t, "acme", "llm-drift", "")
+	f.enableApp(testAppID, testInstallationID, &key.PublicKey, installToken)
+	s := fixture(t, f.BaseURL())
+	useApp(t, s)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	sent, err := ghissue.AfterRun(context.Background(), s.st, s.cfg, log, nil)
+	if err != nil || sent != 4 {
+		t.Fatalf("AfterRun: sent %d, %v\nlogs:\n%s\npending: %+v", sent, err, logs.String(), pending(t, s))
+	}
+	checkDelivered(t, s, f)
+
+	app := f.appState()
+	if app.issued != 1 || len(app.rejected) != 0 {
+		t.Errorf("installation tokens issued %d (want 1), JWTs rejected: %v", app.issued, app.rejected)
+	}
+	reqs := f.requests()
+	if len(reqs) == 0 || reqs[0].Method != http.MethodPost || reqs[0].Path != accessTokensPath {
+		t.Fatalf("first request is not the installation token request: %+v", reqs[:min(1, len(reqs))])
+	}
+	jwt, ok := strings.CutPrefix(reqs[0].Auth, "Bearer ")
+	if !ok {
+		t.Fatalf("token request Authorization %q, want Bearer JWT", reqs[0].Auth)
+	}
+	if err := verifyJWT(jwt, &key.PublicKey, testAppID); err != nil {
+		t.Errorf("app JWT: %v", err)
+	}
+	creates := 0
+	for _, r := range reqs[1:] {
+		if r.Auth != "token "+installToken {
+			t.Errorf("%s %s: Authorization %q, want the installation token", r.Method, r.Path, r.Auth)
+		}
+		if r.Status >= 300 {
+			t.Errorf("%s %s: status %d", r.Method, r.Path, r.Status)
+		}
+		if r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/issues") {
+			creates++
+		}
+	}
+	if creates != 2 {
+		t.Errorf("%d issue creations, want 2", creates)
+	}
+
+	// Nothing pending: no further token request.
+	n := len(reqs)
+	if sent, err := ghissue.AfterRun(context.Background(), s.st, s.cfg, log, nil); sent != 0 || err != nil || len(f.requests()) != n {
+		t.Errorf("idle pass: sent %d, %v, %d requests", sent, err, len(f.requests())-n)
+	}
+
+	assertNoKey(t, s, f, logs.String(), pemText)
+	assertNoSecret(t, s, f, logs.String(), "installation token", installToken)
+	assertNoSecret(t, s, f, logs.String(), "app JWT", jwt)
+}
+
+// TestGitHubAppAuthErrors: a missing or invalid private key, a key of
+// another app and an unknown installation are recorded with a clear
+// message on every pending row (the run still completes); once fixed,
+// everything is delivered exactly once.
+func TestGitHubAppAuthErrors(t *testing.T) {
+	key, pemText := newAppKey(t)
+	_, otherPEM := newAppKey(t)
+	f := newFakeGitHub(t, "acme", "llm-drift", "")
+	f.enableApp(testAppID, testInstallationID, &key.PublicKey, installToken)
+	s := fixture(t, f.BaseURL())
+	useApp(t, s)
+	c := newClock()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	keyIs := func(v string) func(string) string {
+		return func(k string) string {
+			if k == appKeyEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	check := func(name string, o ghissue.Options, want string) {
+		t.Helper()
+		o.Logger = log
+		res := deliver(t, s, c, o)
+		if res.Sent != 0 {
+			t.Fatalf("%s: sent %d", name, res.Sent)
+		}
+		p := pending(t, s)
+		if len(p) != 4 {
+			t.Fatalf("%s: %d pending, want 4", name, len(p))
+		}
+		for _, x := range p {
+			if !strings.Contains(x.LastError, want) || !strings.Contains(x.Reason, want) {
+				t.Errorf("%s: row %d: last_error %q reason %q, want %q", name, x.ID, x.LastError, x.Reason, want)
+			}
+		}
+	}
+
+	n := len(f.requests())
+	check("missing key", ghissue.Options{Getenv: keyIs("")},
+		"GitHub App private key missing: environment variable DRIFTPROBE_TEST_GH_APP_KEY (github.private_key_env) is not set")
+	t.Setenv(appKeyEnv, "")
+	if sent, err := ghissue.AfterRun(context.Background(), s.st, s.cfg, log, nil); sent != 0 || err != nil {
+		t.Fatalf("AfterRun without a key: %d, %v", sent, err)
+	}
+	const notPEM = "MIIEnotAPEMbutSECRETlookingBASE64value"
+	check("not a PEM", ghissue.Options{Getenv: keyIs(notPEM)},
+		"environment variable DRIFTPROBE_TEST_GH_APP_KEY (github.private_key_env) does not hold a PEM-encoded private key")
+	const badPEM = "-----BEGIN RSA PRIVATE KEY-----\nZ2FyYmFnZVNFQ1JFVGdhcmJhZ2VTRUNSRVQ=\n-----END RSA PRIVATE KEY-----\n"
+	check("bad PEM", ghissue.Options{Getenv: keyIs(badPEM)},
+		"the PEM in environment variable DRIFTPROBE_TEST_GH_APP_KEY (github.private_key_env) is not an RSA private key")
+	if len(f.requests()) != n {
+		t.Fatal("requests sent without a usable key")
+	}
+
+	check("another app's key", ghissue.Options{Getenv: keyIs(otherPEM)},
+		"GitHub rejected the app's JWT for GitHub App installation 678 (app_id 12345) (401)")
+	if app := f.appState(); len(app.rejected) != 1 || !strings.Contains(app.rejected[0], "signature") || app.issued != 0 {
+		t.Errorf("wrong key: rejected %v, issued %d", app.rejected, app.issued)
+	}
+
+	s.cfg.GitHub.InstallationID = 999
+	check("unknown installation", ghissue.Options{Getenv: keyIs(pemText)},
+		"GitHub App installation 999 (app_id 12345) not found (404): check github.installation_id")
+	s.cfg.GitHub.InstallationID = testInstallationID
+
+	// Fixed, with the key squeezed onto one line (literal \n, as env files
+	// and CI secrets often hold it) and base_url naming the API root.
+	s.cfg.GitHub.BaseURL = f.srv.URL + "/api/v3"
+	oneLine := strings.ReplaceAll(pemText, "\n", `\n`)
+	if res := deliver(t, s, c, ghissue.Options{Logger: log, Getenv: keyIs(oneLine)}); res.Sent != 4 {
+		t.Fatalf("after the fix: %+v", res)
+	}
+	checkDelivered(t, s, f)
+	if app := f.appState(); app.issued != 1 {
+		t.Errorf("installation tokens issued: %d, want 1", app.issued)
+	}
+	for _, r := range f.requests() {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/issues") && r.Auth != "token "+installToken {
+			t.Errorf("issue created with Authorization %q", r.Auth)
+		}
+	}
+
+	l := logs.String()
+	for what, secret := range map[string]string{"not-a-PEM value": notPEM, "bad PEM": badPEM, "one-line PEM": oneLine, "installation token": installToken} {
+		assertNoSecret(t, s, f, l, what, secret)
+	}
+	assertNoKey(t, s, f, l, pemText)
+	assertNoKey(t, s, f, l, otherPEM)
+}
