@@ -33,7 +33,9 @@ queued with their error and next attempt time.
                                  every event's issue and comments instead.
 
 The token comes from the environment variable named by github.token_env
-(default GITHUB_TOKEN).`,
+(default GITHUB_TOKEN), or a GitHub App installation authenticates
+(github.app_id, github.installation_id, and the PEM key in the environment
+variable named by github.private_key_env).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
