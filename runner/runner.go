@@ -426,6 +426,8 @@ func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *co
 	}
 	ob.CostUSD = (float64(a.result.TokensIn)*tc.Price.InputPerMTok + float64(a.result.TokensOut)*tc.Price.OutputPerMTok) / 1e6
 	ob.ObservedAt = a.at
+	// Compress here, in the worker, so the single writer only inserts.
+	ob.CompressBodies()
 }
 
 type attemptResult struct {

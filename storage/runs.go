@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,8 @@ type Observation struct {
 	Body          []byte // response body as received (capped; stored compressed)
 	BodyTruncated bool
 	ObservedAt    time.Time
+
+	reqZ, bodyZ compressed // stored forms computed ahead (CompressBodies)
 }
 
 // Categories returns the observation's sorted normalized categories.
@@ -223,40 +226,171 @@ func (d *DB) Probe(ctx context.Context, sha string) (ProbeRecord, error) {
 	return p, err
 }
 
-// InsertObservations writes a batch of observations in one transaction.
+// insertRows is how many observations one INSERT statement carries: 32
+// rows bind 992 values, far under SQLite's 32,766-parameter limit. 16, 32
+// and 64 measured alike; per-statement overhead is spread by then.
+const insertRows = 32
+
+// obsParams is the number of values bound per observation row.
+const obsParams = 31
+
+const insertHead = `INSERT INTO observations (id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_body,
+	class, stage, categories, signals, reason, message, heuristic, unknown, http_status, request_id, model_id, model_fp,
+	latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body, body_truncated, observed_at) VALUES `
+
+const insertRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertSQL returns the INSERT statement for rows observations.
+func insertSQL(rows int) string {
+	var b strings.Builder
+	b.Grow(len(insertHead) + rows*(len(insertRow)+2))
+	b.WriteString(insertHead)
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(insertRow)
+	}
+	return b.String()
+}
+
+// InsertObservations writes a batch of observations in one transaction
+// and sets their ids. Rows go in multi-row INSERTs of up to insertRows,
+// each statement prepared once per transaction. Ids are assigned
+// explicitly as SQLite would (one more than the largest id, in order), so
+// they are known without a round trip per row; the transaction holds the
+// write lock, so nothing else can insert in between.
 func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 	if len(obs) == 0 {
 		return nil
 	}
 	return d.Tx(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO observations (run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_body,
-			class, stage, categories, signals, reason, message, heuristic, unknown, http_status, request_id, model_id, model_fp,
-			latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body, body_truncated, observed_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
+		var last int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM observations`).Scan(&last); err != nil {
+			return fmt.Errorf("insert observations: %w", err)
 		}
-		defer st.Close()
-		for _, o := range obs {
-			r := o.Result
-			var sig []byte
-			if len(r.Signals) > 0 {
-				sig = appendSignalsJSON(sig[:0], r.Signals)
+		if last > math.MaxInt64-int64(len(obs)) {
+			// SQLite picks random unused ids past the largest; let it.
+			return d.insertObservationsRowwise(ctx, tx, obs)
+		}
+		var (
+			stmts [insertRows + 1]*sql.Stmt // by row count
+			args  = make([]any, 0, min(len(obs), insertRows)*obsParams)
+			sig   []byte
+		)
+		defer func() {
+			for _, st := range stmts {
+				if st != nil {
+					st.Close()
+				}
 			}
-			if o.ObservedAt.IsZero() {
-				o.ObservedAt = d.now()
+		}()
+		for len(obs) > 0 {
+			chunk := obs[:min(len(obs), insertRows)]
+			obs = obs[len(chunk):]
+			st := stmts[len(chunk)]
+			if st == nil {
+				var err error
+				if st, err = tx.PrepareContext(ctx, insertSQL(len(chunk))); err != nil {
+					return fmt.Errorf("insert observations: %w", err)
+				}
+				stmts[len(chunk)] = st
 			}
-			res, err := st.ExecContext(ctx, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, gz(o.RequestBody),
-				string(r.Class), string(r.Stage), strings.Join(r.Categories, ","), string(sig), r.Reason, r.Message, b2i(r.Heuristic),
-				strings.Join(r.Unknown, ","), o.HTTPStatus, r.RequestID, r.ModelID, r.ModelFP,
-				float64(o.Latency)/1e6, r.TokensIn, r.TokensOut, o.CostUSD, o.Attempts, o.BodySHA256, gz(o.Body), b2i(o.BodyTruncated), ts(o.ObservedAt))
-			if err != nil {
-				return fmt.Errorf("insert observation %s: %w", o.ProbeID, err)
+			args = args[:0]
+			for i, o := range chunk {
+				args, sig = d.appendObsArgs(args, sig, o, last+1+int64(i))
 			}
-			o.ID, _ = res.LastInsertId()
+			if _, err := st.ExecContext(ctx, args...); err != nil {
+				if len(chunk) == 1 {
+					return fmt.Errorf("insert observation %s: %w", chunk[0].ProbeID, err)
+				}
+				return fmt.Errorf("insert observations %s…%s: %w", chunk[0].ProbeID, chunk[len(chunk)-1].ProbeID, err)
+			}
+			for i, o := range chunk {
+				o.ID = last + 1 + int64(i)
+			}
+			last += int64(len(chunk))
 		}
 		return nil
 	})
+}
+
+// insertObservationsRowwise inserts one row per statement and lets SQLite
+// choose the ids.
+func (d *DB) insertObservationsRowwise(ctx context.Context, tx *sql.Tx, obs []*Observation) error {
+	st, err := tx.PrepareContext(ctx, insertSQL(1))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	args := make([]any, 0, obsParams)
+	var sig []byte
+	for _, o := range obs {
+		args, sig = d.appendObsArgs(args[:0], sig, o, nil)
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return fmt.Errorf("insert observation %s: %w", o.ProbeID, err)
+		}
+		o.ID, _ = res.LastInsertId()
+	}
+	return nil
+}
+
+// appendObsArgs appends o's column values (id first) to args. sig is a
+// scratch buffer for the signals JSON, returned for reuse.
+func (d *DB) appendObsArgs(args []any, sig []byte, o *Observation, id any) ([]any, []byte) {
+	r := &o.Result
+	signals := ""
+	if len(r.Signals) > 0 {
+		sig = appendSignalsJSON(sig[:0], r.Signals)
+		signals = string(sig)
+	}
+	if o.ObservedAt.IsZero() {
+		o.ObservedAt = d.now()
+	}
+	reqBody, body := o.reqZ.stored(o.RequestBody), o.bodyZ.stored(o.Body)
+	o.reqZ, o.bodyZ = compressed{}, compressed{} // used; don't keep it alive
+	return append(args, id, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, reqBody,
+		string(r.Class), string(r.Stage), strings.Join(r.Categories, ","), signals, r.Reason, r.Message, b2i(r.Heuristic),
+		strings.Join(r.Unknown, ","), o.HTTPStatus, r.RequestID, r.ModelID, r.ModelFP,
+		float64(o.Latency)/1e6, r.TokensIn, r.TokensOut, o.CostUSD, o.Attempts, o.BodySHA256, body, b2i(o.BodyTruncated), ts(o.ObservedAt)), sig
+}
+
+// CompressBodies computes the stored (compressed) form of the request and
+// response bodies now, so that a caller with spare goroutines, such as the
+// runner's workers, takes the compression off the single writer's path.
+// InsertObservations uses the precomputed form only if Body and
+// RequestBody are still the very slices that were compressed (replacing
+// them afterwards is safe; modifying their bytes in place is not), and
+// releases it once used. Calling it is optional.
+func (o *Observation) CompressBodies() {
+	o.reqZ = compress(o.RequestBody)
+	o.bodyZ = compress(o.Body)
+}
+
+// compressed is a body's stored form and the slice it was computed from.
+type compressed struct {
+	src, z []byte
+}
+
+func compress(b []byte) compressed { return compressed{src: b, z: gz(b)} }
+
+// stored returns the stored form of b: the precomputed one when it was
+// computed from b itself, otherwise b compressed now.
+func (c compressed) stored(b []byte) []byte {
+	if c.src != nil && sameSlice(c.src, b) {
+		return c.z
+	}
+	return gz(b)
+}
+
+// sameSlice reports whether a and b are the same slice (not merely equal
+// bytes): same nil-ness, length, capacity and backing array.
+func sameSlice(a, b []byte) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) || cap(a) != cap(b) {
+		return false
+	}
+	return cap(a) == 0 || &a[:1][0] == &b[:1][0]
 }
 
 const obsCols = `id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, class, stage, categories, signals, reason, message,
