@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/corpus"
@@ -130,7 +129,3 @@ func Hostname() string {
 	h, _ := os.Hostname()
 	return h
 }
-
-// StaleRunCutoff is how old a "running" run must be before a new run marks
-// it abandoned.
-const StaleRunCutoff = 6 * time.Hour

@@ -84,7 +84,9 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 			err = rerr
 		}
 	}()
-	if n, err := st.AbandonStaleRuns(context.WithoutCancel(ctx), st.Now().Add(-StaleRunCutoff)); err == nil && n > 0 && o.Logger != nil {
+	// Holding the lease, no other process can be running: any run still
+	// marked running belongs to a process that died mid-run.
+	if n, err := st.AbandonStaleRuns(context.WithoutCancel(ctx), st.Now().Add(time.Second)); err == nil && n > 0 && o.Logger != nil {
 		o.Logger.Warn("marked abandoned runs as aborted", "runs", n)
 	}
 	resample, err := resampler(ctx, cfg, st, targets)
