@@ -9,14 +9,19 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
 func main() {
+	os.Exit(runWithSignals(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runWithSignals runs the CLI with SIGINT/SIGTERM cancelling its context.
+func runWithSignals(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return Run(ctx, args, stdout, stderr)
 }

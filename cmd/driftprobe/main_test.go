@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		if err := json.Unmarshal([]byte(a), &args); err != nil {
 			panic(err)
 		}
-		os.Exit(Run(context.Background(), args, os.Stdout, os.Stderr))
+		os.Exit(runWithSignals(args, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -264,5 +264,58 @@ func TestMetricsTextfileAndPushgateway(t *testing.T) {
 	}
 	if path != "/metrics/job/driftprobe" || len(pushed) == 0 {
 		t.Fatalf("pushgateway got %q (%d bytes)", path, len(pushed))
+	}
+}
+
+// SIGINT during a run: the process stops cleanly, the run is recorded
+// aborted with what it stored, and the exit code says it did not complete.
+func TestInterruptedRunIsAborted(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	db := filepath.Join(dir, "x.db")
+	// Every first attempt gets a 503 asking to wait an hour: the run sits in
+	// its backoff until interrupted.
+	os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: m, concurrency: 2, sim: {error_status: 503, fail_first: 1, retry_after: 3600}}\n"), 0o644)
+	a, _ := json.Marshal([]string{"run", "--config", cfg, "--db", db})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "DRIFTPROBE_ARGS="+string(a))
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait (bounded) until the run is recorded as running, then interrupt.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st, err := storage.Open(context.Background(), db); err == nil {
+			r, err := st.Run(context.Background(), 1)
+			st.Close()
+			if err == nil && r.Status == storage.RunRunning {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 3 || !strings.Contains(errb.String(), "aborted") {
+		t.Fatalf("exit %v: %s", err, errb.String())
+	}
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.Run(context.Background(), 1)
+	if err != nil || r.Status != storage.RunAborted {
+		t.Fatalf("run %+v %v", r, err)
+	}
+	if h, _ := st.LockHolder(context.Background()); h != nil {
+		t.Fatalf("lease left behind: %+v", h)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -22,7 +24,7 @@ func newRunCmd(g *globals) *cobra.Command {
 observation in the database, and print a summary (or, with --json, one JSON
 object: run_id, corpus_version, targets with observations, verdict counts and
 requests_sha256, and events). Exit 0 when the run completed, even if events
-were found. SIGINT/SIGTERM stop the run cleanly and mark it aborted.`,
+were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -76,11 +78,18 @@ were found. SIGINT/SIGTERM stop the run cleanly and mark it aborted.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(g.stdout, res.JSON())
+				if err := writeJSON(g.stdout, res.JSON()); err != nil {
+					return err
+				}
+			} else {
+				app.WriteSummary(g.stdout, res)
+				if res.Detection != nil {
+					app.WriteEvents(g.stdout, res.Events, res.Detection.Changes)
+				}
 			}
-			app.WriteSummary(g.stdout, res)
-			if res.Detection != nil {
-				app.WriteEvents(g.stdout, res.Events, res.Detection.Changes)
+			if res.Summary.Status == storage.RunAborted {
+				// Interrupted: what was stored is kept, but the run did not complete.
+				return fmt.Errorf("run %d aborted (interrupted); observations so far are stored, nothing was confirmed", res.Summary.RunID)
 			}
 			return nil
 		},
