@@ -141,17 +141,22 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 	}
 	res := &Result{}
 	now := db.Now()
-	err := db.Tx(ctx, func(tx *sql.Tx) error {
-		for _, t := range in.Targets {
-			obs := t.Observations
-			if obs == nil {
-				var err error
-				if obs, err = db.Observations(ctx, in.RunID, t.ID); err != nil {
-					return err
-				}
+	// Read any observations not handed in before the transaction starts:
+	// the store has a single connection, which the transaction holds.
+	obsOf := make([][]*storage.Observation, len(in.Targets))
+	for i, t := range in.Targets {
+		obsOf[i] = t.Observations
+		if obsOf[i] == nil {
+			var err error
+			if obsOf[i], err = db.Observations(ctx, in.RunID, t.ID); err != nil {
+				return nil, err
 			}
+		}
+	}
+	err := db.Tx(ctx, func(tx *sql.Tx) error {
+		for i, t := range in.Targets {
 			d := &detector{tx: tx, ctx: ctx, in: &in, p: p, t: t, now: now, res: res}
-			if err := d.run(obs); err != nil {
+			if err := d.run(obsOf[i]); err != nil {
 				return fmt.Errorf("detect %s: %w", t.Name, err)
 			}
 		}
@@ -236,6 +241,9 @@ func (d *detector) run(obs []*storage.Observation) error {
 			// so one noisy first answer never becomes the reference.
 			st = &state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, lastVerdict: v, dirty: true}
 			states[pid] = st
+			if stats.Degraded {
+				continue // a degraded run starts no candidate and confirms no baseline
+			}
 		} else if stats.Degraded {
 			continue // confirms nothing, breaks no streak
 		} else if v != st.lastVerdict {
@@ -245,8 +253,8 @@ func (d *detector) run(obs []*storage.Observation) error {
 		}
 		agree, n := true, 1
 		for _, s := range samples[1:] {
-			if !s.Result.Class.IsVerdict() {
-				continue
+			if !s.Result.Class.IsVerdict() || s.Result.Class == probes.AbuseBlock {
+				continue // account-level enforcement is no answer about these bytes
 			}
 			n++
 			if VerdictOf(s.Result).Key() != v {
@@ -431,11 +439,11 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 	// candidates are read in one query (this target's unreverted event
 	// probes), not one per flip.
 	type open struct {
-		eid           int64
-		before, after string
+		eid                int64
+		sha, before, after string
 	}
 	opens := map[string][]open{}
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.probe_id, ep.event_id, ep.before, ep.after FROM event_probes ep JOIN events e ON e.id = ep.event_id
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.probe_id, ep.event_id, ep.request_sha256, ep.before, ep.after FROM event_probes ep JOIN events e ON e.id = ep.event_id
 		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.kind IN ('policy_change', 'model_change') ORDER BY ep.event_id DESC`, d.t.ID)
 	if err != nil {
 		return err
@@ -443,7 +451,7 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 	for rows.Next() {
 		var pid string
 		var o open
-		if err := rows.Scan(&pid, &o.eid, &o.before, &o.after); err != nil {
+		if err := rows.Scan(&pid, &o.eid, &o.sha, &o.before, &o.after); err != nil {
 			rows.Close()
 			return err
 		}
@@ -455,7 +463,9 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 	for _, f := range flips {
 		var eid int64
 		for _, o := range opens[f.probeID] {
-			if o.before == f.after && o.after == f.before {
+			// Only the same bytes can flip back: a verdict on edited
+			// bytes says nothing about the change the event recorded.
+			if o.sha == f.sha && o.before == f.after && o.after == f.before {
 				eid = o.eid
 				break
 			}

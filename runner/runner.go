@@ -172,17 +172,25 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		return nil, err
 	}
 	bg := context.WithoutCancel(ctx)
+	// A run that cannot be completed is recorded aborted, never left
+	// running for the next lease holder to find.
+	abort := func(err error) (*Summary, error) {
+		if ferr := st.FinishRun(bg, runID, storage.RunAborted, nil); ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		return nil, err
+	}
 	recs := make([]storage.ProbeRecord, len(o.Corpus.Probes))
 	for i, p := range o.Corpus.Probes {
 		recs[i] = storage.ProbeRecord{SHA256: p.SHA256, ProbeID: p.ID, CorpusVersion: o.Corpus.Version, Role: p.Role, Expect: p.Expect, Tags: p.Tags, Canonical: string(p.Canonical())}
 	}
 	if err := st.SaveProbes(bg, recs); err != nil {
-		return nil, err
+		return abort(err)
 	}
 	for _, t := range o.Targets {
 		id, err := st.EnsureTarget(bg, storage.TargetRow{Name: t.Config.Name, Provider: t.Config.Provider, Model: t.Config.Model, Endpoint: t.Config.Endpoint})
 		if err != nil {
-			return nil, err
+			return abort(err)
 		}
 		t.ID = id
 	}
@@ -243,7 +251,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	wg.Wait()
 	close(obsCh)
 	if err := <-writeErr; err != nil {
-		return nil, fmt.Errorf("store observations: %w", err)
+		return abort(fmt.Errorf("store observations: %w", err))
 	}
 
 	status := storage.RunComplete
@@ -456,7 +464,9 @@ func (r *Runner) breaker(t *Target, req *probes.Request) *gobreaker.CircuitBreak
 		// Only transient outcomes are failures; a policy verdict is the
 		// upstream working as designed. Cancellation is nobody's failure.
 		IsSuccessful: func(err error) bool { return err == nil || !errors.Is(err, errTransient) },
-		IsExcluded:   func(err error) bool { return errors.Is(err, context.Canceled) },
+		IsExcluded: func(err error) bool {
+			return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			r.o.Logger.Warn("circuit breaker", "target", tc.Name, "from", from.String(), "to", to.String())
 			if r.o.OnBreaker != nil {
@@ -500,21 +510,24 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		}
 		res, err := br.Execute(func() (*attemptResult, error) {
 			a := r.attempt(ctx, t, req)
+			if err := ctx.Err(); err != nil {
+				return a, err // cancelled: excluded, nobody's failure
+			}
 			if a.result.Class.BreakerFailure() {
 				return a, errTransient
 			}
 			return a, nil
 		})
 		<-global
+		if ctx.Err() != nil {
+			return nil, false // a cancelled request is no observation
+		}
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 			res = &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}
 			if last != nil {
 				res.attempts = last.attempts
 			}
 			return res, true
-		}
-		if ctx.Err() != nil {
-			return nil, false
 		}
 		res.attempts = attempt
 		last = res

@@ -539,12 +539,13 @@ var gzipPool = sync.Pool{New: func() any {
 
 // gz compresses bodies worth compressing; small ones are stored as they
 // are (gunzip tells them apart by the gzip magic bytes, which no JSON or
-// text body starts with).
+// text body starts with). A small body that does start with them (a
+// provider's garbage) is compressed too, so it reads back byte-exact.
 func gz(b []byte) []byte {
 	if b == nil {
 		return nil
 	}
-	if len(b) < 1024 {
+	if len(b) < 1024 && !gzipMagic(b) {
 		return b
 	}
 	var buf bytes.Buffer
@@ -561,7 +562,7 @@ func gunzip(b []byte) ([]byte, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+	if !gzipMagic(b) {
 		return b, nil
 	}
 	r, err := gzip.NewReader(bytes.NewReader(b))
@@ -570,3 +571,5 @@ func gunzip(b []byte) ([]byte, error) {
 	}
 	return io.ReadAll(r)
 }
+
+func gzipMagic(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
