@@ -83,6 +83,10 @@ type Comparison struct {
 // ErrNoCompleteRun is returned when a target has no complete run to compare.
 var ErrNoCompleteRun = errors.New("no complete run")
 
+// ErrNotComparable is returned when fewer than half of the corpus's probes
+// have a verdict on both targets.
+var ErrNotComparable = errors.New("not comparable")
+
 // LatestCompleteRun returns the latest run in which the target completed,
 // optionally on a given corpus version ("" for any).
 func LatestCompleteRun(ctx context.Context, db *storage.DB, target, version string) (int64, string, error) {
@@ -194,6 +198,11 @@ func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to st
 		a := cats[k]
 		c.Categories = append(c.Categories, CategoryComparison{Category: k, From: Wilson(a.fb, a.n), To: Wilson(a.tb, a.n)})
 	}
+	// A gate over too few comparable probes would pass by default (e.g. a
+	// mistyped candidate model answering 404 to everything).
+	if total := len(cp.Probes); c.Compared == 0 || c.Compared*2 < total {
+		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)", ErrNotComparable, c.Compared, total, from, fromRun, to, toRun)
+	}
 	c.GateFailed = c.OverBlocking > maxNewBlocks
 	return c, nil
 }
@@ -219,7 +228,8 @@ func verdictsOf(ctx context.Context, db *storage.DB, run int64, target string) (
 	}
 	out := map[string]Verdict{}
 	for _, o := range obs {
-		if o.Sample == 0 && o.Result.Class.IsVerdict() {
+		// Account-level enforcement says nothing about the model's policy.
+		if o.Sample == 0 && o.Result.Class.IsVerdict() && o.Result.Class != probes.AbuseBlock {
 			out[o.ProbeID] = VerdictOf(o.Result)
 		}
 	}

@@ -343,7 +343,19 @@ func (d *detector) run(obs []*storage.Observation) error {
 			stats.Nondeterministic++
 		}
 	}
-	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states); err != nil {
+	// A complete target-run answered every probe of the corpus: state kept
+	// for probes no longer in it (removed from the corpus) is dropped, so
+	// they stop counting in composition metrics.
+	pruned := false
+	if !stats.Degraded && len(byProbe) > 0 {
+		for id := range states {
+			if _, ok := byProbe[id]; !ok {
+				delete(states, id)
+				pruned = true
+			}
+		}
+	}
+	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states, pruned); err != nil {
 		return err
 	}
 
@@ -714,9 +726,9 @@ func (d *detector) open(kind string, flips []flip, newCats, vanished []string) e
 	// name, the kind, the runs, the probes and the creation time.
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%s|%d|%s|%s", d.t.Provider, d.t.Name, kind, firstRun, strings.Join(ids, ","), ts(d.now))))
 	fp := hex.EncodeToString(h[:])[:20]
-	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO events (fingerprint, target_id, provider, kind, direction, new_categories, vanished_categories, first_run, confirmed_run, last_run,
-		model_before, model_after, corpus_version, corpus_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		fp, d.t.ID, d.t.Provider, kind, dir, strings.Join(newCats, ","), strings.Join(vanished, ","), firstRun, run, run,
+	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO events (fingerprint, target_id, provider, kind, direction, opened_kind, opened_direction, new_categories, vanished_categories, first_run, confirmed_run, last_run,
+		model_before, model_after, corpus_version, corpus_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		fp, d.t.ID, d.t.Provider, kind, dir, kind, dir, strings.Join(newCats, ","), strings.Join(vanished, ","), firstRun, run, run,
 		d.modelBefore(firstRun), d.model, d.in.CorpusVersion, d.in.CorpusHash, ts(d.now), ts(d.now))
 	if err != nil {
 		return fmt.Errorf("open event: %w", err)

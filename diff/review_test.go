@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -160,5 +161,38 @@ func TestRevertNeedsSameBytes(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "open/tightened,open/loosened" {
 		t.Fatalf("events %v, want the first still open and a new loosened one", got)
+	}
+}
+
+// A probe removed from the corpus stops counting once a complete run no
+// longer answers it.
+func TestRemovedProbeStatePruned(t *testing.T) {
+	e := testenv.New(t, "targets:\n  - {name: a, provider: sim, model: m}\n")
+	e.Runs(2)
+	keep := e.Corpus.Probes[:10]
+	e.Corpus.Probes = keep
+	e.Run()
+	all, err := diff.AllStates(context.Background(), e.Store.SQL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sts := range all {
+		if len(sts) != len(keep) {
+			t.Fatalf("%d states after pruning, want %d", len(sts), len(keep))
+		}
+	}
+}
+
+// compare refuses to gate on too few comparable probes.
+func TestCompareNeedsCoverage(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: cur, provider: sim, model: m}
+  - {name: cand, provider: sim, model: m2, max_attempts: 1, breaker: {failures: 1000}, sim: {error_status: 404, error_rate: 1}}
+`)
+	e.Run()
+	_, err := diff.Compare(context.Background(), e.Store, e.Corpus, "cur", "cand", 0)
+	if err == nil {
+		t.Fatal("compare gated on a candidate that answered nothing")
 	}
 }

@@ -221,8 +221,8 @@ func loadStates(ctx context.Context, q querier, targetID int64) (map[string]*sta
 
 // saveStates writes the target's states when any of them changed: a run
 // where every probe held still costs no write.
-func saveStates(ctx context.Context, tx *sql.Tx, targetID, run int64, states map[string]*state) error {
-	dirty := false
+func saveStates(ctx context.Context, tx *sql.Tx, targetID, run int64, states map[string]*state, changed bool) error {
+	dirty := changed
 	for _, st := range states {
 		if st.dirty {
 			dirty = true

@@ -81,7 +81,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 	return &DBCollector{db: db, timeout: 10 * time.Second,
 		verdicts: prometheus.NewDesc(ProbeVerdicts, "Probes whose latest verdict is this class, per normalized category (\"none\" for verdicts without one); a probe with two categories counts in both.", []string{"target", "verdict", "category"}, nil),
 		active:   prometheus.NewDesc(CategoryActive, "1 when at least one probe's confirmed baseline on the target is blocked with this category.", []string{"target", "category"}, nil),
-		events:   prometheus.NewDesc(EventsTotal, "Change events recorded, by kind and direction.", []string{"target", "kind", "direction"}, nil),
+		events:   prometheus.NewDesc(EventsTotal, "Change events recorded, by the kind and direction they opened with (so the counter never decreases as an event grows).", []string{"target", "kind", "direction"}, nil),
 		open:     prometheus.NewDesc(EventsOpen, "Events not reverted.", []string{"target", "kind"}, nil),
 		runs:     prometheus.NewDesc(RunsTotal, "Runs recorded, by status.", []string{"status"}, nil),
 		lastRun:  prometheus.NewDesc(LastRunTimestamp, "End time of the latest run with this status.", []string{"status"}, nil),
@@ -155,7 +155,7 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 
-	c.grouped(ctx, ch, c.events, prometheus.CounterValue, `SELECT t.name, e.kind, e.direction, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2, 3`, 3)
+	c.grouped(ctx, ch, c.events, prometheus.CounterValue, `SELECT t.name, e.opened_kind, e.opened_direction, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2, 3`, 3)
 	c.grouped(ctx, ch, c.open, prometheus.GaugeValue, `SELECT t.name, e.kind, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id WHERE e.status = 'open' GROUP BY 1, 2`, 2)
 	c.grouped(ctx, ch, c.runs, prometheus.CounterValue, `SELECT status, COUNT(*) FROM runs WHERE status != 'running' GROUP BY 1`, 1)
 	rows, err = c.db.QueryContext(ctx, `SELECT status, MAX(finished_at) FROM runs WHERE status != 'running' GROUP BY 1`)

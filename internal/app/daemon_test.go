@@ -142,7 +142,7 @@ func TestDaemonRunsOnScheduleAndMetricsMove(t *testing.T) {
 		t.Errorf("schedule interval %v", n)
 	}
 	if err := testutil.GatherAndCompare(h.d.Registry(), strings.NewReader(`
-# HELP driftprobe_events_total Change events recorded, by kind and direction.
+# HELP driftprobe_events_total Change events recorded, by the kind and direction they opened with (so the counter never decreases as an event grows).
 # TYPE driftprobe_events_total counter
 driftprobe_events_total{direction="tightened",kind="policy_change",target="a"} 1
 `), metrics.EventsTotal); err != nil {

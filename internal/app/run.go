@@ -60,6 +60,11 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if err := st.AcquireLock(ctx, *lease, ttl); err != nil {
 		return nil, err
 	}
+	// The run stops (and is recorded aborted) if the lease is lost: another
+	// process took it over after it expired, so two runs must not write on.
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	var leaseLost error
 	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
 	renewed := make(chan struct{})
 	go func() {
@@ -71,7 +76,16 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 			case <-renewCtx.Done():
 				return
 			case <-t.C:
-				if err := st.AcquireLock(renewCtx, *lease, ttl); err != nil && o.Logger != nil {
+				err := st.AcquireLock(renewCtx, *lease, ttl)
+				switch {
+				case errors.Is(err, storage.ErrLocked):
+					leaseLost = err
+					if o.Logger != nil {
+						o.Logger.Error("run lease lost: aborting the run", "err", err)
+					}
+					cancelRun()
+					return
+				case err != nil && o.Logger != nil:
 					o.Logger.Error("renew run lock", "err", err)
 				}
 			}
@@ -98,9 +112,14 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 		Progress: o.Progress, Logger: o.Logger, Version: Version, Host: Hostname(), Note: o.Note,
 		OnAttempt: o.Hooks.OnAttempt, OnBreaker: o.Hooks.OnBreaker, Resample: resample,
 	})
-	sum, err := r.Run(ctx)
+	sum, err := r.Run(runCtx)
 	if err != nil {
 		return nil, err
+	}
+	stopRenew()
+	<-renewed
+	if leaseLost != nil {
+		return &RunResult{Summary: sum}, fmt.Errorf("run %d aborted: %w", sum.RunID, leaseLost)
 	}
 	res = &RunResult{Summary: sum}
 	if sum.Status == storage.RunAborted {

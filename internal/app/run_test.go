@@ -2,8 +2,11 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
+	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -24,5 +27,49 @@ func TestDeadRunMarkedAborted(t *testing.T) {
 	dead, err := e.Store.Run(ctx, id)
 	if err != nil || dead.Status != storage.RunAborted || dead.Note == "" {
 		t.Fatalf("dead run %+v %v, want aborted with a note", dead, err)
+	}
+}
+
+// A run whose lease is taken over (it expired, another process took it)
+// stops and is recorded aborted instead of writing alongside the new holder.
+func TestLostLeaseAbortsRun(t *testing.T) {
+	e := testenv.New(t, "lock_ttl: 1s\ntargets:\n  - {name: a, provider: sim, model: m, concurrency: 1, sim: {error_status: 503, fail_first: 1}}\n")
+	ctx := context.Background()
+	started := make(chan struct{}, 100)
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{
+			Sleep: func(ctx context.Context, _ time.Duration) error {
+				started <- struct{}{}
+				<-ctx.Done() // sits in its backoff until stopped
+				return ctx.Err()
+			}})
+		done <- err
+	}()
+	<-started
+	// Another process finds the lease expired and takes it over.
+	other, err := storage.Open(ctx, e.Config.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetClock(func() time.Time { return time.Now().Add(time.Hour) })
+	if err := other.AcquireLock(ctx, storage.Lease{Holder: "B", Host: "h", PID: 2, Command: "driftprobe run"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, storage.ErrLocked) {
+			t.Fatalf("run returned %v, want the lost lease", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run kept going after losing its lease")
+	}
+	r, err := e.Store.Run(ctx, 1)
+	if err != nil || r.Status != storage.RunAborted {
+		t.Fatalf("run %+v %v, want aborted", r, err)
+	}
+	if h, _ := e.Store.LockHolder(ctx); h == nil || h.Holder != "B" {
+		t.Fatalf("the new holder's lease was disturbed: %+v", h)
 	}
 }

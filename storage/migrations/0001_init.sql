@@ -41,6 +41,7 @@ CREATE TABLE run_targets (
     duration_ms     REAL    NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, target_id)
 );
+CREATE INDEX run_targets_target ON run_targets (target_id, run_id);
 
 -- Corpus probes as they were at each version (evidence needs the bytes).
 CREATE TABLE probes (

@@ -37,6 +37,8 @@ CREATE TABLE events (
     provider            TEXT    NOT NULL,
     kind                TEXT    NOT NULL,
     direction           TEXT    NOT NULL,
+    opened_kind         TEXT    NOT NULL,  -- kind and direction when opened: what
+    opened_direction    TEXT    NOT NULL,  -- driftprobe_events_total counts (never decreases)
     status              TEXT    NOT NULL DEFAULT 'open',  -- open | reverted
     new_categories      TEXT    NOT NULL DEFAULT '',
     vanished_categories TEXT    NOT NULL DEFAULT '',
