@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/driftprobe/driftprobe/internal/testenv"
+	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -75,5 +76,53 @@ func TestStoreFailureLeavesNoRunningRun(t *testing.T) {
 	}
 	if running != 0 {
 		t.Errorf("%d run(s) left running", running)
+	}
+}
+
+// A breaker that opens on the very last probe still marks the target-run
+// degraded (it confirms nothing), though no probe was rejected by it.
+func TestBreakerOpeningOnLastProbeDegrades(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: s
+    provider: sim
+    model: m
+    concurrency: 1
+    max_attempts: 1
+    breaker: {failures: 62}
+    sim: {error_status: 503, error_rate: 1}
+`)
+	if len(e.Corpus.Probes) != 62 {
+		t.Skip("the breaker threshold assumes the 62-probe default corpus")
+	}
+	ts := e.Run().Summary.Targets[0]
+	for _, o := range observations(t, e, ts.RunID) {
+		if o.Result.Reason == runner.ReasonBreakerOpen {
+			t.Fatal("a probe was rejected by the breaker: the test no longer opens it on the last probe")
+		}
+	}
+	if !ts.BreakerOpened || ts.Status != storage.TargetDegraded {
+		t.Fatalf("breaker opened on the last probe but the target-run says opened=%v status=%s", ts.BreakerOpened, ts.Status)
+	}
+}
+
+// A provider asking to wait longer than a run waits is not retried in
+// this run (rather than retried before the time it asked for).
+func TestLongRetryAfterNotRetried(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: s
+    provider: sim
+    model: m
+    max_attempts: 3
+    breaker: {failures: 1000}
+    sim: {error_status: 429, fail_first: 1, retry_after: 3600}
+`)
+	res := e.Run()
+	if len(e.Sleeps) != 0 {
+		t.Fatalf("slept %v despite Retry-After 3600s", e.Sleeps[:1])
+	}
+	if ts := res.Summary.Targets[0]; ts.Counts[probes.Transient] != len(e.Corpus.Probes) || ts.Requests != len(e.Corpus.Probes) {
+		t.Fatalf("counts %v requests %d", ts.Counts, ts.Requests)
 	}
 }

@@ -38,6 +38,10 @@ import (
 	"github.com/driftprobe/driftprobe/storage"
 )
 
+// MaxRetryWait is the longest backoff a run waits before retrying; a
+// provider asking for longer (Retry-After) is not retried in this run.
+const MaxRetryWait = 5 * time.Minute
+
 // Reasons recorded on outcomes the runner decides itself.
 const (
 	ReasonBreakerOpen = "breaker_open"
@@ -89,6 +93,7 @@ type Runner struct {
 	o        Options
 	mu       sync.Mutex
 	breakers map[string]*gobreaker.CircuitBreaker[*attemptResult]
+	opened   map[string]bool // breaker keys that opened during this runner's life
 }
 
 // New returns a Runner.
@@ -108,7 +113,7 @@ func New(o Options) *Runner {
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256
 	}
-	return &Runner{o: o, breakers: map[string]*gobreaker.CircuitBreaker[*attemptResult]{}}
+	return &Runner{o: o, breakers: map[string]*gobreaker.CircuitBreaker[*attemptResult]{}, opened: map[string]bool{}}
 }
 
 // DefaultClient returns the HTTP client used for providers: keep-alive
@@ -343,6 +348,15 @@ feed:
 	wg.Wait()
 
 	sum.Duration = o.Now().Sub(start)
+	// The breaker may have opened on the last probes without rejecting any.
+	for _, j := range jobs {
+		if j.req != nil {
+			r.mu.Lock()
+			sum.BreakerOpened = sum.BreakerOpened || r.opened[tc.Provider+"|"+upstream(j.req.URL)]
+			r.mu.Unlock()
+			break
+		}
+	}
 	first := sum.Observations
 	bad := sum.Transient + sum.Unavailable
 	switch {
@@ -469,6 +483,11 @@ func (r *Runner) breaker(t *Target, req *probes.Request) *gobreaker.CircuitBreak
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			r.o.Logger.Warn("circuit breaker", "target", tc.Name, "from", from.String(), "to", to.String())
+			if to == gobreaker.StateOpen {
+				r.mu.Lock()
+				r.opened[key] = true
+				r.mu.Unlock()
+			}
 			if r.o.OnBreaker != nil {
 				r.o.OnBreaker(t, to == gobreaker.StateOpen)
 			}
@@ -541,8 +560,11 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		if ra := res.result.RetryAfter; ra > wait {
 			wait = ra
 		}
-		if max := 5 * time.Minute; wait > max {
-			wait = max
+		if wait > MaxRetryWait {
+			// The provider asked for longer than a run should wait: honour it
+			// by not retrying in this run (the outcome stays transient).
+			r.o.Logger.Info("not retrying: provider asked to wait too long", "target", tc.Name, "wait", wait)
+			break
 		}
 		r.o.Logger.Debug("retrying", "target", tc.Name, "class", res.result.Class, "reason", res.result.Reason, "wait", wait)
 		if err := r.o.Sleep(ctx, wait); err != nil {
