@@ -228,13 +228,13 @@ type messageResponse struct {
 
 // Known wire vocabulary. Anything else is recorded in Result.Unknown.
 var (
-	knownTop = set("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "stop_details",
+	knownTop = wire.Set("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "stop_details",
 		"usage", "container", "context_management")
-	knownStopDetails = set("type", "category", "explanation", "fallback_credit_token", "recommended_model")
-	knownContent     = set("text", "thinking", "redacted_thinking", "tool_use", "server_tool_use")
+	knownStopDetails = wire.Set("type", "category", "explanation", "fallback_credit_token", "recommended_model")
+	knownContent     = wire.Set("text", "thinking", "redacted_thinking", "tool_use", "server_tool_use")
 	// allowedStops are the stop reasons of a normal answer.
-	allowedStops = set("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "model_context_window_exceeded")
-	knownErrors  = set("invalid_request_error", "authentication_error", "billing_error", "permission_error",
+	allowedStops = wire.Set("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "model_context_window_exceeded")
+	knownErrors  = wire.Set("invalid_request_error", "authentication_error", "billing_error", "permission_error",
 		"not_found_error", "request_too_large", "rate_limit_error", "api_error", "overloaded_error", "timeout_error")
 	// errorStatus maps an error type to its documented status, for an error
 	// envelope that arrives inside a 200.
@@ -242,14 +242,6 @@ var (
 		"permission_error": 403, "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429,
 		"api_error": 500, "timeout_error": 504, "overloaded_error": 529}
 )
-
-func set(vals ...string) map[string]bool {
-	m := make(map[string]bool, len(vals))
-	for _, v := range vals {
-		m[v] = true
-	}
-	return m
-}
 
 // NormalizeCategory maps a stop_details.category to the normalized
 // vocabulary. ok is false for a category it does not know (mapped to other).

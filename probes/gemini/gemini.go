@@ -334,35 +334,27 @@ type generateResponse struct {
 
 // Known wire vocabulary. Anything else is recorded in Result.Unknown.
 var (
-	knownTop       = set("candidates", "promptFeedback", "usageMetadata", "modelVersion", "responseId", "createTime")
-	knownCandidate = set("content", "finishReason", "finishMessage", "safetyRatings", "citationMetadata", "avgLogprobs",
+	knownTop       = wire.Set("candidates", "promptFeedback", "usageMetadata", "modelVersion", "responseId", "createTime")
+	knownCandidate = wire.Set("content", "finishReason", "finishMessage", "safetyRatings", "citationMetadata", "avgLogprobs",
 		"logprobsResult", "index", "tokenCount", "groundingMetadata", "groundingAttributions", "urlContextMetadata")
-	knownFeedback = set("blockReason", "blockReasonMessage", "safetyRatings")
-	knownRating   = set("category", "probability", "probabilityScore", "severity", "severityScore", "blocked")
-	knownProb     = set("HARM_PROBABILITY_UNSPECIFIED", "NEGLIGIBLE", "LOW", "MEDIUM", "HIGH")
-	knownSeverity = set("HARM_SEVERITY_UNSPECIFIED", "HARM_SEVERITY_NEGLIGIBLE", "HARM_SEVERITY_LOW", "HARM_SEVERITY_MEDIUM", "HARM_SEVERITY_HIGH")
+	knownFeedback = wire.Set("blockReason", "blockReasonMessage", "safetyRatings")
+	knownRating   = wire.Set("category", "probability", "probabilityScore", "severity", "severityScore", "blocked")
+	knownProb     = wire.Set("HARM_PROBABILITY_UNSPECIFIED", "NEGLIGIBLE", "LOW", "MEDIUM", "HIGH")
+	knownSeverity = wire.Set("HARM_SEVERITY_UNSPECIFIED", "HARM_SEVERITY_NEGLIGIBLE", "HARM_SEVERITY_LOW", "HARM_SEVERITY_MEDIUM", "HARM_SEVERITY_HIGH")
 	// blockReasons are promptFeedback.blockReason values (Gemini API and
 	// Vertex spellings of "unspecified" both listed).
-	knownBlock = set("SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY", "SPII", "MODEL_ARMOR",
+	knownBlock = wire.Set("SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY", "SPII", "MODEL_ARMOR",
 		"BLOCK_REASON_UNSPECIFIED", "BLOCKED_REASON_UNSPECIFIED")
 	// policyFinish are finish reasons that withhold the answer for policy.
-	policyFinish = set("SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT")
+	policyFinish = wire.Set("SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT")
 	// otherFinish are documented finish reasons that are not policy verdicts.
-	otherFinish = set("STOP", "MAX_TOKENS", "RECITATION", "IMAGE_RECITATION", "OTHER", "IMAGE_OTHER", "LANGUAGE",
+	otherFinish = wire.Set("STOP", "MAX_TOKENS", "RECITATION", "IMAGE_RECITATION", "OTHER", "IMAGE_OTHER", "LANGUAGE",
 		"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "NO_IMAGE", "MALFORMED_RESPONSE",
 		"MISSING_THOUGHT_SIGNATURE", "FINISH_REASON_UNSPECIFIED")
-	knownStatus = set("INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNAUTHENTICATED", "PERMISSION_DENIED",
+	knownStatus = wire.Set("INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNAUTHENTICATED", "PERMISSION_DENIED",
 		"NOT_FOUND", "ABORTED", "ALREADY_EXISTS", "RESOURCE_EXHAUSTED", "CANCELLED", "DATA_LOSS", "UNKNOWN", "INTERNAL",
 		"UNIMPLEMENTED", "UNAVAILABLE", "DEADLINE_EXCEEDED")
 )
-
-func set(vals ...string) map[string]bool {
-	m := make(map[string]bool, len(vals))
-	for _, v := range vals {
-		m[v] = true
-	}
-	return m
-}
 
 // NormalizeCategory maps a HarmCategory to the normalized vocabulary. ok is
 // false for a category it does not know (mapped to other).

@@ -32,8 +32,8 @@ type moderationResult struct {
 }
 
 var (
-	knownModerationKeys = set("id", "model", "results")
-	knownResultKeys     = set("flagged", "categories", "category_scores", "category_applied_input_types")
+	knownModerationKeys = wire.Set("id", "model", "results")
+	knownResultKeys     = wire.Set("flagged", "categories", "category_scores", "category_applied_input_types")
 )
 
 // Normalizer maps a provider's raw category name to the normalized

@@ -194,18 +194,10 @@ type chatResponse struct {
 // Known keys of a chat response; others are recorded as "key:NAME",
 // "choice_key:NAME" or "message_key:NAME" in Result.Unknown.
 var (
-	knownChatKeys    = set("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "prompt_filter_results", "error")
-	knownChoiceKeys  = set("index", "message", "finish_reason", "logprobs", "content_filter_results", "text", "stop_reason")
-	knownMessageKeys = set("role", "content", "refusal", "annotations", "audio", "tool_calls", "function_call", "reasoning_content")
+	knownChatKeys    = wire.Set("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "prompt_filter_results", "error")
+	knownChoiceKeys  = wire.Set("index", "message", "finish_reason", "logprobs", "content_filter_results", "text", "stop_reason")
+	knownMessageKeys = wire.Set("role", "content", "refusal", "annotations", "audio", "tool_calls", "function_call", "reasoning_content")
 )
-
-func set(keys ...string) map[string]bool {
-	m := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		m[k] = true
-	}
-	return m
-}
 
 // newKeys returns prefix+key for every key of the JSON object raw that is
 // not in known, sorted. Anything that is not an object yields nothing.
@@ -284,7 +276,7 @@ func NormalizeAzure(raw string) (string, bool) {
 	return probes.CatOther, false
 }
 
-var knownSeverity = set("", "safe", "low", "medium", "high")
+var knownSeverity = wire.Set("", "safe", "low", "medium", "high")
 
 // readFilters appends signals from a filter set. It reports whether the set
 // (or one of its filters) says the filter did not run: a set-level "error"
@@ -349,7 +341,7 @@ func ParseLenient(body []byte, v any) error {
 	if err == nil {
 		return nil
 	}
-	fixed := escapeRawNewlines(body)
+	fixed := wire.EscapeRawNewlines(body)
 	if e2 := json.Unmarshal(fixed, v); e2 == nil {
 		return nil
 	}
@@ -361,33 +353,6 @@ func ParseLenient(body []byte, v any) error {
 		}
 	}
 	return err
-}
-
-func escapeRawNewlines(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	in, esc := false, false
-	for _, c := range b {
-		if in {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				in = false
-			case c == '\n':
-				out = append(out, '\\', 'n')
-				continue
-			case c == '\r' || c == '\t':
-				out = append(out, ' ')
-				continue
-			}
-		} else if c == '"' {
-			in = true
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 // requestIDHeaders are read in order: OpenAI and Azure (x-request-id,
@@ -515,7 +480,7 @@ func decodeError(body []byte) (errInfo, error) {
 // rejected by a safety check before the model ran: "invalid_prompt" (the
 // reasoning models' "your prompt was flagged as potentially violating our
 // usage policy") and "content_policy_violation".
-var promptBlockCodes = set("invalid_prompt", "content_policy_violation")
+var promptBlockCodes = wire.Set("invalid_prompt", "content_policy_violation")
 
 // ClassifyError reads a non-2xx answer (or a 2xx carrying only an error) in
 // any of the dialects decodeError knows: Azure's content_filter 400 is an

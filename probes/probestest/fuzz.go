@@ -292,7 +292,7 @@ func hugeBodies() [][]byte {
 // provider answers with. Leniency mirrors oaiwire.ParseLenient: raw newlines
 // inside strings, and a top-level fragment missing its braces.
 func ProviderJSON(body []byte) bool {
-	cands := [][]byte{body, escapeRawNewlines(body)}
+	cands := [][]byte{body, wire.EscapeRawNewlines(body)}
 	if t := bytes.TrimSpace(cands[1]); len(t) > 0 && t[0] == '"' {
 		cands = append(cands, append(append([]byte("{"), t...), '}'))
 	}
@@ -313,33 +313,6 @@ func ProviderJSON(body []byte) bool {
 		}
 	}
 	return false
-}
-
-func escapeRawNewlines(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	in, esc := false, false
-	for _, c := range b {
-		if in {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				in = false
-			case c == '\n':
-				out = append(out, '\\', 'n')
-				continue
-			case c == '\r' || c == '\t':
-				out = append(out, ' ')
-				continue
-			}
-		} else if c == '"' {
-			in = true
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 // checkOne classifies resp twice with tg and checks the result.

@@ -38,3 +38,43 @@ func UnknownKeys(raw []byte, known map[string]bool, prefix string) []string {
 	}
 	return KeysNotIn(m, known, prefix)
 }
+
+// Set returns a membership map of vals (known keys, enum values).
+func Set(vals ...string) map[string]bool {
+	m := make(map[string]bool, len(vals))
+	for _, v := range vals {
+		m[v] = true
+	}
+	return m
+}
+
+// EscapeRawNewlines repairs a shape of invalid JSON seen in providers'
+// documentation and in the wild: raw line breaks and tabs inside string
+// literals. Newlines become \n, carriage returns and tabs spaces; bytes
+// outside strings are untouched.
+func EscapeRawNewlines(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	in, esc := false, false
+	for _, c := range b {
+		if in {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				in = false
+			case c == '\n':
+				out = append(out, '\\', 'n')
+				continue
+			case c == '\r' || c == '\t':
+				out = append(out, ' ')
+				continue
+			}
+		} else if c == '"' {
+			in = true
+		}
+		out = append(out, c)
+	}
+	return out
+}
