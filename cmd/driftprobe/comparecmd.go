@@ -43,19 +43,16 @@ borderline probes (a CI gate), else 0.`,
 				return app.Usage(fmt.Errorf("compare: --format %q: want table, markdown or json", format))
 			}
 			ctx := cmd.Context()
-			cfg, err := app.LoadConfig(g.config, g.db, runNow)
+			mode := app.CheckCorpus
+			if runNow {
+				mode = app.LockCorpus
+			}
+			sess, err := app.Open(ctx, g.config, g.db, runNow, mode)
 			if err != nil {
 				return err
 			}
-			cp, err := app.LoadCorpus(cfg, "", runNow)
-			if err != nil {
-				return err
-			}
-			st, err := app.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+			defer sess.Close()
+			cfg, cp, st := sess.Config, sess.Corpus, sess.Store
 			if runNow {
 				var sel []*config.Target
 				for _, name := range []string{from, to} {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/evidence"
 	"github.com/driftprobe/driftprobe/ghissue"
@@ -73,19 +72,12 @@ what compare says about the two targets. No keys, no network.`,
 			if err := os.WriteFile(cfgFile, []byte(text), 0o644); err != nil {
 				return err
 			}
-			cfg, err := config.Load(cfgFile, true)
+			sess, err := app.Open(ctx, cfgFile, "", true, app.CheckCorpus)
 			if err != nil {
 				return err
 			}
-			cp, err := app.LoadCorpus(cfg, "", false)
-			if err != nil {
-				return err
-			}
-			st, err := app.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+			defer sess.Close()
+			cfg, cp, st := sess.Config, sess.Corpus, sess.Store
 			targets, closeT, err := app.BuildTargets(cfg)
 			if err != nil {
 				return err

@@ -27,15 +27,12 @@ latest run of the target, --from to the one before.`,
 				return app.Usage(fmt.Errorf("diff: --target is required"))
 			}
 			ctx := cmd.Context()
-			cfg, err := app.LoadConfig(g.config, g.db, false)
+			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}
-			st, err := app.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+			defer sess.Close()
+			st := sess.Store
 			d, err := diff.DiffRuns(ctx, st, target, from, to)
 			if err != nil {
 				return app.Usage(err)

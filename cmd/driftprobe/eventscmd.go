@@ -22,15 +22,12 @@ first_run, confirmed_run, issue_url and more.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := app.LoadConfig(g.config, g.db, false)
+			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}
-			st, err := app.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+			defer sess.Close()
+			st := sess.Store
 			evs, err := diff.ListEvents(ctx, st, diff.Filter{Target: target, Since: since})
 			if err != nil {
 				return err

@@ -52,15 +52,12 @@ record_sha256 over its own content; --verify FILE checks such a record.`,
 				return app.Usage(fmt.Errorf("evidence: %q is not an event id", args[0]))
 			}
 			ctx := cmd.Context()
-			cfg, err := app.LoadConfig(g.config, g.db, false)
+			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}
-			st, err := app.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+			defer sess.Close()
+			st := sess.Store
 			rec, err := evidence.Build(ctx, st, id, time.Now())
 			if err != nil {
 				return app.Usage(err)

@@ -48,15 +48,12 @@ variable named by github.private_key_env).`,
 			if all && !dryRun {
 				return cobraUsage{fmt.Errorf("%s: --all needs --dry-run", cmd.CommandPath())}
 			}
-			cfg, err := app.LoadConfig(g.config, g.db, false)
+			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}
-			st, err := app.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+			defer sess.Close()
+			cfg, st := sess.Config, sess.Store
 			log := app.Logger(g.logLevel)
 
 			if dryRun {

@@ -28,19 +28,12 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := app.LoadConfig(g.config, g.db, true)
+			sess, err := app.Open(ctx, g.config, g.db, true, app.LockCorpus)
 			if err != nil {
 				return err
 			}
-			cp, err := app.LoadCorpus(cfg, "", true)
-			if err != nil {
-				return err
-			}
-			st, err := app.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+			defer sess.Close()
+			cfg, cp, st := sess.Config, sess.Corpus, sess.Store
 			targets, closeTargets, err := app.BuildTargets(cfg)
 			if err != nil {
 				return err

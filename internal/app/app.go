@@ -129,3 +129,41 @@ func Hostname() string {
 	h, _ := os.Hostname()
 	return h
 }
+
+// CorpusMode says what Open does with the corpus.
+type CorpusMode int
+
+const (
+	NoCorpus    CorpusMode = iota // commands that only read the database
+	CheckCorpus                   // load and check against its lock
+	LockCorpus                    // load, check, and lock a new version (runs)
+)
+
+// Session is a loaded configuration, its corpus and the open database.
+type Session struct {
+	Config *config.Config
+	Corpus *corpus.Corpus
+	Store  *storage.DB
+}
+
+// Open loads the configuration (path "" for the built-in one), optionally
+// the corpus, and opens the database. Close releases it.
+func Open(ctx context.Context, path, dbOverride string, needKeys bool, mode CorpusMode) (*Session, error) {
+	cfg, err := LoadConfig(path, dbOverride, needKeys)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Config: cfg}
+	if mode != NoCorpus {
+		if s.Corpus, err = LoadCorpus(cfg, "", mode == LockCorpus); err != nil {
+			return nil, err
+		}
+	}
+	if s.Store, err = OpenStore(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Session) Close() error { return s.Store.Close() }
