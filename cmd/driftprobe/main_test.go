@@ -273,9 +273,9 @@ func TestInterruptedRunIsAborted(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "c.yaml")
 	db := filepath.Join(dir, "x.db")
-	// Every first attempt gets a 503 asking to wait an hour: the run sits in
+	// Every first attempt gets a 503 asking to wait two minutes: the run sits in
 	// its backoff until interrupted.
-	os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: m, concurrency: 2, sim: {error_status: 503, fail_first: 1, retry_after: 3600}}\n"), 0o644)
+	os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: m, concurrency: 2, sim: {error_status: 503, fail_first: 1, retry_after: 120}}\n"), 0o644)
 	a, _ := json.Marshal([]string{"run", "--config", cfg, "--db", db})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "DRIFTPROBE_ARGS="+string(a))
