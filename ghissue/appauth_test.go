@@ -143,19 +143,7 @@ func TestGitHubAppAuthErrors(t *testing.T) {
 	check := func(name string, o ghissue.Options, want string) {
 		t.Helper()
 		o.Logger = log
-		res := deliver(t, s, c, o)
-		if res.Sent != 0 {
-			t.Fatalf("%s: sent %d", name, res.Sent)
-		}
-		p := pending(t, s)
-		if len(p) != 4 {
-			t.Fatalf("%s: %d pending, want 4", name, len(p))
-		}
-		for _, x := range p {
-			if !strings.Contains(x.LastError, want) || !strings.Contains(x.Reason, want) {
-				t.Errorf("%s: row %d: last_error %q reason %q, want %q", name, x.ID, x.LastError, x.Reason, want)
-			}
-		}
+		expectAllQueued(t, s, c, o, name, want)
 	}
 
 	n := len(f.requests())

@@ -655,19 +655,7 @@ func TestConfigurationErrors(t *testing.T) {
 	check := func(name string, o ghissue.Options, want string) {
 		t.Helper()
 		o.Logger = log
-		res := deliver(t, s, c, o)
-		if res.Sent != 0 {
-			t.Fatalf("%s: sent %d", name, res.Sent)
-		}
-		p := pending(t, s)
-		if len(p) != 4 {
-			t.Fatalf("%s: %d pending, want 4", name, len(p))
-		}
-		for _, x := range p {
-			if !strings.Contains(x.LastError, want) || !strings.Contains(x.Reason, want) {
-				t.Errorf("%s: row %d: last_error %q reason %q, want %q", name, x.ID, x.LastError, x.Reason, want)
-			}
-		}
+		expectAllQueued(t, s, c, o, name, want)
 	}
 	n := len(f.requests())
 	check("missing token", ghissue.Options{Getenv: func(string) string { return "" }}, "environment variable DRIFTPROBE_TEST_GH_TOKEN (github.token_env) is not set")
@@ -775,5 +763,24 @@ func TestDryRun(t *testing.T) {
 	s.cfg.GitHub = nil
 	if sent, err := ghissue.AfterRun(context.Background(), s.st, s.cfg, nil, io.Discard); sent != 0 || err != nil {
 		t.Fatalf("AfterRun: %d %v", sent, err)
+	}
+}
+
+// expectAllQueued delivers once and asserts nothing was sent and every one
+// of the 4 pending rows records want as its error and reason.
+func expectAllQueued(t *testing.T, s *sys, c *clock, o ghissue.Options, name, want string) {
+	t.Helper()
+	res := deliver(t, s, c, o)
+	if res.Sent != 0 {
+		t.Fatalf("%s: sent %d", name, res.Sent)
+	}
+	p := pending(t, s)
+	if len(p) != 4 {
+		t.Fatalf("%s: %d pending, want 4", name, len(p))
+	}
+	for _, x := range p {
+		if !strings.Contains(x.LastError, want) || !strings.Contains(x.Reason, want) {
+			t.Errorf("%s: row %d: last_error %q reason %q, want %q", name, x.ID, x.LastError, x.Reason, want)
+		}
 	}
 }
