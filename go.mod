@@ -9,6 +9,7 @@ require (
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/google/go-github/v60 v60.0.0
 	github.com/jonboulle/clockwork v0.5.0
+	github.com/klauspost/compress v1.20.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -2,12 +2,11 @@ package storage
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/klauspost/compress/gzip"
 	"io"
 	"math"
 	"strings"
@@ -337,13 +336,14 @@ func (d *DB) insertObservationsRowwise(ctx context.Context, tx *sql.Tx, obs []*O
 }
 
 // appendObsArgs appends o's column values (id first) to args. sig is a
-// scratch buffer for the signals JSON, returned for reuse.
+// scratch buffer for the packed signals, returned for reuse.
 func (d *DB) appendObsArgs(args []any, sig []byte, o *Observation, id any) ([]any, []byte) {
 	r := &o.Result
-	signals := ""
+	var signals any = ""
 	if len(r.Signals) > 0 {
-		sig = appendSignalsJSON(sig[:0], r.Signals)
-		signals = string(sig)
+		// A BLOB (format 1 is binary), copied: sig is reused per row.
+		sig = appendSignals(sig[:0], r.Signals)
+		signals = append([]byte(nil), sig...)
 	}
 	if o.ObservedAt.IsZero() {
 		o.ObservedAt = d.now()
@@ -411,9 +411,8 @@ func scanObs(rows interface{ Scan(...any) error }) (*Observation, error) {
 	o.Result.Categories = splitList(cats)
 	o.Result.Unknown = splitList(unknown)
 	o.Result.Heuristic, o.BodyTruncated = heur != 0, trunc != 0
-	if sig != "" {
-		_ = json.Unmarshal([]byte(sig), &o.Result.Signals)
-	}
+	// A corrupt column reads as no signals; the stored body is the evidence.
+	o.Result.Signals, _ = decodeSignals([]byte(sig))
 	o.Latency = time.Duration(lat * 1e6)
 	o.ObservedAt = ParseTime(at)
 	return &o, nil
@@ -532,6 +531,8 @@ func b2i(b bool) int {
 }
 
 // gzipPool reuses compressors: a flate writer allocates about a megabyte.
+// klauspost/compress writes the same gzip format as compress/gzip (any
+// gunzip reads it) about 1.5× faster on the ~1.5 KB bodies providers send.
 var gzipPool = sync.Pool{New: func() any {
 	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 	return w

@@ -1,118 +1,153 @@
 package storage
 
 import (
-	"strconv"
-	"unicode/utf8"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
 
 	"github.com/driftprobe/driftprobe/probes"
 )
 
-// appendSignalsJSON encodes signals exactly as encoding/json would encode
-// []probes.Signal (field names, omitempty rules, string escaping), without
-// reflection: it runs once per observation on the hot path.
-func appendSignalsJSON(b []byte, sigs []probes.Signal) []byte {
-	b = append(b, '[')
-	for i, s := range sigs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"category":`...)
-		b = appendString(b, s.Category)
-		b = append(b, `,"raw":`...)
-		b = appendString(b, s.Raw)
-		if s.Score != 0 {
-			b = append(b, `,"score":`...)
-			b = appendFloat(b, s.Score)
+// Signals are stored packed (format 1): a provider answer typically carries
+// one signal per category for the prompt and again for the completion, and
+// as JSON they were the largest column of an observation row (about 1.5 KB
+// of the row for an Azure-style answer) and a third of the insert cost.
+//
+// Format 1 is the byte 0x01, then per signal:
+//
+//	flags    byte   (sigFired, sigHasScore, sigScore, sigRawSame, sigRawPrompt, sigSeverity)
+//	category uvarint length + bytes
+//	raw      uvarint length + bytes, unless sigRawSame (raw == category) or
+//	         sigRawPrompt (raw == "prompt." + category)
+//	score    8 bytes little-endian IEEE 754, only with sigScore (score != 0)
+//	severity uvarint length + bytes, only with sigSeverity
+//
+// Rows written before format 1 hold the JSON array encoding/json makes of
+// []probes.Signal (it starts with '['); decodeSignals reads both.
+const signalsPacked = 0x01
+
+const (
+	sigFired = 1 << iota
+	sigHasScore
+	sigScore
+	sigRawSame
+	sigRawPrompt
+	sigSeverity
+	sigKnown = sigFired | sigHasScore | sigScore | sigRawSame | sigRawPrompt | sigSeverity
+)
+
+const promptPrefix = "prompt."
+
+// appendSignals appends the packed encoding of sigs to b. No signals
+// encode as nothing (an empty column).
+func appendSignals(b []byte, sigs []probes.Signal) []byte {
+	if len(sigs) == 0 {
+		return b
+	}
+	b = append(b, signalsPacked)
+	for _, s := range sigs {
+		var f byte
+		if s.Fired {
+			f |= sigFired
 		}
 		if s.HasScore {
-			b = append(b, `,"has_score":true`...)
+			f |= sigHasScore
+		}
+		if s.Score != 0 || math.Signbit(s.Score) {
+			f |= sigScore
+		}
+		switch {
+		case s.Raw == s.Category:
+			f |= sigRawSame
+		case len(s.Raw) == len(promptPrefix)+len(s.Category) && s.Raw[:len(promptPrefix)] == promptPrefix && s.Raw[len(promptPrefix):] == s.Category:
+			f |= sigRawPrompt
 		}
 		if s.Severity != "" {
-			b = append(b, `,"severity":`...)
-			b = appendString(b, s.Severity)
+			f |= sigSeverity
 		}
-		if s.Fired {
-			b = append(b, `,"fired":true}`...)
-		} else {
-			b = append(b, `,"fired":false}`...)
+		b = append(b, f)
+		b = appendStr(b, s.Category)
+		if f&(sigRawSame|sigRawPrompt) == 0 {
+			b = appendStr(b, s.Raw)
 		}
-	}
-	return append(b, ']')
-}
-
-// appendFloat formats like encoding/json (ES6 number formatting).
-func appendFloat(b []byte, f float64) []byte {
-	abs := f
-	if abs < 0 {
-		abs = -abs
-	}
-	fmt := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		fmt = 'e'
-	}
-	b = strconv.AppendFloat(b, f, fmt, -1, 64)
-	if fmt == 'e' {
-		// clean up e-09 to e-9
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
+		if f&sigScore != 0 {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.Score))
+		}
+		if f&sigSeverity != 0 {
+			b = appendStr(b, s.Severity)
 		}
 	}
 	return b
 }
 
-const hexDigits = "0123456789abcdef"
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
 
-// appendString quotes s like encoding/json with HTML escaping on.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
+var errSignals = errors.New("signals: corrupt encoding")
+
+// decodeSignals reads a signals column: empty (no signals), format 1, or
+// the JSON array of rows written before it. A corrupt value is an error,
+// never a panic.
+func decodeSignals(b []byte) ([]probes.Signal, error) {
+	if len(b) == 0 {
+		return nil, nil
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	if b[0] != signalsPacked {
+		var out []probes.Signal
+		if err := json.Unmarshal(b, &out); err != nil {
+			return nil, errors.Join(errSignals, err)
+		}
+		return out, nil
+	}
+	b = b[1:]
+	// Each signal takes at least 2 bytes (flags, category length).
+	out := make([]probes.Signal, 0, min(len(b)/2, 64))
+	for len(b) > 0 {
+		f := b[0]
+		b = b[1:]
+		if f&^sigKnown != 0 || f&sigRawSame != 0 && f&sigRawPrompt != 0 {
+			return nil, errSignals
+		}
+		var s probes.Signal
+		var ok bool
+		if s.Category, b, ok = readStr(b); !ok {
+			return nil, errSignals
+		}
+		switch {
+		case f&sigRawSame != 0:
+			s.Raw = s.Category
+		case f&sigRawPrompt != 0:
+			s.Raw = promptPrefix + s.Category
+		default:
+			if s.Raw, b, ok = readStr(b); !ok {
+				return nil, errSignals
+			}
+		}
+		if f&sigScore != 0 {
+			if len(b) < 8 {
+				return nil, errSignals
+			}
+			s.Score = math.Float64frombits(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+		}
+		if f&sigSeverity != 0 {
+			if s.Severity, b, ok = readStr(b); !ok {
+				return nil, errSignals
+			}
+		}
+		s.Fired, s.HasScore = f&sigFired != 0, f&sigHasScore != 0
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func readStr(b []byte) (string, []byte, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", nil, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
 }
