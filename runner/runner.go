@@ -510,11 +510,7 @@ func upstream(u string) string {
 func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limiter *rate.Limiter, global chan struct{}) (*attemptResult, bool) {
 	tc := t.Config
 	br := r.breaker(t, req)
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 500 * time.Millisecond
-	bo.MaxInterval = 30 * time.Second
-	bo.RandomizationFactor = 0.5
-	bo.Reset()
+	var bo *backoff.ExponentialBackOff // made on the first retry: most probes need none
 	var last *attemptResult
 	for attempt := 1; attempt <= tc.MaxAttempts; attempt++ {
 		if limiter != nil {
@@ -555,6 +551,13 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		}
 		if !res.result.Class.Retryable() || attempt == tc.MaxAttempts {
 			break
+		}
+		if bo == nil {
+			bo = backoff.NewExponentialBackOff()
+			bo.InitialInterval = 500 * time.Millisecond
+			bo.MaxInterval = 30 * time.Second
+			bo.RandomizationFactor = 0.5
+			bo.Reset()
 		}
 		wait := bo.NextBackOff()
 		if ra := res.result.RetryAfter; ra > wait {
@@ -598,7 +601,7 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 			resp.Status = hresp.StatusCode
 			resp.Header = hresp.Header
 			limit := int64(r.o.Config.MaxBody)
-			body, rerr := io.ReadAll(io.LimitReader(hresp.Body, limit+1))
+			body, rerr := readBody(hresp, limit)
 			if int64(len(body)) > limit {
 				body, resp.Truncated = body[:limit], true
 			}
@@ -625,6 +628,32 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 		res.Reason = strings.ReplaceAll(res.Reason, t.Secret, "[REDACTED]")
 	}
 	return &attemptResult{resp: resp, result: res, at: r.o.Now()}
+}
+
+// readBody reads up to limit+1 bytes of the body (one more than the cap,
+// to detect truncation) exactly as io.ReadAll would, errors included, but
+// into a buffer sized from Content-Length when it is announced, so a body
+// takes one allocation instead of a doubling series.
+func readBody(hresp *http.Response, limit int64) ([]byte, error) {
+	r := io.LimitReader(hresp.Body, limit+1)
+	size := int64(512)
+	if n := hresp.ContentLength; n >= 0 {
+		size = min(n, limit) + 1 // +1: room to see EOF without growing
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow
+		}
+	}
 }
 
 // safeClassify guarantees a provider's garbage never crashes a run.

@@ -195,17 +195,61 @@ type ProbeRecord struct {
 	Canonical                                    string
 }
 
-// SaveProbes stores the canonical form of every probe (idempotent).
+// SaveProbes stores the canonical form of every probe (idempotent). Probes
+// already stored are skipped without a write, so a scheduled run of an
+// unchanged corpus only reads; new ones go in multi-row INSERTs.
 func (d *DB) SaveProbes(ctx context.Context, ps []ProbeRecord) error {
 	return d.Tx(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO probes (sha256, probe_id, corpus_version, role, expect, tags, canonical) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		known := make(map[string]bool)
+		rows, err := tx.QueryContext(ctx, `SELECT sha256 FROM probes`)
 		if err != nil {
-			return err
+			return fmt.Errorf("save probes: %w", err)
 		}
-		defer st.Close()
+		for rows.Next() {
+			var sha string
+			if err := rows.Scan(&sha); err != nil {
+				rows.Close()
+				return fmt.Errorf("save probes: %w", err)
+			}
+			known[sha] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("save probes: %w", err)
+		}
+		var todo []ProbeRecord
 		for _, p := range ps {
-			if _, err := st.ExecContext(ctx, p.SHA256, p.ProbeID, p.CorpusVersion, p.Role, p.Expect, strings.Join(p.Tags, ","), p.Canonical); err != nil {
-				return fmt.Errorf("save probe %s: %w", p.ProbeID, err)
+			if !known[p.SHA256] {
+				known[p.SHA256] = true // a corpus listing a probe twice inserts it once
+				todo = append(todo, p)
+			}
+		}
+		const per = 64
+		var stmts [per + 1]*sql.Stmt
+		defer func() {
+			for _, st := range stmts {
+				if st != nil {
+					st.Close()
+				}
+			}
+		}()
+		args := make([]any, 0, per*7)
+		for len(todo) > 0 {
+			chunk := todo[:min(len(todo), per)]
+			todo = todo[len(chunk):]
+			st := stmts[len(chunk)]
+			if st == nil {
+				if st, err = tx.PrepareContext(ctx, valuesSQL(`INSERT OR IGNORE INTO probes (sha256, probe_id, corpus_version, role, expect, tags, canonical) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, len(chunk))); err != nil {
+					return fmt.Errorf("save probes: %w", err)
+				}
+				stmts[len(chunk)] = st
+			}
+			args = args[:0]
+			for _, p := range chunk {
+				args = append(args, p.SHA256, p.ProbeID, p.CorpusVersion, p.Role, p.Expect, strings.Join(p.Tags, ","), p.Canonical)
+			}
+			if _, err := st.ExecContext(ctx, args...); err != nil {
+				return fmt.Errorf("save probes %s…%s: %w", chunk[0].ProbeID, chunk[len(chunk)-1].ProbeID, err)
 			}
 		}
 		return nil
@@ -240,15 +284,18 @@ const insertHead = `INSERT INTO observations (id, run_id, target_id, probe_id, p
 const insertRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertSQL returns the INSERT statement for rows observations.
-func insertSQL(rows int) string {
+func insertSQL(rows int) string { return valuesSQL(insertHead, insertRow, rows) }
+
+// valuesSQL returns head followed by rows copies of row, comma-separated.
+func valuesSQL(head, row string, rows int) string {
 	var b strings.Builder
-	b.Grow(len(insertHead) + rows*(len(insertRow)+2))
-	b.WriteString(insertHead)
+	b.Grow(len(head) + rows*(len(row)+2))
+	b.WriteString(head)
 	for i := 0; i < rows; i++ {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(insertRow)
+		b.WriteString(row)
 	}
 	return b.String()
 }

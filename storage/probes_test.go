@@ -1,0 +1,48 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestSaveProbes covers multi-row chunks, re-saving (no duplicates, no
+// changes to stored rows) and a corpus listing one probe twice.
+func TestSaveProbes(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	rec := func(i int, version string) ProbeRecord {
+		return ProbeRecord{SHA256: fmt.Sprintf("sha%04d", i), ProbeID: fmt.Sprintf("p%04d", i), CorpusVersion: version, Role: "benign", Expect: "allowed", Tags: []string{"a", "b"}, Canonical: fmt.Sprintf(`{"id":"p%04d"}`, i)}
+	}
+	var first []ProbeRecord
+	for i := 0; i < 150; i++ {
+		first = append(first, rec(i, "1"))
+	}
+	if err := d.SaveProbes(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// Again, with 70 new ones, one of them twice, and old ones under a new
+	// version label (the stored row keeps the version it was first seen in).
+	var second []ProbeRecord
+	for i := 100; i < 220; i++ {
+		second = append(second, rec(i, "2"))
+	}
+	second = append(second, rec(219, "2"))
+	if err := d.SaveProbes(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM probes`).Scan(&n); err != nil || n != 220 {
+		t.Fatalf("probes stored: %d %v, want 220", n, err)
+	}
+	for _, c := range []struct {
+		i       int
+		version string
+	}{{0, "1"}, {63, "1"}, {64, "1"}, {149, "1"}, {150, "2"}, {219, "2"}} {
+		p, err := d.Probe(ctx, fmt.Sprintf("sha%04d", c.i))
+		want := rec(c.i, c.version)
+		if err != nil || p.ProbeID != want.ProbeID || p.CorpusVersion != want.CorpusVersion || p.Canonical != want.Canonical || len(p.Tags) != 2 {
+			t.Errorf("probe %d: %+v %v", c.i, p, err)
+		}
+	}
+}
