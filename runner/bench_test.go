@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/corpus"
@@ -53,72 +55,123 @@ func benchSetup(b *testing.B, n int) (*config.Config, *corpus.Corpus, []*runner.
 	return cfg, cp, targets, closeT
 }
 
+// runOnce is one full run of cp into a fresh database; only the run itself
+// is timed (the caller brackets it).
+func runOnce(b *testing.B, cfg *config.Config, cp *corpus.Corpus, targets []*runner.Target, timed func(func())) {
+	b.Helper()
+	st, err := storage.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	timed(func() {
+		sum, err := runner.New(runner.Options{Config: cfg, Corpus: cp, Store: st, Targets: targets}).Run(context.Background())
+		if err != nil || sum.Targets[0].Observations != len(cp.Probes) || sum.Status != storage.RunComplete {
+			b.Fatalf("run: %v %+v", err, sum)
+		}
+	})
+}
+
+// rawOnce sends reqs with a plain HTTP client at concurrency 8, bodies read
+// and discarded, nothing classified or stored: the floor a run is compared
+// with.
+func rawOnce(b *testing.B, client *http.Client, reqs []*probes.Request) {
+	work := make(chan *probes.Request)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				hr, _ := http.NewRequest(r.Method, r.URL, bytes.NewReader(r.Body))
+				hr.Header = r.Header.Clone()
+				resp, err := client.Do(hr)
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	for _, r := range reqs {
+		work <- r
+	}
+	close(work)
+	wg.Wait()
+}
+
+func renderAll(cp *corpus.Corpus, t *runner.Target) []*probes.Request {
+	reqs := make([]*probes.Request, len(cp.Probes))
+	for i, p := range cp.Probes {
+		reqs[i], _ = t.Prober.Render(p.Wire())
+	}
+	return reqs
+}
+
 // BenchmarkRun5000 is a full run: 5,000 probes × 1 target against the
 // loopback sim at concurrency 8, observations stored in SQLite.
 func BenchmarkRun5000(b *testing.B) {
-	const n = 5000
-	cfg, cp, targets, closeT := benchSetup(b, n)
+	cfg, cp, targets, closeT := benchSetup(b, 5000)
 	defer closeT()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		st, err := storage.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		sum, err := runner.New(runner.Options{Config: cfg, Corpus: cp, Store: st, Targets: targets}).Run(context.Background())
-		if err != nil || sum.Targets[0].Observations != n {
-			b.Fatalf("run: %v %+v", err, sum)
-		}
-		b.StopTimer()
-		st.Close()
+		runOnce(b, cfg, cp, targets, func(f func()) { b.StartTimer(); f(); b.StopTimer() })
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "probes/s")
+	b.ReportMetric(float64(len(cp.Probes)*b.N)/b.Elapsed().Seconds(), "probes/s")
 }
 
 // BenchmarkRawRoundTrips5000 is the floor: the same 5,000 rendered
 // requests sent with a plain HTTP client at concurrency 8, bodies read and
 // discarded, nothing classified or stored.
 func BenchmarkRawRoundTrips5000(b *testing.B) {
-	const n = 5000
-	_, cp, targets, closeT := benchSetup(b, n)
+	_, cp, targets, closeT := benchSetup(b, 5000)
 	defer closeT()
-	pr := targets[0].Prober
-	reqs := make([]*probes.Request, n)
-	for i, p := range cp.Probes {
-		reqs[i], _ = pr.Render(p.Wire())
-	}
+	reqs := renderAll(cp, targets[0])
 	client := runner.DefaultClient()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		work := make(chan *probes.Request)
-		var wg sync.WaitGroup
-		for w := 0; w < 8; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for r := range work {
-					hr, _ := http.NewRequest(r.Method, r.URL, bytes.NewReader(r.Body))
-					hr.Header = r.Header.Clone()
-					resp, err := client.Do(hr)
-					if err != nil {
-						b.Error(err)
-						continue
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-			}()
-		}
-		for _, r := range reqs {
-			work <- r
-		}
-		close(work)
-		wg.Wait()
+		rawOnce(b, client, reqs)
 	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "probes/s")
+	b.ReportMetric(float64(len(cp.Probes)*b.N)/b.Elapsed().Seconds(), "probes/s")
+}
+
+// BenchmarkRunOverhead5000 measures the run's overhead over raw round
+// trips directly: each iteration times one raw pass and one full run back
+// to back, so a noisy machine slows both alike, and reports the median of
+// the per-iteration ratios as overhead-% (run/raw − 1), with the median
+// run and raw times. Use -benchtime Nx with N ≥ 5.
+func BenchmarkRunOverhead5000(b *testing.B) {
+	cfg, cp, targets, closeT := benchSetup(b, 5000)
+	defer closeT()
+	reqs := renderAll(cp, targets[0])
+	client := runner.DefaultClient()
+	var runs, raws, ratios []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		rawOnce(b, client, reqs)
+		raw := time.Since(t0)
+		var run time.Duration
+		runOnce(b, cfg, cp, targets, func(f func()) { t := time.Now(); f(); run = time.Since(t) })
+		runs, raws = append(runs, float64(run.Milliseconds())), append(raws, float64(raw.Milliseconds()))
+		ratios = append(ratios, float64(run)/float64(raw))
+	}
+	b.ReportMetric(median(runs), "run-ms")
+	b.ReportMetric(median(raws), "raw-ms")
+	b.ReportMetric(100*(median(ratios)-1), "overhead-%")
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
