@@ -7,6 +7,7 @@ require (
 	github.com/bradleyfalzon/ghinstallation/v2 v2.10.0
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/go-co-op/gocron/v2 v2.21.2
+	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-github/v60 v60.0.0
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/klauspost/compress v1.20.1

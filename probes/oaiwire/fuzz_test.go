@@ -9,8 +9,13 @@ import (
 
 // FuzzClassify fuzzes the shared readers directly: ClassifyChat,
 // ClassifyModeration and ClassifyError, each followed by Redact as the
-// adapters apply it. oaiwire has no fixtures of its own; it is seeded with
-// those of the adapters built on it.
+// adapters apply it. It is seeded with oaiwire's testdata (a simulator
+// answer) and the fixtures of the adapters built on it.
+//
+// The chat target is also the differential test of ClassifyChat's fast
+// path: on every 2xx input that classifyChatFast accepts, its Result must
+// be reflect.DeepEqual to classifyChatSlow's (checkFastSlow panics
+// otherwise, which the fuzzing engine records as a failing input).
 //
 //	go test ./probes/oaiwire -run '^$' -fuzz '^FuzzClassify$' -fuzztime 30s
 func FuzzClassify(f *testing.F) {
@@ -18,6 +23,7 @@ func FuzzClassify(f *testing.F) {
 	now := probestest.FuzzNow
 	targets := []probestest.FuzzTarget{
 		{Name: "chat", AllowVerdict: probestest.OpenAIDialectVerdict, Classify: func(resp *probes.Response) probes.Result {
+			checkFastSlow(resp)
 			return Redact(ClassifyChat(resp, now), key)
 		}},
 		{Name: "moderation", AllowVerdict: probestest.OpenAIDialectVerdict, Classify: func(resp *probes.Response) probes.Result {

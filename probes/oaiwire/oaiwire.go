@@ -359,11 +359,21 @@ func ParseLenient(body []byte, v any) error {
 // apim-request-id), Azure management, generic, Mistral.
 var requestIDHeaders = []string{"x-request-id", "apim-request-id", "x-ms-request-id", "request-id", "mistral-correlation-id"}
 
+// requestIDKeys are requestIDHeaders in canonical form, so RequestID reads
+// what h.Get would without canonicalizing (allocating) on every call.
+var requestIDKeys = func() []string {
+	out := make([]string, len(requestIDHeaders))
+	for i, k := range requestIDHeaders {
+		out[i] = http.CanonicalHeaderKey(k)
+	}
+	return out
+}()
+
 // RequestID returns the provider request id from the usual headers.
 func RequestID(h http.Header) string {
-	for _, k := range requestIDHeaders {
-		if v := h.Get(k); v != "" {
-			return wire.Truncate(v, 200)
+	for _, k := range requestIDKeys {
+		if v := h[k]; len(v) > 0 && v[0] != "" {
+			return wire.Truncate(v[0], 200)
 		}
 	}
 	return ""
@@ -590,6 +600,10 @@ func malformed(resp *probes.Response, r probes.Result) probes.Result {
 
 // ClassifyChat reads a chat-completions response in the OpenAI or Azure
 // dialect. now is used only to read an HTTP-date Retry-After.
+//
+// A 2xx body is first given to the single-pass reader classifyChatFast
+// (fastchat.go), which either returns exactly what classifyChatSlow
+// returns or declines; anything it declines is read by classifyChatSlow.
 func ClassifyChat(resp *probes.Response, now time.Time) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
@@ -597,6 +611,19 @@ func ClassifyChat(resp *probes.Response, now time.Time) probes.Result {
 	if resp.Status < 200 || resp.Status >= 300 {
 		return ClassifyError(resp, now)
 	}
+	if r, ok := classifyChatFast(resp); ok {
+		return r
+	}
+	return classifyChatSlow(resp, now)
+}
+
+// classifyChatSlow is the reference reader of a 2xx chat-completions
+// answer: encoding/json into chatResponse (leniently), the unknown keys
+// from a second pass (chatNewKeys), every filter entry decoded on its own
+// (readFilters). It reads every body, including the ones classifyChatFast
+// declines, and defines the result classifyChatFast must reproduce; the
+// differential tests (fastchat_test.go, FuzzClassify) compare the two.
+func classifyChatSlow(resp *probes.Response, now time.Time) probes.Result {
 	var r probes.Result
 	r.RequestID = RequestID(resp.Header)
 	var cr chatResponse

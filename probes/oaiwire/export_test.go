@@ -1,0 +1,5 @@
+package oaiwire
+
+// FastSlowDiff exports fastSlowDiff to the external tests (fastchat_sim_test.go
+// drives the simulator, which imports this package).
+var FastSlowDiff = fastSlowDiff

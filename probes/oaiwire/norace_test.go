@@ -1,0 +1,5 @@
+//go:build !race
+
+package oaiwire
+
+const raceEnabled = false
