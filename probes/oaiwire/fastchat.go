@@ -113,11 +113,16 @@ func (c *chatReader) release() {
 	clear(c.promptUnk)
 	clear(c.newKeys)
 	c.prompt, c.promptUnk, c.newKeys = c.prompt[:0], c.promptUnk[:0], c.newKeys[:0]
-	big := cap(c.keyBuf) > maxPooledBytes || cap(c.valBuf) > maxPooledBytes || cap(c.prompt) > maxPooledSignals
+	// Everything an odd body can grow counts: a pooled reader must not keep
+	// a huge model string or thousands of unknown keys alive.
+	big := cap(c.keyBuf) > maxPooledBytes || cap(c.valBuf) > maxPooledBytes || cap(c.prompt) > maxPooledSignals ||
+		cap(c.promptUnk) > maxPooledSignals || cap(c.newKeys) > maxPooledSignals ||
+		len(c.lastModel) > maxPooledBytes || len(c.lastFingerprint) > maxPooledBytes
 	for i := range c.choices {
 		ch := &c.choices[i]
 		ch.reset()
-		big = big || cap(ch.content) > maxPooledBytes || cap(ch.refusal) > maxPooledBytes || cap(ch.text) > maxPooledBytes || cap(ch.sigs) > maxPooledSignals
+		big = big || cap(ch.content) > maxPooledBytes || cap(ch.refusal) > maxPooledBytes || cap(ch.text) > maxPooledBytes ||
+			cap(ch.sigs) > maxPooledSignals || cap(ch.unk) > maxPooledSignals
 	}
 	if !big {
 		chatReaders.Put(c)
