@@ -92,8 +92,14 @@ type Options struct {
 type Runner struct {
 	o        Options
 	mu       sync.Mutex
-	breakers map[string]*gobreaker.CircuitBreaker[*attemptResult]
+	breakers map[string]*breakerGroup
 	opened   map[string]bool // breaker keys that opened during this runner's life
+}
+
+// breakerGroup is one upstream's circuit breaker and the targets sharing it.
+type breakerGroup struct {
+	cb      *gobreaker.CircuitBreaker[*attemptResult]
+	targets []*Target // in config order; guarded by Runner.mu
 }
 
 // New returns a Runner.
@@ -113,7 +119,7 @@ func New(o Options) *Runner {
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256
 	}
-	return &Runner{o: o, breakers: map[string]*gobreaker.CircuitBreaker[*attemptResult]{}, opened: map[string]bool{}}
+	return &Runner{o: o, breakers: map[string]*breakerGroup{}, opened: map[string]bool{}}
 }
 
 // DefaultClient returns the HTTP client used for providers: keep-alive
@@ -244,6 +250,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	// Requests in flight across all targets.
 	global := make(chan struct{}, max(1, o.Config.Concurrency))
 	runCtx := probes.WithRun(ctx, runID)
+	r.planBreakers()
 	sums := make([]*TargetSummary, len(o.Targets))
 	var wg sync.WaitGroup
 	for i, t := range o.Targets {
@@ -352,7 +359,7 @@ feed:
 	for _, j := range jobs {
 		if j.req != nil {
 			r.mu.Lock()
-			sum.BreakerOpened = sum.BreakerOpened || r.opened[tc.Provider+"|"+upstream(j.req.URL)]
+			sum.BreakerOpened = sum.BreakerOpened || r.opened[breakerKey(t, j.req.URL)]
 			r.mu.Unlock()
 			break
 		}
@@ -462,39 +469,108 @@ type attemptResult struct {
 // errTransient marks an attempt that counts against the breaker.
 var errTransient = errors.New("transient upstream failure")
 
-func (r *Runner) breaker(t *Target, req *probes.Request) *gobreaker.CircuitBreaker[*attemptResult] {
-	key := t.Config.Provider + "|" + upstream(req.URL)
+// breakerKey names the upstream a request goes to: one breaker per
+// provider and scheme://host.
+func breakerKey(t *Target, rawURL string) string { return t.Config.Provider + "|" + upstream(rawURL) }
+
+// planBreakers makes, before any request is sent, one breaker per upstream
+// the run's targets use, so that targets sharing an upstream share its
+// health whatever order they start in. When their settings differ the
+// strictest win: the fewest failures to open, the longest cooldown.
+func (r *Runner) planBreakers() {
+	if len(r.o.Corpus.Probes) == 0 {
+		return
+	}
+	members := map[string][]*Target{}
+	var keys []string
+	for _, t := range r.o.Targets {
+		req, err := t.Prober.Render(r.o.Corpus.Probes[0].Wire())
+		if err != nil {
+			continue // its probes fail to render, or it gets a breaker on first use
+		}
+		k := breakerKey(t, req.URL)
+		if members[k] == nil {
+			keys = append(keys, k)
+		}
+		members[k] = append(members[k], t)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if b, ok := r.breakers[key]; ok {
-		return b
+	for _, k := range keys {
+		if g, ok := r.breakers[k]; ok {
+			for _, t := range members[k] {
+				g.add(t)
+			}
+			continue
+		}
+		r.breakers[k] = r.newBreaker(k, members[k])
 	}
-	tc := t.Config
-	b := gobreaker.NewCircuitBreaker[*attemptResult](gobreaker.Settings{
-		Name:        key,
-		MaxRequests: 1,
-		Timeout:     tc.Breaker.Cooldown.D(),
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(tc.Breaker.Failures) },
-		// Only transient outcomes are failures; a policy verdict is the
-		// upstream working as designed. Cancellation is nobody's failure.
+}
+
+func (g *breakerGroup) add(t *Target) {
+	for _, m := range g.targets {
+		if m == t {
+			return
+		}
+	}
+	g.targets = append(g.targets, t)
+}
+
+// breaker returns the breaker for req's upstream (made now, with t's
+// settings, for an upstream planBreakers did not see).
+func (r *Runner) breaker(t *Target, req *probes.Request) *gobreaker.CircuitBreaker[*attemptResult] {
+	key := breakerKey(t, req.URL)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g, ok := r.breakers[key]
+	if !ok {
+		g = r.newBreaker(key, []*Target{t})
+		r.breakers[key] = g
+	}
+	g.add(t)
+	return g.cb
+}
+
+// newBreaker makes the breaker of one upstream shared by ts (at least one).
+// Only transient outcomes are failures; a policy verdict is the upstream
+// working as designed, and cancellation is nobody's failure. A state change
+// is logged once and reported for every target sharing the breaker.
+func (r *Runner) newBreaker(key string, ts []*Target) *breakerGroup {
+	failures, cooldown := ts[0].Config.Breaker.Failures, ts[0].Config.Breaker.Cooldown.D()
+	for _, t := range ts[1:] {
+		failures = min(failures, t.Config.Breaker.Failures)
+		cooldown = max(cooldown, t.Config.Breaker.Cooldown.D())
+	}
+	g := &breakerGroup{targets: append([]*Target(nil), ts...)}
+	g.cb = gobreaker.NewCircuitBreaker[*attemptResult](gobreaker.Settings{
+		Name:         key,
+		MaxRequests:  1,
+		Timeout:      cooldown,
+		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
 		IsSuccessful: func(err error) bool { return err == nil || !errors.Is(err, errTransient) },
 		IsExcluded: func(err error) bool {
 			return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
-			r.o.Logger.Warn("circuit breaker", "target", tc.Name, "from", from.String(), "to", to.String())
+			r.mu.Lock()
 			if to == gobreaker.StateOpen {
-				r.mu.Lock()
 				r.opened[key] = true
-				r.mu.Unlock()
 			}
+			sharing := append([]*Target(nil), g.targets...)
+			r.mu.Unlock()
+			names := make([]string, len(sharing))
+			for i, t := range sharing {
+				names[i] = t.Config.Name
+			}
+			r.o.Logger.Warn("circuit breaker", "upstream", key, "targets", strings.Join(names, ","), "from", from.String(), "to", to.String())
 			if r.o.OnBreaker != nil {
-				r.o.OnBreaker(t, to == gobreaker.StateOpen)
+				for _, t := range sharing {
+					r.o.OnBreaker(t, to == gobreaker.StateOpen)
+				}
 			}
 		},
 	})
-	r.breakers[key] = b
-	return b
+	return g
 }
 
 func upstream(u string) string {
