@@ -291,6 +291,51 @@ type job struct {
 	err   error
 }
 
+// TargetPlan is what a run would send to one target, computed without
+// sending anything.
+type TargetPlan struct {
+	Probes       int // probes of the corpus
+	RenderErrors int // probes the target cannot render (recorded as client errors)
+	RequestBytes int // total request body bytes
+	// RequestsSHA256 is the SHA-256 of the sorted lines
+	// "probe_id:request_sha256\n" over every probe ("render-error" for a
+	// probe that does not render): equal across runs exactly when every
+	// request is byte-identical. A run reports the same value.
+	RequestsSHA256 string
+}
+
+// Plan renders every probe of c for t, as a run does first, and sends
+// nothing.
+func Plan(c *corpus.Corpus, t *Target) TargetPlan {
+	_, p := render(c, t)
+	return p
+}
+
+func render(c *corpus.Corpus, t *Target) ([]job, TargetPlan) {
+	plan := TargetPlan{Probes: len(c.Probes)}
+	jobs := make([]job, len(c.Probes))
+	lines := make([]string, len(jobs))
+	for i, p := range c.Probes {
+		req, err := t.Prober.Render(p.Wire())
+		jobs[i] = job{probe: p, req: req, err: err}
+		fp := "render-error"
+		if err == nil {
+			fp = req.SHA256()
+			plan.RequestBytes += len(req.Body)
+		} else {
+			plan.RenderErrors++
+		}
+		lines[i] = p.ID + ":" + fp + "\n"
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+	}
+	plan.RequestsSHA256 = hex.EncodeToString(h.Sum(nil))
+	return jobs, plan
+}
+
 func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan<- *storage.Observation, global chan struct{}, progress func()) *TargetSummary {
 	o := r.o
 	tc := t.Config
@@ -300,23 +345,8 @@ func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan
 
 	// Render every probe first: the fingerprint set covers the whole corpus
 	// whatever the answers are.
-	jobs := make([]job, len(o.Corpus.Probes))
-	lines := make([]string, len(jobs))
-	for i, p := range o.Corpus.Probes {
-		req, err := t.Prober.Render(p.Wire())
-		jobs[i] = job{probe: p, req: req, err: err}
-		fp := "render-error"
-		if err == nil {
-			fp = req.SHA256()
-		}
-		lines[i] = p.ID + ":" + fp + "\n"
-	}
-	sort.Strings(lines)
-	h := sha256.New()
-	for _, l := range lines {
-		h.Write([]byte(l))
-	}
-	sum.RequestsSHA256 = hex.EncodeToString(h.Sum(nil))
+	jobs, plan := render(o.Corpus, t)
+	sum.RequestsSHA256 = plan.RequestsSHA256
 
 	var limiter *rate.Limiter
 	if tc.RateLimitRPM > 0 {

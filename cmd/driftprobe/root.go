@@ -103,6 +103,7 @@ probes the embedded simulator: no keys, no network.`,
 		newSimCmd(g),
 		newConfigCmd(g),
 		newProvidersCmd(g),
+		newPlanCmd(g),
 		newVersionCmd(g),
 	)
 	for _, c := range root.Commands() {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `plan` reports, without sending or opening the database, the
+// requests_sha256 a run then reports, per target, and the run's bounds.
+func TestPlanMatchesRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(`
+targets:
+  - {name: sim-a, provider: sim, model: sim-large}
+  - {name: sim-b, provider: sim, model: sim-small, max_tokens: 32, seed: 7, rate_limit_rpm: 6000, price: {input_per_mtok: 1, output_per_mtok: 4}}
+`), 0o644)
+	db := filepath.Join(dir, "d.db")
+	stdout, stderr, code := runIn(t, "plan", "--json", "--config", cfg, "--db", db)
+	if code != 0 {
+		t.Fatalf("plan exit %d: %s", code, stderr)
+	}
+	var plan planOutput
+	if err := json.Unmarshal([]byte(stdout), &plan); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, stdout)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("plan created the database: %v", err)
+	}
+	if len(plan.Targets) != 2 || plan.CorpusVersion == "" || plan.CorpusHash == "" {
+		t.Fatalf("plan: %+v", plan)
+	}
+	b := plan.Targets[1]
+	if b.Target != "sim-b" || b.Probes != 62 || b.RenderErrors != 0 || b.RequestBytes == 0 || b.MaxRequests != 62*3 ||
+		b.MinDurationSec != 0.6 || b.MaxOutputToks != 62*32 || b.MaxOutputUSD != float64(62*32)*4/1e6 {
+		t.Errorf("sim-b plan: %+v", b)
+	}
+	stdout, stderr, code = runIn(t, "run", "--json", "--config", cfg, "--db", db)
+	if code != 0 {
+		t.Fatalf("run exit %d: %s", code, stderr)
+	}
+	var run runOut
+	if err := json.Unmarshal([]byte(stdout), &run); err != nil {
+		t.Fatal(err)
+	}
+	for i, rt := range run.Targets {
+		if rt.Target != plan.Targets[i].Target || rt.RequestsSHA256 != plan.Targets[i].RequestsSHA256 {
+			t.Errorf("%s: run requests_sha256 %s, plan said %s", rt.Target, rt.RequestsSHA256, plan.Targets[i].RequestsSHA256)
+		}
+	}
+	// The table names every target and its fingerprint.
+	text, _, code := runIn(t, "plan", "--config", cfg, "--db", db)
+	if code != 0 || !strings.Contains(text, "sim-a") || !strings.Contains(text, plan.Targets[0].RequestsSHA256) || !strings.Contains(text, "600ms") {
+		t.Errorf("plan table (exit %d):\n%s", code, text)
+	}
+}
