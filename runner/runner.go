@@ -762,6 +762,12 @@ func readBody(hresp *http.Response, limit int64) ([]byte, error) {
 	}
 }
 
+// Classify reads resp with p exactly as a run does: a classifier that
+// panics on a provider's garbage yields a client_error, never a crash.
+func Classify(p probes.Prober, req *probes.Request, resp *probes.Response) probes.Result {
+	return safeClassify(p, req, resp)
+}
+
 // safeClassify guarantees a provider's garbage never crashes a run.
 func safeClassify(p probes.Prober, req *probes.Request, resp *probes.Response) (res probes.Result) {
 	defer func() {

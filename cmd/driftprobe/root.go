@@ -104,6 +104,7 @@ probes the embedded simulator: no keys, no network.`,
 		newConfigCmd(g),
 		newProvidersCmd(g),
 		newPlanCmd(g),
+		newReplayCmd(g),
 		newVersionCmd(g),
 	)
 	for _, c := range root.Commands() {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newReplayCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var target string
+	var run int64
+	c := &cobra.Command{
+		Use:   "replay [--run RUN] [--target T]",
+		Short: "Re-read a run's stored answers with the current classifiers, offline",
+		Long: `Re-classify every stored answer of a run (default: the latest) with the
+configured targets' current classifiers, sending nothing, and list each
+observation whose recorded verdict (class and categories) its stored bytes no
+longer read as, or whose stored body no longer has its recorded SHA-256. It
+shows that a verdict is reproducible from its evidence, and, after an upgrade
+of driftprobe, which recorded verdicts the new classifiers would read
+differently. Exit 1 when any observation differs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			if run == 0 {
+				if run, err = sess.Store.LatestRunID(ctx); err != nil {
+					return err
+				}
+				if run == 0 {
+					return app.Usage(fmt.Errorf("replay: the database has no runs"))
+				}
+			}
+			targets, closeTargets, err := app.BuildTargets(sess.Config)
+			if err != nil {
+				return err
+			}
+			defer closeTargets()
+			rep, err := app.Replay(ctx, sess.Store, run, targets, target)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(g.stdout, rep)
+				if len(rep.Diffs) > 0 {
+					tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "OBSERVATION\tTARGET\tPROBE\tSAMPLE\tRECORDED\tREPLAYED\tBODY INTACT")
+					for _, d := range rep.Diffs {
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ObservationID, d.Target, d.ProbeID, d.Sample, verdictText(d.Stored), verdictText(d.Replayed), yn(d.BodyIntact))
+					}
+					tw.Flush()
+				}
+			}
+			if len(rep.Diffs) > 0 {
+				return &gateError{fmt.Sprintf("replay: %d of %d stored answers no longer read as recorded", len(rep.Diffs), rep.Replayed)}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	c.Flags().StringVar(&target, "target", "", "only this target")
+	c.Flags().Int64Var(&run, "run", 0, "run id (default: the latest)")
+	return c
+}
+
+func verdictText(v app.Verdict) string {
+	if len(v.Categories) == 0 {
+		return v.Verdict
+	}
+	return v.Verdict + "[" + strings.Join(v.Categories, ",") + "]"
+}

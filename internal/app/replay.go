@@ -1,0 +1,137 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/runner"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Verdict is a class and its sorted categories.
+type Verdict struct {
+	Verdict    string   `json:"verdict"`
+	Categories []string `json:"categories"`
+}
+
+func verdictOf(r probes.Result) Verdict {
+	c := slices.Clone(r.Categories)
+	slices.Sort(c)
+	if c == nil {
+		c = []string{}
+	}
+	return Verdict{Verdict: string(r.Class), Categories: c}
+}
+
+func (v Verdict) equal(w Verdict) bool {
+	return v.Verdict == w.Verdict && slices.Equal(v.Categories, w.Categories)
+}
+
+// ReplayDiff is one observation whose stored answer no longer reads as the
+// verdict recorded for it, or whose stored body no longer has its hash.
+type ReplayDiff struct {
+	ObservationID int64   `json:"observation_id"`
+	Target        string  `json:"target"`
+	ProbeID       string  `json:"probe_id"`
+	Sample        int     `json:"sample"`
+	Stored        Verdict `json:"stored"`
+	Replayed      Verdict `json:"replayed"`
+	BodyIntact    bool    `json:"body_intact"` // the stored body still hashes to body_sha256
+}
+
+// ReplayReport is the outcome of re-reading a run's stored answers.
+type ReplayReport struct {
+	RunID    int64 `json:"run_id"`
+	Replayed int   `json:"replayed"` // observations with a stored answer, re-classified
+	Same     int   `json:"same"`     // read as recorded
+	// Skipped observations have no answer to re-read (transport errors,
+	// breaker rejections, render errors).
+	Skipped int          `json:"skipped"`
+	Diffs   []ReplayDiff `json:"diffs"`
+	// Unconfigured names the run's targets the configuration no longer has
+	// (or has with another provider): their observations are not replayed.
+	Unconfigured []string `json:"unconfigured"`
+}
+
+// Replay re-classifies every stored answer of run runID (of one target when
+// only is not "") with the configured targets' current classifiers, offline,
+// and reports each observation whose recorded verdict (class and categories)
+// the stored bytes no longer read as. It shows that a verdict is reproducible
+// from its evidence, and what a classifier change would re-read differently.
+// Headers are not stored, so request ids and Retry-After are not compared.
+func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.Target, only string) (*ReplayReport, error) {
+	rts, err := st.RunTargets(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.Targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	provider := map[int64]string{}
+	for _, r := range rows {
+		provider[r.ID] = r.Provider
+	}
+	byName := map[string]*runner.Target{}
+	for _, t := range targets {
+		byName[t.Config.Name] = t
+	}
+	rep := &ReplayReport{RunID: runID, Diffs: []ReplayDiff{}, Unconfigured: []string{}}
+	found := false
+	for _, rt := range rts {
+		if only != "" && rt.Target != only {
+			continue
+		}
+		found = true
+		t := byName[rt.Target]
+		if t == nil || t.Config.Provider != provider[rt.TargetID] {
+			rep.Unconfigured = append(rep.Unconfigured, rt.Target)
+			continue
+		}
+		obs, err := st.Observations(ctx, runID, rt.TargetID)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range obs {
+			if o.HTTPStatus == 0 {
+				rep.Skipped++
+				continue
+			}
+			reqBody, body, err := st.ObservationBodies(ctx, o.ID)
+			if err != nil {
+				return nil, fmt.Errorf("observation %d: %w", o.ID, err)
+			}
+			sum := sha256.Sum256(body)
+			intact := o.BodySHA256 == "" || hex.EncodeToString(sum[:]) == o.BodySHA256
+			req := &probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: reqBody}
+			got := verdictOf(runner.Classify(t.Prober, req, &probes.Response{Status: o.HTTPStatus, Body: body, Truncated: o.BodyTruncated}))
+			want := verdictOf(o.Result)
+			rep.Replayed++
+			if intact && got.equal(want) {
+				rep.Same++
+				continue
+			}
+			rep.Diffs = append(rep.Diffs, ReplayDiff{ObservationID: o.ID, Target: rt.Target, ProbeID: o.ProbeID, Sample: o.Sample, Stored: want, Replayed: got, BodyIntact: intact})
+		}
+	}
+	if only != "" && !found {
+		return nil, Usage(fmt.Errorf("replay: run %d has no target %q", runID, only))
+	}
+	return rep, nil
+}
+
+// String is the one-line summary of r.
+func (r *ReplayReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %d: %d answers replayed, %d read as recorded, %d differ, %d observations without an answer skipped",
+		r.RunID, r.Replayed, r.Same, len(r.Diffs), r.Skipped)
+	if len(r.Unconfigured) > 0 {
+		fmt.Fprintf(&b, "; not in the config (not replayed): %s", strings.Join(r.Unconfigured, ", "))
+	}
+	return b.String()
+}
