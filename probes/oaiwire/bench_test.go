@@ -49,3 +49,49 @@ func BenchmarkClassifyChat(b *testing.B) {
 		})
 	}
 }
+
+// errBenchBodies are the bodies BenchmarkClassifyError reads: the
+// simulator's content_filter 400 (captured from probes/sim: 0.8 KB, 9
+// filter entries with filtered/score/severity under
+// innererror.content_filter_result), Azure's documented legacy 400 (raw
+// newlines in the message, which the fast path repairs as ParseLenient
+// does; 4 entries under content_filter_results) and OpenAI's 429.
+var errBenchBodies = []struct {
+	name, path string
+	status     int
+}{
+	{"sim-400", "testdata/error_400_sim.json", 400},
+	{"azure-400", "../azure/testdata/prompt_filtered_400_innererror_docs_legacy.json", 400},
+	{"openai-429", "../openai/testdata/error_429_rate_limit_tokens.json", 429},
+}
+
+// BenchmarkClassifyError reads each body with ClassifyError (the fast
+// path) and, as NAME-reference, with classifyErrorSlow.
+//
+//	go test ./probes/oaiwire -run '^$' -bench ClassifyError -benchmem -count 5
+func BenchmarkClassifyError(b *testing.B) {
+	for _, bb := range errBenchBodies {
+		body, err := os.ReadFile(bb.path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp := &probes.Response{Status: bb.status, Header: http.Header{"X-Request-Id": {"req_sim_1_81e14d518cd4_0"}, "Content-Type": {"application/json"}}, Body: body}
+		if _, ok := classifyErrorFast(resp, probestest.FuzzNow); !ok {
+			b.Fatalf("%s: the fast path declined the body", bb.path)
+		}
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				_ = ClassifyError(resp, probestest.FuzzNow)
+			}
+		})
+		b.Run(bb.name+"-reference", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				_ = classifyErrorSlow(resp, probestest.FuzzNow)
+			}
+		})
+	}
+}

@@ -70,12 +70,36 @@ func (c *fastChoice) reset() {
 	*c = fastChoice{content: c.content[:0], refusal: c.refusal[:0], text: c.text[:0], sigs: c.sigs[:0], unk: c.unk[:0]}
 }
 
-// chatReader is the pooled state of one fast read.
-type chatReader struct {
+// tokReader is the tokenizer state the single-pass readers share (the
+// chat reader here and the error reader of fasterror.go): the body, which
+// the decoder reads in place, and scratch for unescaping. Its methods are
+// the typed reads both build on (object members, strings, numbers, filter
+// sets), each reproducing how encoding/json (v1) decodes that field type
+// or reporting ok false.
+type tokReader struct {
 	bb  bytes.Buffer // the body; the decoder reads it in place
 	dec jsontext.Decoder
 
 	keyBuf, valBuf []byte // unescaping scratch for names and values
+}
+
+// start points the decoder at body, read in place.
+func (c *tokReader) start(body []byte) {
+	c.bb = *bytes.NewBuffer(body)
+	c.dec.Reset(&c.bb)
+}
+
+// drop forgets the body, so a pooled reader does not keep it alive, and
+// reports whether the scratch grew past what a pooled reader may keep.
+func (c *tokReader) drop() (big bool) {
+	c.bb = bytes.Buffer{}
+	c.dec.Reset(&c.bb)
+	return cap(c.keyBuf) > maxPooledBytes || cap(c.valBuf) > maxPooledBytes
+}
+
+// chatReader is the pooled state of one fast read.
+type chatReader struct {
+	tokReader
 
 	id, model, fingerprint string
 
@@ -106,8 +130,7 @@ const (
 
 func (c *chatReader) release() {
 	// Drop the body and every string before pooling.
-	c.bb = bytes.Buffer{}
-	c.dec.Reset(&c.bb)
+	big := c.drop()
 	c.id, c.model, c.fingerprint = "", "", ""
 	clear(c.prompt)
 	clear(c.promptUnk)
@@ -115,7 +138,7 @@ func (c *chatReader) release() {
 	c.prompt, c.promptUnk, c.newKeys = c.prompt[:0], c.promptUnk[:0], c.newKeys[:0]
 	// Everything an odd body can grow counts: a pooled reader must not keep
 	// a huge model string or thousands of unknown keys alive.
-	big := cap(c.keyBuf) > maxPooledBytes || cap(c.valBuf) > maxPooledBytes || cap(c.prompt) > maxPooledSignals ||
+	big = big || cap(c.prompt) > maxPooledSignals ||
 		cap(c.promptUnk) > maxPooledSignals || cap(c.newKeys) > maxPooledSignals ||
 		len(c.lastModel) > maxPooledBytes || len(c.lastFingerprint) > maxPooledBytes
 	for i := range c.choices {
@@ -435,7 +458,7 @@ func hasBackslash(b []byte) bool {
 
 // next reads the next member name of the object being read (valid until
 // the next read), or its closing brace (done).
-func (c *chatReader) next() (name []byte, done, ok bool) {
+func (c *tokReader) next() (name []byte, done, ok bool) {
 	// Look at the next byte without PeekKind, which costs a tokenizer step:
 	// the decoder validates whatever follows either way.
 	switch c.peekByte() {
@@ -456,7 +479,7 @@ func (c *chatReader) next() (name []byte, done, ok bool) {
 // peekByte returns the first byte after white space in the decoder's
 // unread buffer, or 0. It is a hint, never trusted: the read that follows
 // validates the input.
-func (c *chatReader) peekByte() byte {
+func (c *tokReader) peekByte() byte {
 	for _, b := range c.dec.UnreadBuffer() {
 		switch b {
 		case ' ', '\t', '\r', '\n':
@@ -470,7 +493,7 @@ func (c *chatReader) peekByte() byte {
 // open consumes the opening delimiter of an object or array (of kind
 // delim). null is open false with ok true: the reference leaves the
 // destination zero. Anything else is not ok.
-func (c *chatReader) open(delim jsontext.Kind) (open, ok bool) {
+func (c *tokReader) open(delim jsontext.Kind) (open, ok bool) {
 	t, err := c.dec.ReadToken()
 	if err != nil {
 		return false, false
@@ -486,7 +509,7 @@ func (c *chatReader) open(delim jsontext.Kind) (open, ok bool) {
 
 // more reports whether the array being read has another element; at its
 // end it consumes the closing bracket. ok is false on a read error.
-func (c *chatReader) more() (more, ok bool) {
+func (c *tokReader) more() (more, ok bool) {
 	switch c.dec.PeekKind() {
 	case ']':
 		_, err := c.dec.ReadToken()
@@ -499,7 +522,7 @@ func (c *chatReader) more() (more, ok bool) {
 
 // scalar reads the next value, which must be a scalar of one of the kinds
 // given ('n' for null is always allowed).
-func (c *chatReader) scalar(kind byte) (jsontext.Value, bool) {
+func (c *tokReader) scalar(kind byte) (jsontext.Value, bool) {
 	v, err := c.dec.ReadValue()
 	if err != nil || len(v) == 0 {
 		return nil, false
@@ -519,7 +542,7 @@ func (c *chatReader) scalar(kind byte) (jsontext.Value, bool) {
 
 // str reads a string or null (isNull), unescaped into *buf when needed; the
 // bytes are valid until the next read.
-func (c *chatReader) str(buf *[]byte) (s []byte, isNull, ok bool) {
+func (c *tokReader) str(buf *[]byte) (s []byte, isNull, ok bool) {
 	v, ok := c.scalar('"')
 	if !ok {
 		return nil, false, false
@@ -532,7 +555,7 @@ func (c *chatReader) str(buf *[]byte) (s []byte, isNull, ok bool) {
 }
 
 // optString reads a string field: null leaves "". vals interns values.
-func (c *chatReader) optString(dst *string, vals func([]byte) (string, bool)) bool {
+func (c *tokReader) optString(dst *string, vals func([]byte) (string, bool)) bool {
 	s, isNull, ok := c.str(&c.valBuf)
 	if ok && !isNull {
 		if vals != nil {
@@ -550,7 +573,7 @@ func (c *chatReader) optString(dst *string, vals func([]byte) (string, bool)) bo
 // usually the same from one answer to the next (the model, the system
 // fingerprint): *last keeps the previous value, reused when equal instead
 // of allocating a copy.
-func (c *chatReader) repeatedString(dst, last *string) bool {
+func (c *tokReader) repeatedString(dst, last *string) bool {
 	s, isNull, ok := c.str(&c.valBuf)
 	if ok && !isNull {
 		if string(s) != *last {
@@ -562,7 +585,7 @@ func (c *chatReader) repeatedString(dst, last *string) bool {
 }
 
 // ptrString reads a *string field into set and dst: null leaves it nil.
-func (c *chatReader) ptrString(set *bool, dst *[]byte) bool {
+func (c *tokReader) ptrString(set *bool, dst *[]byte) bool {
 	s, isNull, ok := c.str(&c.valBuf)
 	if !ok {
 		return false
@@ -579,7 +602,7 @@ const maxIntDigits = 9 + 9*(strconv.IntSize/64)
 // intField reads an int field: null leaves it 0; a number that is not an
 // integer literal, or is too long, declines (encoding/json rejects the
 // former and may reject the latter).
-func (c *chatReader) intField(dst *int) bool {
+func (c *tokReader) intField(dst *int) bool {
 	v, ok := c.scalar('0')
 	if !ok {
 		return false
@@ -610,7 +633,7 @@ func (c *chatReader) intField(dst *int) bool {
 
 // boolField reads a *bool field: null leaves it unset. (A token read:
 // cheaper than a value read, and the kind is all it needs.)
-func (c *chatReader) boolField(set, val *bool) bool {
+func (c *tokReader) boolField(set, val *bool) bool {
 	t, err := c.dec.ReadToken()
 	if err != nil {
 		return false
@@ -629,14 +652,14 @@ func (c *chatReader) boolField(set, val *bool) bool {
 }
 
 // null reads a value that must be null.
-func (c *chatReader) null() bool {
+func (c *tokReader) null() bool {
 	t, err := c.dec.ReadToken()
 	return err == nil && t.Kind() == 'n'
 }
 
 // floatField reads a *float64 field as encoding/json does (ParseFloat of
 // the literal; out of range is an error): null leaves it unset.
-func (c *chatReader) floatField(set *bool, val *float64) bool {
+func (c *tokReader) floatField(set *bool, val *float64) bool {
 	v, ok := c.scalar('0')
 	if !ok {
 		return false
@@ -704,8 +727,7 @@ func parseFloat(v []byte) (float64, bool) {
 // read reads the whole body. wantID says the id is needed (no request id
 // header).
 func (c *chatReader) read(body []byte, wantID bool) bool {
-	c.bb = *bytes.NewBuffer(body)
-	c.dec.Reset(&c.bb)
+	c.start(body)
 	c.id, c.model, c.fingerprint = "", "", ""
 	c.tokensIn, c.tokensOut, c.nChoices, c.nPrompts = 0, 0, 0, 0
 	// The rest of the state was cleared by release (or is new).
@@ -924,7 +946,7 @@ func (c *chatReader) readUsage() bool {
 // readFilterSet reads a content_filter_results object as readFilters does,
 // appending to *sigs (sorted by key within this set) and *unk. prompt
 // prefixes Raw with "prompt.".
-func (c *chatReader) readFilterSet(sigs *[]probes.Signal, unk *[]string, prompt bool) bool {
+func (c *tokReader) readFilterSet(sigs *[]probes.Signal, unk *[]string, prompt bool) bool {
 	if open, ok := c.open('{'); !open || !ok {
 		return ok
 	}
@@ -978,7 +1000,7 @@ func (c *chatReader) readFilterSet(sigs *[]probes.Signal, unk *[]string, prompt 
 // readFilterEntry reads one per-category FilterResult into *s, a zero
 // Signal (all but Category and Raw), and returns its severity as sent. It
 // declines an entry that is not an object or has a non-null error.
-func (c *chatReader) readFilterEntry(s *probes.Signal) (severity string, ok bool) {
+func (c *tokReader) readFilterEntry(s *probes.Signal) (severity string, ok bool) {
 	if t, err := c.dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return "", false
 	}

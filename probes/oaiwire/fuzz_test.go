@@ -15,7 +15,10 @@ import (
 // The chat target is also the differential test of ClassifyChat's fast
 // path: on every 2xx input that classifyChatFast accepts, its Result must
 // be reflect.DeepEqual to classifyChatSlow's (checkFastSlow panics
-// otherwise, which the fuzzing engine records as a failing input).
+// otherwise, which the fuzzing engine records as a failing input). The
+// error target is the same for ClassifyError's fast path: on every input
+// classifyErrorFast accepts, its Result must equal classifyErrorSlow's
+// (checkErrFastSlow).
 //
 //	go test ./probes/oaiwire -run '^$' -fuzz '^FuzzClassify$' -fuzztime 30s
 func FuzzClassify(f *testing.F) {
@@ -30,6 +33,7 @@ func FuzzClassify(f *testing.F) {
 			return Redact(ClassifyModeration(resp, now, NormalizeAzure), key)
 		}},
 		{Name: "error", AllowVerdict: probestest.OpenAIDialectVerdict, Classify: func(resp *probes.Response) probes.Result {
+			checkErrFastSlow(resp)
 			return Redact(ClassifyError(resp, now), key)
 		}},
 	}

@@ -385,8 +385,10 @@ func RequestID(h http.Header) string {
 // ("6m0s", "20ms") are read, the one matching the error type ("requests" or
 // "tokens") when it is known, else the longer.
 func RetryWait(h http.Header, status int, errType string, now time.Time) time.Duration {
-	if d := wire.RetryAfter(h, now); d > 0 {
-		return d
+	if hasRetryAfter(h) {
+		if d := wire.RetryAfter(h, now); d > 0 {
+			return d
+		}
 	}
 	if status != http.StatusTooManyRequests || h == nil {
 		return 0
@@ -415,28 +417,36 @@ func RetryWait(h http.Header, status int, errType string, now time.Time) time.Du
 	return max
 }
 
+// hasRetryAfter reports whether h carries either header wire.RetryAfter
+// reads. That function only reads h.Get("retry-after-ms") and
+// h.Get("Retry-After") and returns 0 when both are empty, so skipping it
+// without them changes nothing; it spares the error readers the
+// canonicalization of "retry-after-ms" (an allocation) on every answer.
+func hasRetryAfter(h http.Header) bool {
+	return len(h["Retry-After-Ms"]) > 0 || len(h["Retry-After"]) > 0
+}
+
 // apiError is the error object in its several dialects.
 type apiError struct {
 	Message    json.RawMessage `json:"message"`
 	Type       json.RawMessage `json:"type"`
 	Code       json.RawMessage `json:"code"`
 	Param      json.RawMessage `json:"param"`
-	InnerError *struct {
-		Code                 string    `json:"code"`
-		ContentFilterResult  filterSet `json:"content_filter_result"`
-		ContentFilterResults filterSet `json:"content_filter_results"`
-	} `json:"innererror"`
+	InnerError *innerError     `json:"innererror"`
+}
+
+// innerError is Azure's innererror object.
+type innerError struct {
+	Code                 string    `json:"code"`
+	ContentFilterResult  filterSet `json:"content_filter_result"`
+	ContentFilterResults filterSet `json:"content_filter_results"`
 }
 
 // errInfo is an error body read into plain fields.
 type errInfo struct {
 	Message, Type, Code, RequestID string
-	Inner                          *struct {
-		Code                 string    `json:"code"`
-		ContentFilterResult  filterSet `json:"content_filter_result"`
-		ContentFilterResults filterSet `json:"content_filter_results"`
-	}
-	present bool // an error was found in the body
+	Inner                          *innerError
+	present                        bool // an error was found in the body
 }
 
 // decodeError reads an error body: {"error":{message,type,code,param,
@@ -499,36 +509,95 @@ var promptBlockCodes = wire.Set("invalid_prompt", "content_policy_violation")
 // enforcement (wire.IsAbuse) is abuse_block, insufficient_quota is a client
 // error, and anything else follows wire.StatusClass. The raw reason is kept
 // as "STATUS:TYPE:CODE".
+//
+// The body is first given to the single-pass reader classifyErrorFast
+// (fasterror.go), which either returns exactly what classifyErrorSlow
+// returns or declines; anything it declines is read by classifyErrorSlow.
 func ClassifyError(resp *probes.Response, now time.Time) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
 	}
+	if r, ok := classifyErrorFast(resp, now); ok {
+		return r
+	}
+	return classifyErrorSlow(resp, now)
+}
+
+// classifyErrorSlow is the reference reader of an error body: decodeError
+// (encoding/json, leniently, into json.RawMessage fields read again by
+// text), then, for a content_filter block, readFilters over the merged
+// innererror filter sets (every entry decoded on its own). It reads every
+// body, including the ones classifyErrorFast declines and the ones that do
+// not parse at all, and defines the result classifyErrorFast must
+// reproduce; the differential tests (fasterror_test.go, FuzzClassify's error
+// target, FuzzFastError) compare the two.
+func classifyErrorSlow(resp *probes.Response, now time.Time) probes.Result {
 	r := probes.Result{RequestID: RequestID(resp.Header)}
 	e, perr := decodeError(resp.Body)
+	f := errFields{Message: e.Message, Type: e.Type, Code: e.Code, RequestID: e.RequestID}
+	if e.Inner != nil {
+		f.inner, f.innerRAI = true, e.Inner.Code == "ResponsibleAIPolicyViolation"
+	}
+	return finish(errorResult(resp, now, r, &f, perr != nil, innerFilters{inner: e.Inner}))
+}
+
+// innerFilters reads the innererror's filter sets for errorResult: the
+// ones decodeError read (inner), or the signals the fast reader read
+// (fast).
+type innerFilters struct {
+	inner *innerError
+	fast  *errReader
+}
+
+// read appends the signals of the merged sets (content_filter_result and
+// content_filter_results, the latter winning on a name in both) as
+// readFilters does, and reports whether a filter says it did not run.
+func (f innerFilters) read(r *probes.Result) (unavailable bool) {
+	if f.fast != nil {
+		return f.fast.filters(r)
+	}
+	if f.inner == nil {
+		return false
+	}
+	fs := filterSet{}
+	for k, v := range f.inner.ContentFilterResult {
+		fs[k] = v
+	}
+	for k, v := range f.inner.ContentFilterResults {
+		fs[k] = v
+	}
+	return readFilters(fs, r)
+}
+
+// errFields is what ClassifyError's verdict depends on in a decoded error
+// body (decodeError's errInfo, or what classifyErrorFast read).
+type errFields struct {
+	Message, Type, Code, RequestID string
+
+	inner    bool // the error object has an innererror object
+	innerRAI bool // whose code is ResponsibleAIPolicyViolation
+}
+
+// errorResult is ClassifyError's verdict on a decoded error body, before
+// finish. r carries the request id header. unparsed says the body did not
+// parse (e is then empty). filters is read only for a content_filter block
+// with an innererror. (A concrete type rather than a func, so that r stays
+// on the stack.)
+func errorResult(resp *probes.Response, now time.Time, r probes.Result, e *errFields, unparsed bool, filters innerFilters) probes.Result {
 	if r.RequestID == "" {
 		r.RequestID = e.RequestID
 	}
 	r.RetryAfter = RetryWait(resp.Header, resp.Status, e.Type, now)
 	r.Message = e.Message
-	r.Reason = strings.Trim(fmt.Sprintf("%d:%s:%s", resp.Status, e.Type, e.Code), ":")
 	ok2xx := resp.Status >= 200 && resp.Status < 300
 	switch {
-	case (resp.Status == 400 || ok2xx) && (e.Code == "content_filter" || (e.Inner != nil && e.Inner.Code == "ResponsibleAIPolicyViolation")):
+	case (resp.Status == 400 || ok2xx) && (e.Code == "content_filter" || e.innerRAI):
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "content_filter"
-		if e.Inner != nil {
-			fs := filterSet{}
-			for k, v := range e.Inner.ContentFilterResult {
-				fs[k] = v
-			}
-			for k, v := range e.Inner.ContentFilterResults {
-				fs[k] = v
-			}
-			if readFilters(fs, &r) && !anyFired(r.Signals) {
-				// The filter did not run and nothing it did run fired.
-				r.Class, r.Stage = probes.FilterUnavailable, probes.StageNone
-			}
+		if e.inner && filters.read(&r) && !anyFired(r.Signals) {
+			// The filter did not run and nothing it did run fired.
+			r.Class, r.Stage = probes.FilterUnavailable, probes.StageNone
 		}
-	case perr != nil && resp.Status == 400 && cutJSON(resp.Body, '{', '"') && bytes.Contains(resp.Body, []byte("content_filter")):
+	case unparsed && resp.Status == 400 && cutJSON(resp.Body, '{', '"') && bytes.Contains(resp.Body, []byte("content_filter")):
 		// Unparseable but unmistakable: keep the block, categories unknown.
 		// Only a body that opens like a JSON error does; a plain-text or
 		// HTML 400 that mentions content_filter is an ordinary client error.
@@ -538,19 +607,34 @@ func ClassifyError(resp *probes.Response, now time.Time) probes.Result {
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, e.Code
 	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
+		r.Reason = statusReason(resp.Status, e)
 	case resp.Status == 429 && (e.Code == "insufficient_quota" || e.Type == "insufficient_quota"):
 		r.Class = probes.ClientError
+		r.Reason = statusReason(resp.Status, e)
 	case ok2xx:
 		// A 2xx carrying an error and no answer: a gateway's failure.
 		r.Class = probes.Transient
 		r.Reason = strings.Trim(fmt.Sprintf("error_body:%s:%s", e.Type, e.Code), ":")
 	default:
 		r.Class = wire.StatusClass(resp.Status)
+		r.Reason = statusReason(resp.Status, e)
 	}
-	if perr != nil && resp.Truncated {
+	if unparsed && resp.Truncated {
 		r.Unknown = append(r.Unknown, "truncated_body")
 	}
-	return finish(r)
+	return r
+}
+
+// statusReason is the raw reason "STATUS:TYPE:CODE", colons trimmed at
+// both ends: strings.Trim(fmt.Sprintf("%d:%s:%s", ...), ":"), which
+// TestStatusReason checks, built with one allocation. (Only the branches
+// that keep it build it: the content_filter block, the common error, then
+// costs none.)
+func statusReason(status int, e *errFields) string {
+	var a [64]byte
+	b := strconv.AppendInt(a[:0], int64(status), 10)
+	b = append(append(append(append(b, ':'), e.Type...), ':'), e.Code...)
+	return string(bytes.Trim(b, ":"))
 }
 
 func anyFired(ss []probes.Signal) bool {
