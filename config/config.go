@@ -369,8 +369,10 @@ func (c *Config) Validate(needKeys bool) error {
 			col.Add(at+".api_key_env", "required for provider %s", t.Provider)
 		}
 		if needKeys && t.APIKeyEnv != "" && !t.Disabled {
-			if _, set := os.LookupEnv(t.APIKeyEnv); !set {
+			if v, set := os.LookupEnv(t.APIKeyEnv); !set {
 				col.Add(at+".api_key_env", "environment variable %s is not set", t.APIKeyEnv)
+			} else if strings.TrimSpace(v) == "" {
+				col.Add(at+".api_key_env", "environment variable %s is empty", t.APIKeyEnv)
 			}
 		}
 		if info.Check != nil {
@@ -483,6 +485,9 @@ func (t *Target) Key() (string, error) {
 	v, ok := os.LookupEnv(t.APIKeyEnv)
 	if !ok {
 		return "", fmt.Errorf("target %s: environment variable %s is not set", t.Name, t.APIKeyEnv)
+	}
+	if strings.TrimSpace(v) == "" {
+		return "", fmt.Errorf("target %s: environment variable %s is empty", t.Name, t.APIKeyEnv)
 	}
 	return v, nil
 }

@@ -19,6 +19,7 @@ import (
 const (
 	setKeyVar   = "DRIFTPROBE_TEST_KEY"
 	unsetKeyVar = "DRIFTPROBE_TEST_UNSET_VAR"
+	emptyKeyVar = "DRIFTPROBE_TEST_EMPTY_VAR" // set to blanks: a key that cannot authenticate
 )
 
 // unsetenv makes sure name is unset for the test and restored afterwards.
@@ -48,6 +49,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"duplicate-target", `targets\[1\]\.name`, "- name: sim-a\n    provider: sim\n    model: sim-small", `duplicate target name "sim-a" (first at targets[0])`},
 		{"unknown-provider", `targets\[1\]\.provider`, "provider: openia", `unknown provider "openia" (want one of anthropic, azure, bedrock, gemini, mistral, openai, openai_compatible, sim)`},
 		{"missing-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + unsetKeyVar + " is not set"},
+		{"empty-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + emptyKeyVar + " is empty"},
 		{"schedule-banana", `schedule`, "schedule:", `"@every banana": bad interval`},
 		{"schedule-cron", `schedule`, "schedule:", `"61 * * * *": not "@every DURATION" or a cron expression`},
 		{"confirm-zero", `confirm_runs`, "confirm_runs: 0", "0: must be at least 1"},
@@ -70,6 +72,7 @@ func TestLoadInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Setenv(setKeyVar, "test-key")
+			t.Setenv(emptyKeyVar, " ")
 			unsetenv(t, unsetKeyVar)
 			file := "testdata/invalid-" + tt.file + ".yaml"
 			_, err := Load(file, true)

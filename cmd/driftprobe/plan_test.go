@@ -57,3 +57,39 @@ targets:
 		t.Errorf("plan table (exit %d):\n%s", code, text)
 	}
 }
+
+// `plan --no-keys` renders without the keys (rendering never uses them):
+// the fingerprints are the ones a keyed plan, and so a keyed run, reports.
+func TestPlanWithoutKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(`
+targets:
+  - {name: oa, provider: openai, model: gpt-4o-mini, api_key_env: DRIFTPROBE_TEST_PLAN_KEY}
+  - {name: an, provider: anthropic, model: claude-x, api_key_env: DRIFTPROBE_TEST_PLAN_KEY}
+`), 0o644)
+	plan := func(args ...string) planOutput {
+		t.Helper()
+		stdout, stderr, code := runIn(t, append([]string{"plan", "--json", "--config", cfg}, args...)...)
+		if code != 0 {
+			t.Fatalf("plan %v: exit %d: %s", args, code, stderr)
+		}
+		var p planOutput
+		if err := json.Unmarshal([]byte(stdout), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Setenv("DRIFTPROBE_TEST_PLAN_KEY", "") // set but empty: no key
+	if _, _, code := runIn(t, "plan", "--config", cfg); code != 2 {
+		t.Errorf("plan without the key and without --no-keys: exit %d, want 2", code)
+	}
+	bare := plan("--no-keys")
+	t.Setenv("DRIFTPROBE_TEST_PLAN_KEY", "sk-test-0123456789abcdef")
+	keyed := plan()
+	for i := range bare.Targets {
+		if bare.Targets[i].RequestsSHA256 != keyed.Targets[i].RequestsSHA256 || bare.Targets[i].RenderErrors != 0 {
+			t.Errorf("%s: without keys %+v, with %+v", bare.Targets[i].Target, bare.Targets[i], keyed.Targets[i])
+		}
+	}
+}

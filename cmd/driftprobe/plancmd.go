@@ -58,7 +58,11 @@ the database is not opened.`,
 			if err != nil {
 				return err
 			}
-			targets, closeTargets, err := app.BuildTargets(cfg)
+			build := app.BuildTargets
+			if noKeys {
+				build = app.BuildRenderTargets
+			}
+			targets, closeTargets, err := build(cfg)
 			if err != nil {
 				return err
 			}

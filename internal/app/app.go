@@ -88,6 +88,18 @@ func LoadCorpus(c *config.Config, dir string, lock bool) (*corpus.Corpus, error)
 // BuildTargets builds a prober for every enabled target. The returned
 // closer releases them (stops in-process simulators).
 func BuildTargets(c *config.Config) ([]*runner.Target, func(), error) {
+	return buildTargets(c, true)
+}
+
+// BuildRenderTargets builds probers that are only asked to render (`plan`):
+// a key whose environment variable is unset is empty, since rendering
+// never uses the key (the adapters' conformance tests check that no key is
+// ever rendered). They must not send.
+func BuildRenderTargets(c *config.Config) ([]*runner.Target, func(), error) {
+	return buildTargets(c, false)
+}
+
+func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), error) {
 	var out []*runner.Target
 	closeAll := func() {
 		for _, t := range out {
@@ -98,6 +110,9 @@ func BuildTargets(c *config.Config) ([]*runner.Target, func(), error) {
 	}
 	for _, tc := range c.Enabled() {
 		key, err := tc.Key()
+		if err != nil && !needKeys {
+			key, err = "", nil
+		}
 		if err != nil {
 			closeAll()
 			return nil, nil, Usage(err)
