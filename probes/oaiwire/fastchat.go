@@ -476,6 +476,37 @@ func (c *tokReader) next() (name []byte, done, ok bool) {
 	return nil, false, false
 }
 
+// members reads the members of the object whose opening brace was just
+// read, through its closing brace. field reads the value of a name it
+// knows and returns handled; a name it does not handle is declined when it
+// equals one in fold under case folding (encoding/json would have matched
+// it to a field) and is otherwise given to other (when non-nil) and
+// skipped.
+func (c *tokReader) members(fold [][]byte, field func(k []byte) (handled, ok bool), other func(k []byte)) bool {
+	for {
+		k, done, ok := c.next()
+		if !ok || done {
+			return ok
+		}
+		handled, ok := field(k)
+		if !handled {
+			if folds(k, fold) {
+				return false
+			}
+			if other != nil {
+				other(k)
+			}
+			ok = c.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// skip reads past the next value.
+func (c *tokReader) skip() bool { return c.dec.SkipValue() == nil }
+
 // peekByte returns the first byte after white space in the decoder's
 // unread buffer, or 0. It is a hint, never trusted: the read that follows
 // validates the input.
@@ -734,45 +765,35 @@ func (c *chatReader) read(body []byte, wantID bool) bool {
 	if open, ok := c.open('{'); !open || !ok {
 		return false
 	}
-	for {
-		k, done, ok := c.next()
-		if !ok {
-			return false
-		}
-		if done {
-			break
-		}
+	ok := c.members(foldTop, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "id":
 			if wantID {
-				ok = c.optString(&c.id, nil)
-			} else {
-				_, _, ok = c.str(&c.valBuf)
+				return true, c.optString(&c.id, nil)
 			}
+			_, _, ok := c.str(&c.valBuf)
+			return true, ok
 		case "model":
-			ok = c.repeatedString(&c.model, &c.lastModel)
+			return true, c.repeatedString(&c.model, &c.lastModel)
 		case "system_fingerprint":
-			ok = c.repeatedString(&c.fingerprint, &c.lastFingerprint)
+			return true, c.repeatedString(&c.fingerprint, &c.lastFingerprint)
 		case "choices":
-			ok = c.readChoices()
+			return true, c.readChoices()
 		case "prompt_filter_results":
-			ok = c.readPrompts()
+			return true, c.readPrompts()
 		case "usage":
-			ok = c.readUsage()
+			return true, c.readUsage()
 		case "object", "created", "service_tier", "error":
 			// Read by nobody on an answer (error only matters without
 			// choices, which declines).
-			ok = c.dec.SkipValue() == nil
-		default:
-			if folds(k, foldTop) {
-				return false
-			}
-			c.newKeys = append(c.newKeys, "key:"+wire.Truncate(sanitize(string(k)), 64))
-			ok = c.dec.SkipValue() == nil
+			return true, c.skip()
 		}
-		if !ok {
-			return false
-		}
+		return false, true
+	}, func(k []byte) {
+		c.newKeys = append(c.newKeys, "key:"+wire.Truncate(sanitize(string(k)), 64))
+	})
+	if !ok {
+		return false
 	}
 	// Exactly one value: anything after it is the reference's error.
 	_, err := c.dec.ReadToken()
@@ -808,69 +829,49 @@ func (c *chatReader) readChoice(ch *fastChoice, first bool) bool {
 	if open, ok := c.open('{'); !open || !ok {
 		return ok // null: a zero choice
 	}
-	for {
-		k, done, ok := c.next()
-		if !ok || done {
-			return ok
-		}
+	return c.members(foldChoice, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "index":
 			var idx int
-			ok = c.intField(&idx)
+			return true, c.intField(&idx)
 		case "finish_reason":
-			ok = c.optString(&ch.finish, finishString)
+			return true, c.optString(&ch.finish, finishString)
 		case "message":
-			ok = c.readMessage(ch, first)
+			return true, c.readMessage(ch, first)
 		case "text":
-			ok = c.ptrString(&ch.hasText, &ch.text)
+			return true, c.ptrString(&ch.hasText, &ch.text)
 		case "content_filter_results":
-			ok = c.readFilterSet(&ch.sigs, &ch.unk, false)
+			return true, c.readFilterSet(&ch.sigs, &ch.unk, false)
 		case "logprobs", "stop_reason":
-			ok = c.dec.SkipValue() == nil
-		default:
-			if folds(k, foldChoice) {
-				return false
-			}
-			if first {
-				c.newKeys = append(c.newKeys, "choice_key:"+wire.Truncate(sanitize(string(k)), 64))
-			}
-			ok = c.dec.SkipValue() == nil
+			return true, c.skip()
 		}
-		if !ok {
-			return false
+		return false, true
+	}, func(k []byte) {
+		if first {
+			c.newKeys = append(c.newKeys, "choice_key:"+wire.Truncate(sanitize(string(k)), 64))
 		}
-	}
+	})
 }
 
 func (c *chatReader) readMessage(ch *fastChoice, first bool) bool {
 	if open, ok := c.open('{'); !open || !ok {
 		return ok
 	}
-	for {
-		k, done, ok := c.next()
-		if !ok || done {
-			return ok
-		}
+	return c.members(foldMessage, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "content":
-			ok = c.ptrString(&ch.hasContent, &ch.content)
+			return true, c.ptrString(&ch.hasContent, &ch.content)
 		case "refusal":
-			ok = c.ptrString(&ch.hasRefusal, &ch.refusal)
+			return true, c.ptrString(&ch.hasRefusal, &ch.refusal)
 		case "role", "annotations", "audio", "tool_calls", "function_call", "reasoning_content":
-			ok = c.dec.SkipValue() == nil
-		default:
-			if folds(k, foldMessage) {
-				return false
-			}
-			if first {
-				c.newKeys = append(c.newKeys, "message_key:"+wire.Truncate(sanitize(string(k)), 64))
-			}
-			ok = c.dec.SkipValue() == nil
+			return true, c.skip()
 		}
-		if !ok {
-			return false
+		return false, true
+	}, func(k []byte) {
+		if first {
+			c.newKeys = append(c.newKeys, "message_key:"+wire.Truncate(sanitize(string(k)), 64))
 		}
-	}
+	})
 }
 
 func (c *chatReader) readPrompts() bool {
@@ -894,53 +895,31 @@ func (c *chatReader) readPrompt() bool {
 	if open, ok := c.open('{'); !open || !ok {
 		return ok
 	}
-	for {
-		k, done, ok := c.next()
-		if !ok || done {
-			return ok
-		}
+	return c.members(foldPrompt, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "prompt_index":
 			var idx int
-			ok = c.intField(&idx)
+			return true, c.intField(&idx)
 		case "content_filter_results":
-			ok = c.readFilterSet(&c.prompt, &c.promptUnk, true)
-		default:
-			if folds(k, foldPrompt) {
-				return false
-			}
-			ok = c.dec.SkipValue() == nil
+			return true, c.readFilterSet(&c.prompt, &c.promptUnk, true)
 		}
-		if !ok {
-			return false
-		}
-	}
+		return false, true
+	}, nil)
 }
 
 func (c *chatReader) readUsage() bool {
 	if open, ok := c.open('{'); !open || !ok {
 		return ok
 	}
-	for {
-		k, done, ok := c.next()
-		if !ok || done {
-			return ok
-		}
+	return c.members(foldUsage, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "prompt_tokens":
-			ok = c.intField(&c.tokensIn)
+			return true, c.intField(&c.tokensIn)
 		case "completion_tokens":
-			ok = c.intField(&c.tokensOut)
-		default:
-			if folds(k, foldUsage) {
-				return false
-			}
-			ok = c.dec.SkipValue() == nil
+			return true, c.intField(&c.tokensOut)
 		}
-		if !ok {
-			return false
-		}
-	}
+		return false, true
+	}, nil)
 }
 
 // readFilterSet reads a content_filter_results object as readFilters does,
@@ -1005,34 +984,23 @@ func (c *tokReader) readFilterEntry(s *probes.Signal) (severity string, ok bool)
 		return "", false
 	}
 	var filteredSet, filtered, detectedSet, detected bool
-	for {
-		k, done, ok := c.next()
-		if !ok {
-			return "", false
-		}
-		if done {
-			break
-		}
+	ok = c.members(foldFilter, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "filtered":
-			ok = c.boolField(&filteredSet, &filtered)
+			return true, c.boolField(&filteredSet, &filtered)
 		case "detected":
-			ok = c.boolField(&detectedSet, &detected)
+			return true, c.boolField(&detectedSet, &detected)
 		case "severity":
-			ok = c.optString(&severity, severityString)
+			return true, c.optString(&severity, severityString)
 		case "score":
-			ok = c.floatField(&s.HasScore, &s.Score)
+			return true, c.floatField(&s.HasScore, &s.Score)
 		case "error":
-			ok = c.null()
-		default:
-			if folds(k, foldFilter) {
-				return "", false
-			}
-			ok = c.dec.SkipValue() == nil
+			return true, c.null()
 		}
-		if !ok {
-			return "", false
-		}
+		return false, true
+	}, nil)
+	if !ok {
+		return "", false
 	}
 	s.Fired = filteredSet && filtered
 	s.Severity = severity

@@ -280,40 +280,27 @@ func (c *errReader) read(body []byte, wantID bool) bool {
 	if !ok {
 		return false
 	}
-	for open {
-		k, done, ok := c.next()
-		if !ok {
-			return false
-		}
-		if done {
-			break
-		}
+	if open && !c.members(foldErrTop, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "error":
-			ok = c.readError()
+			return true, c.readError()
 		case "message":
-			ok = c.text(&c.message, &c.lastMessage)
+			return true, c.text(&c.message, &c.lastMessage)
 		case "detail":
-			ok = c.text(&c.detail, &c.lastMessage)
+			return true, c.text(&c.detail, &c.lastMessage)
 		case "type":
-			ok = c.text(&c.typ, nil)
+			return true, c.text(&c.typ, nil)
 		case "code":
-			ok = c.text(&c.code, nil)
+			return true, c.text(&c.code, nil)
 		case "request_id":
 			if wantID {
-				ok = c.text(&c.reqID, nil)
-			} else {
-				ok = c.dec.SkipValue() == nil
+				return true, c.text(&c.reqID, nil)
 			}
-		default:
-			if folds(k, foldErrTop) {
-				return false
-			}
-			ok = c.dec.SkipValue() == nil
+			return true, c.skip()
 		}
-		if !ok {
-			return false
-		}
+		return false, true
+	}, nil) {
+		return false
 	}
 	// Exactly one value: anything after it is the reference's error.
 	_, err := c.dec.ReadToken()
@@ -330,39 +317,28 @@ func (c *errReader) readError() bool {
 	case '"':
 		return c.text(&c.errMessage, &c.lastMessage)
 	}
-	return c.dec.SkipValue() == nil
+	return c.skip()
 }
 
 func (c *errReader) readAPIError() bool {
 	if open, ok := c.open('{'); !open || !ok {
 		return false
 	}
-	for {
-		k, done, ok := c.next()
-		if !ok || done {
-			return ok
-		}
+	return c.members(foldAPIError, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "message":
-			ok = c.text(&c.errMessage, &c.lastMessage)
+			return true, c.text(&c.errMessage, &c.lastMessage)
 		case "type":
-			ok = c.text(&c.errType, nil)
+			return true, c.text(&c.errType, nil)
 		case "code":
-			ok = c.text(&c.errCode, nil)
+			return true, c.text(&c.errCode, nil)
 		case "innererror":
-			ok = c.readInner()
+			return true, c.readInner()
 		case "param":
-			ok = c.dec.SkipValue() == nil
-		default:
-			if folds(k, foldAPIError) {
-				return false
-			}
-			ok = c.dec.SkipValue() == nil
+			return true, c.skip()
 		}
-		if !ok {
-			return false
-		}
-	}
+		return false, true
+	}, nil)
 }
 
 // readInner reads the innererror object (null leaves none): its code and
@@ -374,32 +350,20 @@ func (c *errReader) readInner() bool {
 		return ok
 	}
 	c.inner = true
-	for {
-		k, done, ok := c.next()
-		if !ok {
-			return false
-		}
-		if done {
-			break
-		}
+	ok = c.members(foldInner, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "code":
-			var s []byte
-			var isNull bool
-			s, isNull, ok = c.str(&c.valBuf)
+			s, isNull, ok := c.str(&c.valBuf)
 			c.innerRAI = ok && !isNull && string(s) == "ResponsibleAIPolicyViolation"
+			return true, ok
 		case "content_filter_result", "content_filter_results":
 			c.sets++
-			ok = c.readFilterSet(&c.sigs, &c.unk, false)
-		default:
-			if folds(k, foldInner) {
-				return false
-			}
-			ok = c.dec.SkipValue() == nil
+			return true, c.readFilterSet(&c.sigs, &c.unk, false)
 		}
-		if !ok {
-			return false
-		}
+		return false, true
+	}, nil)
+	if !ok {
+		return false
 	}
 	if c.sets > 1 {
 		slices.SortFunc(c.sigs, func(a, b probes.Signal) int { return strings.Compare(a.Raw, b.Raw) })
