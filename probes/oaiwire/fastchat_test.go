@@ -72,12 +72,10 @@ var plainChatFixtures = []string{
 	"../azure/testdata/completion_200_n3_one_choice_content_filter.json",
 }
 
-// TestFastChatFixtures compares the fast and the reference reader on every
-// fixture body (moderation and error bodies included: the fast reader must
-// decline or agree), whole and cut, as every 2xx status, truncated or not,
-// with and without a request id header.
-func TestFastChatFixtures(t *testing.T) {
-	accepted := map[string]bool{}
+// eachFixture calls fn with every recorded body under chatFixtureDirs
+// (golden request files and fuzz corpora left out).
+func eachFixture(t *testing.T, fn func(path string, body []byte)) {
+	t.Helper()
 	for _, dir := range chatFixtureDirs {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -93,27 +91,38 @@ func TestFastChatFixtures(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			for _, b := range [][]byte{body, body[:len(body)/2], body[:len(body)*9/10]} {
-				for _, st := range []int{200, 201, 299} {
-					for _, h := range []http.Header{nil, {"X-Request-Id": {"req_1"}}} {
-						for _, tr := range []bool{false, true} {
-							ok, diff := fastSlowDiff(&probes.Response{Status: st, Header: h, Body: b, Truncated: tr})
-							if diff != "" {
-								t.Errorf("%s: %s", path, diff)
-							}
-							if ok && len(b) == len(body) && st == 200 && h == nil && !tr {
-								accepted[filepath.ToSlash(path)] = true
-							}
-						}
-					}
-				}
-			}
+			fn(path, body)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestFastChatFixtures compares the fast and the reference reader on every
+// fixture body (moderation and error bodies included: the fast reader must
+// decline or agree), whole and cut, as every 2xx status, truncated or not,
+// with and without a request id header.
+func TestFastChatFixtures(t *testing.T) {
+	accepted := map[string]bool{}
+	eachFixture(t, func(path string, body []byte) {
+		for _, b := range [][]byte{body, body[:len(body)/2], body[:len(body)*9/10]} {
+			for _, st := range []int{200, 201, 299} {
+				for _, h := range []http.Header{nil, {"X-Request-Id": {"req_1"}}} {
+					for _, tr := range []bool{false, true} {
+						ok, diff := fastSlowDiff(&probes.Response{Status: st, Header: h, Body: b, Truncated: tr})
+						if diff != "" {
+							t.Errorf("%s: %s", path, diff)
+						}
+						if ok && len(b) == len(body) && st == 200 && h == nil && !tr {
+							accepted[filepath.ToSlash(path)] = true
+						}
+					}
+				}
+			}
+		}
+	})
 	for _, p := range plainChatFixtures {
 		if !accepted[p] {
 			t.Errorf("%s: the fast path declined a plain chat answer", p)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -173,42 +172,23 @@ var plainErrorFixtures = []string{
 // errStatuses and errHeaders, truncated or not.
 func TestFastErrorFixtures(t *testing.T) {
 	accepted := map[string]bool{}
-	for _, dir := range chatFixtureDirs {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == "golden" || d.Name() == "fuzz" {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			body, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			for _, b := range [][]byte{body, body[:len(body)/2], body[:len(body)*9/10], body[:max(len(body)-1, 0)]} {
-				for _, st := range errStatuses {
-					for hi, h := range errHeaders {
-						for _, tr := range []bool{false, true} {
-							ok, diff := errFastSlowDiff(&probes.Response{Status: st, Header: h, Body: b, Truncated: tr})
-							if diff != "" {
-								t.Errorf("%s: %s", path, diff)
-							}
-							if ok && len(b) == len(body) && st == 400 && hi == 0 && !tr {
-								accepted[filepath.ToSlash(path)] = true
-							}
+	eachFixture(t, func(path string, body []byte) {
+		for _, b := range [][]byte{body, body[:len(body)/2], body[:len(body)*9/10], body[:max(len(body)-1, 0)]} {
+			for _, st := range errStatuses {
+				for hi, h := range errHeaders {
+					for _, tr := range []bool{false, true} {
+						ok, diff := errFastSlowDiff(&probes.Response{Status: st, Header: h, Body: b, Truncated: tr})
+						if diff != "" {
+							t.Errorf("%s: %s", path, diff)
+						}
+						if ok && len(b) == len(body) && st == 400 && hi == 0 && !tr {
+							accepted[filepath.ToSlash(path)] = true
 						}
 					}
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
-	}
+	})
 	for _, p := range plainErrorFixtures {
 		if !accepted[p] {
 			t.Errorf("%s: the fast path declined a plain error body", p)
