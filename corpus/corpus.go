@@ -54,6 +54,8 @@ type Probe struct {
 	Role     string           `yaml:"role" json:"role"`
 
 	SHA256 string `yaml:"-" json:"-"` // hash of the canonical form
+
+	canonical []byte // the canonical form SHA256 was computed from, set at load
 }
 
 // Wire returns what a provider renders.
@@ -183,7 +185,8 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 		default:
 			col.Add(at+".role", "%q: want benign_control, borderline or positive_control", p.Role)
 		}
-		p.SHA256 = p.hash()
+		p.canonical = p.render()
+		p.SHA256 = hashHex(p.canonical)
 	}
 	if err := col.Err(); err != nil {
 		return nil, err
@@ -194,8 +197,18 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 }
 
 // Canonical returns the canonical JSON form of the probe: id, messages,
-// sorted tags, expect and role, in that order, without HTML escaping.
+// sorted tags, expect and role, in that order, without HTML escaping. For a
+// loaded probe it is the form its SHA256 was computed from, kept from load
+// (a copy, so callers may modify it); for one built in code it is computed
+// now.
 func (p *Probe) Canonical() []byte {
+	if p.canonical != nil {
+		return append([]byte(nil), p.canonical...)
+	}
+	return p.render()
+}
+
+func (p *Probe) render() []byte {
 	type canon struct {
 		ID       string           `json:"id"`
 		Messages []probes.Message `json:"messages"`
@@ -214,8 +227,8 @@ func (p *Probe) Canonical() []byte {
 	return []byte(strings.TrimSuffix(sb.String(), "\n"))
 }
 
-func (p *Probe) hash() string {
-	s := sha256.Sum256(p.Canonical())
+func hashHex(b []byte) string {
+	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
 

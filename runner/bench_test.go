@@ -145,26 +145,39 @@ func BenchmarkRawRoundTrips5000(b *testing.B) {
 // trips directly: each iteration times one raw pass and one full run back
 // to back, so a noisy machine slows both alike, and reports the median of
 // the per-iteration ratios as overhead-% (run/raw − 1), with the median
-// run and raw times. Use -benchtime Nx with N ≥ 5.
+// run and raw times. cpu-overhead-% is the same ratio of the process's CPU
+// time (user + system, the client, the in-process sim and SQLite alike),
+// steadier than wall time on a shared machine; it is omitted where the
+// platform has no getrusage. Use -benchtime Nx with N ≥ 5.
 func BenchmarkRunOverhead5000(b *testing.B) {
 	cfg, cp, targets, closeT := benchSetup(b, 5000)
 	defer closeT()
 	reqs := renderAll(cp, targets[0])
 	client := runner.DefaultClient()
-	var runs, raws, ratios []float64
+	var runs, raws, ratios, cpuRatios []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		rawOnce(b, client, reqs)
-		raw := time.Since(t0)
-		var run time.Duration
-		runOnce(b, cfg, cp, targets, func(f func()) { t := time.Now(); f(); run = time.Since(t) })
+		raw, rawCPU := time.Since(t0), cpuTime()-c0
+		var run, runCPU time.Duration
+		runOnce(b, cfg, cp, targets, func(f func()) {
+			t, c := time.Now(), cpuTime()
+			f()
+			run, runCPU = time.Since(t), cpuTime()-c
+		})
 		runs, raws = append(runs, float64(run.Milliseconds())), append(raws, float64(raw.Milliseconds()))
 		ratios = append(ratios, float64(run)/float64(raw))
+		if rawCPU > 0 {
+			cpuRatios = append(cpuRatios, float64(runCPU)/float64(rawCPU))
+		}
 	}
 	b.ReportMetric(median(runs), "run-ms")
 	b.ReportMetric(median(raws), "raw-ms")
 	b.ReportMetric(100*(median(ratios)-1), "overhead-%")
+	if len(cpuRatios) > 0 {
+		b.ReportMetric(100*(median(cpuRatios)-1), "cpu-overhead-%")
+	}
 }
 
 func median(v []float64) float64 {

@@ -94,6 +94,14 @@ type Runner struct {
 	mu       sync.Mutex
 	breakers map[string]*breakerGroup
 	opened   map[string]bool // breaker keys that opened during this runner's life
+	// byURL memoizes breaker lookups per target and request URL, so a
+	// probe costs a map hit instead of parsing its URL.
+	byURL map[urlKey]*breakerGroup
+}
+
+type urlKey struct {
+	t   *Target
+	url string
 }
 
 // breakerGroup is one upstream's circuit breaker and the targets sharing it.
@@ -119,7 +127,7 @@ func New(o Options) *Runner {
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256
 	}
-	return &Runner{o: o, breakers: map[string]*breakerGroup{}, opened: map[string]bool{}}
+	return &Runner{o: o, breakers: map[string]*breakerGroup{}, opened: map[string]bool{}, byURL: map[urlKey]*breakerGroup{}}
 }
 
 // DefaultClient returns the HTTP client used for providers: keep-alive
@@ -549,15 +557,19 @@ func (g *breakerGroup) add(t *Target) {
 // breaker returns the breaker for req's upstream (made now, with t's
 // settings, for an upstream planBreakers did not see).
 func (r *Runner) breaker(t *Target, req *probes.Request) *gobreaker.CircuitBreaker[*attemptResult] {
-	key := breakerKey(t, req.URL)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if g, ok := r.byURL[urlKey{t, req.URL}]; ok {
+		return g.cb
+	}
+	key := breakerKey(t, req.URL)
 	g, ok := r.breakers[key]
 	if !ok {
 		g = r.newBreaker(key, []*Target{t})
 		r.breakers[key] = g
 	}
 	g.add(t)
+	r.byURL[urlKey{t, req.URL}] = g
 	return g.cb
 }
 

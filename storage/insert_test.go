@@ -98,10 +98,10 @@ func insertObservationsReference(ctx context.Context, d *DB, obs []*Observation)
 			if len(r.Signals) > 0 {
 				sig = appendSignals(nil, r.Signals)
 			}
-			res, err := st.ExecContext(ctx, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, gz(o.RequestBody),
+			res, err := st.ExecContext(ctx, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, encodeBody(o.RequestBody),
 				string(r.Class), string(r.Stage), strings.Join(r.Categories, ","), sig, r.Reason, r.Message, b2i(r.Heuristic),
 				strings.Join(r.Unknown, ","), o.HTTPStatus, r.RequestID, r.ModelID, r.ModelFP,
-				float64(o.Latency)/1e6, r.TokensIn, r.TokensOut, o.CostUSD, o.Attempts, o.BodySHA256, gz(o.Body), b2i(o.BodyTruncated), ts(o.ObservedAt))
+				float64(o.Latency)/1e6, r.TokensIn, r.TokensOut, o.CostUSD, o.Attempts, o.BodySHA256, encodeBody(o.Body), b2i(o.BodyTruncated), ts(o.ObservedAt))
 			if err != nil {
 				return err
 			}

@@ -1,16 +1,12 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/klauspost/compress/gzip"
-	"io"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/driftprobe/driftprobe/probes"
@@ -420,7 +416,7 @@ type compressed struct {
 	src, z []byte
 }
 
-func compress(b []byte) compressed { return compressed{src: b, z: gz(b)} }
+func compress(b []byte) compressed { return compressed{src: b, z: encodeBody(b)} }
 
 // stored returns the stored form of b: the precomputed one when it was
 // computed from b itself, otherwise b compressed now.
@@ -428,7 +424,7 @@ func (c compressed) stored(b []byte) []byte {
 	if c.src != nil && sameSlice(c.src, b) {
 		return c.z
 	}
-	return gz(b)
+	return encodeBody(b)
 }
 
 // sameSlice reports whether a and b are the same slice (not merely equal
@@ -507,10 +503,10 @@ func (d *DB) ObservationBodies(ctx context.Context, id int64) (request, response
 	if err := d.db.QueryRowContext(ctx, `SELECT request_body, body FROM observations WHERE id = ?`, id).Scan(&rq, &rs); err != nil {
 		return nil, nil, err
 	}
-	if request, err = gunzip(rq); err != nil {
+	if request, err = decodeBody(rq); err != nil {
 		return nil, nil, err
 	}
-	response, err = gunzip(rs)
+	response, err = decodeBody(rs)
 	return request, response, err
 }
 
@@ -576,48 +572,3 @@ func b2i(b bool) int {
 	}
 	return 0
 }
-
-// gzipPool reuses compressors: a flate writer allocates about a megabyte.
-// klauspost/compress writes the same gzip format as compress/gzip (any
-// gunzip reads it) about 1.5× faster on the ~1.5 KB bodies providers send.
-var gzipPool = sync.Pool{New: func() any {
-	w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return w
-}}
-
-// gz compresses bodies worth compressing; small ones are stored as they
-// are (gunzip tells them apart by the gzip magic bytes, which no JSON or
-// text body starts with). A small body that does start with them (a
-// provider's garbage) is compressed too, so it reads back byte-exact.
-func gz(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	if len(b) < 1024 && !gzipMagic(b) {
-		return b
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(b)/2 + 64)
-	w := gzipPool.Get().(*gzip.Writer)
-	w.Reset(&buf)
-	w.Write(b)
-	w.Close()
-	gzipPool.Put(w)
-	return buf.Bytes()
-}
-
-func gunzip(b []byte) ([]byte, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	if !gzipMagic(b) {
-		return b, nil
-	}
-	r, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("stored body: %w", err)
-	}
-	return io.ReadAll(r)
-}
-
-func gzipMagic(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
