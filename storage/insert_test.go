@@ -330,6 +330,50 @@ func benchInsert(b *testing.B, pre bool) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/obs")
 }
 
+// BenchmarkInsertObservationsWithHistory is the writer's share in a
+// database that already holds 20 runs of 5,000 observations, the steady
+// state of a scheduled monitor, with observations arriving in completion
+// order rather than probe order.
+func BenchmarkInsertObservationsWithHistory(b *testing.B) {
+	const n, batch, history = 5000, 256, 20
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(b.TempDir(), "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	_, tgt := setupRun(b, d)
+	insertRun := func() {
+		run, err := d.BeginRun(ctx, Run{CorpusName: "c", CorpusVersion: "1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		obs := testObservations(run, tgt, n)
+		for i, o := range obs {
+			o.ProbeID = fmt.Sprintf("q%05d", (i*7919)%n)
+			o.CompressBodies()
+		}
+		b.StartTimer()
+		for j := 0; j < n; j += batch {
+			if err := d.InsertObservations(ctx, obs[j:min(j+batch, n)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+	}
+	b.StopTimer()
+	for i := 0; i < history; i++ {
+		insertRun()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		insertRun()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/obs")
+}
+
 // BenchmarkInsertObservationsRowwise is the original row-at-a-time insert,
 // for comparison.
 func BenchmarkInsertObservationsRowwise(b *testing.B) {
