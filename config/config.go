@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,12 +35,28 @@ type Config struct {
 	MaxBody     int       `yaml:"max_body_bytes"` // response bytes kept as evidence
 	LockTTL     Duration  `yaml:"lock_ttl"`       // run lease; renewed while a run is alive
 	Detection   Detection `yaml:"detection"`
+	Retention   Retention `yaml:"retention"`
 	Targets     []*Target `yaml:"targets"`
 	GitHub      *GitHub   `yaml:"github"`
 
 	File string     `yaml:"-"` // source file; "" for the built-in default
 	root *yaml.Node `yaml:"-"`
 }
+
+// Retention says how long runs' observations are kept; zero keeps them
+// forever. Evidence of events, detection baselines and each target's
+// latest complete run are kept whatever their age. After every run (and
+// with `driftprobe db prune`) older observations are pruned.
+type Retention struct {
+	// Bodies: observations older than this lose their stored request and
+	// response bodies; verdicts, categories, signals and hashes stay.
+	Bodies Duration `yaml:"bodies"`
+	// Observations: observations older than this are deleted.
+	Observations Duration `yaml:"observations"`
+}
+
+// Enabled reports whether anything is ever pruned.
+func (r Retention) Enabled() bool { return r.Bodies > 0 || r.Observations > 0 }
 
 // Detection tunes flip detection.
 type Detection struct {
@@ -123,12 +140,25 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal %s into config.Duration", n.Line, n.ShortTag())}}
 	}
-	v, err := time.ParseDuration(n.Value)
+	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q: not a duration (e.g. 30s, 5m)", n.Line, n.Value)}}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q: not a duration (e.g. 30s, 5m, 90d)", n.Line, n.Value)}}
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// ParseDuration parses a Go duration ("90m", "1h30m") or a whole number of
+// days ("90d"), as retention periods are written.
+func ParseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" {
+		n, err := strconv.ParseUint(days, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%q: not a number of days", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }
 
 // D returns d as a time.Duration.
@@ -288,6 +318,12 @@ func (c *Config) Validate(needKeys bool) error {
 	}
 	if c.Timeout < 0 {
 		col.Add("timeout", "must be positive")
+	}
+	if c.Retention.Bodies < 0 {
+		col.Add("retention.bodies", "must be positive (or 0: keep forever)")
+	}
+	if c.Retention.Observations < 0 {
+		col.Add("retention.observations", "must be positive (or 0: keep forever)")
 	}
 	if err := ValidateSchedule(c.Schedule); err != nil {
 		col.Add("schedule", "%v", err)

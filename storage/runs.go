@@ -93,6 +93,9 @@ type Observation struct {
 	Body          []byte // response body as received (capped; stored compressed)
 	BodyTruncated bool
 	ObservedAt    time.Time
+	// BodiesPruned (read only) is set when retention dropped the stored
+	// bodies: BodySHA256 names a response the database no longer holds.
+	BodiesPruned bool
 
 	reqZ, bodyZ compressed // stored forms computed ahead (CompressBodies)
 }
@@ -437,19 +440,20 @@ func sameSlice(a, b []byte) bool {
 }
 
 const obsCols = `id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, class, stage, categories, signals, reason, message,
-	heuristic, unknown, http_status, request_id, model_id, model_fp, latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body_truncated, observed_at`
+	heuristic, unknown, http_status, request_id, model_id, model_fp, latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body_truncated, observed_at, bodies_pruned`
 
 func scanObs(rows interface{ Scan(...any) error }) (*Observation, error) {
 	var o Observation
 	var class, stage, cats, sig, unknown, at string
-	var heur, trunc int
+	var heur, trunc, pruned int
 	var lat float64
 	err := rows.Scan(&o.ID, &o.RunID, &o.TargetID, &o.ProbeID, &o.ProbeSHA256, &o.Sample, &o.RequestSHA256, &o.RequestMethod, &o.RequestPath, &class, &stage, &cats, &sig,
 		&o.Result.Reason, &o.Result.Message, &heur, &unknown, &o.HTTPStatus, &o.Result.RequestID, &o.Result.ModelID, &o.Result.ModelFP,
-		&lat, &o.Result.TokensIn, &o.Result.TokensOut, &o.CostUSD, &o.Attempts, &o.BodySHA256, &trunc, &at)
+		&lat, &o.Result.TokensIn, &o.Result.TokensOut, &o.CostUSD, &o.Attempts, &o.BodySHA256, &trunc, &at, &pruned)
 	if err != nil {
 		return nil, err
 	}
+	o.BodiesPruned = pruned != 0
 	o.Result.Class, o.Result.Stage = probes.Class(class), probes.Stage(stage)
 	o.Result.Categories = splitList(cats)
 	o.Result.Unknown = splitList(unknown)

@@ -51,8 +51,11 @@ type ReplayReport struct {
 	Same     int   `json:"same"`     // read as recorded
 	// Skipped observations have no answer to re-read (transport errors,
 	// breaker rejections, render errors).
-	Skipped int          `json:"skipped"`
-	Diffs   []ReplayDiff `json:"diffs"`
+	Skipped int `json:"skipped"`
+	// Pruned observations had an answer whose bodies retention dropped:
+	// there is nothing left to re-read.
+	Pruned int          `json:"pruned"`
+	Diffs  []ReplayDiff `json:"diffs"`
 	// Unconfigured names the run's targets the configuration no longer has
 	// (or has with another provider): their observations are not replayed.
 	Unconfigured []string `json:"unconfigured"`
@@ -102,6 +105,10 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 				rep.Skipped++
 				continue
 			}
+			if o.BodiesPruned {
+				rep.Pruned++
+				continue
+			}
 			reqBody, body, err := st.ObservationBodies(ctx, o.ID)
 			if err != nil {
 				return nil, fmt.Errorf("observation %d: %w", o.ID, err)
@@ -130,6 +137,9 @@ func (r *ReplayReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %d: %d answers replayed, %d read as recorded, %d differ, %d observations without an answer skipped",
 		r.RunID, r.Replayed, r.Same, len(r.Diffs), r.Skipped)
+	if r.Pruned > 0 {
+		fmt.Fprintf(&b, ", %d whose bodies retention pruned", r.Pruned)
+	}
 	if len(r.Unconfigured) > 0 {
 		fmt.Fprintf(&b, "; not in the config (not replayed): %s", strings.Join(r.Unconfigured, ", "))
 	}

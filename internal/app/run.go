@@ -48,6 +48,9 @@ type RunResult struct {
 	Summary   *runner.Summary
 	Detection *diff.Result
 	Events    []*diff.Event // events new or updated by this run
+	// Pruned is what the configured retention pruned after the run (nil
+	// when retention is off or the prune failed).
+	Pruned *storage.PruneResult
 }
 
 // RunOnce performs one run of every enabled target and stores it.
@@ -56,45 +59,12 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if lease == nil {
 		lease = NewLease("driftprobe run")
 	}
-	ttl := cfg.LockTTL.D()
-	if err := st.AcquireLock(ctx, *lease, ttl); err != nil {
+	runCtx, release, err := HoldLease(ctx, st, lease, cfg.LockTTL.D(), o.Logger)
+	if err != nil {
 		return nil, err
 	}
-	// The run stops (and is recorded aborted) if the lease is lost: another
-	// process took it over after it expired, so two runs must not write on.
-	runCtx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	var leaseLost error
-	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		t := time.NewTicker(max(ttl/3, time.Second))
-		defer t.Stop()
-		for {
-			select {
-			case <-renewCtx.Done():
-				return
-			case <-t.C:
-				err := st.AcquireLock(renewCtx, *lease, ttl)
-				switch {
-				case errors.Is(err, storage.ErrLocked):
-					leaseLost = err
-					if o.Logger != nil {
-						o.Logger.Error("run lease lost: aborting the run", "err", err)
-					}
-					cancelRun()
-					return
-				case err != nil && o.Logger != nil:
-					o.Logger.Error("renew run lock", "err", err)
-				}
-			}
-		}
-	}()
 	defer func() {
-		stopRenew()
-		<-renewed
-		if rerr := st.ReleaseLock(context.WithoutCancel(ctx), *lease); rerr != nil && err == nil {
+		if rerr := release(); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()
@@ -116,10 +86,8 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if err != nil {
 		return nil, err
 	}
-	stopRenew()
-	<-renewed
-	if leaseLost != nil {
-		return &RunResult{Summary: sum}, fmt.Errorf("run %d aborted: %w", sum.RunID, leaseLost)
+	if lost := context.Cause(runCtx); errors.Is(lost, storage.ErrLocked) {
+		return &RunResult{Summary: sum}, fmt.Errorf("run %d aborted: %w", sum.RunID, lost)
 	}
 	res = &RunResult{Summary: sum}
 	if sum.Status == storage.RunAborted {
@@ -142,7 +110,85 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 			return nil, err
 		}
 	}
+	if cfg.Retention.Enabled() {
+		// Still holding the lease. A failed prune is logged, not a failed
+		// run: the run is recorded, and the next run prunes again.
+		pr, err := Prune(runCtx, st, cfg.Retention, false)
+		switch {
+		case err != nil && o.Logger != nil:
+			o.Logger.Error("prune", "err", err)
+		case err == nil:
+			res.Pruned = &pr
+			if o.Logger != nil && (pr.ObservationsDeleted > 0 || pr.BodiesDropped > 0) {
+				o.Logger.Info("pruned", "runs", pr.Runs, "observations_deleted", pr.ObservationsDeleted, "bodies_dropped", pr.BodiesDropped, "stored_bytes", pr.StoredBytes)
+			}
+		}
+	}
 	return res, nil
+}
+
+// HoldLease takes the run lease for ttl and renews it every ttl/3 until
+// release is called. The returned context is cancelled, with a cause
+// matching storage.ErrLocked, if the lease is lost (another process took
+// it over after it expired): whatever holds it must stop writing.
+func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl time.Duration, logger *slog.Logger) (held context.Context, release func() error, err error) {
+	if err := st.AcquireLock(ctx, *lease, ttl); err != nil {
+		return nil, nil, err
+	}
+	held, cancel := context.WithCancelCause(ctx)
+	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(max(ttl/3, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-t.C:
+				err := st.AcquireLock(renewCtx, *lease, ttl)
+				switch {
+				case errors.Is(err, storage.ErrLocked):
+					if logger != nil {
+						logger.Error("run lease lost: stopping", "err", err)
+					}
+					cancel(err)
+					return
+				case err != nil && logger != nil:
+					logger.Error("renew run lock", "err", err)
+				}
+			}
+		}
+	}()
+	release = func() error {
+		stopRenew()
+		<-renewed
+		defer cancel(nil)
+		if errors.Is(context.Cause(held), storage.ErrLocked) {
+			return nil // not ours any more
+		}
+		return st.ReleaseLock(context.WithoutCancel(ctx), *lease)
+	}
+	return held, release, nil
+}
+
+// Prune prunes the store as r says, keeping what detection, evidence and
+// compare need (diff.LoadPins). The caller holds the run lease.
+func Prune(ctx context.Context, st *storage.DB, r config.Retention, dryRun bool) (storage.PruneResult, error) {
+	pins, err := diff.LoadPins(ctx, st)
+	if err != nil {
+		return storage.PruneResult{}, err
+	}
+	o := storage.PruneOptions{Pinned: pins.Observations, KeepRuns: pins.Runs, DryRun: dryRun}
+	now := st.Now()
+	if r.Bodies > 0 {
+		o.BodiesBefore = now.Add(-r.Bodies.D())
+	}
+	if r.Observations > 0 {
+		o.ObservationsBefore = now.Add(-r.Observations.D())
+	}
+	return st.Prune(ctx, o)
 }
 
 // DetectionParams derives detection parameters from the config.
@@ -208,6 +254,8 @@ type (
 		DurationSec   float64       `json:"duration_seconds"`
 		Targets       []TargetJSON  `json:"targets"`
 		Events        []*diff.Event `json:"events"`
+		// Pruned is present when the config's retention pruned after the run.
+		Pruned *storage.PruneResult `json:"pruned,omitempty"`
 	}
 	TargetJSON struct {
 		Target         string         `json:"target"`
@@ -229,7 +277,7 @@ type (
 func (r *RunResult) JSON() RunJSON {
 	s := r.Summary
 	out := RunJSON{RunID: s.RunID, Status: s.Status, CorpusVersion: s.CorpusVersion, CorpusSHA256: s.CorpusHash,
-		StartedAt: s.Started.UTC(), DurationSec: s.Duration.Seconds(), Targets: []TargetJSON{}, Events: r.Events}
+		StartedAt: s.Started.UTC(), DurationSec: s.Duration.Seconds(), Targets: []TargetJSON{}, Events: r.Events, Pruned: r.Pruned}
 	if out.Events == nil {
 		out.Events = []*diff.Event{}
 	}

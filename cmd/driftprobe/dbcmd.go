@@ -1,0 +1,211 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+func newDBCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "db",
+		Short: "Database upkeep: size and contents, retention pruning, online backup",
+		Long: `  driftprobe db stats     size, runs, observations and stored body bytes
+  driftprobe db prune     prune old observations (the config's retention, or flags)
+  driftprobe db backup F  a consistent copy of the database, safe while runs write`,
+		Args: cobra.NoArgs,
+	}
+	c.AddCommand(newDBStatsCmd(g), newDBPruneCmd(g), newDBBackupCmd(g))
+	return c
+}
+
+func newDBStatsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "stats",
+		Short: "Database size, runs, observations and stored body bytes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sess, err := app.Open(cmd.Context(), g.config, g.db, false, app.NoCorpus)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			st, err := sess.Store.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, st)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "database\t%s\n", sess.Store.Path())
+			fmt.Fprintf(tw, "file\t%s (%s free)\n", bytesText(st.FileBytes), bytesText(st.FreeBytes))
+			fmt.Fprintf(tw, "runs\t%d (%s … %s)\n", st.Runs, timeText(st.OldestRun), timeText(st.NewestRun))
+			fmt.Fprintf(tw, "observations\t%d, %d with bodies (oldest bodies from %s)\n", st.Observations, st.WithBodies, timeText(st.OldestBodies))
+			fmt.Fprintf(tw, "stored bodies\t%s\n", bytesText(st.BodyBytes))
+			r := sess.Config.Retention
+			fmt.Fprintf(tw, "retention\tbodies %s, observations %s\n", keepText(r.Bodies), keepText(r.Observations))
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func newDBPruneCmd(g *globals) *cobra.Command {
+	var asJSON, dryRun, vacuum bool
+	var bodies, observations string
+	c := &cobra.Command{
+		Use:   "prune",
+		Short: "Prune old observations or their bodies (the config's retention, or flags)",
+		Long: `Deletes the observations of runs older than --observations, and drops the stored
+request and response bodies of runs older than --bodies (their verdicts,
+categories, signals and hashes stay). Durations are Go durations or days: 90d,
+720h. Without flags, the config's retention block decides; a run with retention
+configured prunes by itself after it is stored.
+
+Kept whatever their age: the observations events cite as evidence (before and
+after each flip), the observations detection state points at (each probe's
+baseline and pending candidate), and the latest complete run of each target on
+each corpus version (compare reads it). Runs, events and detection state are
+never pruned.
+
+It takes the run lease, so it waits for no run and no run starts meanwhile;
+each batch is its own transaction, so an interrupted prune leaves a consistent
+database and the next prune finishes the job. Freed pages are reused by later
+runs; --vacuum also shrinks the file (it needs as much free disk as the
+database, and blocks writers while it runs).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			r := sess.Config.Retention
+			for _, f := range []struct {
+				name, v string
+				d       *config.Duration
+			}{{"bodies", bodies, &r.Bodies}, {"observations", observations, &r.Observations}} {
+				if f.v == "" {
+					continue
+				}
+				d, err := config.ParseDuration(f.v)
+				if err != nil || d <= 0 {
+					return cobraUsage{fmt.Errorf("%s: --%s %q: want a positive duration such as 90d or 720h", cmd.CommandPath(), f.name, f.v)}
+				}
+				*f.d = config.Duration(d)
+			}
+			if !r.Enabled() {
+				return cobraUsage{fmt.Errorf("%s: nothing to prune: give --bodies or --observations, or set retention in the config", cmd.CommandPath())}
+			}
+			st := sess.Store
+			held, release, err := app.HoldLease(ctx, st, app.NewLease("driftprobe db prune"), sess.Config.LockTTL.D(), app.Logger(g.logLevel))
+			if err != nil {
+				return err
+			}
+			res, err := app.Prune(held, st, r, dryRun)
+			if rerr := release(); err == nil {
+				err = rerr
+			}
+			if err != nil {
+				return err
+			}
+			if vacuum && !dryRun {
+				if err := st.Vacuum(ctx); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return writeJSON(g.stdout, res)
+			}
+			return printPrune(g.stdout, res, r, vacuum && !dryRun)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&bodies, "bodies", "", "drop the bodies of observations older than this (e.g. 30d)")
+	f.StringVar(&observations, "observations", "", "delete observations older than this (e.g. 365d)")
+	f.BoolVar(&dryRun, "dry-run", false, "count what would be pruned; change nothing")
+	f.BoolVar(&vacuum, "vacuum", false, "then rebuild the file to return the freed space")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func printPrune(w io.Writer, res storage.PruneResult, r config.Retention, vacuumed bool) error {
+	verb := "pruned"
+	if res.DryRun {
+		verb = "would prune"
+	}
+	fmt.Fprintf(w, "retention: bodies %s, observations %s\n", keepText(r.Bodies), keepText(r.Observations))
+	fmt.Fprintf(w, "%s %d runs: %d observations deleted, %d observations' bodies dropped, %s of stored bodies; %d pinned observations kept (event evidence, detection baselines)\n",
+		verb, res.Runs, res.ObservationsDeleted, res.BodiesDropped, bytesText(res.StoredBytes), res.PinnedKept)
+	if vacuumed {
+		fmt.Fprintln(w, "vacuumed: the file now holds only what is kept")
+	}
+	return nil
+}
+
+func newDBBackupCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup FILE",
+		Short: "Write a consistent copy of the database to FILE (never overwrites)",
+		Long: `Writes a consistent snapshot of the database to FILE with SQLite's VACUUM INTO:
+safe while a run or the daemon writes, compacted, and readable by any driftprobe
+command with --db FILE. FILE must not exist.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sess, err := app.Open(cmd.Context(), g.config, g.db, false, app.NoCorpus)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			if err := sess.Store.Backup(cmd.Context(), args[0]); err != nil {
+				if errors.Is(err, storage.ErrExists) {
+					return cobraUsage{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+				}
+				return err
+			}
+			fmt.Fprintf(g.stdout, "backed up %s to %s\n", sess.Store.Path(), args[0])
+			return nil
+		},
+	}
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func keepText(d config.Duration) string {
+	switch {
+	case d <= 0:
+		return "kept forever"
+	case d.D()%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d.D()/(24*time.Hour))
+	}
+	return d.D().String()
+}

@@ -1,0 +1,237 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pruneFixture makes six runs a day apart (day 0 … day 5), the last one
+// still running, each with four observations carrying bodies.
+func pruneFixture(t *testing.T) (d *DB, runs []int64, obs map[int64][]*Observation, day0 time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	d = openTestDB(t)
+	day0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tgt, err := d.EnsureTarget(ctx, TargetRow{Name: "sim", Provider: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs = map[int64][]*Observation{}
+	body := []byte(`{"choices":[` + strings.Repeat(`{"content_filter_results":{}},`, 60) + `{}]}`)
+	for i := 0; i < 6; i++ {
+		// A fraction of a second on some days: stored timestamps of
+		// varying width must still compare as times.
+		at := day0.Add(time.Duration(i)*24*time.Hour + time.Duration(i%2)*123*time.Millisecond)
+		id, err := d.BeginRun(ctx, Run{StartedAt: at, CorpusName: "c", CorpusVersion: "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, id)
+		var batch []*Observation
+		for p := 0; p < 4; p++ {
+			batch = append(batch, &Observation{RunID: id, TargetID: tgt, ProbeID: fmt.Sprintf("p%d", p), RequestSHA256: "r",
+				RequestBody: []byte(`{"model":"m"}`), Body: body, BodySHA256: "b", ObservedAt: at})
+		}
+		if err := d.InsertObservations(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		obs[id] = batch
+		if i < 5 {
+			if err := d.FinishRun(ctx, id, RunComplete, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return d, runs, obs, day0
+}
+
+func countObs(t *testing.T, d *DB, run int64) (rows, withBodies int) {
+	t.Helper()
+	if err := d.db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(body IS NOT NULL OR request_body IS NOT NULL), 0) FROM observations WHERE run_id = ?`, run).Scan(&rows, &withBodies); err != nil {
+		t.Fatal(err)
+	}
+	return rows, withBodies
+}
+
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	d, runs, obs, day0 := pruneFixture(t)
+	pinned := []int64{obs[runs[0]][1].ID, obs[runs[2]][3].ID} // an event's evidence, a baseline
+	opts := PruneOptions{
+		ObservationsBefore: day0.Add(36 * time.Hour), // runs 0 and 1
+		BodiesBefore:       day0.Add(84 * time.Hour), // runs 2 and 3 (run 3 is kept)
+		Pinned:             pinned,
+		KeepRuns:           []int64{runs[3]},
+		Batch:              3, // several batches per mode
+	}
+	want := PruneResult{Runs: 3, ObservationsDeleted: 7, BodiesDropped: 3, PinnedKept: 2}
+
+	dry := opts
+	dry.DryRun = true
+	got, err := d.Prune(ctx, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.StoredBytes <= 0 {
+		t.Errorf("dry run: stored bytes %d, want > 0", got.StoredBytes)
+	}
+	bytesWanted := got.StoredBytes
+	got.StoredBytes, want.DryRun = 0, true
+	if got != want {
+		t.Errorf("dry run: %+v, want %+v", got, want)
+	}
+	for _, r := range runs {
+		if n, b := countObs(t, d, r); n != 4 || b != 4 {
+			t.Fatalf("dry run changed run %d: %d rows, %d with bodies", r, n, b)
+		}
+	}
+
+	got, err = d.Prune(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.DryRun = false
+	if got.StoredBytes != bytesWanted {
+		t.Errorf("stored bytes %d, dry run said %d", got.StoredBytes, bytesWanted)
+	}
+	got.StoredBytes = 0
+	if got != want {
+		t.Errorf("prune: %+v, want %+v", got, want)
+	}
+	for i, w := range [][2]int{{1, 1}, {0, 0}, {4, 1}, {4, 4}, {4, 4}, {4, 4}} {
+		if n, b := countObs(t, d, runs[i]); n != w[0] || b != w[1] {
+			t.Errorf("run %d (day %d): %d rows, %d with bodies; want %d, %d", runs[i], i, n, b, w[0], w[1])
+		}
+	}
+	// Pinned observations keep their bodies; a dropped body reads as none.
+	for _, id := range pinned {
+		if _, b, err := d.ObservationBodies(ctx, id); err != nil || len(b) == 0 {
+			t.Errorf("pinned observation %d: body %d bytes, %v", id, len(b), err)
+		}
+	}
+	dropped := obs[runs[2]][0]
+	if rq, b, err := d.ObservationBodies(ctx, dropped.ID); err != nil || rq != nil || b != nil {
+		t.Errorf("dropped bodies read back as %q, %q, %v", rq, b, err)
+	}
+	o, err := d.Observation(ctx, dropped.ID)
+	if err != nil || o.BodySHA256 != "b" || !o.BodiesPruned {
+		t.Errorf("observation with dropped bodies: %+v %v (its hash must stay, BodiesPruned set)", o, err)
+	}
+	if o, err := d.Observation(ctx, pinned[1]); err != nil || o.BodiesPruned {
+		t.Errorf("pinned observation: %+v %v, want BodiesPruned unset", o, err)
+	}
+	// Again: nothing left to do.
+	if got, err := d.Prune(ctx, opts); err != nil || got != (PruneResult{PinnedKept: 2}) {
+		t.Errorf("second prune: %+v %v, want only the pinned counted", got, err)
+	}
+	// Runs and everything else stay.
+	var n int
+	if err := d.db.QueryRow(`SELECT COUNT(*) FROM runs`).Scan(&n); err != nil || n != 6 {
+		t.Errorf("runs: %d %v, want 6", n, err)
+	}
+}
+
+// An empty response body is a body, not a pruned one.
+func TestEmptyBodyIsNotPruned(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	runID, targetID := setupRun(t, d)
+	o := &Observation{RunID: runID, TargetID: targetID, ProbeID: "p", RequestSHA256: "x", RequestBody: []byte(`{}`), Body: []byte{}, BodySHA256: "e3b0c442"}
+	if err := d.InsertObservations(ctx, []*Observation{o}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Observation(ctx, o.ID)
+	if err != nil || got.BodiesPruned {
+		t.Errorf("empty body read back as %+v %v, want BodiesPruned unset", got, err)
+	}
+}
+
+// A prune cancelled part-way leaves a consistent database that the next
+// prune finishes.
+func TestPruneInterrupted(t *testing.T) {
+	d, runs, _, day0 := pruneFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	batches := 0
+	afterPruneBatch = func() {
+		if batches++; batches == 3 {
+			cancel()
+		}
+	}
+	defer func() { afterPruneBatch = nil }()
+	opts := PruneOptions{ObservationsBefore: day0.Add(100 * 24 * time.Hour), Batch: 2}
+	if _, err := d.Prune(ctx, opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled prune: %v", err)
+	}
+	left := 0
+	for _, r := range runs[:5] {
+		n, _ := countObs(t, d, r)
+		left += n
+	}
+	if left != 20-3*2 {
+		t.Fatalf("after 3 batches of 2: %d observations left in the finished runs, want 14", left)
+	}
+	got, err := d.Prune(context.Background(), opts)
+	if err != nil || got.ObservationsDeleted != 14 {
+		t.Fatalf("prune after the interruption: %+v %v, want the 14 observations left", got, err)
+	}
+	if n, _ := countObs(t, d, runs[5]); n != 4 {
+		t.Errorf("the running run lost observations: %d left", n)
+	}
+}
+
+func TestBackupAndStats(t *testing.T) {
+	ctx := context.Background()
+	d, runs, _, day0 := pruneFixture(t)
+	st, err := d.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Runs != 6 || st.Observations != 24 || st.WithBodies != 24 || st.BodyBytes <= 0 || st.FileBytes <= 0 ||
+		!st.OldestRun.Equal(day0) || !st.NewestRun.Equal(day0.Add(5*24*time.Hour+123*time.Millisecond)) || !st.OldestBodies.Equal(day0) {
+		t.Errorf("stats: %+v", st)
+	}
+	if _, err := d.Prune(ctx, PruneOptions{BodiesBefore: day0.Add(50 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = d.Stats(ctx)
+	if err != nil || st.WithBodies != 12 || !st.OldestBodies.Equal(day0.Add(72*time.Hour+123*time.Millisecond)) {
+		t.Errorf("stats after dropping 3 runs' bodies: %+v %v", st, err)
+	}
+
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	if err := d.Backup(ctx, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Backup(ctx, dst); !errors.Is(err, ErrExists) {
+		t.Errorf("backup over an existing file: %v, want ErrExists", err)
+	}
+	c, err := Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cs, err := c.Stats(ctx)
+	if err != nil || cs.Runs != st.Runs || cs.Observations != st.Observations || cs.BodyBytes != st.BodyBytes {
+		t.Errorf("backup stats %+v %v, want the original's %+v", cs, err, st)
+	}
+	o := runs[4]
+	a, err1 := d.Observations(ctx, o, 0)
+	b, err2 := c.Observations(ctx, o, 0)
+	if err1 != nil || err2 != nil || len(a) != 4 || len(b) != 4 {
+		t.Fatalf("observations: %d %v / %d %v", len(a), err1, len(b), err2)
+	}
+	_, ba, _ := d.ObservationBodies(ctx, a[0].ID)
+	_, bb, _ := c.ObservationBodies(ctx, b[0].ID)
+	if !bytes.Equal(ba, bb) || len(ba) == 0 {
+		t.Error("backup's bodies differ from the original's")
+	}
+	if err := d.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
