@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 )
 
@@ -44,10 +43,12 @@ type PruneResult struct {
 	DryRun              bool  `json:"dry_run"`
 }
 
-// Prune removes old observations or their bodies as o says. Each batch is
-// its own transaction: an interrupted prune leaves a consistent database
-// that a later prune finishes. The caller should hold the run lease, so
-// that no run's detection reads observations being pruned.
+// Prune removes old observations or their bodies as o says. It walks each
+// run's observations in id order, a batch at a time, and each batch is its
+// own transaction: an interrupted prune leaves a consistent database that
+// a later prune finishes, and the cost is linear in the rows visited. The
+// caller should hold the run lease, so that no run's detection reads
+// observations being pruned.
 func (d *DB) Prune(ctx context.Context, o PruneOptions) (PruneResult, error) {
 	res := PruneResult{DryRun: o.DryRun}
 	if o.BodiesBefore.IsZero() && o.ObservationsBefore.IsZero() {
@@ -56,119 +57,134 @@ func (d *DB) Prune(ctx context.Context, o PruneOptions) (PruneResult, error) {
 	if o.Batch <= 0 {
 		o.Batch = 2000
 	}
-	// Temporary tables live on one connection: hold it for the whole prune.
-	conn, err := d.db.Conn(ctx)
+	runs, err := d.pruneRuns(ctx, o)
 	if err != nil {
 		return res, fmt.Errorf("prune: %w", err)
 	}
-	defer conn.Close()
-	delRuns, bodyRuns, err := d.pruneRuns(ctx, conn, o)
-	if err != nil {
-		return res, fmt.Errorf("prune: %w", err)
+	pinned := make(map[int64]bool, len(o.Pinned))
+	for _, id := range o.Pinned {
+		pinned[id] = true
 	}
-	if len(delRuns)+len(bodyRuns) == 0 {
-		return res, nil
-	}
-	if err := fillTemp(ctx, conn, o.Pinned, delRuns, bodyRuns); err != nil {
-		return res, fmt.Errorf("prune: %w", err)
-	}
-	defer func() {
-		bg := context.WithoutCancel(ctx)
-		conn.ExecContext(bg, `DROP TABLE IF EXISTS temp.prune_pinned`)
-		conn.ExecContext(bg, `DROP TABLE IF EXISTS temp.prune_runs`)
-	}()
-
-	// The rows each mode touches: mode 1 deletes, mode 2 drops bodies that
-	// are still there.
-	const sel = `FROM observations o JOIN temp.prune_runs r ON r.id = o.run_id AND r.mode = ?
-		WHERE o.id NOT IN (SELECT id FROM temp.prune_pinned)`
-	const bodies = ` AND o.bodies_pruned = 0 AND (o.body IS NOT NULL OR o.request_body IS NOT NULL)`
-	var affected = map[int64]bool{}
-	for _, m := range []struct {
-		mode  int
-		extra string
-		n     *int64
-	}{{1, "", &res.ObservationsDeleted}, {2, bodies, &res.BodiesDropped}} {
-		var bytes int64
-		if err := conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(COALESCE(LENGTH(o.body), 0) + COALESCE(LENGTH(o.request_body), 0)), 0) `+sel+m.extra, m.mode).Scan(m.n, &bytes); err != nil {
-			return res, fmt.Errorf("prune: %w", err)
-		}
-		res.StoredBytes += bytes
-		var pinned int64
-		if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM observations o JOIN temp.prune_runs r ON r.id = o.run_id AND r.mode = ?
-			WHERE o.id IN (SELECT id FROM temp.prune_pinned)`+m.extra, m.mode).Scan(&pinned); err != nil {
-			return res, fmt.Errorf("prune: %w", err)
-		}
-		res.PinnedKept += pinned
-		if *m.n > 0 {
-			rows, err := conn.QueryContext(ctx, `SELECT DISTINCT o.run_id `+sel+m.extra, m.mode)
-			if err != nil {
-				return res, fmt.Errorf("prune: %w", err)
-			}
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return res, fmt.Errorf("prune: %w", err)
-				}
-				affected[id] = true
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return res, fmt.Errorf("prune: %w", err)
-			}
-		}
-	}
-	res.Runs = len(affected)
-	if o.DryRun {
-		return res, nil
-	}
-	for _, st := range []struct {
-		q    string
-		mode int
-	}{
-		{`DELETE FROM observations WHERE id IN (SELECT o.id ` + sel + ` LIMIT ?)`, 1},
-		{`UPDATE observations SET body = NULL, request_body = NULL, bodies_pruned = 1 WHERE id IN (SELECT o.id ` + sel + bodies + ` LIMIT ?)`, 2},
-	} {
-		for {
+	for _, r := range runs {
+		touched := false
+		for after := int64(0); ; {
 			if err := ctx.Err(); err != nil {
 				return res, fmt.Errorf("prune interrupted (what was pruned is consistent; run it again): %w", err)
 			}
-			r, err := conn.ExecContext(ctx, st.q, st.mode, o.Batch)
+			ids, bytes, seen, last, err := d.pruneBatch(ctx, r, after, o.Batch, pinned, &res)
 			if err != nil {
-				return res, fmt.Errorf("prune: %w", err)
+				return res, fmt.Errorf("prune run %d: %w", r.id, err)
 			}
-			if afterPruneBatch != nil {
-				afterPruneBatch()
+			if len(ids) > 0 {
+				touched = true
+				res.StoredBytes += bytes
+				if r.delete {
+					res.ObservationsDeleted += int64(len(ids))
+				} else {
+					res.BodiesDropped += int64(len(ids))
+				}
+				if !o.DryRun {
+					if err := d.applyPrune(ctx, r.delete, ids); err != nil {
+						return res, fmt.Errorf("prune run %d: %w", r.id, err)
+					}
+					if afterPruneBatch != nil {
+						afterPruneBatch()
+					}
+				}
 			}
-			if n, _ := r.RowsAffected(); n < int64(o.Batch) {
+			if seen < o.Batch {
 				break
 			}
+			after = last
+		}
+		if touched {
+			res.Runs++
 		}
 	}
 	return res, nil
 }
 
+type pruneRun struct {
+	id     int64
+	delete bool // delete the rows; else drop their bodies
+}
+
+// pruneBatch reads up to batch observations of run r with ids above after
+// and returns those to prune (pinned ones are counted, not returned), the
+// stored body bytes they hold, how many rows it read and the last id.
+func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after int64, batch int, pinned map[int64]bool, res *PruneResult) (ids []int64, bytes int64, seen int, last int64, err error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, bodies_pruned, body IS NOT NULL OR request_body IS NOT NULL,
+		COALESCE(LENGTH(body), 0) + COALESCE(LENGTH(request_body), 0)
+		FROM observations WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`, r.id, after, batch)
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, n int64
+		var done, hasBodies bool
+		if err := rows.Scan(&id, &done, &hasBodies, &n); err != nil {
+			return nil, 0, 0, 0, err
+		}
+		seen, last = seen+1, id
+		if !r.delete && (done || !hasBodies) {
+			continue // nothing left to drop
+		}
+		if pinned[id] {
+			res.PinnedKept++
+			continue
+		}
+		ids = append(ids, id)
+		bytes += n
+	}
+	return ids, bytes, seen, last, rows.Err()
+}
+
+// applyPrune deletes the observations ids, or drops their bodies, in one
+// transaction.
+func (d *DB) applyPrune(ctx context.Context, del bool, ids []int64) error {
+	head := `UPDATE observations SET body = NULL, request_body = NULL, bodies_pruned = 1 WHERE id IN (`
+	if del {
+		head = `DELETE FROM observations WHERE id IN (`
+	}
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		const per = 500
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), per)]
+			ids = ids[len(chunk):]
+			args := make([]any, len(chunk))
+			for i, id := range chunk {
+				args[i] = id
+			}
+			if _, err := tx.ExecContext(ctx, valuesSQL(head, "?", len(chunk))+")", args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // afterPruneBatch, when set (tests), is called after each batch commits.
 var afterPruneBatch func()
 
-// pruneRuns returns the runs whose observations are deleted and those
-// whose bodies are dropped. A run still marked running is never pruned.
-func (d *DB) pruneRuns(ctx context.Context, conn *sql.Conn, o PruneOptions) (del, body []int64, err error) {
+// pruneRuns returns the runs whose observations are deleted or lose their
+// bodies, oldest first. A run still marked running is never pruned.
+func (d *DB) pruneRuns(ctx context.Context, o PruneOptions) ([]pruneRun, error) {
 	keep := map[int64]bool{}
 	for _, id := range o.KeepRuns {
 		keep[id] = true
 	}
-	rows, err := conn.QueryContext(ctx, `SELECT id, started_at, status FROM runs ORDER BY id`)
+	rows, err := d.db.QueryContext(ctx, `SELECT id, started_at, status FROM runs ORDER BY id`)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
+	var out []pruneRun
 	for rows.Next() {
 		var id int64
 		var started, status string
 		if err := rows.Scan(&id, &started, &status); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		at := ParseTime(started)
 		if keep[id] || status == RunRunning || at.IsZero() {
@@ -176,57 +192,12 @@ func (d *DB) pruneRuns(ctx context.Context, conn *sql.Conn, o PruneOptions) (del
 		}
 		switch {
 		case !o.ObservationsBefore.IsZero() && at.Before(o.ObservationsBefore):
-			del = append(del, id)
+			out = append(out, pruneRun{id: id, delete: true})
 		case !o.BodiesBefore.IsZero() && at.Before(o.BodiesBefore):
-			body = append(body, id)
+			out = append(out, pruneRun{id: id})
 		}
 	}
-	return del, body, rows.Err()
-}
-
-func fillTemp(ctx context.Context, conn *sql.Conn, pinned, del, body []int64) error {
-	for _, q := range []string{
-		`CREATE TEMP TABLE IF NOT EXISTS prune_pinned (id INTEGER PRIMARY KEY)`,
-		`CREATE TEMP TABLE IF NOT EXISTS prune_runs (id INTEGER PRIMARY KEY, mode INTEGER NOT NULL)`,
-		`DELETE FROM temp.prune_pinned`,
-		`DELETE FROM temp.prune_runs`,
-	} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return err
-		}
-	}
-	ids := append([]int64(nil), pinned...)
-	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-	const per = 500
-	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), per)]
-		ids = ids[len(chunk):]
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
-		if _, err := conn.ExecContext(ctx, valuesSQL(`INSERT OR IGNORE INTO temp.prune_pinned (id) VALUES `, `(?)`, len(chunk)), args...); err != nil {
-			return err
-		}
-	}
-	for _, m := range []struct {
-		ids  []int64
-		mode int
-	}{{del, 1}, {body, 2}} {
-		ids := m.ids
-		for len(ids) > 0 {
-			chunk := ids[:min(len(ids), per)]
-			ids = ids[len(chunk):]
-			args := make([]any, 0, 2*len(chunk))
-			for _, id := range chunk {
-				args = append(args, id, m.mode)
-			}
-			if _, err := conn.ExecContext(ctx, valuesSQL(`INSERT INTO temp.prune_runs (id, mode) VALUES `, `(?, ?)`, len(chunk)), args...); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return out, rows.Err()
 }
 
 // Vacuum rebuilds the database file, returning the space pruning freed to
