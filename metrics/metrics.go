@@ -73,7 +73,7 @@ type DBCollector struct {
 	db      *sql.DB
 	timeout time.Duration
 
-	verdicts, active, events, open, runs, lastRun, outbox, abuse, degraded *prometheus.Desc
+	verdicts, active, events, open, runs, lastRun, outbox, abuse, degraded, dbSize, dbFree *prometheus.Desc
 }
 
 // NewDBCollector returns a collector over db.
@@ -88,12 +88,14 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		outbox:   prometheus.NewDesc(OutboxPending, "GitHub deliveries queued and not yet sent.", nil, nil),
 		abuse:    prometheus.NewDesc(AbuseBlocks, "Probes answered with account-level enforcement (abuse_block) in the target's latest run.", []string{"target"}, nil),
 		degraded: prometheus.NewDesc(TargetDegraded, "1 when the target's latest run was degraded (too many transient errors or an open breaker).", []string{"target"}, nil),
+		dbSize:   prometheus.NewDesc(DatabaseSize, "Size of the SQLite database (pages in use and free; the WAL file not included).", nil, nil),
+		dbFree:   prometheus.NewDesc(DatabaseFree, "Free pages of the SQLite database, reused by later writes (VACUUM returns them to the file system).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.degraded} {
+	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.degraded, c.dbSize, c.dbFree} {
 		ch <- d
 	}
 }
@@ -171,6 +173,13 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		rows.Close()
+	}
+	var pages, free, pageSize float64
+	if err := c.db.QueryRowContext(ctx, `SELECT page_count, freelist_count, page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()`).Scan(&pages, &free, &pageSize); err != nil {
+		fail(c.dbSize, err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(c.dbSize, prometheus.GaugeValue, pages*pageSize)
+		ch <- prometheus.MustNewConstMetric(c.dbFree, prometheus.GaugeValue, free*pageSize)
 	}
 	var pending float64
 	if err := c.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox WHERE sent_at = ''`).Scan(&pending); err != nil {

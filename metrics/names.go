@@ -27,6 +27,8 @@ const (
 	LockSkipsTotal    = "driftprobe_run_lock_skips_total" // counter: scheduled runs skipped because another process held the lock
 	BuildInfo         = "driftprobe_build_info"           // gauge {version,goversion}
 	ScheduleIntervalS = "driftprobe_schedule_interval_seconds"
+	DatabaseSize      = "driftprobe_database_size_bytes" // gauge: the SQLite file (pages in use and free)
+	DatabaseFree      = "driftprobe_database_free_bytes" // gauge: free pages, reused by later writes (VACUUM returns them)
 )
 
 // Exported lists every metric family name driftprobe exports (histograms
@@ -35,4 +37,5 @@ var Exported = []string{
 	ProbeVerdicts, CategoryActive, EventsTotal, EventsOpen, RunsTotal, LastRunTimestamp, RunDuration,
 	RequestsTotal, RetriesTotal, BreakerOpen, TokensTotal, CostUSDTotal, OutboxPending, AbuseBlocks,
 	TargetDegraded, ConfigReloadOK, ConfigReloadTime, LockSkipsTotal, BuildInfo, ScheduleIntervalS,
+	DatabaseSize, DatabaseFree,
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -160,6 +161,12 @@ driftprobe_events_total{direction="tightened",kind="policy_change",target="a"} 1
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	if m := regexp.MustCompile(`(?m)^driftprobe_database_size_bytes (\d+)$`).FindStringSubmatch(body); m == nil || len(m[1]) < 5 {
+		t.Errorf("/metrics database size: %q, want the database's (at least 10 KB after 4 runs)", m)
+	}
+	if !regexp.MustCompile(`(?m)^driftprobe_database_free_bytes \d+$`).MatchString(body) {
+		t.Error("/metrics lacks driftprobe_database_free_bytes")
 	}
 	if get(t, srv.URL+"/readyz") != "ready\n" || get(t, srv.URL+"/healthz") != "ok\n" {
 		t.Error("health endpoints")
