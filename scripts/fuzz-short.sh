@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every response-parser fuzz target (FuzzClassify) for a short time,
-# package by package (go test accepts -fuzz for one package at a time).
+# Runs every response-parser fuzz target (FuzzClassify) and the fuzzers of
+# other untrusted input for a short time, one at a time (go test accepts
+# -fuzz for one package and one target at a time).
 #
 #   scripts/fuzz-short.sh              # 5s per package
 #   FUZZTIME=2m scripts/fuzz-short.sh  # longer, locally
@@ -27,4 +28,17 @@ pkgs=(
 for pkg in "${pkgs[@]}"; do
 	echo "== fuzz ${pkg} (${FUZZTIME})"
 	go test -run '^$' -fuzz '^FuzzClassify$' -fuzztime "${FUZZTIME}" "${pkg}"
+done
+
+# Other untrusted input: stored bodies and signals read back, production
+# JSONL files.
+others=(
+	"./storage FuzzBody"
+	"./storage FuzzDecodeSignals"
+	"./attribution FuzzReadJSONL"
+)
+for o in "${others[@]}"; do
+	read -r pkg fz <<<"${o}"
+	echo "== fuzz ${pkg} ${fz} (${FUZZTIME})"
+	go test -run '^$' -fuzz "^${fz}\$" -fuzztime "${FUZZTIME}" "${pkg}"
 done

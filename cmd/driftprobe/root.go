@@ -105,6 +105,7 @@ probes the embedded simulator: no keys, no network.`,
 		newProvidersCmd(g),
 		newPlanCmd(g),
 		newReplayCmd(g),
+		newAttributeCmd(g),
 		newDBCmd(g),
 		newVersionCmd(g),
 	)

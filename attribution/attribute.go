@@ -1,0 +1,518 @@
+package attribution
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Attributions.
+const (
+	Provider     = "provider"
+	Traffic      = "traffic"
+	Inconclusive = "inconclusive"
+)
+
+// Run-target statuses and event kinds and directions, as driftprobe's
+// storage and diff packages write them.
+const (
+	StatusComplete = storage.TargetComplete
+
+	KindScoreDrift     = diff.KindScoreDrift
+	KindNondeterminism = diff.KindNondeterminism
+
+	Tightened = diff.Tightened
+	Loosened  = diff.Loosened
+	Mixed     = diff.Mixed
+)
+
+// Run is one run of the probe history.
+type Run struct {
+	ID        int64
+	StartedAt time.Time
+	// Aborted runs confirm nothing, whatever their targets' statuses.
+	Aborted bool
+	// Targets maps each target the run probed to its run-target status
+	// (complete, degraded or aborted).
+	Targets map[string]string
+}
+
+// Verdict is one side of a probe flip.
+type Verdict struct {
+	Blocked    bool     // the class is a block (input, output, refusal)
+	Categories []string // normalized categories the provider reported
+}
+
+// Flip is one flipped probe of an event, on one target.
+type Flip struct {
+	Target        string
+	ProbeID       string
+	Tags          []string // the probe's corpus tags
+	Before, After Verdict
+	FirstRun      int64 // the run in which the new verdict was first seen
+	RevertedRun   int64 // the run in which it flipped back (0: it did not)
+}
+
+// Event is a confirmed change event of the probe history.
+type Event struct {
+	ID            int64
+	Kind          string // policy_change, model_change, score_drift, nondeterminism
+	Direction     string // tightened, loosened, recategorized, mixed
+	Targets       []string
+	NewCategories []string
+	Flips         []Flip
+}
+
+// History is the probe history attribution reads.
+type History struct {
+	Runs   []Run   // ascending id (= start order)
+	Events []Event // ascending id
+	// Coverage counts the corpus probes tagged with each category.
+	Coverage map[string]int
+	// CorpusProbes is the number of probes in the corpus: the control
+	// group of the empty category (all blocks).
+	CorpusProbes int
+	// ConfirmRuns is the config's confirm_runs (default 2).
+	ConfirmRuns int
+}
+
+// Options tune Attribute.
+type Options struct {
+	Detect DetectOptions
+	// Tolerance widens the flip window on each side; 0: twice the series'
+	// step (2h when the series has a single point).
+	Tolerance time.Duration
+}
+
+// DefaultTolerance is the tolerance for a series without a step.
+const DefaultTolerance = 2 * time.Hour
+
+// Report is the outcome of an attribution: the JSON contract of
+// `driftprobe attribute --json`.
+type Report struct {
+	Series    int               `json:"series"`
+	Changes   []ChangeReport    `json:"changes"`
+	Uncovered []UncoveredReport `json:"uncovered_categories"`
+	Skipped   []SkippedSeries   `json:"skipped_series"`
+	Warnings  []string          `json:"warnings"`
+}
+
+// ChangeReport is one production change and its attribution.
+type ChangeReport struct {
+	Target   string    `json:"target"`
+	Category string    `json:"category"` // "" = all blocks on the target
+	ChangeAt time.Time `json:"change_at"`
+	// BeforeRate and AfterRate are blocked/total with totals
+	// (RateUnit "share"), else mean blocked per interval
+	// (RateUnit "blocked_per_interval").
+	BeforeRate  float64  `json:"before_rate"`
+	AfterRate   float64  `json:"after_rate"`
+	RateUnit    string   `json:"rate_unit"`
+	Direction   string   `json:"direction"`
+	Z           *float64 `json:"z,omitempty"`
+	Attribution string   `json:"attribution"`
+	Reason      string   `json:"reason"`
+	Events      []int64  `json:"events"`
+	RunsBefore  int      `json:"runs_before"`
+	RunsAfter   int      `json:"runs_after"`
+	Tolerance   string   `json:"tolerance"`
+}
+
+// UncoveredReport is a category production blocks on a target that no
+// corpus probe is tagged with: a gap in the control group.
+type UncoveredReport struct {
+	Target   string  `json:"target"`
+	Category string  `json:"category"`
+	Blocked  float64 `json:"blocked"`
+}
+
+// Attribute detects the change of every series of p and attributes it
+// against h. The report's lists are never nil and are ordered by target,
+// then category.
+func Attribute(p *Production, h *History, o Options) *Report {
+	r := &Report{Series: len(p.Series), Changes: []ChangeReport{}, Uncovered: []UncoveredReport{}, Skipped: p.Skipped, Warnings: []string{}}
+	if r.Skipped == nil {
+		r.Skipped = []SkippedSeries{}
+	}
+	r.Warnings = append(r.Warnings, p.Warnings...)
+	if len(h.Runs) == 0 {
+		r.Warnings = append(r.Warnings, "the database has no runs: nothing can be attributed to the provider or to traffic (run driftprobe on a schedule first)")
+	}
+	a := newAttributor(h)
+	do := o.Detect.withDefaults()
+	for _, s := range p.Series {
+		if s.Category != "" && h.Coverage[s.Category] == 0 && s.Blocked() > 0 {
+			r.Uncovered = append(r.Uncovered, UncoveredReport{Target: s.Target, Category: s.Category, Blocked: s.Blocked()})
+		}
+		if len(s.Points) < 2*do.MinPoints {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("target %s, category %s: %d point(s), a change needs %d on each side (--min-points): not analyzed",
+				s.Target, catName(s.Category), len(s.Points), do.MinPoints))
+			continue
+		}
+		c, ok := Detect(s, do)
+		if !ok {
+			continue
+		}
+		tol := o.Tolerance
+		if tol <= 0 {
+			tol = 2 * s.Step
+			if s.Step <= 0 {
+				tol = DefaultTolerance
+			}
+		}
+		r.Changes = append(r.Changes, a.attribute(s, c, tol))
+	}
+	return r
+}
+
+type attributor struct {
+	h       *History
+	runs    map[int64]int       // run id → index in h.Runs
+	runsOf  map[string][]int    // target → indexes of runs that probed it
+	byTgt   map[string][]*Event // target → events involving it
+	confirm int
+}
+
+func newAttributor(h *History) *attributor {
+	a := &attributor{h: h, runs: map[int64]int{}, runsOf: map[string][]int{}, byTgt: map[string][]*Event{}, confirm: h.ConfirmRuns}
+	if a.confirm < 1 {
+		a.confirm = 2
+	}
+	for i, r := range h.Runs {
+		a.runs[r.ID] = i
+		for t := range r.Targets {
+			a.runsOf[t] = append(a.runsOf[t], i)
+		}
+	}
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind == KindNondeterminism {
+			continue // never policy evidence
+		}
+		for _, t := range e.Targets {
+			a.byTgt[t] = append(a.byTgt[t], e)
+		}
+	}
+	return a
+}
+
+func (a *attributor) complete(i int, target string) bool {
+	r := a.h.Runs[i]
+	return !r.Aborted && r.Targets[target] == StatusComplete
+}
+
+// window is the span of production times a flip seen first in run id on
+// target explains: from the start of the target's last complete run that
+// still had the old verdict (back further for a revert) to the start of
+// run id, widened by tol on each side.
+func (a *attributor) window(target string, id int64, revert bool, tol time.Duration) (time.Time, time.Time, bool) {
+	i, ok := a.runs[id]
+	if !ok {
+		return time.Time{}, time.Time{}, false
+	}
+	hi := a.h.Runs[i].StartedAt
+	lo := hi
+	back := 1
+	if revert {
+		back = a.confirm
+	}
+	idx := a.runsOf[target]
+	pos := sort.SearchInts(idx, i)
+	for j := pos - 1; j >= 0 && back > 0; j-- {
+		if a.complete(idx[j], target) {
+			lo = a.h.Runs[idx[j]].StartedAt
+			back--
+		}
+	}
+	return lo.Add(-tol), hi.Add(tol), true
+}
+
+// eventMatch is what one event says about a change.
+type eventMatch struct {
+	ev        *Event
+	same      int      // flips in the window, touching the category, the change's way
+	opposite  int      // ... the other way
+	neutral   int      // ... touching it without changing whether it blocks
+	others    []string // categories of flips in the window that do not touch it
+	firstRun  int64    // earliest run of a matching flip
+	revert    bool     // ... which was a revert
+	anyInWind bool
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// flipDir is the way a flip moved blocking for category c ("" = any):
+// Up, Down or "".
+func flipDir(before, after Verdict, c string) string {
+	switch {
+	case !before.Blocked && after.Blocked:
+		return Up
+	case before.Blocked && !after.Blocked:
+		return Down
+	case c != "" && before.Blocked && after.Blocked:
+		inB, inA := has(before.Categories, c), has(after.Categories, c)
+		switch {
+		case !inB && inA:
+			return Up
+		case inB && !inA:
+			return Down
+		}
+	}
+	return ""
+}
+
+func touches(f *Flip, c string) bool {
+	return c == "" || has(f.Before.Categories, c) || has(f.After.Categories, c) || has(f.Tags, c)
+}
+
+func (a *attributor) match(e *Event, target string, c Change, tol time.Duration) eventMatch {
+	m := eventMatch{ev: e}
+	var flips []*Flip
+	for i := range e.Flips {
+		if e.Flips[i].Target == target {
+			flips = append(flips, &e.Flips[i])
+		}
+	}
+	if len(flips) == 0 { // listed without probes of its own: use the event's
+		for i := range e.Flips {
+			flips = append(flips, &e.Flips[i])
+		}
+	}
+	other := map[string]bool{}
+	for _, f := range flips {
+		type side struct {
+			run    int64
+			revert bool
+		}
+		sides := []side{{f.FirstRun, false}}
+		if f.RevertedRun != 0 {
+			sides = append(sides, side{f.RevertedRun, true})
+		}
+		for _, sd := range sides {
+			lo, hi, ok := a.window(target, sd.run, sd.revert, tol)
+			if !ok || c.At.Before(lo) || c.At.After(hi) {
+				continue
+			}
+			m.anyInWind = true
+			if !touches(f, c.Category) {
+				for _, x := range append(append(append([]string{}, f.Before.Categories...), f.After.Categories...), f.Tags...) {
+					other[x] = true
+				}
+				continue
+			}
+			var dirs []string
+			switch {
+			case e.Kind == KindScoreDrift:
+				switch e.Direction {
+				case Tightened:
+					dirs = []string{Up}
+				case Loosened:
+					dirs = []string{Down}
+				case Mixed:
+					dirs = []string{Up, Down}
+				}
+			case sd.revert:
+				dirs = []string{flipDir(f.After, f.Before, c.Category)}
+			default:
+				dirs = []string{flipDir(f.Before, f.After, c.Category)}
+			}
+			matched, opp := false, false
+			for _, d := range dirs {
+				switch {
+				case d == c.Direction:
+					matched = true
+				case d != "":
+					opp = true
+				}
+			}
+			switch {
+			case matched:
+				m.same++
+				if m.firstRun == 0 || sd.run < m.firstRun {
+					m.firstRun, m.revert = sd.run, sd.revert
+				}
+			case opp:
+				m.opposite++
+			default:
+				m.neutral++
+			}
+		}
+	}
+	for x := range other {
+		m.others = append(m.others, x)
+	}
+	sort.Strings(m.others)
+	return m
+}
+
+func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeReport {
+	cr := ChangeReport{Target: c.Target, Category: c.Category, ChangeAt: c.At, BeforeRate: c.Before, AfterRate: c.After,
+		RateUnit: "blocked_per_interval", Direction: c.Direction, Events: []int64{}, Tolerance: fmtDuration(tol)}
+	if c.HasTotal {
+		z := c.Z
+		cr.Z, cr.RateUnit = &z, "share"
+	}
+	start, end := s.Span()
+	var degBefore, degAfter int
+	for _, i := range a.runsOf[c.Target] {
+		r := a.h.Runs[i]
+		if r.StartedAt.Before(start) || !r.StartedAt.Before(end) {
+			continue
+		}
+		before := r.StartedAt.Before(c.At)
+		ok := a.complete(i, c.Target)
+		switch {
+		case before && ok:
+			cr.RunsBefore++
+		case before:
+			degBefore++
+		case ok:
+			cr.RunsAfter++
+		default:
+			degAfter++
+		}
+	}
+	var same, opposite, neutral, others []eventMatch
+	for _, e := range a.byTgt[c.Target] {
+		m := a.match(e, c.Target, c, tol)
+		switch {
+		case m.same > 0:
+			same = append(same, m)
+		case m.opposite > 0:
+			opposite = append(opposite, m)
+		case m.neutral > 0:
+			neutral = append(neutral, m)
+		case m.anyInWind:
+			others = append(others, m)
+		}
+	}
+	cat := catLabel(c.Category)
+	at := c.At.UTC().Format(time.RFC3339)
+	set := func(attr string, ms []eventMatch, format string, args ...any) ChangeReport {
+		cr.Attribution, cr.Reason = attr, fmt.Sprintf(format, args...)
+		for _, m := range ms {
+			cr.Events = append(cr.Events, m.ev.ID)
+		}
+		return cr
+	}
+	if len(same) > 0 {
+		var parts []string
+		for _, m := range same {
+			r := a.h.Runs[a.runs[m.firstRun]]
+			note := ""
+			if m.opposite > 0 {
+				note = fmt.Sprintf("; %d of its flips went the other way", m.opposite)
+			}
+			from := "from run"
+			if m.revert {
+				from = "reverting, confirmed in run"
+			}
+			parts = append(parts, fmt.Sprintf("event %d (%s, %s%s) flipped %d probe(s) on %s %s %s %d (started %s)",
+				m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, wayOf(c.Direction), from, m.firstRun, r.StartedAt.UTC().Format(time.RFC3339)))
+		}
+		return set(Provider, same, "%s, within %s of the change at %s: the provider changed %s on identical probe bytes",
+			strings.Join(parts, "; "), fmtDuration(tol), at, cat)
+	}
+	if len(opposite) > 0 {
+		return set(Inconclusive, opposite, "%s in the same window moved %s on %s the other way (%s): the probes do not explain a move %s",
+			eventList(opposite), cat, c.Target, eventDirs(opposite), c.Direction)
+	}
+	if len(neutral) > 0 {
+		return set(Inconclusive, neutral, "%s in the same window touched %s on %s without changing whether its probes block (%s)",
+			eventList(neutral), cat, c.Target, eventDirs(neutral))
+	}
+	if c.Category != "" && a.h.Coverage[c.Category] == 0 {
+		return set(Inconclusive, nil, "the corpus covers no %s: no probe is tagged with it, so the control group says nothing (add probes for it)", c.Category)
+	}
+	if c.Category == "" && a.h.CorpusProbes == 0 {
+		return set(Inconclusive, nil, "no corpus probes: the control group says nothing")
+	}
+	if len(others) > 0 {
+		var parts []string
+		for _, m := range others {
+			cats := "uncategorized probes"
+			if len(m.others) > 0 {
+				cats = strings.Join(m.others, ", ")
+			}
+			parts = append(parts, fmt.Sprintf("event %d (%s, %s: %s)", m.ev.ID, m.ev.Kind, m.ev.Direction, cats))
+		}
+		return set(Inconclusive, others, "the %s probes held still, but the provider changed other categories on %s in the same window: %s",
+			cat, c.Target, strings.Join(parts, "; "))
+	}
+	switch {
+	case cr.RunsBefore == 0 && degBefore > 0:
+		return set(Inconclusive, nil, "the %d run(s) of %s before the change within the series were degraded or aborted: they confirm nothing", degBefore, c.Target)
+	case cr.RunsBefore == 0:
+		return set(Inconclusive, nil, "no complete run of %s between the series' start (%s) and the change: the probes' state before it is unknown",
+			c.Target, start.UTC().Format(time.RFC3339))
+	case cr.RunsAfter < a.confirm && degAfter > 0:
+		return set(Inconclusive, nil, "%d complete run(s) of %s after the change within the series (%d degraded or aborted); a flip needs %d (confirm_runs) to be confirmed",
+			cr.RunsAfter, c.Target, degAfter, a.confirm)
+	case cr.RunsAfter < a.confirm:
+		return set(Inconclusive, nil, "%d complete run(s) of %s after the change within the series (until %s); a flip needs %d (confirm_runs) to be confirmed",
+			cr.RunsAfter, c.Target, end.UTC().Format(time.RFC3339), a.confirm)
+	}
+	held := fmt.Sprintf("the %d corpus probe(s) tagged %s", a.h.Coverage[c.Category], c.Category)
+	if c.Category == "" {
+		held = fmt.Sprintf("the corpus's %d probes", a.h.CorpusProbes)
+	}
+	return set(Traffic, nil, "%s held still on %s: %d complete run(s) before and %d after the change, no event in the window: the customers' content changed",
+		held, c.Target, cr.RunsBefore, cr.RunsAfter)
+}
+
+// fmtDuration renders d without zero trailing units: 2h, 90m, 1h30m.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func catLabel(c string) string {
+	if c == "" {
+		return "all categories"
+	}
+	return c
+}
+
+func wayOf(dir string) string {
+	if dir == Up {
+		return "to stricter"
+	}
+	return "to looser"
+}
+
+func eventList(ms []eventMatch) string {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = strconv.FormatInt(m.ev.ID, 10)
+	}
+	if len(ids) == 1 {
+		return "event " + ids[0]
+	}
+	return "events " + strings.Join(ids, ", ")
+}
+
+func eventDirs(ms []eventMatch) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf("%d: %s %s", m.ev.ID, m.ev.Kind, m.ev.Direction)
+	}
+	return strings.Join(parts, "; ")
+}

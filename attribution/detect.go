@@ -1,0 +1,253 @@
+package attribution
+
+import (
+	"math"
+	"time"
+)
+
+// DetectOptions tune change detection. Zero values take the defaults.
+type DetectOptions struct {
+	// MinZ: with totals, the two-proportion z-test's |z| a change needs
+	// (default 3). It is also the Welch t the per-interval values must
+	// reach, with or without totals, so a single spike or overdispersed
+	// noise is not a change.
+	MinZ float64
+	// MinPoints: points a change needs on each side (default 3).
+	MinPoints int
+	// MinChange: without totals, the relative change of the mean blocked
+	// count per interval a change needs (default 0.5: ±50%).
+	MinChange float64
+	// MinRateChange: with totals, the relative change of the block rate a
+	// change also needs (default 0: off). At high volumes |z| >= 3 flags
+	// moves too small to matter; 0.2 asks for ±20% as well.
+	MinRateChange float64
+}
+
+// Defaults.
+const (
+	DefaultMinZ      = 3
+	DefaultMinPoints = 3
+	DefaultMinChange = 0.5
+)
+
+func (o DetectOptions) withDefaults() DetectOptions {
+	if o.MinZ <= 0 {
+		o.MinZ = DefaultMinZ
+	}
+	if o.MinPoints <= 0 {
+		o.MinPoints = DefaultMinPoints
+	}
+	if o.MinChange <= 0 {
+		o.MinChange = DefaultMinChange
+	}
+	if o.MinRateChange < 0 {
+		o.MinRateChange = 0
+	}
+	return o
+}
+
+// Directions of a production change.
+const (
+	Up   = "up"   // more blocking
+	Down = "down" // less blocking
+)
+
+// Change is a significant shift in one series.
+type Change struct {
+	Segment
+	// At is the start of the first interval after the split.
+	At time.Time
+	// Before and After are blocked/total over each side with totals, else
+	// the mean blocked count per interval.
+	Before, After float64
+	Direction     string // Up or Down
+	// Z is the two-proportion z statistic (with totals only).
+	Z        float64
+	HasTotal bool
+	// Split is the index of the first point after the change.
+	Split int
+}
+
+// Detect finds the single best change point of s and reports it when it
+// is significant.
+//
+// With totals the split maximizes the binomial log-likelihood ratio of
+// "two rates" against "one rate"; it is a change when the two-proportion
+// z-test gives |z| >= MinZ, the rate moved by at least MinRateChange of
+// its before value, and the per-interval rates separate by a Welch t of at
+// least MinZ. Without totals the split maximizes the reduction in squared
+// error of a mean shift (the Gaussian likelihood ratio); it is a change
+// when the mean moved by at least MinChange of its before value (any move
+// from zero counts) and by a Welch t of at least MinZ. Either way each
+// side needs MinPoints points. Ties go to the earliest split, so the
+// result is deterministic.
+func Detect(s *Series, o DetectOptions) (Change, bool) {
+	o = o.withDefaults()
+	pts := s.Points
+	n, m := len(pts), o.MinPoints
+	if n < 2*m {
+		return Change{}, false
+	}
+	if s.HasTotals() {
+		return detectRate(s, o)
+	}
+	return detectMean(s, o)
+}
+
+// xlogy is x·ln(y) with 0·ln(0) = 0.
+func xlogy(x, y float64) float64 {
+	if x == 0 {
+		return 0
+	}
+	return x * math.Log(y)
+}
+
+// binomLL is the maximized binomial log-likelihood of b successes in t.
+func binomLL(b, t float64) float64 {
+	if t <= 0 {
+		return 0
+	}
+	p := b / t
+	return xlogy(b, p) + xlogy(t-b, 1-p)
+}
+
+func detectRate(s *Series, o DetectOptions) (Change, bool) {
+	pts := s.Points
+	n, m := len(pts), o.MinPoints
+	cb, ct := make([]float64, n+1), make([]float64, n+1)
+	for i, p := range pts {
+		cb[i+1], ct[i+1] = cb[i]+p.Blocked, ct[i]+p.Total
+	}
+	all := binomLL(cb[n], ct[n])
+	best, bestLLR := -1, 0.0
+	for k := m; k <= n-m; k++ {
+		llr := binomLL(cb[k], ct[k]) + binomLL(cb[n]-cb[k], ct[n]-ct[k]) - all
+		if llr > bestLLR*(1+1e-12)+1e-12 {
+			best, bestLLR = k, llr
+		}
+	}
+	if best < 0 {
+		return Change{}, false
+	}
+	b1, t1 := cb[best], ct[best]
+	b2, t2 := cb[n]-b1, ct[n]-t1
+	if t1 <= 0 || t2 <= 0 {
+		return Change{}, false
+	}
+	p1, p2 := b1/t1, b2/t2
+	pool := (b1 + b2) / (t1 + t2)
+	se := math.Sqrt(pool * (1 - pool) * (1/t1 + 1/t2))
+	if se == 0 || math.IsNaN(se) {
+		return Change{}, false
+	}
+	z := (p2 - p1) / se
+	if math.Abs(z) < o.MinZ || relChange(p1, p2) < o.MinRateChange {
+		return Change{}, false
+	}
+	var r1, r2 []float64
+	for i, p := range pts {
+		if p.Total <= 0 {
+			continue
+		}
+		if i < best {
+			r1 = append(r1, p.Blocked/p.Total)
+		} else {
+			r2 = append(r2, p.Blocked/p.Total)
+		}
+	}
+	if !consistent(r1, r2, z > 0, o.MinZ) {
+		return Change{}, false
+	}
+	return newChange(s, best, p1, p2, z, true), true
+}
+
+func detectMean(s *Series, o DetectOptions) (Change, bool) {
+	pts := s.Points
+	n, m := len(pts), o.MinPoints
+	cs := make([]float64, n+1)
+	for i, p := range pts {
+		cs[i+1] = cs[i] + p.Blocked
+	}
+	best, bestGain := -1, 0.0
+	for k := m; k <= n-m; k++ {
+		m1, m2 := cs[k]/float64(k), (cs[n]-cs[k])/float64(n-k)
+		gain := float64(k) * float64(n-k) / float64(n) * (m1 - m2) * (m1 - m2)
+		if gain > bestGain*(1+1e-12)+1e-12 {
+			best, bestGain = k, gain
+		}
+	}
+	if best < 0 {
+		return Change{}, false
+	}
+	m1, m2 := cs[best]/float64(best), (cs[n]-cs[best])/float64(n-best)
+	if relChange(m1, m2) < o.MinChange {
+		return Change{}, false
+	}
+	v1, v2 := make([]float64, 0, best), make([]float64, 0, n-best)
+	for i, p := range pts {
+		if i < best {
+			v1 = append(v1, p.Blocked)
+		} else {
+			v2 = append(v2, p.Blocked)
+		}
+	}
+	if !consistent(v1, v2, m2 > m1, o.MinZ) {
+		return Change{}, false
+	}
+	return newChange(s, best, m1, m2, 0, false), true
+}
+
+func newChange(s *Series, k int, before, after, z float64, totals bool) Change {
+	dir := Up
+	if after < before {
+		dir = Down
+	}
+	return Change{Segment: s.Segment, At: s.Points[k].Time, Before: before, After: after, Direction: dir, Z: z, HasTotal: totals, Split: k}
+}
+
+// relChange is |b−a|/a, +Inf when a is 0 and b is not.
+func relChange(a, b float64) float64 {
+	if a == 0 {
+		if b == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return math.Abs(b-a) / a
+}
+
+// consistent reports whether the values after the split sit on the
+// expected side of those before by a Welch t of at least minT. With fewer
+// than two values on a side there is no variance to test: it holds.
+func consistent(before, after []float64, up bool, minT float64) bool {
+	if len(before) < 2 || len(after) < 2 {
+		return true
+	}
+	m1, v1 := meanVar(before)
+	m2, v2 := meanVar(after)
+	d := m2 - m1
+	if !up {
+		d = -d
+	}
+	if d <= 0 {
+		return false
+	}
+	se := math.Sqrt(v1/float64(len(before)) + v2/float64(len(after)))
+	if se == 0 {
+		return true
+	}
+	return d/se >= minT
+}
+
+func meanVar(v []float64) (float64, float64) {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	m := s / float64(len(v))
+	var ss float64
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	return m, ss / float64(len(v)-1)
+}

@@ -1,0 +1,135 @@
+package attribution
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// series builds an hourly series from promT0; totals < 0 means none.
+func series(blocked []float64, total float64) *Series {
+	s := &Series{Segment: Segment{Target: "sim-a", Category: "violence"}, Step: time.Hour}
+	for i, b := range blocked {
+		p := Point{Time: promT0.Add(time.Duration(i) * time.Hour), Blocked: b}
+		if total >= 0 {
+			p.Total, p.HasTotal = total, true
+		}
+		s.Points = append(s.Points, p)
+	}
+	return s
+}
+
+func TestDetectWithTotals(t *testing.T) {
+	cases := []struct {
+		name    string
+		blocked []float64
+		total   float64
+		o       DetectOptions
+		change  bool
+		dir     string
+		split   int
+	}{
+		{"clear step up", []float64{10, 12, 9, 11, 30, 28, 33, 31}, 1000, DetectOptions{}, true, Up, 4},
+		{"clear step down", []float64{30, 28, 33, 31, 29, 10, 12, 9}, 1000, DetectOptions{}, true, Down, 5},
+		{"no change", []float64{10, 10, 10, 10, 10, 10, 10, 10}, 1000, DetectOptions{}, false, "", 0},
+		{"no blocks at all", []float64{0, 0, 0, 0, 0, 0}, 1000, DetectOptions{}, false, "", 0},
+		{"every request blocked", []float64{50, 50, 50, 50, 50, 50}, 50, DetectOptions{}, false, "", 0},
+		// Binomial noise around 1%: z stays under 3.
+		{"noise below threshold", []float64{10, 12, 8, 11, 9, 13, 10, 12}, 1000, DetectOptions{}, false, "", 0},
+		// A real but small move on few requests: |z| < 3.
+		{"small sample", []float64{1, 2, 1, 3, 4, 3}, 100, DetectOptions{}, false, "", 0},
+		{"too few points", []float64{10, 10, 30, 30, 30}, 1000, DetectOptions{}, false, "", 0},
+		{"enough with --min-points 2", []float64{10, 11, 30, 31}, 1000, DetectOptions{MinPoints: 2}, true, Up, 2},
+		// The jump is two points from the end: no split has three after it
+		// that sit consistently higher.
+		{"change too recent", []float64{10, 10, 10, 10, 10, 30, 30}, 1000, DetectOptions{}, false, "", 0},
+		// One hour of 5% among 1%: overwhelming z, but the intervals after the
+		// split do not sit consistently higher: not a change.
+		{"single spike", []float64{10, 11, 10, 9, 50, 10, 11, 10}, 1000, DetectOptions{}, false, "", 0},
+		// At high volume a 1% → 1.05% move is significant but tiny.
+		{"tiny move at volume", []float64{10000, 10010, 9990, 10005, 10500, 10490, 10510, 10505}, 1e6, DetectOptions{}, true, Up, 4},
+		{"tiny move, --min-rate-change 0.2", []float64{10000, 10010, 9990, 10005, 10500, 10490, 10510, 10505}, 1e6, DetectOptions{MinRateChange: 0.2}, false, "", 0},
+		{"stricter --min-z", []float64{10, 12, 9, 11, 20, 19, 21, 20}, 1000, DetectOptions{MinZ: 10}, false, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := series(c.blocked, c.total)
+			ch, ok := Detect(s, c.o)
+			if ok != c.change {
+				t.Fatalf("change %v (%+v), want %v", ok, ch, c.change)
+			}
+			if !ok {
+				return
+			}
+			if ch.Direction != c.dir || ch.Split != c.split || !ch.At.Equal(s.Points[c.split].Time) || !ch.HasTotal || ch.Segment != s.Segment {
+				t.Fatalf("%+v, want %s at %d", ch, c.dir, c.split)
+			}
+			if (c.dir == Up) != (ch.Z > 0) || math.Abs(ch.Z) < DefaultMinZ {
+				t.Fatalf("z %v", ch.Z)
+			}
+		})
+	}
+	// Before and after are the pooled rates on each side.
+	ch, _ := Detect(series([]float64{10, 12, 9, 11, 30, 28, 33, 31}, 1000), DetectOptions{})
+	if ch.Before != 42.0/4000 || ch.After != 122.0/4000 {
+		t.Fatalf("rates %v %v", ch.Before, ch.After)
+	}
+	// z is the two-proportion statistic: (p2-p1)/sqrt(p(1-p)(1/n1+1/n2)).
+	p := 164.0 / 8000
+	if want := (ch.After - ch.Before) / math.Sqrt(p*(1-p)*(2.0/4000)); math.Abs(ch.Z-want) > 1e-9 {
+		t.Fatalf("z %v, want %v", ch.Z, want)
+	}
+}
+
+func TestDetectWithoutTotals(t *testing.T) {
+	cases := []struct {
+		name    string
+		blocked []float64
+		o       DetectOptions
+		change  bool
+		dir     string
+		split   int
+	}{
+		{"clear step up", []float64{100, 104, 98, 101, 160, 158, 163, 161}, DetectOptions{}, true, Up, 4},
+		{"clear step down", []float64{200, 210, 190, 90, 95, 100}, DetectOptions{}, true, Down, 3},
+		{"from zero", []float64{0, 0, 0, 5, 6, 5}, DetectOptions{}, true, Up, 3},
+		{"no change", []float64{50, 50, 50, 50, 50, 50}, DetectOptions{}, false, "", 0},
+		// +30% is under the default 50%.
+		{"below --min-change", []float64{100, 101, 99, 130, 131, 129}, DetectOptions{}, false, "", 0},
+		{"--min-change 0.2", []float64{100, 101, 99, 130, 131, 129}, DetectOptions{MinChange: 0.2}, true, Up, 3},
+		// Large swings both ways: the means differ by 60% but the intervals overlap.
+		{"noise", []float64{100, 20, 180, 60, 200, 150, 250, 140}, DetectOptions{}, false, "", 0},
+		{"single spike", []float64{10, 10, 10, 10, 10, 100, 10, 10, 10}, DetectOptions{}, false, "", 0},
+		{"too few points", []float64{1, 1, 9, 9}, DetectOptions{}, false, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := series(c.blocked, -1)
+			ch, ok := Detect(s, c.o)
+			if ok != c.change {
+				t.Fatalf("change %v (%+v), want %v", ok, ch, c.change)
+			}
+			if ok && (ch.Direction != c.dir || ch.Split != c.split || ch.HasTotal || ch.Z != 0) {
+				t.Fatalf("%+v, want %s at %d", ch, c.dir, c.split)
+			}
+		})
+	}
+	ch, _ := Detect(series([]float64{100, 104, 98, 101, 160, 158, 163, 161}, -1), DetectOptions{})
+	if ch.Before != 100.75 || ch.After != 160.5 {
+		t.Fatalf("means %v %v", ch.Before, ch.After)
+	}
+}
+
+// Ties go to the earliest split, whatever the order of evaluation.
+func TestDetectDeterministic(t *testing.T) {
+	s := series([]float64{10, 10, 10, 40, 40, 40, 40, 40, 40, 10, 10, 10}, 1000)
+	first, ok := Detect(s, DetectOptions{})
+	if !ok {
+		t.Fatal("no change")
+	}
+	for i := 0; i < 20; i++ {
+		if ch, _ := Detect(s, DetectOptions{}); ch != first {
+			t.Fatalf("run %d: %+v vs %+v", i, ch, first)
+		}
+	}
+}

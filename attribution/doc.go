@@ -1,0 +1,55 @@
+// Package attribution tells provider changes from customer-content shifts.
+//
+// The corpus is the control group. Production block counts per segment
+// (target × normalized category) are read from a JSONL file or a Prometheus
+// range query; each series gets at most one change point; each change is
+// then set against driftprobe's probe history on the same target:
+//
+//   - provider: an event involving the target has probe flips that started
+//     in the same window, moved blocking in the same direction, and touch
+//     the production category (the probes' before/after categories or their
+//     corpus tags; the empty category, "all blocks", matches any).
+//   - traffic: the corpus covers the category, the target has complete,
+//     non-degraded runs on both sides of the change (at least one before,
+//     at least confirm_runs after, within the series' span) and no event
+//     touched the target in the window: the probes held still, so the
+//     customers' content moved.
+//   - inconclusive, with a reason: an event moved the category the other
+//     way or without changing whether it blocks, the corpus does not cover
+//     the category, an event in other categories only happened in the same
+//     window, or runs are missing or degraded on one side.
+//
+// # Contracts
+//
+// Segments: a Series' Target is a configured target name; its Category is
+// "" (every block on the target) or a name in driftprobe's normalized
+// vocabulary (probes.Categories), see NormalizeCategory.
+//
+// Points: a Point's Time is the start of the interval its counts cover.
+// Series hold their points in ascending time order without duplicates.
+// Either every point of a series has a request total or none has.
+//
+// Windows: a flip first seen in run R on target T is "in the window" of a
+// production change at time C when C lies within
+// [start of T's last complete run before R − tolerance, start of R + tolerance]:
+// the provider changed somewhere between the last run that still saw the
+// old verdict and the run that saw the new one, and production is only
+// resolved to its interval. A revert recorded in run R is treated as a flip
+// in the opposite direction whose earliest start is confirm_runs runs of T
+// before R. The tolerance defaults to twice the series' step (the
+// Prometheus --step, or the median spacing of the series' JSONL points; 2h
+// when a series has a single point).
+//
+// Direction: production "up" (more blocking) matches flips that made the
+// target stricter — a probe went from not blocked to blocked (diff's
+// "tightened"), or, for a specific category, a blocked probe gained that
+// category (part of "recategorized"); "down" matches the converse
+// ("loosened"). A "mixed" event matches through those of its flips that go
+// the production's way. score_drift events (scores moved on identical bytes
+// without a verdict flip) count with their own direction; nondeterminism
+// events are never evidence.
+//
+// Nothing here reads the database or the network except Prometheus.Load:
+// the caller builds a History (internal/app does, from the store and the
+// corpus), so every rule is testable with plain values.
+package attribution

@@ -1,0 +1,437 @@
+package attribution
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/internal/yamlx"
+)
+
+// Prometheus reads production counts with range queries
+// (GET URL/api/v1/query_range, https://prometheus.io/docs/prometheus/latest/querying/api/#range-queries).
+//
+// Query must return blocked requests per step per segment, e.g.
+//
+//	sum by (target, category) (increase(llm_blocked_total[1h]))
+//
+// with Step 1h: the sample at time t counts the interval (t−Step, t], so
+// its Point starts at t−Step. Each series' TargetLabel names a configured
+// target and its CategoryLabel a category (missing or empty: all blocks on
+// the target). Series mapping to the same segment are summed. TotalQuery,
+// when set, returns requests per step per target (any category label is
+// ignored: totals are summed per target); a blocked sample then needs a
+// total at the same timestamp, else it is dropped with a warning.
+//
+// Series without a configured target, or with a category outside the
+// vocabulary, are skipped and listed in Production.Skipped; NaN, infinite
+// and negative samples are dropped with a warning. A transport failure, a
+// non-2xx answer or a body that is not the documented JSON envelope is an
+// error; an answer with status "error" is an *APIError.
+type Prometheus struct {
+	URL           string // API root, e.g. http://prometheus:9090 (a path prefix is kept)
+	Query         string
+	TotalQuery    string // optional
+	TargetLabel   string // default "target"
+	CategoryLabel string // default "category"
+	Start, End    time.Time
+	Step          time.Duration
+	Client        *http.Client // nil: a client with a two-minute timeout
+}
+
+// MaxPoints is the most points per series Prometheus returns for a range
+// query (it refuses more).
+const MaxPoints = 11000
+
+// maxBody bounds a Prometheus answer.
+const maxBody = 64 << 20
+
+// InputError is a problem with the user's input (a flag, a query the
+// server rejected as bad data): exit 2, not a runtime failure.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErr(format string, args ...any) error { return &InputError{fmt.Errorf(format, args...)} }
+
+// APIError is an answer with status "error" (errorType, error), as the
+// Prometheus HTTP API documents them.
+type APIError struct {
+	HTTPStatus int
+	Type       string // errorType: bad_data, execution, timeout, canceled, internal, unavailable, not_found, ...
+	Message    string // untrusted server text, escaped by Error
+	Query      string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("prometheus rejected the query %s: %s (HTTP %d): %s", strconv.Quote(truncate(e.Query, 200)), Clean(e.Type), e.HTTPStatus, Clean(truncate(e.Message, 500)))
+}
+
+// BadRequest reports whether the server rejected the query or its
+// parameters (errorType bad_data): the user's input is wrong.
+func (e *APIError) BadRequest() bool { return e.Type == "bad_data" }
+
+// IsInput reports whether err is a problem with the user's input (a JSONL
+// error, a bad flag, a query the server called bad data) rather than a
+// runtime failure.
+func IsInput(err error) bool {
+	var ie *InputError
+	var ae *APIError
+	return yamlx.IsInputError(err) || errors.As(err, &ie) || (errors.As(err, &ae) && ae.BadRequest())
+}
+
+// AlignRange returns the range ending at end truncated to a multiple of
+// step and starting since before it: repeated runs query the same steps.
+func AlignRange(end time.Time, since, step time.Duration) (time.Time, time.Time) {
+	if step > 0 {
+		end = end.Truncate(step)
+	}
+	return end.Add(-since), end
+}
+
+// Check validates the query parameters (InputError).
+func (p *Prometheus) Check() error {
+	u, err := url.Parse(p.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return inputErr("--prometheus %s: want an http(s) URL such as http://prometheus:9090", strconv.Quote(p.URL))
+	}
+	if strings.TrimSpace(p.Query) == "" {
+		return inputErr("--query is required with --prometheus")
+	}
+	if p.Step < time.Second {
+		return inputErr("--step %s: want at least 1s", p.Step)
+	}
+	if !p.End.After(p.Start) {
+		return inputErr("the range is empty: --since must be positive")
+	}
+	if n := int64(p.End.Sub(p.Start)/p.Step) + 1; n > MaxPoints {
+		return inputErr("--since %s at --step %s asks for %d points per series; Prometheus refuses more than %d: raise --step or shorten --since",
+			p.End.Sub(p.Start), p.Step, n, MaxPoints)
+	}
+	if p.targetLabel() == p.categoryLabel() {
+		return inputErr("--target-label and --category-label must differ")
+	}
+	return nil
+}
+
+func (p *Prometheus) targetLabel() string {
+	if p.TargetLabel == "" {
+		return "target"
+	}
+	return p.TargetLabel
+}
+
+func (p *Prometheus) categoryLabel() string {
+	if p.CategoryLabel == "" {
+		return "category"
+	}
+	return p.CategoryLabel
+}
+
+// Load implements Source.
+func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	known := targetSet(targets)
+	prod := &Production{Skipped: []SkippedSeries{}}
+	series, warns, err := p.query(ctx, p.Query)
+	if err != nil {
+		return nil, err
+	}
+	prod.Warnings = append(prod.Warnings, warns...)
+	tl, cl := p.targetLabel(), p.categoryLabel()
+	skip := func(query string, labels map[string]string, format string, args ...any) {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		prod.Skipped = append(prod.Skipped, SkippedSeries{Query: query, Labels: labels, Reason: fmt.Sprintf(format, args...)})
+	}
+	blocked := map[Segment]map[int64]float64{}
+	bad := map[Segment]int{}
+	for _, s := range series {
+		tgt := s.Metric[tl]
+		switch {
+		case tgt == "":
+			skip("blocked", s.Metric, "no %s label", strconv.Quote(tl))
+			continue
+		case !known[tgt]:
+			skip("blocked", s.Metric, "target %s is not in the config", strconv.Quote(tgt))
+			continue
+		}
+		cat, err := NormalizeCategory(s.Metric[cl])
+		if err != nil {
+			skip("blocked", s.Metric, "%s label: %v", cl, err)
+			continue
+		}
+		seg := Segment{Target: tgt, Category: cat}
+		if blocked[seg] == nil {
+			blocked[seg] = map[int64]float64{}
+		}
+		for _, v := range s.Values {
+			ms, val, ok := sample(v)
+			if !ok {
+				bad[seg]++
+				continue
+			}
+			blocked[seg][ms] += val
+		}
+	}
+	var totals map[string]map[int64]float64
+	if strings.TrimSpace(p.TotalQuery) != "" {
+		tseries, warns, err := p.query(ctx, p.TotalQuery)
+		if err != nil {
+			return nil, err
+		}
+		prod.Warnings = append(prod.Warnings, warns...)
+		totals = map[string]map[int64]float64{}
+		for _, s := range tseries {
+			tgt := s.Metric[tl]
+			switch {
+			case tgt == "":
+				skip("total", s.Metric, "no %s label", strconv.Quote(tl))
+				continue
+			case !known[tgt]:
+				skip("total", s.Metric, "target %s is not in the config", strconv.Quote(tgt))
+				continue
+			}
+			if totals[tgt] == nil {
+				totals[tgt] = map[int64]float64{}
+			}
+			for _, v := range s.Values {
+				ms, val, ok := sample(v)
+				if !ok {
+					bad[Segment{Target: tgt, Category: "(total)"}]++
+					continue
+				}
+				totals[tgt][ms] += val
+			}
+		}
+	}
+	segs := make([]Segment, 0, len(blocked))
+	for seg := range blocked {
+		segs = append(segs, seg)
+	}
+	sort.Slice(segs, func(i, j int) bool {
+		if segs[i].Target != segs[j].Target {
+			return segs[i].Target < segs[j].Target
+		}
+		return segs[i].Category < segs[j].Category
+	})
+	for _, seg := range segs {
+		byTime := blocked[seg]
+		times := make([]int64, 0, len(byTime))
+		for ms := range byTime {
+			times = append(times, ms)
+		}
+		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+		s := &Series{Segment: seg, Step: p.Step}
+		noTotal, over := 0, 0
+		for _, ms := range times {
+			pt := Point{Time: time.UnixMilli(ms).UTC().Add(-p.Step), Blocked: byTime[ms]}
+			if totals != nil {
+				tot, ok := totals[seg.Target][ms]
+				if !ok {
+					noTotal++
+					continue
+				}
+				// increase() extrapolates: allow rounding, drop real excess.
+				if pt.Blocked > tot*(1+1e-9)+1e-9 {
+					over++
+					continue
+				}
+				pt.Blocked = math.Min(pt.Blocked, tot)
+				pt.Total, pt.HasTotal = tot, true
+			}
+			s.Points = append(s.Points, pt)
+		}
+		name := fmt.Sprintf("target %s, category %s", seg.Target, catName(seg.Category))
+		if noTotal > 0 {
+			prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: %s: %d sample(s) without a total at the same time: dropped", name, noTotal))
+		}
+		if over > 0 {
+			prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: %s: %d sample(s) with more blocked than total requests: dropped", name, over))
+		}
+		if len(s.Points) > 0 {
+			prod.Series = append(prod.Series, s)
+		}
+	}
+	badSegs := make([]Segment, 0, len(bad))
+	for seg := range bad {
+		badSegs = append(badSegs, seg)
+	}
+	sort.Slice(badSegs, func(i, j int) bool {
+		return badSegs[i].Target+"\x00"+badSegs[i].Category < badSegs[j].Target+"\x00"+badSegs[j].Category
+	})
+	for _, seg := range badSegs {
+		prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: target %s, category %s: %d sample(s) NaN, infinite, negative or malformed: skipped",
+			seg.Target, catName(seg.Category), bad[seg]))
+	}
+	sortSeries(prod.Series)
+	return prod, nil
+}
+
+// promEnvelope is the documented response envelope.
+type promEnvelope struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+	Warnings  []string        `json:"warnings"`
+	Infos     []string        `json:"infos"`
+}
+
+type promData struct {
+	ResultType string       `json:"resultType"`
+	Result     []promSeries `json:"result"`
+}
+
+// promSeries is one series of a matrix: labels and [unix_time, "value"]
+// pairs.
+type promSeries struct {
+	Metric map[string]string   `json:"metric"`
+	Values [][]json.RawMessage `json:"values"`
+}
+
+// sample reads one [unix_time, "value"] pair: the time in milliseconds and
+// a finite, non-negative value.
+func sample(v []json.RawMessage) (int64, float64, bool) {
+	if len(v) != 2 {
+		return 0, 0, false
+	}
+	ts, err := strconv.ParseFloat(string(v[0]), 64)
+	if err != nil || math.IsNaN(ts) || math.IsInf(ts, 0) || ts < 0 || ts > 1e11 {
+		return 0, 0, false
+	}
+	var s string
+	if json.Unmarshal(v[1], &s) != nil {
+		return 0, 0, false
+	}
+	val, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(val) || math.IsInf(val, 0) || val < 0 {
+		return 0, 0, false
+	}
+	return int64(math.Round(ts * 1000)), val, true
+}
+
+func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []string, error) {
+	u, _ := url.Parse(p.URL) // Check parsed it
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/query_range"
+	u.RawPath = ""
+	v := u.Query()
+	v.Set("query", q)
+	v.Set("start", p.Start.UTC().Format(time.RFC3339))
+	v.Set("end", p.End.UTC().Format(time.RFC3339))
+	v.Set("step", strconv.FormatFloat(p.Step.Seconds(), 'f', -1, 64))
+	u.RawQuery = v.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, nil, inputErr("--prometheus: %v", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "driftprobe-attribute")
+	client := p.Client
+	if client == nil {
+		client = &http.Client{Timeout: 2 * time.Minute}
+	}
+	where := u.Redacted()
+	if i := strings.IndexByte(where, '?'); i >= 0 {
+		where = where[:i]
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text repeats the URL with the whole query
+		}
+		return nil, nil, fmt.Errorf("prometheus %s: %w", where, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("prometheus %s: reading the answer: %w", where, err)
+	}
+	if len(body) > maxBody {
+		return nil, nil, fmt.Errorf("prometheus %s: answer larger than %d MB: narrow the query or raise --step", where, maxBody>>20)
+	}
+	var env promEnvelope
+	jerr := json.Unmarshal(body, &env)
+	if jerr == nil && env.Status == "error" {
+		return nil, nil, &APIError{HTTPStatus: resp.StatusCode, Type: env.ErrorType, Message: env.Error, Query: q}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, nil, fmt.Errorf("prometheus %s: HTTP %d: %s", where, resp.StatusCode, Clean(truncate(strings.TrimSpace(string(body)), 200)))
+	}
+	if jerr != nil {
+		return nil, nil, fmt.Errorf("prometheus %s: the answer is not the API's JSON (%v): %s", where, jerr, Clean(truncate(strings.TrimSpace(string(body)), 200)))
+	}
+	if env.Status != "success" {
+		return nil, nil, fmt.Errorf("prometheus %s: answer status %s, want success", where, strconv.Quote(truncate(env.Status, 64)))
+	}
+	var data promData
+	if err := json.Unmarshal(env.Data, &data); err != nil {
+		return nil, nil, fmt.Errorf("prometheus %s: the answer's data is not a query result: %v", where, err)
+	}
+	if data.ResultType != "matrix" {
+		return nil, nil, fmt.Errorf("prometheus %s: result type %s, want matrix (a range query)", where, strconv.Quote(truncate(data.ResultType, 64)))
+	}
+	var warns []string
+	for _, w := range env.Warnings {
+		warns = append(warns, "prometheus warning: "+Clean(truncate(w, 500)))
+	}
+	for _, w := range env.Infos {
+		warns = append(warns, "prometheus info: "+Clean(truncate(w, 500)))
+	}
+	return data.Result, warns, nil
+}
+
+// ParseDuration reads a duration as time.ParseDuration does, also
+// accepting days (d) and weeks (w) as Prometheus does: "7d", "1w", "1d12h".
+func ParseDuration(s string) (time.Duration, error) {
+	in := strings.TrimSpace(s)
+	if in == "" {
+		return 0, fmt.Errorf("empty duration")
+	}
+	var total time.Duration
+	rest := in
+	for rest != "" {
+		i := 0
+		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9') {
+			i++
+		}
+		if i == 0 || i == len(rest) || (rest[i] != 'd' && rest[i] != 'w') {
+			break
+		}
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if err != nil || n > 100*365 {
+			return 0, fmt.Errorf("%q: out of range", s)
+		}
+		unit := 24 * time.Hour
+		if rest[i] == 'w' {
+			unit *= 7
+		}
+		total += time.Duration(n) * unit
+		rest = rest[i+1:]
+	}
+	if rest != "" {
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("%q: not a duration (e.g. 90m, 36h, 7d, 2w)", s)
+		}
+		total += d
+	}
+	if total <= 0 {
+		return 0, fmt.Errorf("%q: must be positive", s)
+	}
+	return total, nil
+}

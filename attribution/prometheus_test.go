@@ -1,0 +1,265 @@
+package attribution
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// promServer replays fixture bodies by query (the "query" parameter) and
+// records every request.
+type promServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func newPromServer(t *testing.T, h func(w http.ResponseWriter, r *http.Request)) *promServer {
+	t.Helper()
+	ps := &promServer{}
+	ps.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ps.mu.Lock()
+		ps.reqs = append(ps.reqs, r.Clone(context.Background()))
+		ps.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(ps.Close)
+	return ps
+}
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "prometheus", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func replay(body []byte, status int) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(body)
+	}
+}
+
+var promT0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+
+func testProm(u string) *Prometheus {
+	start, end := AlignRange(promT0.Add(8*time.Hour+17*time.Minute), 8*time.Hour, time.Hour)
+	return &Prometheus{URL: u, Query: `sum by (target, category) (increase(llm_blocked_total[1h]))`, TotalQuery: `sum by (target) (increase(llm_requests_total[1h]))`,
+		Start: start, End: end, Step: time.Hour}
+}
+
+// The documentation's own example answer
+// (https://prometheus.io/docs/prometheus/latest/querying/api/#range-queries,
+// testdata/prometheus/query_range_doc.json) parses; its series carry no
+// target label, so both are skipped with the reason and their labels.
+func TestPrometheusDocExample(t *testing.T) {
+	ps := newPromServer(t, replay(fixture(t, "query_range_doc.json"), 200))
+	p := &Prometheus{URL: ps.URL + "/", Query: "up", Start: time.Unix(1435781430, 781e6), End: time.Unix(1435781460, 781e6), Step: 15 * time.Second}
+	prod, err := p.Load(context.Background(), testTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prod.Series) != 0 || len(prod.Skipped) != 2 {
+		t.Fatalf("series %+v skipped %+v", prod.Series, prod.Skipped)
+	}
+	s := prod.Skipped[0]
+	if s.Query != "blocked" || s.Reason != `no "target" label` || s.Labels["job"] != "prometheus" || s.Labels["instance"] != "localhost:9090" {
+		t.Fatalf("skipped %+v", s)
+	}
+	r := ps.reqs[0]
+	if r.Method != http.MethodGet || r.URL.Path != "/api/v1/query_range" || r.URL.Query().Get("step") != "15" || r.URL.Query().Get("query") != "up" {
+		t.Fatalf("request %s %s", r.Method, r.URL)
+	}
+}
+
+// A real-shaped answer (testdata/prometheus/query_range_blocked.json and
+// query_range_total.json, the documented matrix shape) maps labels to
+// segments and joins totals, and the request carries the documented
+// parameters.
+func TestPrometheusLoad(t *testing.T) {
+	blocked, total := fixture(t, "query_range_blocked.json"), fixture(t, "query_range_total.json")
+	p := testProm("")
+	ps := newPromServer(t, func(w http.ResponseWriter, r *http.Request) {
+		body := blocked
+		if r.URL.Query().Get("query") == p.TotalQuery {
+			body = total
+		}
+		replay(body, 200)(w, r)
+	})
+	p.URL = ps.URL + "/prom" // a path prefix is kept
+	prod, err := p.Load(context.Background(), testTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps.reqs) != 2 {
+		t.Fatalf("%d requests", len(ps.reqs))
+	}
+	for i, q := range []string{p.Query, p.TotalQuery} {
+		r := ps.reqs[i]
+		v := r.URL.Query()
+		if r.Method != http.MethodGet || r.URL.Path != "/prom/api/v1/query_range" || v.Get("query") != q ||
+			v.Get("start") != "2026-11-20T00:00:00Z" || v.Get("end") != "2026-11-20T08:00:00Z" || v.Get("step") != "3600" ||
+			r.Header.Get("Accept") != "application/json" {
+			t.Errorf("request %d: %s %s %v", i, r.Method, r.URL.Path, v)
+		}
+	}
+	byKey := map[string]*Series{}
+	for _, s := range prod.Series {
+		byKey[s.Target+"/"+s.Category] = s
+	}
+	if len(prod.Series) != 5 {
+		t.Fatalf("series: %v", keys(byKey))
+	}
+	v := byKey["sim-a/violence"]
+	if v == nil || len(v.Points) != 7 || !v.HasTotals() || v.Step != time.Hour {
+		t.Fatalf("sim-a/violence: %+v", v)
+	}
+	// The sample at 01:00 counts the hour from 00:00; the NaN at 03:00 is gone.
+	if !v.Points[0].Time.Equal(promT0) || v.Points[0].Blocked != 10 || v.Points[0].Total != 1000 || !v.Points[2].Time.Equal(promT0.Add(3*time.Hour)) {
+		t.Fatalf("points: %+v", v.Points)
+	}
+	if h := byKey["sim-a/hate"]; h == nil || len(h.Points) != 8 || h.Points[0].Blocked != 5 {
+		t.Fatalf("two series of one segment are summed: %+v", h)
+	}
+	if a := byKey["sim-a/"]; a == nil || a.Points[7].Blocked != 70 {
+		t.Fatalf("no category label: all blocks: %+v", a)
+	}
+	// sim-b: +Inf and -1 dropped; one step has no total.
+	if b := byKey["sim-b/violence"]; b == nil || len(b.Points) != 5 {
+		t.Fatalf("sim-b/violence: %+v", b)
+	}
+	if m := byKey["sim-b/sexual_minors"]; m == nil || len(m.Points) != 6 {
+		t.Fatalf("sim-b/sexual_minors (the last step has no total, one has more blocks than requests): %+v", m)
+	}
+	reasons := []string{}
+	for _, s := range prod.Skipped {
+		reasons = append(reasons, s.Query+": "+s.Reason)
+	}
+	want := []string{`blocked: target "prod-x" is not in the config`, `blocked: no "target" label`, `blocked: category label: unknown category "gore\x1b[2J"`, `total: no "target" label`}
+	if len(reasons) != len(want) {
+		t.Fatalf("skipped: %q", reasons)
+	}
+	for i := range want {
+		if !strings.HasPrefix(reasons[i], want[i]) {
+			t.Errorf("skipped %d: %q, want %q", i, reasons[i], want[i])
+		}
+	}
+	warn := strings.Join(prod.Warnings, "\n")
+	for _, w := range []string{"prometheus warning: PromQL info", "target sim-a, category violence: 1 sample(s) NaN", "target sim-b, category violence: 2 sample(s) NaN, infinite, negative",
+		"target sim-b, category sexual_minors: 1 sample(s) without a total", "target sim-b, category sexual_minors: 1 sample(s) with more blocked than total"} {
+		if !strings.Contains(warn, w) {
+			t.Errorf("warnings lack %q:\n%s", w, warn)
+		}
+	}
+}
+
+func TestPrometheusErrors(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		status int
+		body   string
+		want   string
+		input  bool
+	}{
+		{"bad_data", 400, `{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:8: parse error: unexpected \u001b[31m"}`,
+			`prometheus rejected the query "sum by (target, category) (increase(llm_blocked_total[1h]))": bad_data (HTTP 400): invalid parameter "query": 1:8: parse error: unexpected \x1b[31m`, true},
+		{"execution", 422, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory"}`, "execution (HTTP 422): query processing would load too many samples", false},
+		{"timeout", 503, `{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}`, "timeout (HTTP 503)", false},
+		{"html 502", 502, "<html><body><h1>502 Bad Gateway</h1></body></html>", "HTTP 502: <html><body><h1>502 Bad Gateway", false},
+		{"garbage 200", 200, "this is not json\x00\x1b]0;pwned\x07", `the answer is not the API's JSON (invalid character 'h' in literal true (expecting 'r')): this is not json\x00\x1b]0;pwned\a`, false},
+		{"truncated 200", 200, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{}`, "the answer is not the API's JSON", false},
+		{"vector", 200, `{"status":"success","data":{"resultType":"vector","result":[]}}`, `result type "vector", want matrix`, false},
+		{"odd status", 200, `{"status":"partial","data":{}}`, `answer status "partial", want success`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ps := newPromServer(t, replay([]byte(c.body), c.status))
+			_, err := testProm(ps.URL).Load(ctx, testTargets)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error\n  %v\nwant it to contain\n  %s", err, c.want)
+			}
+			if IsInput(err) != c.input {
+				t.Fatalf("IsInput = %v, want %v", IsInput(err), c.input)
+			}
+			var ae *APIError
+			if errors.As(err, &ae) != strings.Contains(c.body, `"status":"error"`) {
+				t.Fatalf("APIError: %v", err)
+			}
+		})
+	}
+}
+
+// An unreachable server is a runtime error that names the server but not
+// the query string or credentials.
+func TestPrometheusUnreachable(t *testing.T) {
+	ps := newPromServer(t, replay(nil, 200))
+	u, _ := url.Parse(ps.URL)
+	ps.Close()
+	u.User = url.UserPassword("alice", "s3cret")
+	_, err := testProm(u.String()).Load(context.Background(), testTargets)
+	if err == nil || IsInput(err) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "llm_blocked_total") ||
+		!strings.Contains(err.Error(), "/api/v1/query_range") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestPrometheusCheck(t *testing.T) {
+	base := func() *Prometheus { return testProm("http://127.0.0.1:9") }
+	cases := []struct {
+		mod  func(p *Prometheus)
+		want string
+	}{
+		{func(p *Prometheus) { p.URL = "prometheus:9090" }, "want an http(s) URL"},
+		{func(p *Prometheus) { p.URL = "ftp://x" }, "want an http(s) URL"},
+		{func(p *Prometheus) { p.Query = " " }, "--query is required"},
+		{func(p *Prometheus) { p.Step = 0 }, "--step 0s: want at least 1s"},
+		{func(p *Prometheus) { p.Start = p.End }, "the range is empty"},
+		{func(p *Prometheus) { p.Step = time.Second; p.Start = p.End.Add(-7 * 24 * time.Hour) }, "asks for 604801 points per series; Prometheus refuses more than 11000"},
+		{func(p *Prometheus) { p.TargetLabel, p.CategoryLabel = "x", "x" }, "must differ"},
+	}
+	for _, c := range cases {
+		p := base()
+		c.mod(p)
+		err := p.Check()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !IsInput(err) {
+			t.Errorf("%v, want %q (input error)", err, c.want)
+		}
+	}
+	if err := base().Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1w": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "2w1d": 15 * 24 * time.Hour} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("%s: %v %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "d", "7x", "-1h", "0s", "12h1d"} {
+		if _, err := ParseDuration(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func keys(m map[string]*Series) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

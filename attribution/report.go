@@ -1,0 +1,144 @@
+package attribution
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Clean makes untrusted text safe for a terminal: control and format
+// characters (including bidirectional overrides and line breaks) and
+// invalid UTF-8 are escaped (\n, \x1b, \u202e), and text beyond 300 runes
+// is cut.
+func Clean(s string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && w == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r < 0x80 && (unicode.IsControl(r)):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += w
+		n++
+		if n >= 300 && i < len(s) {
+			b.WriteString("…")
+			break
+		}
+	}
+	return b.String()
+}
+
+// WriteTable prints r for humans. Every string from outside the config is
+// escaped with Clean.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "attribute · %d series · %d change(s)", r.Series, len(r.Changes))
+	counts := map[string]int{}
+	for _, c := range r.Changes {
+		counts[c.Attribution]++
+	}
+	if len(r.Changes) > 0 {
+		fmt.Fprintf(w, ": %d provider, %d traffic, %d inconclusive", counts[Provider], counts[Traffic], counts[Inconclusive])
+	}
+	fmt.Fprintln(w)
+	if len(r.Changes) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TARGET\tCATEGORY\tCHANGE_AT\tBEFORE\tAFTER\tDIR\tZ\tATTRIBUTION\tEVENTS\tRUNS_BEFORE/AFTER\t")
+		for _, c := range r.Changes {
+			z := "-"
+			if c.Z != nil {
+				z = strconv.FormatFloat(*c.Z, 'f', 1, 64)
+			}
+			ev := "-"
+			if len(c.Events) > 0 {
+				ids := make([]string, len(c.Events))
+				for i, id := range c.Events {
+					ids[i] = strconv.FormatInt(id, 10)
+				}
+				ev = strings.Join(ids, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n", Clean(c.Target), Clean(catShort(c.Category)), c.ChangeAt.UTC().Format(time.RFC3339),
+				rate(c.BeforeRate, c.RateUnit), rate(c.AfterRate, c.RateUnit), c.Direction, z, strings.ToUpper(c.Attribution), ev, c.RunsBefore, c.RunsAfter)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		for _, c := range r.Changes {
+			fmt.Fprintf(w, "%s/%s %s: %s\n", Clean(c.Target), Clean(catShort(c.Category)), strings.ToUpper(c.Attribution), Clean(c.Reason))
+		}
+	}
+	if len(r.Uncovered) > 0 {
+		fmt.Fprintf(w, "\nuncovered categories (production blocks them, no corpus probe is tagged with them):\n")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TARGET\tCATEGORY\tBLOCKED\t")
+		for _, u := range r.Uncovered {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", Clean(u.Target), Clean(u.Category), fmtCount(u.Blocked))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(w, "\nskipped series: %d\n", len(r.Skipped))
+		for _, s := range r.Skipped {
+			fmt.Fprintf(w, "  %s %s: %s\n", s.Query, labelString(s.Labels), Clean(s.Reason))
+		}
+	}
+	return nil
+}
+
+// WriteWarnings prints the report's warnings and skipped series, one per
+// line, escaped: what belongs on stderr.
+func (r *Report) WriteWarnings(w io.Writer) {
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "driftprobe: warning: skipped %s series %s: %s\n", s.Query, labelString(s.Labels), Clean(s.Reason))
+	}
+	for _, m := range r.Warnings {
+		fmt.Fprintf(w, "driftprobe: warning: %s\n", Clean(m))
+	}
+}
+
+// labelString renders labels as {k="v", ...}, sorted and escaped.
+func labelString(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = Clean(k) + `="` + strings.ReplaceAll(Clean(l[k]), `"`, `\"`) + `"`
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func catShort(c string) string {
+	if c == "" {
+		return "(all)"
+	}
+	return c
+}
+
+func rate(v float64, unit string) string {
+	if unit == "share" {
+		return strconv.FormatFloat(100*v, 'f', 2, 64) + "%"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + "/int"
+}

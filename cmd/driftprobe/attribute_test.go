@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// attrT0 is the injected start of run 1; run i starts (i-1) hours later.
+var attrT0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+
+// attrConfig: sim-a's provider tightens violence from run 4 (the event is
+// first seen in run 4 and confirmed in run 5); sim-b never changes.
+const attrConfig = `
+confirm_runs: 2
+targets:
+  - name: sim-a
+    provider: sim
+    model: sim-large
+    sim:
+      policies:
+        - from_run: 4
+          thresholds: {violence: 0.3}
+  - {name: sim-b, provider: sim, model: sim-small}
+`
+
+// attrReport is the documented --json schema.
+type attrReport struct {
+	Series  int `json:"series"`
+	Changes []struct {
+		Target      string    `json:"target"`
+		Category    string    `json:"category"`
+		ChangeAt    time.Time `json:"change_at"`
+		BeforeRate  float64   `json:"before_rate"`
+		AfterRate   float64   `json:"after_rate"`
+		Direction   string    `json:"direction"`
+		Z           *float64  `json:"z"`
+		Attribution string    `json:"attribution"`
+		Reason      string    `json:"reason"`
+		Events      []int64   `json:"events"`
+		RunsBefore  int       `json:"runs_before"`
+		RunsAfter   int       `json:"runs_after"`
+	} `json:"changes"`
+	Uncovered []struct {
+		Target   string  `json:"target"`
+		Category string  `json:"category"`
+		Blocked  float64 `json:"blocked"`
+	} `json:"uncovered_categories"`
+	Skipped []struct {
+		Query  string            `json:"query"`
+		Labels map[string]string `json:"labels"`
+		Reason string            `json:"reason"`
+	} `json:"skipped_series"`
+	Warnings []string `json:"warnings"`
+}
+
+// attrSetup writes the config and makes ten hourly runs against the sim
+// through the same path `driftprobe run` takes (app.Open, BuildTargets,
+// RunOnce), with the clock injected so run i starts at attrT0 + (i-1)h.
+func attrSetup(t *testing.T) (dir, cfg, db string) {
+	t.Helper()
+	dir = t.TempDir()
+	cfg, db = filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
+	if err := os.WriteFile(cfg, []byte(attrConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sess, err := app.Open(ctx, cfg, db, true, app.LockCorpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	targets, closeT, err := app.BuildTargets(sess.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeT()
+	sleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	for i := 0; i < 10; i++ {
+		at := attrT0.Add(time.Duration(i) * time.Hour)
+		res, err := app.RunOnce(ctx, sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: sleep, Now: func() time.Time { return at }})
+		if err != nil || res.Summary.Status != storage.RunComplete {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+		if i == 4 && len(res.Events) != 1 {
+			t.Fatalf("run 5 confirmed %d events, want the scripted one", len(res.Events))
+		}
+	}
+	return dir, cfg, db
+}
+
+// hourly renders ten JSONL points from attrT0: blocked per 1000 requests is
+// lo before hour jump and hi from it on (total omitted when total < 0).
+func hourly(b *strings.Builder, target, category string, jump, lo, hi, total int) {
+	for i := 0; i < 10; i++ {
+		v := lo
+		if i >= jump {
+			v = hi
+		}
+		tot := ""
+		if total >= 0 {
+			tot = fmt.Sprintf(`,"total":%d`, total)
+		}
+		fmt.Fprintf(b, `{"time":%q,"target":%q,"category":%q,"blocked":%d%s}`+"\n", attrT0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), target, category, v, tot)
+	}
+}
+
+func attrJSON(t *testing.T, stdout string) attrReport {
+	t.Helper()
+	var r attrReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, stdout)
+	}
+	return r
+}
+
+// checkAttribution asserts the story both sources tell: violence on sim-a
+// jumped when the provider tightened it (run 4): provider; hate on sim-a
+// jumped at run 8 while its probes held still: traffic; sexual_minors is
+// blocked in production and no probe is tagged with it: uncovered.
+func checkAttribution(t *testing.T, r attrReport, eventID int64) {
+	t.Helper()
+	got := map[string]int{}
+	for i, c := range r.Changes {
+		got[c.Target+"/"+c.Category] = i
+	}
+	if len(r.Changes) != 2 {
+		t.Fatalf("changes: %+v", r.Changes)
+	}
+	v := r.Changes[got["sim-a/violence"]]
+	if v.Attribution != "provider" || len(v.Events) != 1 || v.Events[0] != eventID || v.Direction != "up" || !v.ChangeAt.Equal(attrT0.Add(3*time.Hour)) ||
+		v.Z == nil || *v.Z < 3 || v.BeforeRate != 0.01 || v.AfterRate != 0.03 || !strings.Contains(v.Reason, "from run 4") {
+		t.Errorf("sim-a/violence: %+v", v)
+	}
+	h := r.Changes[got["sim-a/hate"]]
+	if h.Attribution != "traffic" || len(h.Events) != 0 || !h.ChangeAt.Equal(attrT0.Add(7*time.Hour)) || h.RunsBefore != 7 || h.RunsAfter != 3 {
+		t.Errorf("sim-a/hate: %+v", h)
+	}
+	if len(r.Uncovered) != 1 || r.Uncovered[0].Target != "sim-a" || r.Uncovered[0].Category != "sexual_minors" || r.Uncovered[0].Blocked != 20 {
+		t.Errorf("uncovered: %+v", r.Uncovered)
+	}
+}
+
+func eventID(t *testing.T, cfg, db string) int64 {
+	t.Helper()
+	out, stderr, code := runIn(t, "events", "--json", "--config", cfg, "--db", db)
+	var evs []struct {
+		ID        int64  `json:"id"`
+		Target    string `json:"target"`
+		Direction string `json:"direction"`
+		FirstRun  int64  `json:"first_run"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &evs) != nil || len(evs) != 1 || evs[0].Target != "sim-a" || evs[0].Direction != "tightened" || evs[0].FirstRun != 4 {
+		t.Fatalf("events: exit %d %s\n%s", code, stderr, out)
+	}
+	return evs[0].ID
+}
+
+// End to end through the real binary: runs against the sim with a policy
+// change, then `attribute` on a JSONL file.
+func TestAttributeJSONLEndToEnd(t *testing.T) {
+	dir, cfg, db := attrSetup(t)
+	id := eventID(t, cfg, db)
+	var b strings.Builder
+	b.WriteString("# production block counts per hour\n")
+	hourly(&b, "sim-a", "violence", 3, 10, 30, 1000)
+	hourly(&b, "sim-a", "Hate", 7, 5, 20, 1000)
+	hourly(&b, "sim-a", "sexual_minors", 0, 2, 2, 1000)
+	hourly(&b, "sim-b", "violence", 0, 10, 10, 1000)
+	prod := filepath.Join(dir, "prod.jsonl")
+	if err := os.WriteFile(prod, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	stdout, stderr, code := runProc(t, nil, "attribute", "--config", cfg, "--db", db, "--production", prod, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r := attrJSON(t, stdout)
+	if r.Series != 4 || len(r.Skipped) != 0 {
+		t.Fatalf("%+v", r)
+	}
+	checkAttribution(t, r, id)
+
+	// The table says the same for humans.
+	table, stderr, code := runIn(t, "attribute", "--config", cfg, "--db", db, "--production", prod)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"4 series · 2 change(s): 1 provider, 1 traffic, 0 inconclusive", "PROVIDER", "TRAFFIC", "sim-a/violence PROVIDER: event",
+		"customers' content changed", "uncovered categories", "sexual_minors"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+
+	// Standard input, and --fail-on as a gate.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	a, _ := json.Marshal([]string{"attribute", "--config", cfg, "--db", db, "--production", "-", "--json", "--fail-on", "provider"})
+	cmd.Env = append(os.Environ(), "DRIFTPROBE_ARGS="+string(a))
+	cmd.Stdin = strings.NewReader(b.String())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "1 change(s) match --fail-on provider") {
+		t.Fatalf("stdin --fail-on provider: %v %s", err, errb.String())
+	}
+	checkAttribution(t, attrJSON(t, out.String()), id)
+	if _, _, code := runIn(t, "attribute", "--config", cfg, "--db", db, "--production", prod, "--fail-on", "any-change"); code != 1 {
+		t.Errorf("--fail-on any-change: exit %d", code)
+	}
+
+	// Bad input is exit 2 with FILE:LINE: field: problem.
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(b.String()+`{"time":"2026-11-20T10:00:00Z","target":"sim-c","blocked":3}`+"\n"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--production", bad}, 2, bad + ":42: target: \"sim-c\" is not a target in the config (configured: sim-a, sim-b)"},
+		{[]string{"--production", filepath.Join(dir, "none.jsonl")}, 2, "none.jsonl: --production: no such file or directory"},
+		{[]string{}, 2, "give exactly one source"},
+		{[]string{"--production", prod, "--prometheus", "http://127.0.0.1:1"}, 2, "give exactly one source"},
+		{[]string{"--production", prod, "--step", "5m"}, 2, "--step applies to --prometheus"},
+		{[]string{"--production", prod, "--fail-on", "maybe"}, 2, `--fail-on "maybe"`},
+		{[]string{"--production", prod, "--min-points", "0"}, 2, "--min-points at least 1"},
+		{[]string{"--production", prod, "--tolerance", "soon"}, 2, "--tolerance"},
+		{[]string{"--prometheus", "http://127.0.0.1:1"}, 2, "--query is required"},
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--query", "x", "--since", "30d", "--step", "1m"}, 2, "Prometheus refuses more than 11000"},
+	}
+	for _, c := range cases {
+		args := append([]string{"attribute", "--config", cfg, "--db", db}, c.args...)
+		stdout, stderr, code := runIn(t, args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d (want %d)\nstderr %q\nwant %q\nstdout %s", c.args, code, c.code, stderr, c.want, stdout)
+		}
+	}
+}
+
+// End to end with Prometheus: an httptest server on loopback replays
+// real-shaped query_range bodies (attribution/testdata/prometheus, in the
+// shape of https://prometheus.io/docs/prometheus/latest/querying/api/#range-queries).
+func TestAttributePrometheusEndToEnd(t *testing.T) {
+	_, cfg, db := attrSetup(t)
+	id := eventID(t, cfg, db)
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "..", "attribution", "testdata", "prometheus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	blocked, total := read("e2e_blocked.json"), read("e2e_total.json")
+	const q, tq = `sum by (target, category) (increase(llm_blocked_total[1h]))`, `sum by (target) (increase(llm_requests_total[1h]))`
+	var mu sync.Mutex
+	var got []url.Values
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.URL.Query())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path != "/api/v1/query_range":
+			w.WriteHeader(404)
+		case r.URL.Query().Get("query") == q:
+			w.Write(blocked)
+		case r.URL.Query().Get("query") == tq:
+			w.Write(total)
+		default:
+			w.WriteHeader(400)
+			w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"1:1: parse error: unexpected identifier \"nonsense\""}`))
+		}
+	}))
+	defer srv.Close()
+	args := []string{"attribute", "--config", cfg, "--db", db, "--prometheus", srv.URL, "--query", q, "--total-query", tq,
+		"--since", "10h", "--step", "1h", "--end", "2026-11-20T10:20:00Z", "--json"}
+	stdout, stderr, code := runProc(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d requests", len(got))
+	}
+	for i, want := range []string{q, tq} {
+		v := got[i]
+		if v.Get("query") != want || v.Get("start") != "2026-11-20T00:00:00Z" || v.Get("end") != "2026-11-20T10:00:00Z" || v.Get("step") != "3600" {
+			t.Errorf("request %d: %v", i, v)
+		}
+	}
+	r := attrJSON(t, stdout)
+	checkAttribution(t, r, id)
+	if len(r.Skipped) != 1 || r.Skipped[0].Labels["target"] != "sim-z" || !strings.Contains(r.Skipped[0].Reason, `target "sim-z" is not in the config`) {
+		t.Errorf("skipped: %+v", r.Skipped)
+	}
+	if !strings.Contains(stderr, `driftprobe: warning: skipped blocked series {category="violence", target="sim-z"}`) {
+		t.Errorf("stderr: %s", stderr)
+	}
+
+	// The server rejecting the query is the user's input: exit 2; the
+	// server gone is a runtime failure: exit 3.
+	bad := append([]string{}, args...)
+	bad[8] = "nonsense"
+	if _, stderr, code := runIn(t, bad...); code != 2 || !strings.Contains(stderr, `bad_data (HTTP 400): 1:1: parse error`) {
+		t.Errorf("bad query: exit %d: %s", code, stderr)
+	}
+	srv.Close()
+	if _, stderr, code := runIn(t, args...); code != 3 || !strings.Contains(stderr, "driftprobe: prometheus http://127.0.0.1:") {
+		t.Errorf("unreachable: exit %d: %s", code, stderr)
+	}
+}

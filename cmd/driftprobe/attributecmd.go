@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driftprobe/driftprobe/attribution"
+	"github.com/driftprobe/driftprobe/internal/app"
+)
+
+func newAttributeCmd(g *globals) *cobra.Command {
+	var (
+		production, promURL, query, totalQuery, targetLabel, categoryLabel string
+		since, step, end, tolerance, failOn                                string
+		minZ, minChange, minRateChange                                     float64
+		minPoints                                                          int
+		asJSON                                                             bool
+	)
+	c := &cobra.Command{
+		Use:   "attribute (--production FILE.jsonl | --prometheus URL --query Q)",
+		Short: "Attribute production block-rate changes to the provider or to customer traffic",
+		Long: `Read production block counts per segment (target × category), find the one
+significant change point of each series, and set it against the probe history:
+
+  provider       probes on the target flipped the same way in the same window
+                 (an event whose probes or corpus tags touch the category)
+  traffic        the corpus covers the category, complete runs on both sides of
+                 the change, and the probes held still: the customers' content moved
+  inconclusive   with the reason (category not covered by the corpus, runs missing
+                 or degraded, an event the other way, events in other categories)
+
+It also lists uncovered categories: categories production blocks that no corpus
+probe is tagged with.
+
+Sources:
+  --production FILE.jsonl (or - for stdin), one object per line:
+    {"time":"2026-11-20T10:00:00Z","target":"sim-a","category":"violence","blocked":12,"total":1000}
+    time = start of the interval; category optional ("" = all blocks); total optional.
+    Strict: problems are FILE:LINE: field: problem (exit 2).
+  --prometheus URL --query Q: a range query returning blocked counts per step, e.g.
+    sum by (target, category) (increase(llm_blocked_total[1h]))   with --step 1h
+    --total-query: requests per step per target (enables the z-test).
+
+Exit 0 whatever the attribution (it is a report), 1 with --fail-on when a change
+of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			flags := cmd.Flags()
+			switch failOn {
+			case "", attribution.Provider, attribution.Traffic, "any-change":
+			default:
+				return app.Usage(fmt.Errorf("attribute: --fail-on %q: want provider, traffic or any-change", failOn))
+			}
+			if (production == "") == (promURL == "") {
+				return app.Usage(errors.New("attribute: give exactly one source: --production FILE.jsonl or --prometheus URL"))
+			}
+			if production != "" {
+				for _, f := range []string{"query", "total-query", "target-label", "category-label", "since", "step", "end"} {
+					if flags.Changed(f) {
+						return app.Usage(fmt.Errorf("attribute: --%s applies to --prometheus, not --production", f))
+					}
+				}
+			}
+			if minZ <= 0 || minChange <= 0 || minRateChange < 0 || minPoints < 1 {
+				return app.Usage(errors.New("attribute: --min-z and --min-change must be positive, --min-rate-change at least 0, --min-points at least 1"))
+			}
+			opts := attribution.Options{Detect: attribution.DetectOptions{MinZ: minZ, MinPoints: minPoints, MinChange: minChange, MinRateChange: minRateChange}}
+			if tolerance != "" {
+				d, err := attribution.ParseDuration(tolerance)
+				if err != nil {
+					return app.Usage(fmt.Errorf("attribute: --tolerance: %v", err))
+				}
+				opts.Tolerance = d
+			}
+			var src attribution.Source
+			if production != "" {
+				s, closeSrc, err := app.OpenProduction(production, cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				defer closeSrc()
+				src = s
+			} else {
+				p, err := prometheusSource(promURL, query, totalQuery, targetLabel, categoryLabel, since, step, end)
+				if err != nil {
+					return err
+				}
+				src = p
+			}
+			sess, err := app.Open(ctx, g.config, g.db, false, app.CheckCorpus)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			rep, err := app.Attribute(ctx, sess, src, opts)
+			if err != nil {
+				return err
+			}
+			rep.WriteWarnings(g.stderr)
+			if asJSON {
+				err = writeJSON(g.stdout, rep)
+			} else {
+				err = rep.WriteTable(g.stdout)
+			}
+			if err != nil {
+				return err
+			}
+			if failOn != "" {
+				n := 0
+				for _, ch := range rep.Changes {
+					if failOn == "any-change" || ch.Attribution == failOn {
+						n++
+					}
+				}
+				if n > 0 {
+					return &gateError{fmt.Sprintf("attribute: %d change(s) match --fail-on %s", n, failOn)}
+				}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&production, "production", "", "production counts as JSONL (- for stdin)")
+	f.StringVar(&promURL, "prometheus", "", "Prometheus API root, e.g. http://prometheus:9090")
+	f.StringVar(&query, "query", "", "PromQL returning blocked requests per step by target and category")
+	f.StringVar(&totalQuery, "total-query", "", "PromQL returning requests per step by target (enables the z-test)")
+	f.StringVar(&targetLabel, "target-label", "target", "label holding the driftprobe target name")
+	f.StringVar(&categoryLabel, "category-label", "category", "label holding the category (missing: all blocks)")
+	f.StringVar(&since, "since", "7d", "how far back to query (Go duration, or Nd / Nw)")
+	f.StringVar(&step, "step", "1h", "query step: the interval each count covers")
+	f.StringVar(&end, "end", "", "end of the queried range, RFC 3339 (default: now)")
+	f.StringVar(&tolerance, "tolerance", "", "slack on each side of a flip's window (default: 2 × the series' step; 2h without one)")
+	f.Float64Var(&minZ, "min-z", attribution.DefaultMinZ, "|z| (two-proportion test, with totals) and Welch t a change needs")
+	f.IntVar(&minPoints, "min-points", attribution.DefaultMinPoints, "points a change needs on each side")
+	f.Float64Var(&minChange, "min-change", attribution.DefaultMinChange, "without totals: relative change of the mean blocked count a change needs")
+	f.Float64Var(&minRateChange, "min-rate-change", 0, "with totals: relative change of the block rate a change also needs (0: off)")
+	f.BoolVar(&asJSON, "json", false, "JSON output (the documented schema)")
+	f.StringVar(&failOn, "fail-on", "", "exit 1 when a change is attributed to provider, traffic, or any-change")
+	return c
+}
+
+func prometheusSource(u, query, totalQuery, targetLabel, categoryLabel, since, step, end string) (*attribution.Prometheus, error) {
+	sinceD, err := attribution.ParseDuration(since)
+	if err != nil {
+		return nil, app.Usage(fmt.Errorf("attribute: --since: %v", err))
+	}
+	stepD, err := attribution.ParseDuration(step)
+	if err != nil {
+		return nil, app.Usage(fmt.Errorf("attribute: --step: %v", err))
+	}
+	endT := time.Now()
+	if end != "" {
+		if endT, err = time.Parse(time.RFC3339Nano, end); err != nil {
+			return nil, app.Usage(fmt.Errorf("attribute: --end %q: not an RFC 3339 time", end))
+		}
+	}
+	start, stop := attribution.AlignRange(endT.UTC(), sinceD, stepD)
+	p := &attribution.Prometheus{URL: u, Query: query, TotalQuery: totalQuery, TargetLabel: targetLabel, CategoryLabel: categoryLabel,
+		Start: start, End: stop, Step: stepD}
+	if err := p.Check(); err != nil {
+		return nil, app.Usage(err)
+	}
+	return p, nil
+}

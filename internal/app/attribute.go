@@ -1,0 +1,154 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/driftprobe/driftprobe/attribution"
+	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// Attribute reads production counts from src and attributes every change
+// against the session's probe history and corpus. Problems with the
+// user's input (a JSONL error, a bad flag, a query Prometheus calls bad
+// data) are usage errors; the rest (Prometheus unreachable, the database)
+// are runtime failures.
+func Attribute(ctx context.Context, s *Session, src attribution.Source, o attribution.Options) (*attribution.Report, error) {
+	names := make([]string, 0, len(s.Config.Targets))
+	for _, t := range s.Config.Targets {
+		names = append(names, t.Name)
+	}
+	prod, err := src.Load(ctx, names)
+	if err != nil {
+		if attribution.IsInput(err) {
+			return nil, Usage(err)
+		}
+		return nil, err
+	}
+	h, err := LoadHistory(ctx, s.Store, s.Corpus, s.Config.ConfirmRuns)
+	if err != nil {
+		return nil, fmt.Errorf("attribute: reading the probe history: %w", err)
+	}
+	return attribution.Attribute(prod, h, o), nil
+}
+
+// OpenProduction returns the JSONL source for path ("-": stdin) and a
+// closer. A file that cannot be opened is a usage error.
+func OpenProduction(path string, stdin io.Reader) (attribution.Source, func(), error) {
+	if path == "-" {
+		return &attribution.JSONL{Name: "stdin", R: stdin}, func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, Usage(fmt.Errorf("%s: --production: %v", path, err))
+	}
+	return &attribution.JSONL{Name: path, R: f}, func() { f.Close() }, nil
+}
+
+// LoadHistory reads what attribution needs from the store: every run with
+// its per-target statuses, every event with its flipped probes (their
+// corpus tags from cp, else from the probes the store kept), and the
+// corpus coverage per category.
+func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirmRuns int) (*attribution.History, error) {
+	h := &attribution.History{Coverage: map[string]int{}, ConfirmRuns: confirmRuns}
+	db := st.SQL()
+	rows, err := db.QueryContext(ctx, `SELECT id, started_at, status FROM runs ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	index := map[int64]int{}
+	for rows.Next() {
+		var r attribution.Run
+		var started, status string
+		if err := rows.Scan(&r.ID, &started, &status); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		r.StartedAt = storage.ParseTime(started)
+		// A run still running has confirmed nothing yet.
+		r.Aborted = status == storage.RunAborted || status == storage.RunRunning
+		r.Targets = map[string]string{}
+		index[r.ID] = len(h.Runs)
+		h.Runs = append(h.Runs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = db.QueryContext(ctx, `SELECT rt.run_id, t.name, rt.status FROM run_targets rt JOIN targets t ON t.id = rt.target_id`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id int64
+		var name, status string
+		if err := rows.Scan(&id, &name, &status); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if i, ok := index[id]; ok {
+			h.Runs[i].Targets[name] = status
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	tags := map[string][]string{}
+	rows, err = db.QueryContext(ctx, `SELECT probe_id, tags FROM probes ORDER BY rowid`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id, t string
+		if err := rows.Scan(&id, &t); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		tags[id] = splitTags(t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if cp != nil {
+		h.CorpusProbes = len(cp.Probes)
+		for _, p := range cp.Probes {
+			tags[p.ID] = p.Tags
+			for _, t := range p.Tags {
+				h.Coverage[t]++
+			}
+		}
+	}
+	evs, err := diff.ListEvents(ctx, st, diff.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range evs {
+		ae := attribution.Event{ID: e.ID, Kind: e.Kind, Direction: e.Direction, Targets: e.Targets, NewCategories: e.NewCategories}
+		for _, p := range e.Probes {
+			ae.Flips = append(ae.Flips, attribution.Flip{
+				Target: p.Target, ProbeID: p.ProbeID, Tags: tags[p.ProbeID],
+				Before:   attribution.Verdict{Blocked: p.Before.Class.IsBlock(), Categories: p.Before.Categories},
+				After:    attribution.Verdict{Blocked: p.After.Class.IsBlock(), Categories: p.After.Categories},
+				FirstRun: p.FirstRun, RevertedRun: p.RevertedRun,
+			})
+		}
+		h.Events = append(h.Events, ae)
+	}
+	return h, nil
+}
+
+func splitTags(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' })
+}

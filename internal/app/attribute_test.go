@@ -1,0 +1,132 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/attribution"
+	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/testenv"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// attrT0 is the injected start time of run 1; run i starts (i-1) hours later.
+var attrT0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+
+// attrConfig tightens violence on sim-a from run 4 (confirmed in run 5);
+// sim-b never changes.
+const attrConfig = `
+targets:
+  - name: sim-a
+    provider: sim
+    model: sim-large
+    sim:
+      policies:
+        - from_run: 4
+          thresholds: {violence: 0.3}
+  - {name: sim-b, provider: sim, model: sim-small}
+`
+
+// runHourly makes n runs whose start times are attrT0 + (i-1)h.
+func runHourly(t *testing.T, e *testenv.Env, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		at := attrT0.Add(time.Duration(i) * time.Hour)
+		res, err := app.RunOnce(context.Background(), e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }})
+		if err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+		if res.Summary.Status != storage.RunComplete {
+			t.Fatalf("run %d: %s", i+1, res.Summary.Status)
+		}
+	}
+}
+
+// hourlyJSONL renders points at attrT0 + (i-1)h for i in 1..n: blocked per
+// 1000 requests is lo before hour `jump` (0-based) and hi from it on.
+func hourlyJSONL(b *strings.Builder, target, category string, n, jump int, lo, hi int) {
+	for i := 0; i < n; i++ {
+		v := lo
+		if i >= jump {
+			v = hi
+		}
+		fmt.Fprintf(b, `{"time":%q,"target":%q,"category":%q,"blocked":%d,"total":1000}`+"\n",
+			attrT0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), target, category, v)
+	}
+}
+
+// The glue end to end in-process: history read from a real store written
+// by real runs against the sim, production from JSONL.
+func TestAttributeFromStore(t *testing.T) {
+	e := testenv.New(t, attrConfig)
+	runHourly(t, e, 10)
+	ctx := context.Background()
+
+	h, err := app.LoadHistory(ctx, e.Store, e.Corpus, e.Config.ConfirmRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Runs) != 10 || !h.Runs[3].StartedAt.Equal(attrT0.Add(3*time.Hour)) || h.Runs[3].Targets["sim-a"] != storage.TargetComplete {
+		t.Fatalf("runs: %+v", h.Runs[:4])
+	}
+	if len(h.Events) != 1 || h.Events[0].Direction != "tightened" || len(h.Events[0].Flips) == 0 {
+		t.Fatalf("events: %+v", h.Events)
+	}
+	newlyBlocked := 0
+	for _, f := range h.Events[0].Flips {
+		if f.Target != "sim-a" || f.FirstRun != 4 || len(f.Tags) == 0 {
+			t.Errorf("flip %+v", f)
+		}
+		if !f.Before.Blocked && f.After.Blocked {
+			newlyBlocked++
+		}
+	}
+	if newlyBlocked == 0 {
+		t.Errorf("no probe went from allowed to blocked: %+v", h.Events[0].Flips)
+	}
+	if h.Coverage["violence"] == 0 || h.Coverage["sexual_minors"] != 0 || h.CorpusProbes != len(e.Corpus.Probes) || h.ConfirmRuns != 2 {
+		t.Fatalf("coverage %v", h.Coverage)
+	}
+
+	var b strings.Builder
+	hourlyJSONL(&b, "sim-a", "violence", 10, 3, 10, 30) // jumps at run 4
+	hourlyJSONL(&b, "sim-a", "hate", 10, 7, 5, 20)      // jumps at run 8, no flip anywhere near
+	hourlyJSONL(&b, "sim-b", "violence", 10, 3, 10, 30) // sim-b's probes held still at run 4
+	sess := &app.Session{Config: e.Config, Corpus: e.Corpus, Store: e.Store}
+	rep, err := app.Attribute(ctx, sess, &attribution.JSONL{Name: "p.jsonl", R: strings.NewReader(b.String())}, attribution.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]attribution.ChangeReport{}
+	for _, c := range rep.Changes {
+		got[c.Target+"/"+c.Category] = c
+	}
+	if c := got["sim-a/violence"]; c.Attribution != attribution.Provider || len(c.Events) != 1 || c.Events[0] != h.Events[0].ID || !c.ChangeAt.Equal(attrT0.Add(3*time.Hour)) {
+		t.Errorf("sim-a/violence: %+v", c)
+	}
+	if c := got["sim-a/hate"]; c.Attribution != attribution.Traffic || c.RunsBefore != 7 || c.RunsAfter != 3 {
+		t.Errorf("sim-a/hate: %+v", c)
+	}
+	if c := got["sim-b/violence"]; c.Attribution != attribution.Traffic {
+		t.Errorf("sim-b/violence: %+v", c)
+	}
+	if len(rep.Changes) != 3 {
+		t.Errorf("changes: %+v", rep.Changes)
+	}
+
+	// Input errors are usage errors (exit 2); the message locates them.
+	_, err = app.Attribute(ctx, sess, &attribution.JSONL{Name: "p.jsonl", R: strings.NewReader(`{"time":"2026-11-20T00:00:00Z","target":"nope","blocked":1}`)}, attribution.Options{})
+	if !app.IsUsage(err) || !strings.Contains(err.Error(), `p.jsonl:1: target: "nope" is not a target in the config`) {
+		t.Fatalf("unknown target: %v (usage %v)", err, app.IsUsage(err))
+	}
+}
+
+func TestOpenProductionMissingFileIsUsage(t *testing.T) {
+	_, _, err := app.OpenProduction(t.TempDir()+"/none.jsonl", nil)
+	if !app.IsUsage(err) || !strings.Contains(err.Error(), "none.jsonl: --production: no such file") {
+		t.Fatalf("%v", err)
+	}
+}
