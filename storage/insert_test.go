@@ -318,16 +318,22 @@ func benchInsert(b *testing.B, pre bool) {
 			}
 		}
 		b.StartTimer()
-		for j := 0; j < n; j += batch {
-			if err := d.InsertObservations(ctx, obs[j:min(j+batch, n)]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		insertBatches(b, d, obs, batch)
 		b.StopTimer()
 		d.Close()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/obs")
+}
+
+// insertBatches inserts obs in batches of batch observations.
+func insertBatches(b *testing.B, d *DB, obs []*Observation, batch int) {
+	b.Helper()
+	for j := 0; j < len(obs); j += batch {
+		if err := d.InsertObservations(context.Background(), obs[j:min(j+batch, len(obs))]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkInsertObservationsWithHistory is the writer's share in a
@@ -354,11 +360,7 @@ func BenchmarkInsertObservationsWithHistory(b *testing.B) {
 			o.CompressBodies()
 		}
 		b.StartTimer()
-		for j := 0; j < n; j += batch {
-			if err := d.InsertObservations(ctx, obs[j:min(j+batch, n)]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		insertBatches(b, d, obs, batch)
 		b.StopTimer()
 	}
 	b.StopTimer()
