@@ -243,18 +243,6 @@ func TestPrometheusCheck(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1w": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "2w1d": 15 * 24 * time.Hour} {
-		if got, err := ParseDuration(in); err != nil || got != want {
-			t.Errorf("%s: %v %v", in, got, err)
-		}
-	}
-	for _, in := range []string{"", "d", "7x", "-1h", "0s", "12h1d"} {
-		if _, err := ParseDuration(in); err == nil {
-			t.Errorf("%q accepted", in)
-		}
-	}
-}
 
 func keys(m map[string]*Series) []string {
 	var out []string

@@ -148,17 +148,56 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// ParseDuration parses a Go duration ("90m", "1h30m") or a whole number of
-// days ("90d"), as retention periods are written.
+// ParseDuration parses a Go duration ("90m", "1h30m"), optionally led by
+// whole days and weeks as Prometheus writes them ("90d", "2w", "1d12h").
+// Durations past 100 years are refused rather than wrapped around.
 func ParseDuration(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" {
-		n, err := strconv.ParseUint(days, 10, 32)
-		if err != nil {
-			return 0, fmt.Errorf("%q: not a number of days", s)
+	const (
+		day   = 24 * time.Hour
+		limit = 100 * 365 * day
+	)
+	in := strings.TrimSpace(s)
+	var total time.Duration
+	rest := in
+	for rest != "" {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
 		}
-		return time.Duration(n) * 24 * time.Hour, nil
+		if i == 0 || i == len(rest) || (rest[i] != 'd' && rest[i] != 'w') {
+			break
+		}
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		unit := day
+		if rest[i] == 'w' {
+			unit = 7 * day
+		}
+		if err != nil || n > int64(limit/unit) || total+time.Duration(n)*unit > limit {
+			return 0, fmt.Errorf("%q: longer than 100 years", s)
+		}
+		total += time.Duration(n) * unit
+		rest = rest[i+1:]
 	}
-	return time.ParseDuration(s)
+	if rest == "" {
+		if in == "" {
+			return 0, errors.New("empty duration")
+		}
+		return total, nil
+	}
+	if rest != in && (rest[0] == '-' || rest[0] == '+') {
+		return 0, fmt.Errorf("%q: not a duration", s)
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil {
+		return 0, err
+	}
+	if total > 0 && (d < 0 || total+d > limit) {
+		return 0, fmt.Errorf("%q: not a duration", s)
+	}
+	if d > limit || d < -limit {
+		return 0, fmt.Errorf("%q: longer than 100 years", s)
+	}
+	return total + d, nil
 }
 
 // D returns d as a time.Duration.

@@ -406,6 +406,22 @@ func TestValidateSchedule(t *testing.T) {
 	}
 }
 
+func TestParseDuration(t *testing.T) {
+	day := 24 * time.Hour
+	for in, want := range map[string]time.Duration{"7d": 7 * day, "1w": 7 * day, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute,
+		"2w1d": 15 * day, "36500d": 36500 * day, "0s": 0, "-1h": -time.Hour} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("%s: %v %v, want %v", in, got, err, want)
+		}
+	}
+	// Wrap-around: 213504 days overflowed int64 nanoseconds to 25 minutes.
+	for _, in := range []string{"", "d", "7x", "12h1d", "1.5d", "-3d", "213504d", "36500w", "36501d", "36500d1h", "1d-1h", "9223372036854775807d"} {
+		if d, err := ParseDuration(in); err == nil {
+			t.Errorf("%q accepted as %v", in, d)
+		}
+	}
+}
+
 func TestDuration(t *testing.T) {
 	tests := []struct {
 		src  string

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftprobe/driftprobe/attribution"
+	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/internal/app"
 )
 
@@ -70,7 +71,7 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 			}
 			opts := attribution.Options{Detect: attribution.DetectOptions{MinZ: minZ, MinPoints: minPoints, MinChange: minChange, MinRateChange: minRateChange}}
 			if tolerance != "" {
-				d, err := attribution.ParseDuration(tolerance)
+				d, err := positiveDuration(tolerance)
 				if err != nil {
 					return app.Usage(fmt.Errorf("attribute: --tolerance: %v", err))
 				}
@@ -144,11 +145,11 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 }
 
 func prometheusSource(u, query, totalQuery, targetLabel, categoryLabel, since, step, end string) (*attribution.Prometheus, error) {
-	sinceD, err := attribution.ParseDuration(since)
+	sinceD, err := positiveDuration(since)
 	if err != nil {
 		return nil, app.Usage(fmt.Errorf("attribute: --since: %v", err))
 	}
-	stepD, err := attribution.ParseDuration(step)
+	stepD, err := positiveDuration(step)
 	if err != nil {
 		return nil, app.Usage(fmt.Errorf("attribute: --step: %v", err))
 	}
@@ -165,4 +166,16 @@ func prometheusSource(u, query, totalQuery, targetLabel, categoryLabel, since, s
 		return nil, app.Usage(err)
 	}
 	return p, nil
+}
+
+// positiveDuration parses a duration flag (Go durations, days, weeks).
+func positiveDuration(s string) (time.Duration, error) {
+	d, err := config.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q: must be positive", s)
+	}
+	return d, nil
 }
