@@ -394,4 +394,3 @@ func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []strin
 	}
 	return data.Result, warns, nil
 }
-

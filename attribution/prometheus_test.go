@@ -243,7 +243,6 @@ func TestPrometheusCheck(t *testing.T) {
 	}
 }
 
-
 func keys(m map[string]*Series) []string {
 	var out []string
 	for k := range m {
