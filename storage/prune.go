@@ -43,12 +43,37 @@ type PruneResult struct {
 	DryRun              bool  `json:"dry_run"`
 }
 
-// Prune removes old observations or their bodies as o says. It walks each
-// run's observations in id order, a batch at a time, and each batch is its
-// own transaction: an interrupted prune leaves a consistent database that
-// a later prune finishes, and the cost is linear in the rows visited. The
-// caller should hold the run lease, so that no run's detection reads
-// observations being pruned.
+// Prune levels, as runs.pruned records them.
+const (
+	prunedNone         = ""
+	prunedBodies       = "bodies"
+	prunedObservations = "observations"
+)
+
+func pruneRank(level string) int {
+	switch level {
+	case prunedBodies:
+		return 1
+	case prunedObservations:
+		return 2
+	}
+	return 0
+}
+
+// Prune removes old observations or their bodies as o says.
+//
+// A run is scanned once per level: its observations are walked in id
+// order a batch at a time (a range of the table's own key), each batch its
+// own transaction, and when the walk is done the run is marked pruned to
+// that level and the pinned observations it kept are listed in
+// pruned_kept. Later prunes skip marked runs and only re-check the kept
+// observations against the current pins, so an hourly prune costs the
+// runs that aged past a cutoff since the last one, not the history. An
+// interrupted prune leaves a consistent database; the next one rescans
+// the unmarked run and finishes it.
+//
+// The caller should hold the run lease (a run's detection must not read
+// observations being pruned); scheduled runs are skipped meanwhile.
 func (d *DB) Prune(ctx context.Context, o PruneOptions) (PruneResult, error) {
 	res := PruneResult{DryRun: o.DryRun}
 	if o.BodiesBefore.IsZero() && o.ObservationsBefore.IsZero() {
@@ -65,42 +90,20 @@ func (d *DB) Prune(ctx context.Context, o PruneOptions) (PruneResult, error) {
 	for _, id := range o.Pinned {
 		pinned[id] = true
 	}
+	touched := map[int64]bool{}
+	rescanned := map[int64]bool{}
 	for _, r := range runs {
-		touched := false
-		for after := int64(0); ; {
-			if err := ctx.Err(); err != nil {
-				return res, fmt.Errorf("prune interrupted (what was pruned is consistent; run it again): %w", err)
-			}
-			ids, bytes, seen, last, err := d.pruneBatch(ctx, r, after, o.Batch, pinned, &res)
-			if err != nil {
-				return res, fmt.Errorf("prune run %d: %w", r.id, err)
-			}
-			if len(ids) > 0 {
-				touched = true
-				res.StoredBytes += bytes
-				if r.delete {
-					res.ObservationsDeleted += int64(len(ids))
-				} else {
-					res.BodiesDropped += int64(len(ids))
-				}
-				if !o.DryRun {
-					if err := d.applyPrune(ctx, r.delete, ids); err != nil {
-						return res, fmt.Errorf("prune run %d: %w", r.id, err)
-					}
-					if afterPruneBatch != nil {
-						afterPruneBatch()
-					}
-				}
-			}
-			if seen < o.Batch {
-				break
-			}
-			after = last
-		}
-		if touched {
-			res.Runs++
+		rescanned[r.id] = true
+	}
+	if err := d.pruneKept(ctx, o, pinned, rescanned, touched, &res); err != nil {
+		return res, err
+	}
+	for _, r := range runs {
+		if err := d.pruneRun(ctx, o, r, pinned, touched, &res); err != nil {
+			return res, err
 		}
 	}
+	res.Runs = len(touched)
 	return res, nil
 }
 
@@ -109,72 +112,215 @@ type pruneRun struct {
 	delete bool // delete the rows; else drop their bodies
 }
 
-// pruneBatch reads up to batch observations of run r with ids above after
-// and returns those to prune (pinned ones are counted, not returned), the
-// stored body bytes they hold, how many rows it read and the last id.
-func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after int64, batch int, pinned map[int64]bool, res *PruneResult) (ids []int64, bytes int64, seen int, last int64, err error) {
+func (r pruneRun) level() string {
+	if r.delete {
+		return prunedObservations
+	}
+	return prunedBodies
+}
+
+// pruneRun walks one run's observations and prunes the unpinned ones, then
+// marks the run and lists what it kept.
+func (d *DB) pruneRun(ctx context.Context, o PruneOptions, r pruneRun, pinned, touched map[int64]bool, res *PruneResult) error {
+	var lo, hi sql.NullInt64
+	if err := d.db.QueryRowContext(ctx, `SELECT MIN(id), MAX(id) FROM observations WHERE run_id = ?`, r.id).Scan(&lo, &hi); err != nil {
+		return fmt.Errorf("prune run %d: %w", r.id, err)
+	}
+	var kept []int64
+	for after := lo.Int64 - 1; lo.Valid; {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("prune interrupted (what was pruned is consistent; run it again): %w", err)
+		}
+		ids, k, bytes, seen, last, err := d.pruneBatch(ctx, r, after, hi.Int64, o.Batch, pinned)
+		if err != nil {
+			return fmt.Errorf("prune run %d: %w", r.id, err)
+		}
+		kept = append(kept, k...)
+		res.PinnedKept += int64(len(k))
+		if len(ids) > 0 {
+			touched[r.id] = true
+			res.StoredBytes += bytes
+			if r.delete {
+				res.ObservationsDeleted += int64(len(ids))
+			} else {
+				res.BodiesDropped += int64(len(ids))
+			}
+			if !o.DryRun {
+				if err := d.Tx(ctx, func(tx *sql.Tx) error { return applyPrune(ctx, tx, r.delete, ids) }); err != nil {
+					return fmt.Errorf("prune run %d: %w", r.id, err)
+				}
+				if afterPruneBatch != nil {
+					afterPruneBatch()
+				}
+			}
+		}
+		if seen < o.Batch {
+			break
+		}
+		after = last
+	}
+	if o.DryRun {
+		return nil
+	}
+	return d.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM pruned_kept WHERE run_id = ?`, r.id); err != nil {
+			return err
+		}
+		for len(kept) > 0 {
+			chunk := kept[:min(len(kept), 400)]
+			kept = kept[len(chunk):]
+			args := make([]any, 0, 2*len(chunk))
+			for _, id := range chunk {
+				args = append(args, id, r.id)
+			}
+			if _, err := tx.ExecContext(ctx, valuesSQL(`INSERT OR REPLACE INTO pruned_kept (observation_id, run_id) VALUES `, `(?, ?)`, len(chunk)), args...); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET pruned = ? WHERE id = ?`, r.level(), r.id)
+		return err
+	})
+}
+
+// pruneBatch reads up to batch observations of run r with ids in
+// (after, hi] and returns those to prune and the pinned ones it keeps (only
+// those that had something to prune), the stored body bytes of the first,
+// how many rows it read and the last id. "+run_id" keeps the planner on the
+// table's own key: the id range, in order, without a sort.
+func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after, hi int64, batch int, pinned map[int64]bool) (ids, kept []int64, bytes int64, seen int, last int64, err error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT id, bodies_pruned, body IS NOT NULL OR request_body IS NOT NULL,
 		COALESCE(LENGTH(body), 0) + COALESCE(LENGTH(request_body), 0)
-		FROM observations WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`, r.id, after, batch)
+		FROM observations WHERE id > ? AND id <= ? AND +run_id = ? ORDER BY id LIMIT ?`, after, hi, r.id, batch)
 	if err != nil {
-		return nil, 0, 0, 0, err
+		return nil, nil, 0, 0, 0, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id, n int64
 		var done, hasBodies bool
 		if err := rows.Scan(&id, &done, &hasBodies, &n); err != nil {
-			return nil, 0, 0, 0, err
+			return nil, nil, 0, 0, 0, err
 		}
 		seen, last = seen+1, id
 		if !r.delete && (done || !hasBodies) {
 			continue // nothing left to drop
 		}
 		if pinned[id] {
-			res.PinnedKept++
+			kept = append(kept, id)
 			continue
 		}
 		ids = append(ids, id)
 		bytes += n
 	}
-	return ids, bytes, seen, last, rows.Err()
+	return ids, kept, bytes, seen, last, rows.Err()
 }
 
-// applyPrune deletes the observations ids, or drops their bodies, in one
-// transaction.
-func (d *DB) applyPrune(ctx context.Context, del bool, ids []int64) error {
+// pruneKept re-checks the observations earlier prunes kept because they
+// were pinned, in runs not rescanned now: those no longer pinned are pruned
+// to their run's level.
+func (d *DB) pruneKept(ctx context.Context, o PruneOptions, pinned, rescanned, touched map[int64]bool, res *PruneResult) error {
+	rows, err := d.db.QueryContext(ctx, `SELECT k.observation_id, k.run_id, r.pruned, o.id IS NOT NULL,
+		COALESCE(o.bodies_pruned, 0), COALESCE(o.body IS NOT NULL OR o.request_body IS NOT NULL, 0),
+		COALESCE(LENGTH(o.body), 0) + COALESCE(LENGTH(o.request_body), 0)
+		FROM pruned_kept k JOIN runs r ON r.id = k.run_id LEFT JOIN observations o ON o.id = k.observation_id ORDER BY k.observation_id`)
+	if err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	var del, drop, gone []int64
+	for rows.Next() {
+		var id, run, n int64
+		var level string
+		var exists, done, hasBodies bool
+		if err := rows.Scan(&id, &run, &level, &exists, &done, &hasBodies, &n); err != nil {
+			rows.Close()
+			return fmt.Errorf("prune: %w", err)
+		}
+		switch {
+		case rescanned[run]:
+			// its run is walked again below
+		case !exists || (level == prunedBodies && (done || !hasBodies)):
+			gone = append(gone, id)
+		case pinned[id]:
+			res.PinnedKept++
+		case level == prunedObservations:
+			del = append(del, id)
+			res.ObservationsDeleted++
+			res.StoredBytes += n
+			touched[run] = true
+		default:
+			drop = append(drop, id)
+			res.BodiesDropped++
+			res.StoredBytes += n
+			touched[run] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	if o.DryRun {
+		return nil
+	}
+	for _, m := range []struct {
+		ids          []int64
+		prune, whole bool // prune the observations (whole: delete them); else only unlist them
+	}{{del, true, true}, {drop, true, false}, {gone, false, false}} {
+		for ids := m.ids; len(ids) > 0; {
+			chunk := ids[:min(len(ids), o.Batch)]
+			ids = ids[len(chunk):]
+			err := d.Tx(ctx, func(tx *sql.Tx) error {
+				if m.prune {
+					if err := applyPrune(ctx, tx, m.whole, chunk); err != nil {
+						return err
+					}
+				}
+				return deleteIDs(ctx, tx, `DELETE FROM pruned_kept WHERE observation_id IN (`, chunk)
+			})
+			if err != nil {
+				return fmt.Errorf("prune: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// applyPrune deletes the observations ids, or drops their bodies.
+func applyPrune(ctx context.Context, tx *sql.Tx, del bool, ids []int64) error {
 	head := `UPDATE observations SET body = NULL, request_body = NULL, bodies_pruned = 1 WHERE id IN (`
 	if del {
 		head = `DELETE FROM observations WHERE id IN (`
 	}
-	return d.Tx(ctx, func(tx *sql.Tx) error {
-		const per = 500
-		for len(ids) > 0 {
-			chunk := ids[:min(len(ids), per)]
-			ids = ids[len(chunk):]
-			args := make([]any, len(chunk))
-			for i, id := range chunk {
-				args[i] = id
-			}
-			if _, err := tx.ExecContext(ctx, valuesSQL(head, "?", len(chunk))+")", args...); err != nil {
-				return err
-			}
+	return deleteIDs(ctx, tx, head, ids)
+}
+
+// deleteIDs runs head + "?, ?, …)" over ids, 500 at a time.
+func deleteIDs(ctx context.Context, tx *sql.Tx, head string, ids []int64) error {
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
 		}
-		return nil
-	})
+		if _, err := tx.ExecContext(ctx, valuesSQL(head, "?", len(chunk))+")", args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // afterPruneBatch, when set (tests), is called after each batch commits.
 var afterPruneBatch func()
 
-// pruneRuns returns the runs whose observations are deleted or lose their
-// bodies, oldest first. A run still marked running is never pruned.
+// pruneRuns returns the runs to walk, oldest first: those whose age asks
+// for a deeper level than they are marked with. A run still marked running
+// and the runs o keeps are never pruned.
 func (d *DB) pruneRuns(ctx context.Context, o PruneOptions) ([]pruneRun, error) {
 	keep := map[int64]bool{}
 	for _, id := range o.KeepRuns {
 		keep[id] = true
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT id, started_at, status FROM runs ORDER BY id`)
+	rows, err := d.db.QueryContext(ctx, `SELECT id, started_at, status, pruned FROM runs ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -182,19 +328,25 @@ func (d *DB) pruneRuns(ctx context.Context, o PruneOptions) ([]pruneRun, error) 
 	var out []pruneRun
 	for rows.Next() {
 		var id int64
-		var started, status string
-		if err := rows.Scan(&id, &started, &status); err != nil {
+		var started, status, level string
+		if err := rows.Scan(&id, &started, &status, &level); err != nil {
 			return nil, err
 		}
 		at := ParseTime(started)
 		if keep[id] || status == RunRunning || at.IsZero() {
 			continue
 		}
+		var r pruneRun
 		switch {
 		case !o.ObservationsBefore.IsZero() && at.Before(o.ObservationsBefore):
-			out = append(out, pruneRun{id: id, delete: true})
+			r = pruneRun{id: id, delete: true}
 		case !o.BodiesBefore.IsZero() && at.Before(o.BodiesBefore):
-			out = append(out, pruneRun{id: id})
+			r = pruneRun{id: id}
+		default:
+			continue
+		}
+		if pruneRank(level) < pruneRank(r.level()) {
+			out = append(out, r)
 		}
 	}
 	return out, rows.Err()
@@ -236,7 +388,7 @@ type Stats struct {
 	BodyBytes    int64     `json:"body_bytes"`    // stored (compressed) request and response bytes
 	OldestRun    time.Time `json:"oldest_run"`    // start of the oldest run (zero: none)
 	NewestRun    time.Time `json:"newest_run"`    // start of the newest run
-	OldestBodies time.Time `json:"oldest_bodies"` // start of the oldest run that still has bodies
+	OldestBodies time.Time `json:"oldest_bodies"` // start of the oldest run retention has not pruned that has bodies (pinned evidence in pruned runs aside)
 }
 
 // Stats reads the database's size and contents. It scans the observations
@@ -265,17 +417,19 @@ func (d *DB) Stats(ctx context.Context) (Stats, error) {
 		}
 		s.OldestRun, s.NewestRun = ParseTime(first), ParseTime(last)
 	}
-	var firstBodies sql.NullInt64
 	if err := d.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(body IS NOT NULL OR request_body IS NOT NULL), 0),
-		COALESCE(SUM(COALESCE(LENGTH(body), 0) + COALESCE(LENGTH(request_body), 0)), 0),
-		MIN(CASE WHEN body IS NOT NULL OR request_body IS NOT NULL THEN run_id END) FROM observations`).Scan(&s.Observations, &s.WithBodies, &s.BodyBytes, &firstBodies); err != nil {
+		COALESCE(SUM(COALESCE(LENGTH(body), 0) + COALESCE(LENGTH(request_body), 0)), 0) FROM observations`).Scan(&s.Observations, &s.WithBodies, &s.BodyBytes); err != nil {
 		return s, fmt.Errorf("stats: %w", err)
 	}
-	if firstBodies.Valid {
-		var at string
-		if err := d.db.QueryRowContext(ctx, `SELECT started_at FROM runs WHERE id = ?`, firstBodies.Int64).Scan(&at); err == nil {
-			s.OldestBodies = ParseTime(at)
-		}
+	var at string
+	err := d.db.QueryRowContext(ctx, `SELECT started_at FROM runs r WHERE r.pruned = ''
+		AND EXISTS (SELECT 1 FROM observations o WHERE o.run_id = r.id AND (o.body IS NOT NULL OR o.request_body IS NOT NULL))
+		ORDER BY r.id LIMIT 1`).Scan(&at)
+	switch {
+	case err == nil:
+		s.OldestBodies = ParseTime(at)
+	case !errors.Is(err, sql.ErrNoRows):
+		return s, fmt.Errorf("stats: %w", err)
 	}
 	return s, nil
 }

@@ -102,6 +102,22 @@ func TestDBCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Flags replace the config's retention whole: --bodies alone deletes
+	// nothing even when the config would delete every observation.
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("retention: {observations: 1ns}\n"+twoSims), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = runIn(t, "db", "prune", "--config", cfg, "--db", db, "--bodies", "1ns", "--vacuum", "--json")
+	var r storage.PruneResult
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r.ObservationsDeleted != 0 {
+		t.Errorf("db prune --bodies with observations retention configured: exit %d %s %s", code, stdout, stderr)
+	}
+	stdout, stderr, code = runIn(t, "db", "prune", "--config", cfg, "--db", db, "--dry-run", "--json")
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r.ObservationsDeleted == 0 {
+		t.Errorf("db prune by the config's retention (dry run): exit %d %s %s", code, stdout, stderr)
+	}
+
 	for _, c := range []struct {
 		args []string
 		msg  string

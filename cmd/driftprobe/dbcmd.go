@@ -69,9 +69,10 @@ func newDBPruneCmd(g *globals) *cobra.Command {
 		Short: "Prune old observations or their bodies (the config's retention, or flags)",
 		Long: `Deletes the observations of runs older than --observations, and drops the stored
 request and response bodies of runs older than --bodies (their verdicts,
-categories, signals and hashes stay). Durations are Go durations or days: 90d,
-720h. Without flags, the config's retention block decides; a run with retention
-configured prunes by itself after it is stored.
+categories, signals and hashes stay). Durations are Go durations, days or weeks:
+90d, 2w, 720h. Without flags, the config's retention block decides; with flags,
+only the flags do. A run with retention configured prunes by itself after it is
+stored.
 
 Kept whatever their age: the observations events cite as evidence (before and
 after each flip), the observations detection state points at (each probe's
@@ -79,11 +80,13 @@ baseline and pending candidate), and the latest complete run of each target on
 each corpus version (compare reads it). Runs, events and detection state are
 never pruned.
 
-It takes the run lease, so it waits for no run and no run starts meanwhile;
-each batch is its own transaction, so an interrupted prune leaves a consistent
-database and the next prune finishes the job. Freed pages are reused by later
-runs; --vacuum also shrinks the file (it needs as much free disk as the
-database, and blocks writers while it runs).`,
+It takes the run lease, so it runs when no run does, and a run scheduled
+meanwhile is skipped (serve counts it in driftprobe_run_lock_skips_total). Each
+run is walked once per level and marked; later prunes only re-check what was
+kept because it was pinned. Each batch is its own transaction, so an
+interrupted prune leaves a consistent database and the next prune finishes the
+job. Freed pages are reused by later runs; --vacuum also shrinks the file (it
+needs as much free disk as the database, and holds the lease while it runs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -92,7 +95,12 @@ database, and blocks writers while it runs).`,
 				return err
 			}
 			defer sess.Close()
+			// Flags, when given, replace the config's retention whole: a
+			// prune asked for on the command line does only what it says.
 			r := sess.Config.Retention
+			if bodies != "" || observations != "" {
+				r = config.Retention{}
+			}
 			for _, f := range []struct {
 				name, v string
 				d       *config.Duration
@@ -115,16 +123,16 @@ database, and blocks writers while it runs).`,
 				return err
 			}
 			res, err := app.Prune(held, st, r, dryRun)
+			if err == nil && vacuum && !dryRun {
+				// Still holding the lease: a scheduled run meanwhile is
+				// skipped cleanly instead of timing out on the busy database.
+				err = st.Vacuum(held)
+			}
 			if rerr := release(); err == nil {
 				err = rerr
 			}
 			if err != nil {
 				return err
-			}
-			if vacuum && !dryRun {
-				if err := st.Vacuum(ctx); err != nil {
-					return err
-				}
 			}
 			if asJSON {
 				return writeJSON(g.stdout, res)
