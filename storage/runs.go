@@ -40,6 +40,9 @@ type Run struct {
 	Host          string
 	Version       string
 	Note          string
+	// Pruned is how far retention has pruned the run's observations: ""
+	// (not), "bodies" or "observations" (pinned ones aside).
+	Pruned string
 }
 
 // TargetRow is a stored target.
@@ -519,8 +522,8 @@ func (d *DB) Run(ctx context.Context, id int64) (Run, error) {
 	var r Run
 	var started string
 	var finished sql.NullString
-	err := d.db.QueryRowContext(ctx, `SELECT id, started_at, finished_at, status, corpus_name, corpus_version, corpus_hash, config_hash, host, version, note FROM runs WHERE id = ?`, id).
-		Scan(&r.ID, &started, &finished, &r.Status, &r.CorpusName, &r.CorpusVersion, &r.CorpusHash, &r.ConfigHash, &r.Host, &r.Version, &r.Note)
+	err := d.db.QueryRowContext(ctx, `SELECT id, started_at, finished_at, status, corpus_name, corpus_version, corpus_hash, config_hash, host, version, note, pruned FROM runs WHERE id = ?`, id).
+		Scan(&r.ID, &started, &finished, &r.Status, &r.CorpusName, &r.CorpusVersion, &r.CorpusHash, &r.ConfigHash, &r.Host, &r.Version, &r.Note, &r.Pruned)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("run %d: %w", id, ErrNotFound)
 	}

@@ -118,6 +118,18 @@ func TestDBCommands(t *testing.T) {
 		t.Errorf("db prune by the config's retention (dry run): exit %d %s %s", code, stdout, stderr)
 	}
 
+	// Observations deleted: replay says so instead of reporting nothing.
+	if _, stderr, code := runIn(t, "db", "prune", "--db", db, "--observations", "1ns"); code != 0 {
+		t.Fatalf("db prune --observations: exit %d %s", code, stderr)
+	}
+	stdout, stderr, code = runIn(t, "replay", "--run", "2", "--db", db)
+	if code != 0 || !strings.Contains(stdout, "retention deleted this run's observations") {
+		t.Errorf("replay of a pruned run: exit %d %q %s", code, stdout, stderr)
+	}
+	if _, stderr, code := runIn(t, "replay", "--run", "99", "--db", db); code != 2 || !strings.Contains(stderr, "run 99: not found") {
+		t.Errorf("replay of a run that does not exist: exit %d %s", code, stderr)
+	}
+
 	for _, c := range []struct {
 		args []string
 		msg  string

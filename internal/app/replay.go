@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,8 +55,11 @@ type ReplayReport struct {
 	Skipped int `json:"skipped"`
 	// Pruned observations had an answer whose bodies retention dropped:
 	// there is nothing left to re-read.
-	Pruned int          `json:"pruned"`
-	Diffs  []ReplayDiff `json:"diffs"`
+	Pruned int `json:"pruned"`
+	// RunPruned says how far retention pruned the run: "" (not), "bodies"
+	// or "observations" (only what events and detection pin is left).
+	RunPruned string       `json:"run_pruned"`
+	Diffs     []ReplayDiff `json:"diffs"`
 	// Unconfigured names the run's targets the configuration no longer has
 	// (or has with another provider): their observations are not replayed.
 	Unconfigured []string `json:"unconfigured"`
@@ -68,6 +72,13 @@ type ReplayReport struct {
 // from its evidence, and what a classifier change would re-read differently.
 // Headers are not stored, so request ids and Retry-After are not compared.
 func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.Target, only string) (*ReplayReport, error) {
+	run, err := st.Run(ctx, runID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, Usage(fmt.Errorf("replay: %w", err))
+	}
+	if err != nil {
+		return nil, err
+	}
 	rts, err := st.RunTargets(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -84,7 +95,7 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 	for _, t := range targets {
 		byName[t.Config.Name] = t
 	}
-	rep := &ReplayReport{RunID: runID, Diffs: []ReplayDiff{}, Unconfigured: []string{}}
+	rep := &ReplayReport{RunID: runID, RunPruned: run.Pruned, Diffs: []ReplayDiff{}, Unconfigured: []string{}}
 	found := false
 	for _, rt := range rts {
 		if only != "" && rt.Target != only {
@@ -139,6 +150,9 @@ func (r *ReplayReport) String() string {
 		r.RunID, r.Replayed, r.Same, len(r.Diffs), r.Skipped)
 	if r.Pruned > 0 {
 		fmt.Fprintf(&b, ", %d whose bodies retention pruned", r.Pruned)
+	}
+	if r.RunPruned == "observations" {
+		b.WriteString("; retention deleted this run's observations but those events and detection pin")
 	}
 	if len(r.Unconfigured) > 0 {
 		fmt.Fprintf(&b, "; not in the config (not replayed): %s", strings.Join(r.Unconfigured, ", "))
