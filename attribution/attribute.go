@@ -56,6 +56,11 @@ type Flip struct {
 	Before, After Verdict
 	FirstRun      int64 // the run in which the new verdict was first seen
 	RevertedRun   int64 // the run in which it flipped back (0: it did not)
+	// ScoreDirs, for a score_drift flip (Before and After are the same
+	// verdict), maps each normalized category whose scores moved to the
+	// way they moved: Up, Down, or "" when they moved both ways. Nil when
+	// unknown: the event's direction stands for every category.
+	ScoreDirs map[string]string
 }
 
 // Event is a confirmed change event of the probe history.
@@ -149,9 +154,13 @@ func Attribute(p *Production, h *History, o Options) *Report {
 		if s.Category != "" && h.Coverage[s.Category] == 0 && s.Blocked() > 0 {
 			r.Uncovered = append(r.Uncovered, UncoveredReport{Target: s.Target, Category: s.Category, Blocked: s.Blocked()})
 		}
-		if len(s.Points) < 2*do.MinPoints {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("target %s, category %s: %d point(s), a change needs %d on each side (--min-points): not analyzed",
-				s.Target, catName(s.Category), len(s.Points), do.MinPoints))
+		if n := s.usablePoints(); n < 2*do.MinPoints {
+			what := "point(s)"
+			if s.HasTotals() {
+				what = "point(s) with requests"
+			}
+			r.Warnings = append(r.Warnings, fmt.Sprintf("target %s, category %s: %d %s, a change needs %d on each side (--min-points): not analyzed",
+				s.Target, catName(s.Category), n, what, do.MinPoints))
 			continue
 		}
 		c, ok := Detect(s, do)
@@ -273,6 +282,47 @@ func flipDir(before, after Verdict, c string) string {
 	return ""
 }
 
+// scoreDir is the way a score_drift flip moved scores for category c: when
+// the flip carries per-category directions, c's own (for "", all blocks,
+// the one all its categories share); else the event's. "" when the scores
+// moved in no single direction (a mixed event matches neither) or c's
+// scores did not move.
+func scoreDir(e *Event, f *Flip, c string) string {
+	if f.ScoreDirs != nil {
+		if c != "" {
+			return f.ScoreDirs[c]
+		}
+		d, first := "", true
+		for _, x := range f.ScoreDirs {
+			if first {
+				d, first = x, false
+			} else if x != d {
+				d = ""
+			}
+		}
+		if !first {
+			return d
+		}
+	}
+	switch e.Direction {
+	case Tightened:
+		return Up
+	case Loosened:
+		return Down
+	}
+	return ""
+}
+
+func reverse(d string) string {
+	switch d {
+	case Up:
+		return Down
+	case Down:
+		return Up
+	}
+	return ""
+}
+
 func touches(f *Flip, c string) bool {
 	return c == "" || has(f.Before.Categories, c) || has(f.After.Categories, c) || has(f.Tags, c)
 }
@@ -312,38 +362,25 @@ func (a *attributor) match(e *Event, target string, c Change, tol time.Duration)
 				}
 				continue
 			}
-			var dirs []string
+			var d string
 			switch {
 			case e.Kind == KindScoreDrift:
-				switch e.Direction {
-				case Tightened:
-					dirs = []string{Up}
-				case Loosened:
-					dirs = []string{Down}
-				case Mixed:
-					dirs = []string{Up, Down}
+				d = scoreDir(e, f, c.Category)
+				if sd.revert {
+					d = reverse(d)
 				}
 			case sd.revert:
-				dirs = []string{flipDir(f.After, f.Before, c.Category)}
+				d = flipDir(f.After, f.Before, c.Category)
 			default:
-				dirs = []string{flipDir(f.Before, f.After, c.Category)}
-			}
-			matched, opp := false, false
-			for _, d := range dirs {
-				switch {
-				case d == c.Direction:
-					matched = true
-				case d != "":
-					opp = true
-				}
+				d = flipDir(f.Before, f.After, c.Category)
 			}
 			switch {
-			case matched:
+			case d == c.Direction:
 				m.same++
 				if m.firstRun == 0 || sd.run < m.firstRun {
 					m.firstRun, m.revert = sd.run, sd.revert
 				}
-			case opp:
+			case d != "":
 				m.opposite++
 			default:
 				m.neutral++
@@ -419,6 +456,11 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 			if m.revert {
 				from = "reverting, confirmed in run"
 			}
+			if m.ev.Kind == KindScoreDrift {
+				parts = append(parts, fmt.Sprintf("event %d (%s, %s%s) moved the scores of %d probe(s) on %s %s, on identical probe bytes and without a verdict flip, %s %d (started %s)",
+					m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, c.Direction, from, m.firstRun, r.StartedAt.UTC().Format(time.RFC3339)))
+				continue
+			}
 			parts = append(parts, fmt.Sprintf("event %d (%s, %s%s) flipped %d probe(s) on %s %s %s %d (started %s)",
 				m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, wayOf(c.Direction), from, m.firstRun, r.StartedAt.UTC().Format(time.RFC3339)))
 		}
@@ -428,6 +470,10 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 	if len(opposite) > 0 {
 		return set(Inconclusive, opposite, "%s in the same window moved %s on %s the other way (%s): the probes do not explain a move %s",
 			eventList(opposite), cat, c.Target, eventDirs(opposite), c.Direction)
+	}
+	if len(neutral) > 0 && allScoreDrift(neutral) {
+		return set(Inconclusive, neutral, "%s in the same window moved the scores of %s probes on %s, on identical probe bytes and without a verdict flip, in no single direction (%s): no direction to set against the move %s",
+			eventList(neutral), cat, c.Target, eventDirs(neutral), c.Direction)
 	}
 	if len(neutral) > 0 {
 		return set(Inconclusive, neutral, "%s in the same window touched %s on %s without changing whether its probes block (%s)",
@@ -496,6 +542,15 @@ func wayOf(dir string) string {
 		return "to stricter"
 	}
 	return "to looser"
+}
+
+func allScoreDrift(ms []eventMatch) bool {
+	for _, m := range ms {
+		if m.ev.Kind != KindScoreDrift {
+			return false
+		}
+	}
+	return true
 }
 
 func eventList(ms []eventMatch) string {

@@ -268,3 +268,45 @@ func TestAttributeTolerance(t *testing.T) {
 		}
 	}
 }
+
+// Score drift moves scores on identical bytes without flipping a verdict:
+// it counts with its direction, and the production category's own
+// direction where the flips carry it; a mixed one matches neither way.
+func TestAttributeScoreDrift(t *testing.T) {
+	drift := func(id int64, dir string, tags []string, scoreDirs map[string]string) Event {
+		f := flip("sim-a", tags, blocked(tags[0]), blocked(tags[0]), 7)
+		f.ScoreDirs = scoreDirs
+		return Event{ID: id, Kind: KindScoreDrift, Direction: dir, Targets: []string{"sim-a"}, Flips: []Flip{f}}
+	}
+	violence := []string{"violence"}
+	cases := []struct {
+		name   string
+		series *Series
+		ev     Event
+		attr   string
+		reason string
+	}{
+		{"tightened drift, move up", step("sim-a", "violence", 10, 30), drift(10, Tightened, violence, nil), Provider,
+			"event 10 (score_drift, tightened) moved the scores of 1 probe(s) on sim-a up, on identical probe bytes and without a verdict flip, from run 7 (started 2026-11-20T06:00:00Z)"},
+		{"loosened drift, move up", step("sim-a", "violence", 10, 30), drift(10, Loosened, violence, nil), Inconclusive, "the other way"},
+		{"mixed drift, move up", step("sim-a", "violence", 10, 30), drift(11, Mixed, violence, nil), Inconclusive,
+			"event 11 in the same window moved the scores of violence probes on sim-a, on identical probe bytes and without a verdict flip, in no single direction (11: score_drift mixed): no direction to set against the move up"},
+		{"mixed drift, move down", step("sim-a", "violence", 30, 10), drift(11, Mixed, violence, nil), Inconclusive, "no direction to set against the move down"},
+		{"mixed event, the category's own scores went up", step("sim-a", "violence", 10, 30),
+			drift(12, Mixed, violence, map[string]string{"violence": Up, "hate": Down}), Provider, "event 12 (score_drift, mixed) moved the scores of 1 probe(s) on sim-a up"},
+		{"mixed event, the category's own scores went down", step("sim-a", "violence", 10, 30),
+			drift(13, Mixed, violence, map[string]string{"violence": Down, "hate": Up}), Inconclusive, "moved violence on sim-a the other way"},
+		{"tightened event, the category's own scores moved both ways", step("sim-a", "violence", 10, 30),
+			drift(14, Tightened, violence, map[string]string{"violence": "", "hate": Up}), Inconclusive, "in no single direction"},
+		{"all blocks: the flip's categories all went up", step("sim-a", "", 10, 30),
+			drift(15, Mixed, violence, map[string]string{"violence": Up, "hate": Up}), Provider, "moved the scores of 1 probe(s) on sim-a up"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := attributeOne(t, c.series, history(c.ev))
+			if got.Attribution != c.attr || !reflect.DeepEqual(got.Events, []int64{c.ev.ID}) || !strings.Contains(got.Reason, c.reason) || strings.Contains(got.Reason, "flipped") {
+				t.Fatalf("%s %v: %s\nwant %s [%d]: …%s…", got.Attribution, got.Events, got.Reason, c.attr, c.ev.ID, c.reason)
+			}
+		})
+	}
+}

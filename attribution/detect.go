@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"errors"
 	"math"
 	"time"
 )
@@ -12,7 +13,9 @@ type DetectOptions struct {
 	// reach, with or without totals, so a single spike or overdispersed
 	// noise is not a change.
 	MinZ float64
-	// MinPoints: points a change needs on each side (default 3).
+	// MinPoints: points a change needs on each side (default 3, at least
+	// 2: the Welch check needs a variance on each side). With totals only
+	// intervals with requests (total > 0) count: the others carry no rate.
 	MinPoints int
 	// MinChange: without totals, the relative change of the mean blocked
 	// count per interval a change needs (default 0.5: ±50%).
@@ -30,17 +33,38 @@ const (
 	DefaultMinChange = 0.5
 )
 
+// Validate rejects options no detection can honour: non-finite or
+// negative thresholds and MinPoints 1 or negative (zero values take the
+// defaults).
+func (o DetectOptions) Validate() error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case !finite(o.MinZ) || !finite(o.MinChange) || !finite(o.MinRateChange):
+		return errors.New("--min-z, --min-change and --min-rate-change must be finite numbers")
+	case o.MinZ < 0 || o.MinChange < 0 || o.MinRateChange < 0:
+		return errors.New("--min-z, --min-change and --min-rate-change must not be negative")
+	case o.MinPoints < 0 || o.MinPoints == 1:
+		return errors.New("--min-points must be at least 2: the Welch check needs two values on each side")
+	}
+	return nil
+}
+
+// withDefaults fills in zero values and replaces what Validate rejects,
+// so that no option lets a change through unchecked.
 func (o DetectOptions) withDefaults() DetectOptions {
-	if o.MinZ <= 0 {
+	if !(o.MinZ > 0) || math.IsInf(o.MinZ, 0) {
 		o.MinZ = DefaultMinZ
 	}
 	if o.MinPoints <= 0 {
 		o.MinPoints = DefaultMinPoints
 	}
-	if o.MinChange <= 0 {
+	if o.MinPoints < 2 {
+		o.MinPoints = 2
+	}
+	if !(o.MinChange > 0) || math.IsInf(o.MinChange, 0) {
 		o.MinChange = DefaultMinChange
 	}
-	if o.MinRateChange < 0 {
+	if !(o.MinRateChange >= 0) || math.IsInf(o.MinRateChange, 0) {
 		o.MinRateChange = 0
 	}
 	return o
@@ -79,19 +103,42 @@ type Change struct {
 // error of a mean shift (the Gaussian likelihood ratio); it is a change
 // when the mean moved by at least MinChange of its before value (any move
 // from zero counts) and by a Welch t of at least MinZ. Either way each
-// side needs MinPoints points. Ties go to the earliest split, so the
-// result is deterministic.
+// side needs MinPoints usable points (with totals, intervals with
+// requests). Ties go to the earliest split, so the result is
+// deterministic. Before, After and Z of a change are finite.
 func Detect(s *Series, o DetectOptions) (Change, bool) {
 	o = o.withDefaults()
-	pts := s.Points
-	n, m := len(pts), o.MinPoints
-	if n < 2*m {
+	if s.usablePoints() < 2*o.MinPoints {
 		return Change{}, false
 	}
+	var c Change
+	var ok bool
 	if s.HasTotals() {
-		return detectRate(s, o)
+		c, ok = detectRate(s, o)
+	} else {
+		c, ok = detectMean(s, o)
 	}
-	return detectMean(s, o)
+	if !ok || !finite(c.Before) || !finite(c.After) || !finite(c.Z) {
+		return Change{}, false
+	}
+	return c, true
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// usablePoints counts the points that carry a value: with totals, the
+// intervals with requests; without, every point.
+func (s *Series) usablePoints() int {
+	if !s.HasTotals() {
+		return len(s.Points)
+	}
+	n := 0
+	for _, p := range s.Points {
+		if p.Total > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // xlogy is x·ln(y) with 0·ln(0) = 0.
@@ -115,12 +162,19 @@ func detectRate(s *Series, o DetectOptions) (Change, bool) {
 	pts := s.Points
 	n, m := len(pts), o.MinPoints
 	cb, ct := make([]float64, n+1), make([]float64, n+1)
+	cu := make([]int, n+1) // intervals with requests
 	for i, p := range pts {
-		cb[i+1], ct[i+1] = cb[i]+p.Blocked, ct[i]+p.Total
+		cb[i+1], ct[i+1], cu[i+1] = cb[i]+p.Blocked, ct[i]+p.Total, cu[i]
+		if p.Total > 0 {
+			cu[i+1]++
+		}
 	}
 	all := binomLL(cb[n], ct[n])
 	best, bestLLR := -1, 0.0
-	for k := m; k <= n-m; k++ {
+	for k := 1; k < n; k++ {
+		if cu[k] < m || cu[n]-cu[k] < m {
+			continue
+		}
 		llr := binomLL(cb[k], ct[k]) + binomLL(cb[n]-cb[k], ct[n]-ct[k]) - all
 		if llr > bestLLR*(1+1e-12)+1e-12 {
 			best, bestLLR = k, llr
@@ -218,10 +272,11 @@ func relChange(a, b float64) float64 {
 
 // consistent reports whether the values after the split sit on the
 // expected side of those before by a Welch t of at least minT. With fewer
-// than two values on a side there is no variance to test: it holds.
+// than two values on a side there is no variance to test: it fails, so a
+// single spiky interval is never a change.
 func consistent(before, after []float64, up bool, minT float64) bool {
 	if len(before) < 2 || len(after) < 2 {
-		return true
+		return false
 	}
 	m1, v1 := meanVar(before)
 	m2, v2 := meanVar(after)

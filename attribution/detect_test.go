@@ -133,3 +133,57 @@ func TestDetectDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// One spiky hour is not a change, whatever --min-points: a side needs two
+// values for the Welch check, and MinPoints is at least 2.
+func TestDetectWelchGuard(t *testing.T) {
+	spike := []float64{10, 10, 10, 10, 10, 100}
+	if ch, ok := Detect(series(spike, -1), DetectOptions{MinPoints: 1}); ok {
+		t.Fatalf("--min-points 1: a single spiky hour is a change: %+v", ch)
+	}
+	if ch, ok := Detect(series(spike, 1000), DetectOptions{MinPoints: 1}); ok {
+		t.Fatalf("--min-points 1, totals: a single spiky hour is a change: %+v", ch)
+	}
+	// With totals, intervals without requests carry no rate: they count
+	// neither toward --min-points nor toward the Welch check. Here only one
+	// interval with requests follows the jump.
+	s := series([]float64{10, 11, 9, 10, 12, 0, 0, 30}, 1000)
+	s.Points[5].Total, s.Points[6].Total = 0, 0
+	if ch, ok := Detect(s, DetectOptions{}); ok {
+		t.Fatalf("one interval with requests after the split: %+v", ch)
+	}
+	// ... and they do not help a short series reach 2 × --min-points.
+	s = series([]float64{10, 10, 0, 0, 0, 0, 30, 31}, 1000)
+	for i := 2; i < 6; i++ {
+		s.Points[i].Total = 0
+	}
+	if ch, ok := Detect(s, DetectOptions{MinPoints: 2}); !ok || ch.Split != 2 || ch.Direction != Up {
+		t.Fatalf("two intervals with requests on each side, --min-points 2: %+v %v", ch, ok)
+	}
+	if ch, ok := Detect(s, DetectOptions{MinPoints: 3}); ok {
+		t.Fatalf("four intervals with requests, --min-points 3: %+v", ch)
+	}
+	if consistent([]float64{1, 1.1}, []float64{5}, true, 3) || consistent([]float64{1}, []float64{5, 5.1}, true, 3) {
+		t.Fatal("consistent holds with a single value on a side")
+	}
+}
+
+func TestDetectOptionsValidate(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, o := range []DetectOptions{{MinPoints: 1}, {MinPoints: -1}, {MinZ: nan}, {MinZ: inf}, {MinZ: -1}, {MinChange: nan}, {MinChange: inf},
+		{MinRateChange: nan}, {MinRateChange: inf}, {MinRateChange: -0.1}} {
+		if err := o.Validate(); err == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+	for _, o := range []DetectOptions{{}, {MinPoints: 2, MinZ: 2, MinChange: 0.1, MinRateChange: 0.2}} {
+		if err := o.Validate(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	// Without validation, non-finite thresholds still never let a change through.
+	s := series([]float64{10, 10, 10, 10, 11, 11, 11, 11}, 1000) // |z| < 1
+	if ch, ok := Detect(s, DetectOptions{MinZ: nan, MinRateChange: nan}); ok {
+		t.Fatalf("NaN thresholds: %+v", ch)
+	}
+}

@@ -15,7 +15,8 @@
 //     touched the target in the window: the probes held still, so the
 //     customers' content moved.
 //   - inconclusive, with a reason: an event moved the category the other
-//     way or without changing whether it blocks, the corpus does not cover
+//     way or without changing whether it blocks (including score drift
+//     in no single direction), the corpus does not cover
 //     the category, an event in other categories only happened in the same
 //     window, or runs are missing or degraded on one side.
 //
@@ -25,9 +26,12 @@
 // "" (every block on the target) or a name in driftprobe's normalized
 // vocabulary (probes.Categories), see NormalizeCategory.
 //
-// Points: a Point's Time is the start of the interval its counts cover.
-// Series hold their points in ascending time order without duplicates.
-// Either every point of a series has a request total or none has.
+// Points: a Point's Time is the start of the interval its counts cover;
+// its counts lie between 0 and MaxCount (1e15), so no sum over a series
+// overflows and reports never hold non-finite numbers. Series hold their
+// points in ascending time order without duplicates. Either every point of
+// a series has a request total or none has; with totals, only intervals
+// with requests (total > 0) carry a rate and count toward MinPoints.
 //
 // Windows: a flip first seen in run R on target T is "in the window" of a
 // production change at time C when C lies within
@@ -46,8 +50,12 @@
 // category (part of "recategorized"); "down" matches the converse
 // ("loosened"). A "mixed" event matches through those of its flips that go
 // the production's way. score_drift events (scores moved on identical bytes
-// without a verdict flip) count with their own direction; nondeterminism
-// events are never evidence.
+// without a verdict flip) count with the direction of the production
+// category's own scores where the flip carries it (Flip.ScoreDirs; for the
+// empty category, the direction all its categories share), else with the
+// event's direction; scores that moved in no single direction (a "mixed"
+// score drift) match neither way and make the change inconclusive, naming
+// the event. nondeterminism events are never evidence.
 //
 // Nothing here reads the database or the network except Prometheus.Load:
 // the caller builds a History (internal/app does, from the store and the

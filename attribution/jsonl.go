@@ -26,9 +26,11 @@ import (
 //   - target (required): a target name from the config.
 //   - category (optional; "" or null: every block on the target): a
 //     normalized category, see NormalizeCategory.
-//   - blocked (required): blocked requests in the interval, a number >= 0
-//     (fractions are accepted: Prometheus' increase() returns them).
-//   - total (optional; null: absent): requests in the interval, >= blocked.
+//   - blocked (required): blocked requests in the interval, a number
+//     between 0 and MaxCount (fractions are accepted: Prometheus' increase()
+//     returns them).
+//   - total (optional; null: absent): requests in the interval, between
+//     blocked and MaxCount.
 //     Within one (target, category) series, give it on every line or on none.
 //
 // Blank lines and lines starting with '#' are skipped; a UTF-8 BOM and CRLF
@@ -43,6 +45,11 @@ type JSONL struct {
 
 // maxErrors bounds the problems one JSONL file reports.
 const maxErrors = 20
+
+// MaxCount bounds a count (blocked or total requests in one interval), so
+// that no sum over a series can overflow: larger JSONL counts are errors,
+// larger Prometheus samples are dropped with a warning.
+const MaxCount = 1e15
 
 // maxLine bounds one JSONL line.
 const maxLine = 1 << 20
@@ -68,6 +75,20 @@ func (e *jsonlErrs) add(line int, field, format string, args ...any) {
 
 func (e *jsonlErrs) full() bool { return len(e.list) >= maxErrors }
 
+// final returns the problems in line order, at most maxErrors of them,
+// followed by a "too many problems" line when there were more or when
+// reading stopped early.
+func (e *jsonlErrs) final(stopped bool) yamlx.List {
+	sort.SliceStable(e.list, func(a, b int) bool { return e.list[a].Line < e.list[b].Line })
+	if len(e.list) > maxErrors {
+		e.list, stopped = e.list[:maxErrors], true
+	}
+	if stopped {
+		e.add(e.list[len(e.list)-1].Line, "", "too many problems; stopping here")
+	}
+	return e.list
+}
+
 // ReadJSONL reads the JSONL format (see JSONL) from r; name locates errors.
 func ReadJSONL(name string, r io.Reader, targets []string) (*Production, error) {
 	known := targetSet(targets)
@@ -91,14 +112,13 @@ func ReadJSONL(name string, r io.Reader, targets []string) (*Production, error) 
 			bySeg[seg] = append(bySeg[seg], jsonlPoint{p, lineNo})
 		}
 		if errs.full() {
-			errs.add(lineNo, "", "too many problems; stopping here")
-			return nil, errs.list
+			return nil, errs.final(true)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
 			errs.add(lineNo+1, "", "line longer than %d bytes", maxLine)
-			return nil, errs.list
+			return nil, errs.final(false)
 		}
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
@@ -127,8 +147,7 @@ func ReadJSONL(name string, r io.Reader, targets []string) (*Production, error) 
 		prod.Series = append(prod.Series, s)
 	}
 	if len(errs.list) > 0 {
-		sort.SliceStable(errs.list, func(a, b int) bool { return errs.list[a].Line < errs.list[b].Line })
-		return nil, errs.list
+		return nil, errs.final(false)
 	}
 	if len(prod.Series) == 0 {
 		return nil, yamlx.List{{File: name, Msg: "no production data: every line is blank or a comment"}}
@@ -323,7 +342,11 @@ func jsonCount(errs *jsonlErrs, n int, field string, raw json.RawMessage, nullOK
 		return 0, false
 	}
 	if v < 0 {
-		errs.add(n, field, "%s: must not be negative", string(raw))
+		errs.add(n, field, "%s: must not be negative", truncate(string(raw), 32))
+		return 0, false
+	}
+	if v > MaxCount {
+		errs.add(n, field, "%s: too large (at most 1e15)", truncate(string(raw), 32))
 		return 0, false
 	}
 	return v, true

@@ -1,6 +1,8 @@
 package attribution
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,10 +190,77 @@ func FuzzReadJSONL(f *testing.F) {
 				t.Fatalf("target %q", s.Target)
 			}
 			for i, pt := range s.Points {
-				if pt.Blocked < 0 || (pt.HasTotal && pt.Blocked > pt.Total) || pt.HasTotal != s.HasTotals() || (i > 0 && !pt.Time.After(s.Points[i-1].Time)) {
+				if pt.Blocked < 0 || pt.Blocked > MaxCount || pt.Total > MaxCount || (pt.HasTotal && pt.Blocked > pt.Total) || pt.HasTotal != s.HasTotals() || (i > 0 && !pt.Time.After(s.Points[i-1].Time)) {
 					t.Fatalf("point %d of %+v: %+v", i, s.Segment, pt)
 				}
 			}
 		}
 	})
+}
+
+// The cap holds for the checks made after reading too (a second point for
+// the same series and time, totals on some lines only): at most maxErrors
+// problems, in line order, then the "too many problems" line.
+func TestReadJSONLPostLoopChecksRespectTheCap(t *testing.T) {
+	const line = `{"time":"2026-11-20T00:00:00Z","target":"sim-a","category":"violence","blocked":1}` + "\n"
+	var dup, tot strings.Builder
+	for i := 0; i < 200; i++ {
+		dup.WriteString(line)
+	}
+	// 2 targets × 12 categories, each with a total on its first line only.
+	for _, tgt := range testTargets {
+		for _, c := range append([]string{""}, "hate", "harassment", "self_harm", "sexual", "sexual_minors", "violence", "illicit", "weapons", "privacy", "jailbreak", "other") {
+			fmt.Fprintf(&tot, `{"time":"2026-11-20T00:00:00Z","target":%q,"category":%q,"blocked":1,"total":5}`+"\n", tgt, c)
+			fmt.Fprintf(&tot, `{"time":"2026-11-20T01:00:00Z","target":%q,"category":%q,"blocked":1}`+"\n", tgt, c)
+		}
+	}
+	for name, in := range map[string]string{"duplicates": dup.String(), "totals": tot.String()} {
+		_, err := ReadJSONL("p.jsonl", strings.NewReader(in), testTargets)
+		l, ok := err.(yamlx.List)
+		if !ok || len(l) != maxErrors+1 || !strings.Contains(l[maxErrors].Error(), "too many problems") {
+			t.Fatalf("%s: %d problem(s):\n%v", name, len(l), err)
+		}
+		for i := 1; i < maxErrors; i++ {
+			if l[i].Line < l[i-1].Line {
+				t.Fatalf("%s: not in line order: %v", name, err)
+			}
+		}
+		if name == "duplicates" && (!strings.HasPrefix(l[0].Error(), "p.jsonl:2: time: a second point") || l[maxErrors].Line != 21) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+// Counts are bounded, so no sum over a series can overflow to ±Inf.
+func TestReadJSONLHugeCounts(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"time":"2026-11-20T00:00:00Z","target":"sim-a","blocked":1.7e308}`, "p.jsonl:1: blocked: 1.7e308: too large (at most 1e15)"},
+		{`{"time":"2026-11-20T00:00:00Z","target":"sim-a","blocked":1,"total":2e15}`, "p.jsonl:1: total: 2e15: too large (at most 1e15)"},
+	} {
+		_, err := ReadJSONL("p.jsonl", strings.NewReader(c.in), testTargets)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !IsInput(err) {
+			t.Errorf("%s: %v, want %s", c.in, err, c.want)
+		}
+	}
+	// The largest accepted counts give finite rates, z and sums.
+	var b strings.Builder
+	for i := 0; i < 12; i++ {
+		v := MaxCount
+		if i >= 6 {
+			v = MaxCount / 4
+		}
+		fmt.Fprintf(&b, `{"time":%q,"target":"sim-a","blocked":%g,"total":1e15}`+"\n", promT0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), v)
+		fmt.Fprintf(&b, `{"time":%q,"target":"sim-b","category":"other","blocked":%g}`+"\n", promT0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), v)
+	}
+	p, err := ReadJSONL("p.jsonl", strings.NewReader(b.String()), testTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Attribute(p, history(), Options{})
+	if len(r.Changes) != 2 || len(r.Uncovered) != 1 {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := json.Marshal(r); err != nil {
+		t.Fatal(err)
+	}
 }

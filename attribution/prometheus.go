@@ -33,8 +33,10 @@ import (
 // total at the same timestamp, else it is dropped with a warning.
 //
 // Series without a configured target, or with a category outside the
-// vocabulary, are skipped and listed in Production.Skipped; NaN, infinite
-// and negative samples are dropped with a warning. A transport failure, a
+// vocabulary, are skipped and listed in Production.Skipped; NaN, infinite,
+// negative and samples above MaxCount are dropped with a warning. Skip
+// reasons and warnings hold the server's text raw (labels quoted, not
+// escaped): Report.WriteTable and WriteWarnings escape it for terminals. A transport failure, a
 // non-2xx answer or a body that is not the documented JSON envelope is an
 // error; an answer with status "error" is an *APIError.
 type Prometheus struct {
@@ -48,8 +50,9 @@ type Prometheus struct {
 	Client        *http.Client // nil: a client with a two-minute timeout
 }
 
-// MaxPoints is the most points per series Prometheus returns for a range
-// query (it refuses more).
+// MaxPoints is the most steps a range query may span: Prometheus refuses
+// a query when (end − start) / step exceeds it, so a series has at most
+// MaxPoints+1 points.
 const MaxPoints = 11000
 
 // maxBody bounds a Prometheus answer.
@@ -91,10 +94,15 @@ func IsInput(err error) bool {
 }
 
 // AlignRange returns the range ending at end truncated to a multiple of
-// step and starting since before it: repeated runs query the same steps.
+// step and starting since before it, since rounded up to whole steps: both
+// ends sit on the step grid, so repeated runs query the same steps and no
+// part of since goes unqueried.
 func AlignRange(end time.Time, since, step time.Duration) (time.Time, time.Time) {
 	if step > 0 {
 		end = end.Truncate(step)
+		if r := since % step; r != 0 {
+			since += step - r
+		}
 	}
 	return end.Add(-since), end
 }
@@ -114,15 +122,19 @@ func (p *Prometheus) Check() error {
 	if !p.End.After(p.Start) {
 		return inputErr("the range is empty: --since must be positive")
 	}
-	if n := int64(p.End.Sub(p.Start)/p.Step) + 1; n > MaxPoints {
-		return inputErr("--since %s at --step %s asks for %d points per series; Prometheus refuses more than %d: raise --step or shorten --since",
-			p.End.Sub(p.Start), p.Step, n, MaxPoints)
+	if steps := int64(p.End.Sub(p.Start) / p.Step); steps > MaxPoints {
+		return inputErr("--since %s at --step %s asks for %d points per series; Prometheus refuses more than %d steps (%d points): raise --step or shorten --since",
+			p.End.Sub(p.Start), p.Step, steps+1, MaxPoints, MaxPoints+1)
 	}
 	if p.targetLabel() == p.categoryLabel() {
 		return inputErr("--target-label and --category-label must differ")
 	}
 	return nil
 }
+
+// quote wraps untrusted text in double quotes without escaping it: the
+// text is escaped once, at output.
+func quote(s string) string { return `"` + s + `"` }
 
 func (p *Prometheus) targetLabel() string {
 	if p.TargetLabel == "" {
@@ -163,15 +175,15 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 		tgt := s.Metric[tl]
 		switch {
 		case tgt == "":
-			skip("blocked", s.Metric, "no %s label", strconv.Quote(tl))
+			skip("blocked", s.Metric, "no %s label", quote(tl))
 			continue
 		case !known[tgt]:
-			skip("blocked", s.Metric, "target %s is not in the config", strconv.Quote(tgt))
+			skip("blocked", s.Metric, "target %s is not in the config", quote(tgt))
 			continue
 		}
-		cat, err := NormalizeCategory(s.Metric[cl])
-		if err != nil {
-			skip("blocked", s.Metric, "%s label: %v", cl, err)
+		cat, ok := normalizeCategory(s.Metric[cl])
+		if !ok {
+			skip("blocked", s.Metric, "%s label: %s", cl, unknownCategory(quote(s.Metric[cl])))
 			continue
 		}
 		seg := Segment{Target: tgt, Category: cat}
@@ -199,10 +211,10 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			tgt := s.Metric[tl]
 			switch {
 			case tgt == "":
-				skip("total", s.Metric, "no %s label", strconv.Quote(tl))
+				skip("total", s.Metric, "no %s label", quote(tl))
 				continue
 			case !known[tgt]:
-				skip("total", s.Metric, "target %s is not in the config", strconv.Quote(tgt))
+				skip("total", s.Metric, "target %s is not in the config", quote(tgt))
 				continue
 			}
 			if totals[tgt] == nil {
@@ -274,7 +286,7 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 		return badSegs[i].Target+"\x00"+badSegs[i].Category < badSegs[j].Target+"\x00"+badSegs[j].Category
 	})
 	for _, seg := range badSegs {
-		prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: target %s, category %s: %d sample(s) NaN, infinite, negative or malformed: skipped",
+		prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: target %s, category %s: %d sample(s) NaN, infinite, negative, above 1e15 or malformed: skipped",
 			seg.Target, catName(seg.Category), bad[seg]))
 	}
 	sortSeries(prod.Series)
@@ -304,7 +316,7 @@ type promSeries struct {
 }
 
 // sample reads one [unix_time, "value"] pair: the time in milliseconds and
-// a finite, non-negative value.
+// a value between 0 and MaxCount.
 func sample(v []json.RawMessage) (int64, float64, bool) {
 	if len(v) != 2 {
 		return 0, 0, false
@@ -318,7 +330,7 @@ func sample(v []json.RawMessage) (int64, float64, bool) {
 		return 0, 0, false
 	}
 	val, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(val) || math.IsInf(val, 0) || val < 0 {
+	if err != nil || math.IsNaN(val) || math.IsInf(val, 0) || val < 0 || val > MaxCount {
 		return 0, 0, false
 	}
 	return int64(math.Round(ts * 1000)), val, true
@@ -385,12 +397,13 @@ func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []strin
 	if data.ResultType != "matrix" {
 		return nil, nil, fmt.Errorf("prometheus %s: result type %s, want matrix (a range query)", where, strconv.Quote(truncate(data.ResultType, 64)))
 	}
+	// Raw text: WriteWarnings and WriteTable escape it, JSON carries it.
 	var warns []string
 	for _, w := range env.Warnings {
-		warns = append(warns, "prometheus warning: "+Clean(truncate(w, 500)))
+		warns = append(warns, "prometheus warning: "+truncate(w, 500))
 	}
 	for _, w := range env.Infos {
-		warns = append(warns, "prometheus info: "+Clean(truncate(w, 500)))
+		warns = append(warns, "prometheus info: "+truncate(w, 500))
 	}
 	return data.Result, warns, nil
 }

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -147,7 +148,7 @@ func TestPrometheusLoad(t *testing.T) {
 	for _, s := range prod.Skipped {
 		reasons = append(reasons, s.Query+": "+s.Reason)
 	}
-	want := []string{`blocked: target "prod-x" is not in the config`, `blocked: no "target" label`, `blocked: category label: unknown category "gore\x1b[2J"`, `total: no "target" label`}
+	want := []string{`blocked: target "prod-x" is not in the config`, `blocked: no "target" label`, "blocked: category label: unknown category \"gore\x1b[2J\"", `total: no "target" label`}
 	if len(reasons) != len(want) {
 		t.Fatalf("skipped: %q", reasons)
 	}
@@ -249,4 +250,100 @@ func keys(m map[string]*Series) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Prometheus refuses a range query only when (end−start)/step exceeds
+// 11000: exactly 11000 steps (11001 points) is accepted.
+func TestPrometheusCheckPointLimit(t *testing.T) {
+	p := testProm("http://127.0.0.1:9")
+	p.Start = p.End.Add(-MaxPoints * p.Step)
+	if err := p.Check(); err != nil {
+		t.Fatalf("11000 steps: %v", err)
+	}
+	p.Start = p.Start.Add(-p.Step)
+	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "asks for 11002 points per series; Prometheus refuses more than 11000 steps (11001 points)") {
+		t.Fatalf("11001 steps: %v", err)
+	}
+}
+
+// Both ends of the range sit on the step grid: --since is rounded up to
+// whole steps, so no part of it goes unqueried.
+func TestAlignRange(t *testing.T) {
+	end := promT0.Add(10*time.Hour + 20*time.Minute)
+	for _, c := range []struct {
+		since, step time.Duration
+		start, stop time.Time
+	}{
+		{90 * time.Minute, time.Hour, promT0.Add(8 * time.Hour), promT0.Add(10 * time.Hour)},
+		{2 * time.Hour, time.Hour, promT0.Add(8 * time.Hour), promT0.Add(10 * time.Hour)},
+		{time.Minute, time.Hour, promT0.Add(9 * time.Hour), promT0.Add(10 * time.Hour)},
+		{25 * time.Minute, 10 * time.Minute, promT0.Add(9*time.Hour + 50*time.Minute), promT0.Add(10*time.Hour + 20*time.Minute)},
+	} {
+		start, stop := AlignRange(end, c.since, c.step)
+		if !start.Equal(c.start) || !stop.Equal(c.stop) {
+			t.Errorf("--since %v --step %v: %v – %v, want %v – %v", c.since, c.step, start, stop, c.start, c.stop)
+		}
+	}
+}
+
+// Samples above MaxCount are dropped with a warning, as NaN is, so sums
+// stay finite.
+func TestPrometheusHugeSample(t *testing.T) {
+	body := `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"target":"sim-a"},"values":[[1795136400,"12"],[1795140000,"1.7e308"],[1795143600,"2e15"]]}]}}`
+	ps := newPromServer(t, replay([]byte(body), 200))
+	p := testProm(ps.URL)
+	p.TotalQuery = ""
+	prod, err := p.Load(context.Background(), testTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prod.Series) != 1 || len(prod.Series[0].Points) != 1 || prod.Series[0].Points[0].Blocked != 12 {
+		t.Fatalf("%+v", prod.Series)
+	}
+	if w := strings.Join(prod.Warnings, "\n"); !strings.Contains(w, "target sim-a, category \"\" (all): 2 sample(s) NaN, infinite, negative, above 1e15 or malformed: skipped") {
+		t.Fatalf("warnings: %s", w)
+	}
+}
+
+// Untrusted server text is kept raw in the report and escaped once, at
+// output: the table and stderr show \x1b, JSON carries \u001b.
+func TestPrometheusEscapedOnce(t *testing.T) {
+	body := "{\"status\":\"success\",\"warnings\":[\"bad \\u001b[31m\"],\"data\":{\"resultType\":\"matrix\",\"result\":[" +
+		"{\"metric\":{\"target\":\"evil\\u001b]0\"},\"values\":[[1795136400,\"1\"]]}," +
+		"{\"metric\":{\"target\":\"sim-a\",\"category\":\"gore\\u0007\"},\"values\":[[1795136400,\"1\"]]}]}}"
+	ps := newPromServer(t, replay([]byte(body), 200))
+	p := testProm(ps.URL)
+	p.TotalQuery = ""
+	prod, err := p.Load(context.Background(), testTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Attribute(prod, history(), Options{})
+	var table, stderr strings.Builder
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	r.WriteWarnings(&stderr)
+	for name, out := range map[string]string{"table": table.String(), "stderr": stderr.String()} {
+		if strings.Contains(out, `\\`) || strings.ContainsAny(out, "\x1b\a") {
+			t.Errorf("%s: escaped twice or not at all:\n%s", name, out)
+		}
+	}
+	for _, want := range []string{`prometheus warning: bad \x1b[31m`, `target "evil\x1b]0" is not in the config`, `category label: unknown category "gore\a"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %s:\n%s", want, stderr.String())
+		}
+	}
+	if !strings.Contains(table.String(), `target "evil\x1b]0" is not in the config`) {
+		t.Errorf("table:\n%s", table.String())
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"prometheus warning: bad \u001b[31m"`, `"target \"evil\u001b]0\" is not in the config"`, `unknown category \"gore\u0007\"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, b)
+		}
+	}
 }

@@ -41,7 +41,7 @@ func testReport() *Report {
 				Attribution: Traffic, Reason: "held\x1b[2J still", Events: []int64{}, RunsBefore: 5, RunsAfter: 5, Tolerance: "2h"},
 		},
 		Uncovered: []UncoveredReport{{Target: "sim-a", Category: "sexual_minors", Blocked: 20}},
-		Skipped:   []SkippedSeries{{Query: "blocked", Labels: map[string]string{"target": "evil\x1b]0;title\a", "category": `q"uote`}, Reason: "target \"evil\\x1b]0;title\\a\" is not in the config"}},
+		Skipped:   []SkippedSeries{{Query: "blocked", Labels: map[string]string{"target": "evil\x1b]0;title\a", "category": `q"uote`}, Reason: "target \"evil\x1b]0;title\a\" is not in the config"}},
 		Warnings:  []string{"prometheus warning: \x1b[31mred"},
 	}
 }
@@ -61,7 +61,7 @@ func TestWriteTable(t *testing.T) {
 		"sim-b (all) 2026-11-20T05:00:00Z 100.0/int 40.2/int down - TRAFFIC - 5/5",
 		`sim-b/(all) TRAFFIC: held\x1b[2J still`,
 		"uncovered categories (production blocks them, no corpus probe is tagged with them): TARGET CATEGORY BLOCKED sim-a sexual_minors 20",
-		`skipped series: 1 blocked {category="q\"uote", target="evil\x1b]0;title\a"}: target "evil\\x1b]0;title\\a" is not in the config`,
+		`skipped series: 1 blocked {category="q\"uote", target="evil\x1b]0;title\a"}: target "evil\x1b]0;title\a" is not in the config`,
 	} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -2,8 +2,10 @@ package attribution
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,7 +62,8 @@ func (s *Series) Span() (start, end time.Time) {
 }
 
 // SkippedSeries is a Prometheus series that could not be mapped to a
-// segment. Labels are the server's, untrusted: escape them before printing.
+// segment. Labels are the server's, untrusted, and Reason may quote them
+// raw: escape both before printing (Clean), once.
 type SkippedSeries struct {
 	Query  string            `json:"query"` // "blocked" or "total"
 	Labels map[string]string `json:"labels"`
@@ -91,18 +94,30 @@ type Source interface {
 // Any other name is an error: there is no catch-all, so a typo never hides
 // in "other".
 func NormalizeCategory(s string) (string, error) {
+	if k, ok := normalizeCategory(s); ok {
+		return k, nil
+	}
+	return "", errors.New(unknownCategory(strconv.Quote(s)))
+}
+
+func normalizeCategory(s string) (string, bool) {
 	k := strings.ToLower(strings.TrimSpace(s))
 	if k == "" {
-		return "", nil
+		return "", true
 	}
 	k = strings.NewReplacer("-", "_", " ", "_").Replace(k)
 	if k == "selfharm" {
 		k = probes.CatSelfHarm
 	}
 	if probes.ValidCategory(k) {
-		return k, nil
+		return k, true
 	}
-	return "", fmt.Errorf("unknown category %q (want one of %s, or empty for all blocks)", s, strings.Join(probes.Categories, ", "))
+	return "", false
+}
+
+// unknownCategory is the problem with a category name, given quoted.
+func unknownCategory(quoted string) string {
+	return fmt.Sprintf("unknown category %s (want one of %s, or empty for all blocks)", quoted, strings.Join(probes.Categories, ", "))
 }
 
 // medianStep is the median spacing of points (0 with fewer than two).

@@ -227,6 +227,11 @@ func TestAttributeJSONLEndToEnd(t *testing.T) {
 	// Bad input is exit 2 with FILE:LINE: field: problem.
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte(b.String()+`{"time":"2026-11-20T10:00:00Z","target":"sim-c","blocked":3}`+"\n"), 0o644)
+	huge := filepath.Join(dir, "huge.jsonl")
+	os.WriteFile(huge, []byte(`{"time":"2026-11-20T00:00:00Z","target":"sim-a","category":"sexual_minors","blocked":1.7e308}
+{"time":"2026-11-20T01:00:00Z","target":"sim-a","category":"sexual_minors","blocked":1.7e308}
+{"time":"2026-11-20T02:00:00Z","target":"sim-a","category":"sexual_minors","blocked":1.7e308}
+`), 0o644)
 	cases := []struct {
 		args []string
 		code int
@@ -238,10 +243,19 @@ func TestAttributeJSONLEndToEnd(t *testing.T) {
 		{[]string{"--production", prod, "--prometheus", "http://127.0.0.1:1"}, 2, "give exactly one source"},
 		{[]string{"--production", prod, "--step", "5m"}, 2, "--step applies to --prometheus"},
 		{[]string{"--production", prod, "--fail-on", "maybe"}, 2, `--fail-on "maybe"`},
-		{[]string{"--production", prod, "--min-points", "0"}, 2, "--min-points at least 1"},
+		{[]string{"--production", prod, "--min-points", "0"}, 2, "--min-points at least 2"},
+		{[]string{"--production", prod, "--min-points", "1"}, 2, "--min-points at least 2"},
+		{[]string{"--production", prod, "--min-z", "NaN", "--min-change", "NaN"}, 2, "finite"},
+		{[]string{"--production", prod, "--min-change", "NaN"}, 2, "finite"},
+		{[]string{"--production", prod, "--min-rate-change", "NaN"}, 2, "finite"},
+		{[]string{"--production", prod, "--min-z", "Inf"}, 2, "finite"},
+		{[]string{"--production", prod, "--min-rate-change", "+Inf"}, 2, "finite"},
+		{[]string{"--production", huge, "--json"}, 2, huge + ":1: blocked: 1.7e308: too large (at most 1e15)"},
 		{[]string{"--production", prod, "--tolerance", "soon"}, 2, "--tolerance"},
 		{[]string{"--prometheus", "http://127.0.0.1:1"}, 2, "--query is required"},
 		{[]string{"--prometheus", "http://127.0.0.1:1", "--query", "x", "--since", "30d", "--step", "1m"}, 2, "Prometheus refuses more than 11000"},
+		// Exactly 11000 steps is what Prometheus still answers: on to the (absent) server.
+		{[]string{"--prometheus", "http://127.0.0.1:1", "--query", "x", "--since", "11000h", "--step", "1h"}, 3, "driftprobe: prometheus http://127.0.0.1:1"},
 	}
 	for _, c := range cases {
 		args := append([]string{"attribute", "--config", cfg, "--db", db}, c.args...)
@@ -304,6 +318,15 @@ func TestAttributePrometheusEndToEnd(t *testing.T) {
 	}
 	r := attrJSON(t, stdout)
 	checkAttribution(t, r, id)
+	// --since is rounded up to whole steps: 9h30m at 1h queries from 00:00 too.
+	got = nil
+	short := append([]string{}, args...)
+	short[12] = "9h30m"
+	if stdout, stderr, code := runIn(t, short...); code != 0 || len(got) != 2 || got[0].Get("start") != "2026-11-20T00:00:00Z" || got[0].Get("end") != "2026-11-20T10:00:00Z" {
+		t.Fatalf("--since 9h30m: exit %d %s, requests %v", code, stderr, got)
+	} else {
+		checkAttribution(t, attrJSON(t, stdout), id)
+	}
 	if len(r.Skipped) != 1 || r.Skipped[0].Labels["target"] != "sim-z" || !strings.Contains(r.Skipped[0].Reason, `target "sim-z" is not in the config`) {
 		t.Errorf("skipped: %+v", r.Skipped)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,10 +67,14 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 					}
 				}
 			}
-			if minZ <= 0 || minChange <= 0 || minRateChange < 0 || minPoints < 1 {
-				return app.Usage(errors.New("attribute: --min-z and --min-change must be positive, --min-rate-change at least 0, --min-points at least 1"))
+			// !(x > 0) also refuses NaN, which compares false to everything.
+			if !(minZ > 0) || !(minChange > 0) || !(minRateChange >= 0) || math.IsInf(minZ, 0) || math.IsInf(minChange, 0) || math.IsInf(minRateChange, 0) || minPoints < 2 {
+				return app.Usage(errors.New("attribute: --min-z and --min-change must be positive finite numbers, --min-rate-change a finite number at least 0, --min-points at least 2"))
 			}
 			opts := attribution.Options{Detect: attribution.DetectOptions{MinZ: minZ, MinPoints: minPoints, MinChange: minChange, MinRateChange: minRateChange}}
+			if err := opts.Detect.Validate(); err != nil {
+				return app.Usage(fmt.Errorf("attribute: %v", err))
+			}
 			if tolerance != "" {
 				d, err := positiveDuration(tolerance)
 				if err != nil {
@@ -131,12 +136,12 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 	f.StringVar(&totalQuery, "total-query", "", "PromQL returning requests per step by target (enables the z-test)")
 	f.StringVar(&targetLabel, "target-label", "target", "label holding the driftprobe target name")
 	f.StringVar(&categoryLabel, "category-label", "category", "label holding the category (missing: all blocks)")
-	f.StringVar(&since, "since", "7d", "how far back to query (Go duration, or Nd / Nw)")
+	f.StringVar(&since, "since", "7d", "how far back to query (Go duration, or Nd / Nw; rounded up to whole steps)")
 	f.StringVar(&step, "step", "1h", "query step: the interval each count covers")
 	f.StringVar(&end, "end", "", "end of the queried range, RFC 3339 (default: now)")
 	f.StringVar(&tolerance, "tolerance", "", "slack on each side of a flip's window (default: 2 × the series' step; 2h without one)")
 	f.Float64Var(&minZ, "min-z", attribution.DefaultMinZ, "|z| (two-proportion test, with totals) and Welch t a change needs")
-	f.IntVar(&minPoints, "min-points", attribution.DefaultMinPoints, "points a change needs on each side")
+	f.IntVar(&minPoints, "min-points", attribution.DefaultMinPoints, "points a change needs on each side (at least 2; with totals, intervals with requests)")
 	f.Float64Var(&minChange, "min-change", attribution.DefaultMinChange, "without totals: relative change of the mean blocked count a change needs")
 	f.Float64Var(&minRateChange, "min-rate-change", 0, "with totals: relative change of the block rate a change also needs (0: off)")
 	f.BoolVar(&asJSON, "json", false, "JSON output (the documented schema)")

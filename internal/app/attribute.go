@@ -137,16 +137,84 @@ func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirm
 	for _, e := range evs {
 		ae := attribution.Event{ID: e.ID, Kind: e.Kind, Direction: e.Direction, Targets: e.Targets, NewCategories: e.NewCategories}
 		for _, p := range e.Probes {
-			ae.Flips = append(ae.Flips, attribution.Flip{
+			f := attribution.Flip{
 				Target: p.Target, ProbeID: p.ProbeID, Tags: tags[p.ProbeID],
 				Before:   attribution.Verdict{Blocked: p.Before.Class.IsBlock(), Categories: p.Before.Categories},
 				After:    attribution.Verdict{Blocked: p.After.Class.IsBlock(), Categories: p.After.Categories},
 				FirstRun: p.FirstRun, RevertedRun: p.RevertedRun,
-			})
+			}
+			if e.Kind == diff.KindScoreDrift {
+				if f.ScoreDirs, err = scoreDirs(ctx, st, p.BeforeObs, p.AfterObs); err != nil {
+					return nil, err
+				}
+			}
+			ae.Flips = append(ae.Flips, f)
 		}
 		h.Events = append(h.Events, ae)
 	}
 	return h, nil
+}
+
+// scoreDirs reads, from a score drift's observations before and after,
+// the way each normalized category's scores moved: attribution.Up,
+// attribution.Down, or "" when its scores moved both ways. Only scores
+// the provider gave on both sides, under the same raw name, compare. The
+// observation before is the one that set the verdict's baseline, so a
+// probe that drifted more than once shows its net move since then. Nil
+// when nothing compares (or an observation is gone): the event's
+// direction then stands.
+func scoreDirs(ctx context.Context, st *storage.DB, beforeID, afterID int64) (map[string]string, error) {
+	if beforeID == 0 || afterID == 0 {
+		return nil, nil
+	}
+	b, err := st.Observation(ctx, beforeID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	a, err := st.Observation(ctx, afterID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	before := map[string]float64{}
+	for _, s := range b.Result.Signals {
+		if s.HasScore && s.Category != "" {
+			before[s.Category+"\x00"+s.Raw] = s.Score
+		}
+	}
+	up, down := map[string]bool{}, map[string]bool{}
+	for _, s := range a.Result.Signals {
+		bv, ok := before[s.Category+"\x00"+s.Raw]
+		if !s.HasScore || s.Category == "" || !ok {
+			continue
+		}
+		switch {
+		case s.Score > bv:
+			up[s.Category] = true
+		case s.Score < bv:
+			down[s.Category] = true
+		}
+	}
+	if len(up) == 0 && len(down) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for c := range up {
+		out[c] = attribution.Up
+	}
+	for c := range down {
+		if up[c] {
+			out[c] = ""
+		} else {
+			out[c] = attribution.Down
+		}
+	}
+	return out, nil
 }
 
 func splitTags(s string) []string {

@@ -130,3 +130,61 @@ func TestOpenProductionMissingFileIsUsage(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// Score drift carries each category's own direction, read from the
+// observations before and after: a classifier update that lowered privacy
+// scores and raised hate scores (a "mixed" event) explains privacy blocks
+// falling, not rising, and flips no verdict.
+func TestAttributeScoreDriftPerCategory(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: sim-a
+    provider: sim
+    model: sim-large
+    sim: {policies: [{from_run: 4, score_shift: {privacy: -0.2, hate: 0.03}}]}
+  - {name: sim-b, provider: sim, model: sim-small}
+`)
+	runHourly(t, e, 10)
+	ctx := context.Background()
+	h, err := app.LoadHistory(ctx, e.Store, e.Corpus, e.Config.ConfirmRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drift *attribution.Event
+	for i := range h.Events {
+		if h.Events[i].Kind == attribution.KindScoreDrift {
+			drift = &h.Events[i]
+		}
+	}
+	if drift == nil || drift.Direction != attribution.Mixed || len(drift.Flips) == 0 {
+		t.Fatalf("events: %+v", h.Events)
+	}
+	for _, f := range drift.Flips {
+		if f.ScoreDirs["privacy"] != attribution.Down || f.ScoreDirs["hate"] != attribution.Up {
+			t.Errorf("flip %s: score directions %v, want privacy down, hate up", f.ProbeID, f.ScoreDirs)
+		}
+	}
+	sess := &app.Session{Config: e.Config, Corpus: e.Corpus, Store: e.Store}
+	for _, c := range []struct {
+		lo, hi int
+		attr   string
+		reason string
+	}{
+		{30, 10, attribution.Provider, fmt.Sprintf("event %d (score_drift, mixed) moved the scores of %d probe(s) on sim-a down, on identical probe bytes and without a verdict flip, from run 4", drift.ID, len(drift.Flips))},
+		{10, 30, attribution.Inconclusive, "moved privacy on sim-a the other way"},
+	} {
+		var b strings.Builder
+		hourlyJSONL(&b, "sim-a", "privacy", 10, 3, c.lo, c.hi)
+		rep, err := app.Attribute(ctx, sess, &attribution.JSONL{Name: "p.jsonl", R: strings.NewReader(b.String())}, attribution.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Changes) != 1 {
+			t.Fatalf("changes: %+v", rep.Changes)
+		}
+		got := rep.Changes[0]
+		if got.Attribution != c.attr || len(got.Events) != 1 || got.Events[0] != drift.ID || !strings.Contains(got.Reason, c.reason) {
+			t.Errorf("privacy %d→%d: %s %v: %s\nwant %s: …%s…", c.lo, c.hi, got.Attribution, got.Events, got.Reason, c.attr, c.reason)
+		}
+	}
+}
