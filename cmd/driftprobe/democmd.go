@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/driftprobe/driftprobe/attribution"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/evidence"
 	"github.com/driftprobe/driftprobe/ghissue"
@@ -47,11 +50,16 @@ func newDemoCmd(g *globals) *cobra.Command {
 	var keep string
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "The whole story in under a minute: runs, a provider policy change detected and confirmed, evidence, compare",
+		Short: "The whole story in under a minute: runs, a provider policy change detected and confirmed, evidence, attribution, compare",
 		Long: `Run the default corpus against two embedded simulator targets in a temporary
-database for a handful of runs, with a provider policy change scripted at run 3
-on one of them. Prints each run's summary, the confirmed event, its diff, and
-what compare says about the two targets. No keys, no network.`,
+database for a handful of runs (6 hours apart on a virtual clock), with a
+provider policy change scripted at run 3 on one of them. Prints each run's
+summary, the confirmed event, its diff and evidence, the issue driftprobe would
+open, attribution of synthetic production block-rate changes (one the
+provider's, one the customers' content), and what compare says about the two
+targets. No keys, no network. With --dir the database, config and
+production.jsonl stay for you to explore (driftprobe attribute --config
+DIR/demo.yaml --production DIR/production.jsonl).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -90,10 +98,18 @@ what compare says about the two targets. No keys, no network.`,
 			}
 			fmt.Fprintf(w, "driftprobe demo: corpus %s %s (%d probes) against sim-prod and sim-candidate, database %s\n", cp.Name, cp.Version, len(cp.Probes), db)
 			fmt.Fprintln(w, "sim-prod's provider is scripted to tighten violence and start enforcing privacy at run 3; confirm_runs is 2.")
+			// Runs are 6 hours apart on a virtual clock ending now, so that
+			// the synthetic production series at the end line up with them.
+			t0 := time.Now().UTC().Truncate(time.Hour).Add(-time.Duration(runs) * demoEvery)
+			var base, real time.Time
+			clock := func() time.Time { return base.Add(time.Since(real)) }
+			st.SetClock(clock)
+			fmt.Fprintf(w, "Runs are %s apart on a virtual clock starting %s.\n", demoEvery, t0.Format(time.RFC3339))
 			var eventIDs []int64
 			for i := 1; i <= runs; i++ {
+				base, real = t0.Add(time.Duration(i-1)*demoEvery), time.Now()
 				section(fmt.Sprintf("run %d", i))
-				res, err := app.RunOnce(ctx, cfg, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: "demo"})
+				res, err := app.RunOnce(ctx, cfg, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: "demo", Now: clock})
 				if err != nil {
 					return err
 				}
@@ -178,6 +194,11 @@ what compare says about the two targets. No keys, no network.`,
 					fmt.Fprintf(w, "%s{%s} %g\n", name, strings.Join(labels, ","), v)
 				}
 			}
+			if runs >= 5 {
+				if err := demoAttribute(ctx, w, section, sess, dir, t0, runs); err != nil {
+					return err
+				}
+			}
 			section("driftprobe compare --from sim-prod --to sim-candidate")
 			cmp, err := diff.Compare(ctx, st, cp, "sim-prod", "sim-candidate", 0)
 			if err != nil {
@@ -195,6 +216,58 @@ what compare says about the two targets. No keys, no network.`,
 	c.Flags().IntVar(&runs, "runs", 5, "number of runs")
 	c.Flags().StringVar(&keep, "dir", "", "keep the demo database and config in this directory instead of a temporary one")
 	return c
+}
+
+// demoEvery is the demo's virtual interval between runs.
+const demoEvery = 6 * time.Hour
+
+// demoProduction writes synthetic hourly production block counts for
+// sim-prod, as a gateway's metrics would show them: violence blocks rise
+// between runs 2 and 3 (when the scripted provider change happens), hate
+// blocks rise three hours before the second-to-last run (the customers'
+// content changed; the probes hold still), and sexual_minors blocks, which
+// no corpus probe covers, trickle in throughout.
+func demoProduction(t0 time.Time, runs int) string {
+	var b strings.Builder
+	violenceAt := t0.Add(demoEvery + 3*time.Hour)
+	hateAt := t0.Add(time.Duration(runs-2)*demoEvery - 3*time.Hour)
+	end := t0.Add(time.Duration(runs) * demoEvery)
+	i := 0
+	for at := t0.Add(-demoEvery); at.Before(end); at = at.Add(time.Hour) {
+		jitter := float64((i*7)%5) - 2 // -2 … 2, deterministic
+		total := 20000 + 100*jitter
+		violence, hate := 60+jitter, 40-jitter
+		if !at.Before(violenceAt) {
+			violence = 170 + 2*jitter
+		}
+		if !at.Before(hateAt) {
+			hate = 110 - 2*jitter
+		}
+		ts := at.Format(time.RFC3339)
+		fmt.Fprintf(&b, `{"time":%q,"target":"sim-prod","category":"violence","blocked":%g,"total":%g}`+"\n", ts, violence, total)
+		fmt.Fprintf(&b, `{"time":%q,"target":"sim-prod","category":"hate","blocked":%g,"total":%g}`+"\n", ts, hate, total)
+		fmt.Fprintf(&b, `{"time":%q,"target":"sim-prod","category":"sexual_minors","blocked":%g,"total":%g}`+"\n", ts, 3+jitter/2, total)
+		i++
+	}
+	return b.String()
+}
+
+// demoAttribute answers the product's question on the demo's synthetic
+// production counts and keeps them beside the demo database.
+func demoAttribute(ctx context.Context, w io.Writer, section func(string), sess *app.Session, dir string, t0 time.Time, runs int) error {
+	prod := demoProduction(t0, runs)
+	file := filepath.Join(dir, "production.jsonl")
+	if err := os.WriteFile(file, []byte(prod), 0o644); err != nil {
+		return err
+	}
+	section("driftprobe attribute --production production.jsonl: the provider, or our customers' content?")
+	fmt.Fprintln(w, "Synthetic hourly block counts of sim-prod's production traffic (what a gateway's metrics would show),")
+	fmt.Fprintln(w, "set against the probes: violence rose when the probes flipped, hate rose while they held still.")
+	rep, err := app.Attribute(ctx, sess, &attribution.JSONL{Name: file, R: strings.NewReader(prod)}, attribution.Options{})
+	if err != nil {
+		return err
+	}
+	return rep.WriteTable(w)
 }
 
 func orNone(s []string) string {

@@ -217,7 +217,8 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"run 5", "POLICY_CHANGE", "NEW CATEGORIES", "privacy", "driftprobe diff --target sim-prod", "SAME_BYTES", "over-blocking"} {
+	for _, want := range []string{"run 5", "POLICY_CHANGE", "NEW CATEGORIES", "privacy", "driftprobe diff --target sim-prod", "SAME_BYTES", "over-blocking",
+		"1 provider, 1 traffic, 0 inconclusive", "sim-prod/violence PROVIDER: event 1", "sim-prod/hate TRAFFIC", "sexual_minors"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
