@@ -169,16 +169,24 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 		}
 		prod.Skipped = append(prod.Skipped, SkippedSeries{Query: query, Labels: labels, Reason: fmt.Sprintf(format, args...)})
 	}
-	blocked := map[Segment]map[int64]float64{}
-	bad := map[Segment]int{}
-	for _, s := range series {
+	// target returns the configured target a series is about, or skips it.
+	target := func(query string, s promSeries) (string, bool) {
 		tgt := s.Metric[tl]
 		switch {
 		case tgt == "":
-			skip("blocked", s.Metric, "no %s label", quote(tl))
-			continue
+			skip(query, s.Metric, "no %s label", quote(tl))
+			return "", false
 		case !known[tgt]:
-			skip("blocked", s.Metric, "target %s is not in the config", quote(tgt))
+			skip(query, s.Metric, "target %s is not in the config", quote(tgt))
+			return "", false
+		}
+		return tgt, true
+	}
+	blocked := map[Segment]map[int64]float64{}
+	bad := map[Segment]int{}
+	for _, s := range series {
+		tgt, ok := target("blocked", s)
+		if !ok {
 			continue
 		}
 		cat, ok := normalizeCategory(s.Metric[cl])
@@ -208,13 +216,8 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 		prod.Warnings = append(prod.Warnings, warns...)
 		totals = map[string]map[int64]float64{}
 		for _, s := range tseries {
-			tgt := s.Metric[tl]
-			switch {
-			case tgt == "":
-				skip("total", s.Metric, "no %s label", quote(tl))
-				continue
-			case !known[tgt]:
-				skip("total", s.Metric, "target %s is not in the config", quote(tgt))
+			tgt, ok := target("total", s)
+			if !ok {
 				continue
 			}
 			if totals[tgt] == nil {
