@@ -24,10 +24,10 @@ lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && echo "gofmt: files above need formatting" && exit 1)
 	$(GO) vet ./...
 
-## bench: the run, detection, classification and storage benchmarks
+## bench: the run, detection, classification, storage and attribution benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x ./runner ./diff
-	$(GO) test -run '^$$' -bench . -benchmem ./probes/oaiwire ./storage
+	$(GO) test -run '^$$' -bench . -benchmem ./probes/oaiwire ./storage ./attribution
 
 ## demo: the whole story on the embedded simulator, no keys, no network
 demo:
