@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/driftprobe/driftprobe/config"
 )
 
 // series builds an hourly series from promT0; totals < 0 means none.
@@ -185,5 +187,13 @@ func TestDetectOptionsValidate(t *testing.T) {
 	s := series([]float64{10, 10, 10, 10, 11, 11, 11, 11}, 1000) // |z| < 1
 	if ch, ok := Detect(s, DetectOptions{MinZ: nan, MinRateChange: nan}); ok {
 		t.Fatalf("NaN thresholds: %+v", ch)
+	}
+}
+
+// config validates attribution ranges with its own copy of these limits
+// (so that config does not import this package).
+func TestConfigLimitsMatch(t *testing.T) {
+	if DefaultMinPoints != config.AttributionMinPoints || MaxPoints != config.AttributionMaxSteps {
+		t.Errorf("config's limits %d/%d differ from attribution's %d/%d", config.AttributionMinPoints, config.AttributionMaxSteps, DefaultMinPoints, MaxPoints)
 	}
 }

@@ -10,6 +10,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ type Config struct {
 	Retention   Retention `yaml:"retention"`
 	Targets     []*Target `yaml:"targets"`
 	GitHub      *GitHub   `yaml:"github"`
+	// Attribution, when set, makes every run attribute production
+	// block-rate changes from Prometheus after it (and is what
+	// `driftprobe attribute` reads without a source flag).
+	Attribution *Attribution `yaml:"attribution"`
 
 	File string     `yaml:"-"` // source file; "" for the built-in default
 	root *yaml.Node `yaml:"-"`
@@ -78,6 +83,31 @@ type Detection struct {
 	// larger, wins.
 	ScreenSamples int `yaml:"screen_samples"`
 }
+
+// Attribution configures continuous attribution: the Prometheus range
+// query `driftprobe attribute --prometheus` takes, read after every run.
+// Validate guarantees, when the block is present: Prometheus is an http(s)
+// URL with a host, Query is not blank, TargetLabel and CategoryLabel are
+// distinct label names, Step is at least 1s, Since spans at least
+// 2 × AttributionMinPoints steps (a change needs that many points,
+// half on each side) and at most AttributionMaxSteps steps, and
+// Tolerance is positive or absent (0: twice the step).
+type Attribution struct {
+	Prometheus    string   `yaml:"prometheus"`     // API root, e.g. http://prometheus:9090
+	Query         string   `yaml:"query"`          // blocked requests per step by target and category
+	TotalQuery    string   `yaml:"total_query"`    // optional: requests per step by target (the rate test)
+	TargetLabel   string   `yaml:"target_label"`   // default "target"
+	CategoryLabel string   `yaml:"category_label"` // default "category"
+	Since         Duration `yaml:"since"`          // default 7d
+	Step          Duration `yaml:"step"`           // default 1h
+	Tolerance     Duration `yaml:"tolerance"`      // optional; 0: twice the step
+}
+
+// Attribution defaults.
+const (
+	DefaultAttributionSince = 7 * 24 * time.Hour
+	DefaultAttributionStep  = time.Hour
+)
 
 // Price is a target's token price table in USD per million tokens.
 type Price struct {
@@ -334,6 +364,21 @@ func (c *Config) applyDefaults() {
 			t.APIKeyEnv = info.KeyEnv
 		}
 	}
+	if a := c.Attribution; a != nil {
+		if a.TargetLabel == "" {
+			a.TargetLabel = "target"
+		}
+		if a.CategoryLabel == "" {
+			a.CategoryLabel = "category"
+		}
+		// As for confirm_runs: an explicit 0 is an error, not the default.
+		if a.Since == 0 && yamlx.Find(c.root, "attribution.since") == nil {
+			a.Since = Duration(DefaultAttributionSince)
+		}
+		if a.Step == 0 && yamlx.Find(c.root, "attribution.step") == nil {
+			a.Step = Duration(DefaultAttributionStep)
+		}
+	}
 	if c.GitHub != nil && c.GitHub.TokenEnv == "" && !c.GitHub.AppAuth() {
 		c.GitHub.TokenEnv = "GITHUB_TOKEN"
 	}
@@ -467,7 +512,69 @@ func (c *Config) Validate(needKeys bool) error {
 			g.validateApp(col)
 		}
 	}
+	if a := c.Attribution; a != nil {
+		a.validate(col, yamlx.Find(c.root, "attribution.tolerance") != nil)
+	}
 	return col.Err()
+}
+
+// validate checks the attribution block (see Attribution for the
+// contract). toleranceSet says the file names a tolerance, so an explicit
+// 0 is refused rather than read as the default.
+func (a *Attribution) validate(col *yamlx.Collector, toleranceSet bool) {
+	u, err := url.Parse(a.Prometheus)
+	switch {
+	case strings.TrimSpace(a.Prometheus) == "":
+		col.Add("attribution.prometheus", "required: the Prometheus API root, e.g. http://prometheus:9090")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		col.Add("attribution.prometheus", "%q: want an http(s) URL such as http://prometheus:9090", a.Prometheus)
+	}
+	if strings.TrimSpace(a.Query) == "" {
+		col.Add("attribution.query", "required: PromQL returning blocked requests per step by target and category")
+	}
+	for _, l := range []struct{ field, v string }{{"target_label", a.TargetLabel}, {"category_label", a.CategoryLabel}} {
+		if !labelName(l.v) {
+			col.Add("attribution."+l.field, "%q: not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)", l.v)
+		}
+	}
+	if a.TargetLabel == a.CategoryLabel {
+		col.Add("attribution.category_label", "%q: must differ from target_label", a.CategoryLabel)
+	}
+	step, since := a.Step.D(), a.Since.D()
+	if step < time.Second {
+		col.Add("attribution.step", "%s: must be at least 1s", step)
+	}
+	minSince := 2 * AttributionMinPoints * step
+	switch {
+	case since <= 0:
+		col.Add("attribution.since", "%s: must be positive", since)
+	case step >= time.Second && since < minSince:
+		col.Add("attribution.since", "%s: shorter than 2 × step × %d points (%s): no series could hold a change", since, AttributionMinPoints, minSince)
+	case step >= time.Second && (since+step-1)/step > AttributionMaxSteps:
+		col.Add("attribution.since", "%s at step %s spans %d steps; Prometheus refuses more than %d: raise step or shorten since", since, step, int64((since+step-1)/step), AttributionMaxSteps)
+	}
+	if a.Tolerance < 0 || (toleranceSet && a.Tolerance == 0) {
+		col.Add("attribution.tolerance", "%s: must be positive (omit it for twice the step)", a.Tolerance.D())
+	}
+}
+
+// Limits of an attribution range, as package attribution applies them (its
+// tests pin the two values equal): a change needs AttributionMinPoints
+// points on each side, and Prometheus answers at most AttributionMaxSteps
+// steps per query.
+const (
+	AttributionMinPoints = 3
+	AttributionMaxSteps  = 11000
+)
+
+// labelName reports whether s is a valid Prometheus label name.
+func labelName(s string) bool {
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // AppAuth reports whether g uses GitHub App installation auth (any of the

@@ -70,6 +70,15 @@ func TestLoadInvalid(t *testing.T) {
 		{"empty", ``, "", "empty document"},
 		{"duplicate-key", `targets\[0\]\.model`, "model: sim-small", "duplicate key (first at line 5)"},
 		{"duplicate-top-key", `database`, "database: y.db", "duplicate key (first at line 1)"},
+		{"attribution-url", `attribution\.prometheus`, "prometheus: prometheus:9090", `"prometheus:9090": want an http(s) URL such as http://prometheus:9090`},
+		{"attribution-no-prometheus", `attribution\.prometheus`, "attribution:", "required: the Prometheus API root"},
+		{"attribution-no-query", `attribution\.query`, "attribution:", "required: PromQL returning blocked requests"},
+		{"attribution-step", `attribution\.step`, "step: 0s", "0s: must be at least 1s"},
+		{"attribution-since-short", `attribution\.since`, "since: 5h", "5h0m0s: shorter than 2 × step × 3 points (6h0m0s): no series could hold a change"},
+		{"attribution-too-many-steps", `attribution\.since`, "since: 30d", "720h0m0s at step 1m0s spans 43200 steps; Prometheus refuses more than 11000"},
+		{"attribution-same-labels", `attribution\.category_label`, "category_label: model", `"model": must differ from target_label`},
+		{"attribution-tolerance", `attribution\.tolerance`, "tolerance: -2h", "-2h0m0s: must be positive (omit it for twice the step)"},
+		{"attribution-since-duration", `attribution\.since`, "since: a week", `"a week": not a duration (e.g. 30s, 5m, 90d)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -551,5 +560,33 @@ func TestGitHubAppAuth(t *testing.T) {
 		if err != nil && (strings.Contains(err.Error(), "/etc/") || strings.Contains(err.Error(), "MIIsecret")) {
 			t.Errorf("the value is echoed: %v", err)
 		}
+	}
+}
+
+// The attribution block takes its documented defaults; without it there
+// is none.
+func TestAttributionDefaults(t *testing.T) {
+	c, err := Parse("a.yaml", []byte("targets: [{name: a, provider: sim, model: m}]\nattribution:\n  prometheus: http://prom:9090/prefix\n  query: q\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(false); err != nil {
+		t.Fatal(err)
+	}
+	want := Attribution{Prometheus: "http://prom:9090/prefix", Query: "q", TargetLabel: "target", CategoryLabel: "category",
+		Since: Duration(7 * 24 * time.Hour), Step: Duration(time.Hour)}
+	if a := c.Attribution; a == nil || *a != want {
+		t.Errorf("attribution = %+v, want %+v", a, want)
+	}
+	// The shortest range that can hold a change: 2 × 3 steps.
+	c, err = Parse("b.yaml", []byte("targets: [{name: a, provider: sim, model: m}]\nattribution: {prometheus: https://p, query: q, since: 30m, step: 5m, tolerance: 10m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(false); err != nil {
+		t.Errorf("since = 6 steps: %v", err)
+	}
+	if Default().Attribution != nil {
+		t.Error("the built-in config attributes nothing")
 	}
 }

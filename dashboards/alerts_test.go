@@ -20,7 +20,9 @@ const (
 var alertTestFiles = []string{"prometheus/alerts_test.yml", "prometheus/alerts_weeks_test.yml"}
 
 // wantAlerts is the paging policy: composition and account enforcement
-// page; volume and the prober's own health are tickets.
+// page; volume and the prober's own health are tickets; a production
+// change attributed to the provider warns, one attributed to customer
+// traffic informs.
 var wantAlerts = map[string]string{
 	"DriftprobeNewCategoryActive":  "page",
 	"DriftprobeAbuseBlock":         "page",
@@ -35,6 +37,10 @@ var wantAlerts = map[string]string{
 	"DriftprobeClientErrors":       "ticket",
 	"DriftprobeOutboxStuck":        "ticket",
 	"DriftprobeConfigReloadFailed": "ticket",
+
+	"DriftprobeProductionShiftProvider": "warning",
+	"DriftprobeProductionShiftTraffic":  "info",
+	"DriftprobeAttributionFailing":      "ticket",
 }
 
 type ruleFile struct {

@@ -3,15 +3,20 @@ package metrics
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/driftprobe/driftprobe/attribution"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // Metrics holds driftprobe's process-level instruments. State that must
@@ -74,6 +79,7 @@ type DBCollector struct {
 	timeout time.Duration
 
 	verdicts, active, events, open, runs, lastRun, outbox, abuse, degraded, dbSize, dbFree *prometheus.Desc
+	changes, uncovered, attrTime, attrOK                                                   *prometheus.Desc
 }
 
 // NewDBCollector returns a collector over db.
@@ -90,12 +96,18 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		degraded: prometheus.NewDesc(TargetDegraded, "1 when the target's latest run was degraded (too many transient errors or an open breaker).", []string{"target"}, nil),
 		dbSize:   prometheus.NewDesc(DatabaseSize, "Size of the SQLite database (pages in use and free; the WAL file not included).", nil, nil),
 		dbFree:   prometheus.NewDesc(DatabaseFree, "Free pages of the SQLite database, reused by later writes (VACUUM returns them to the file system).", nil, nil),
+		changes: prometheus.NewDesc(ProductionChanges, "Production block-rate changes in the latest successful attribution report, by target, normalized category (\"all\": every block on the target), direction (up, down) and attribution (provider, traffic, inconclusive).",
+			[]string{"target", "category", "direction", "attribution"}, nil),
+		uncovered: prometheus.NewDesc(UncoveredCategories, "1 for each category production blocks on the target that no corpus probe is tagged with (latest successful attribution report).", []string{"target", "category"}, nil),
+		attrTime:  prometheus.NewDesc(AttributionTimestamp, "Time the latest successful attribution report was stored.", nil, nil),
+		attrOK:    prometheus.NewDesc(AttributionSuccess, "1 when the latest attribution attempt (after a run) succeeded, 0 when it failed (Prometheus unreachable, bad data).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.degraded, c.dbSize, c.dbFree} {
+	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.degraded, c.dbSize, c.dbFree,
+		c.changes, c.uncovered, c.attrTime, c.attrOK} {
 		ch <- d
 	}
 }
@@ -125,6 +137,7 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	rows.Close()
+	c.collectAttribution(ctx, ch, names)
 	all, err := diff.AllStates(ctx, c.db)
 	if err != nil {
 		fail(c.verdicts, err)
@@ -208,6 +221,69 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.abuse, prometheus.GaugeValue, abuse, t)
 		ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, deg, t)
+	}
+}
+
+// collectAttribution exports the latest stored attribution reports (none
+// without the config's attribution block). Label values are bounded: a
+// target must be one the database knows (names: configured targets that
+// ran), a category one of the normalized vocabulary, direction and
+// attribution their documented values; anything else in a report is
+// skipped, never exported.
+func (c *DBCollector) collectAttribution(ctx context.Context, ch chan<- prometheus.Metric, names map[int64]string) {
+	latest, ok, err := storage.LatestAttributionReports(ctx, c.db)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.attrOK, err)
+		return
+	}
+	if latest == nil {
+		return
+	}
+	success := 0.0
+	if latest.OK() {
+		success = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.attrOK, prometheus.GaugeValue, success)
+	if ok == nil {
+		return
+	}
+	var rep attribution.Report
+	if err := json.Unmarshal(ok.Report, &rep); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.changes, fmt.Errorf("attribution report %d: %w", ok.ID, err))
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.attrTime, prometheus.GaugeValue, float64(ok.CreatedAt.UnixNano())/1e9)
+	known := map[string]bool{}
+	for _, n := range names {
+		known[n] = true
+	}
+	category := func(cat string) (string, bool) {
+		if cat == "" {
+			return "all", true
+		}
+		return cat, slices.Contains(probes.Categories, cat)
+	}
+	type change struct{ target, category, direction, attribution string }
+	changes := map[change]float64{}
+	for _, r := range rep.Changes {
+		cat, okCat := category(r.Category)
+		if !known[r.Target] || !okCat || (r.Direction != attribution.Up && r.Direction != attribution.Down) ||
+			(r.Attribution != attribution.Provider && r.Attribution != attribution.Traffic && r.Attribution != attribution.Inconclusive) {
+			continue
+		}
+		changes[change{r.Target, cat, r.Direction, r.Attribution}]++
+	}
+	for k, v := range changes {
+		ch <- prometheus.MustNewConstMetric(c.changes, prometheus.GaugeValue, v, k.target, k.category, k.direction, k.attribution)
+	}
+	uncovered := map[[2]string]bool{}
+	for _, u := range rep.Uncovered {
+		if cat, okCat := category(u.Category); known[u.Target] && okCat && u.Category != "" {
+			uncovered[[2]string{u.Target, cat}] = true
+		}
+	}
+	for k := range uncovered {
+		ch <- prometheus.MustNewConstMetric(c.uncovered, prometheus.GaugeValue, 1, k[0], k[1])
 	}
 }
 

@@ -29,6 +29,13 @@ const (
 	ScheduleIntervalS = "driftprobe_schedule_interval_seconds"
 	DatabaseSize      = "driftprobe_database_size_bytes" // gauge: the SQLite file (pages in use and free)
 	DatabaseFree      = "driftprobe_database_free_bytes" // gauge: free pages, reused by later writes (VACUUM returns them)
+
+	// Continuous attribution (the config's attribution block), from the
+	// latest stored report.
+	ProductionChanges    = "driftprobe_production_changes"            // gauge {target,category,direction,attribution}: changes in the latest successful report ("all" for every block)
+	UncoveredCategories  = "driftprobe_uncovered_categories"          // gauge {target,category} 1: production blocks it, no corpus probe is tagged with it
+	AttributionTimestamp = "driftprobe_attribution_timestamp_seconds" // gauge: time of the latest successful report
+	AttributionSuccess   = "driftprobe_attribution_success"           // gauge 1/0: whether the latest attempt succeeded
 )
 
 // Exported lists every metric family name driftprobe exports (histograms
@@ -37,5 +44,5 @@ var Exported = []string{
 	ProbeVerdicts, CategoryActive, EventsTotal, EventsOpen, RunsTotal, LastRunTimestamp, RunDuration,
 	RequestsTotal, RetriesTotal, BreakerOpen, TokensTotal, CostUSDTotal, OutboxPending, AbuseBlocks,
 	TargetDegraded, ConfigReloadOK, ConfigReloadTime, LockSkipsTotal, BuildInfo, ScheduleIntervalS,
-	DatabaseSize, DatabaseFree,
+	DatabaseSize, DatabaseFree, ProductionChanges, UncoveredCategories, AttributionTimestamp, AttributionSuccess,
 }

@@ -5,18 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -266,47 +263,31 @@ func TestAttributeJSONLEndToEnd(t *testing.T) {
 	}
 }
 
+const q, tq = `sum by (target, category) (increase(llm_blocked_total[1h]))`, `sum by (target) (increase(llm_requests_total[1h]))`
+
+// promReplay is a Prometheus on loopback replaying the e2e fixtures for q
+// and tq.
+func promReplay(t *testing.T) *testenv.Prometheus {
+	return testenv.NewPrometheus(t, map[string][]byte{
+		q:  testenv.PrometheusFixture(t, "e2e_blocked.json"),
+		tq: testenv.PrometheusFixture(t, "e2e_total.json"),
+	})
+}
+
 // End to end with Prometheus: an httptest server on loopback replays
 // real-shaped query_range bodies (attribution/testdata/prometheus, in the
 // shape of https://prometheus.io/docs/prometheus/latest/querying/api/#range-queries).
 func TestAttributePrometheusEndToEnd(t *testing.T) {
 	_, cfg, db := attrSetup(t)
 	id := eventID(t, cfg, db)
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join("..", "..", "attribution", "testdata", "prometheus", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	blocked, total := read("e2e_blocked.json"), read("e2e_total.json")
-	const q, tq = `sum by (target, category) (increase(llm_blocked_total[1h]))`, `sum by (target) (increase(llm_requests_total[1h]))`
-	var mu sync.Mutex
-	var got []url.Values
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.URL.Query())
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case r.URL.Path != "/api/v1/query_range":
-			w.WriteHeader(404)
-		case r.URL.Query().Get("query") == q:
-			w.Write(blocked)
-		case r.URL.Query().Get("query") == tq:
-			w.Write(total)
-		default:
-			w.WriteHeader(400)
-			w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"1:1: parse error: unexpected identifier \"nonsense\""}`))
-		}
-	}))
-	defer srv.Close()
+	srv := promReplay(t)
 	args := []string{"attribute", "--config", cfg, "--db", db, "--prometheus", srv.URL, "--query", q, "--total-query", tq,
 		"--since", "10h", "--step", "1h", "--end", "2026-11-20T10:20:00Z", "--json"}
 	stdout, stderr, code := runProc(t, nil, args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	got := srv.Requests()
 	if len(got) != 2 {
 		t.Fatalf("%d requests", len(got))
 	}
@@ -319,11 +300,11 @@ func TestAttributePrometheusEndToEnd(t *testing.T) {
 	r := attrJSON(t, stdout)
 	checkAttribution(t, r, id)
 	// --since is rounded up to whole steps: 9h30m at 1h queries from 00:00 too.
-	got = nil
+	srv.Reset()
 	short := append([]string{}, args...)
 	short[12] = "9h30m"
-	if stdout, stderr, code := runIn(t, short...); code != 0 || len(got) != 2 || got[0].Get("start") != "2026-11-20T00:00:00Z" || got[0].Get("end") != "2026-11-20T10:00:00Z" {
-		t.Fatalf("--since 9h30m: exit %d %s, requests %v", code, stderr, got)
+	if stdout, stderr, code := runIn(t, short...); code != 0 || len(srv.Requests()) != 2 || got[0].Get("start") != "2026-11-20T00:00:00Z" || got[0].Get("end") != "2026-11-20T10:00:00Z" {
+		t.Fatalf("--since 9h30m: exit %d %s, requests %v", code, stderr, srv.Requests())
 	} else {
 		checkAttribution(t, attrJSON(t, stdout), id)
 	}
@@ -344,5 +325,55 @@ func TestAttributePrometheusEndToEnd(t *testing.T) {
 	srv.Close()
 	if _, stderr, code := runIn(t, args...); code != 3 || !strings.Contains(stderr, "driftprobe: prometheus http://127.0.0.1:") {
 		t.Errorf("unreachable: exit %d: %s", code, stderr)
+	}
+}
+
+// Without a source flag, attribute reads the config's attribution block,
+// each flag given overriding its field; `run` attributes after itself with
+// the same block and run --json carries the summary.
+func TestAttributeFromConfigBlock(t *testing.T) {
+	dir, _, db := attrSetup(t)
+	srv := promReplay(t)
+	cfg := filepath.Join(dir, "attr.yaml")
+	block := fmt.Sprintf("attribution:\n  prometheus: %s\n  query: %q\n  total_query: %q\n  since: 10h\n  step: 1h\n", srv.URL, q, tq)
+	if err := os.WriteFile(cfg, []byte(attrConfig+block), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := eventID(t, cfg, db)
+	stdout, stderr, code := runIn(t, "attribute", "--config", cfg, "--db", db, "--end", "2026-11-20T10:20:00Z", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	checkAttribution(t, attrJSON(t, stdout), id)
+	if got := srv.Requests(); len(got) != 2 || got[1].Get("query") != tq || got[0].Get("start") != "2026-11-20T00:00:00Z" || got[0].Get("end") != "2026-11-20T10:00:00Z" {
+		t.Errorf("requests %v", got)
+	}
+	// A flag overrides its field: this query is bad data (exit 2).
+	if _, stderr, code := runIn(t, "attribute", "--config", cfg, "--db", db, "--query", "nonsense"); code != 2 || !strings.Contains(stderr, "bad_data (HTTP 400)") {
+		t.Errorf("--query override: exit %d: %s", code, stderr)
+	}
+	// No block and no flag: the message names all three sources.
+	if _, stderr, code := runIn(t, "attribute", "--db", db); code != 2 || !strings.Contains(stderr, "or an attribution: block in the config") {
+		t.Errorf("no source: exit %d: %s", code, stderr)
+	}
+
+	srv.Reset()
+	stdout, stderr, code = runIn(t, "run", "--json", "--config", cfg, "--db", db)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	var out struct {
+		RunID       int64 `json:"run_id"`
+		Attribution *struct {
+			ReportID int64          `json:"report_id"`
+			Changes  map[string]int `json:"changes"`
+			Error    string         `json:"error"`
+		} `json:"attribution"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if a := out.Attribution; out.RunID != 11 || a == nil || a.ReportID != 1 || a.Error != "" || len(a.Changes) != 3 || len(srv.Requests()) != 2 {
+		t.Errorf("run --json: %s", stdout)
 	}
 }

@@ -22,7 +22,7 @@ func newAttributeCmd(g *globals) *cobra.Command {
 		asJSON                                                             bool
 	)
 	c := &cobra.Command{
-		Use:   "attribute (--production FILE.jsonl | --prometheus URL --query Q)",
+		Use:   "attribute [--production FILE.jsonl | --prometheus URL --query Q]",
 		Short: "Attribute production block-rate changes to the provider or to customer traffic",
 		Long: `Read production block counts per segment (target × category), find the one
 significant change point of each series, and set it against the probe history:
@@ -45,6 +45,10 @@ Sources:
   --prometheus URL --query Q: a range query returning blocked counts per step, e.g.
     sum by (target, category) (increase(llm_blocked_total[1h]))   with --step 1h
     --total-query: requests per step per target (enables the z-test).
+  neither: the config's attribution: block (prometheus, query, total_query,
+    target_label, category_label, since, step, tolerance); any of these flags
+    given overrides its field. Runs attribute with the same block after every
+    run and store the report (the driftprobe_production_changes metrics).
 
 Exit 0 whatever the attribution (it is a report), 1 with --fail-on when a change
 of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.`,
@@ -57,7 +61,7 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 			default:
 				return app.Usage(fmt.Errorf("attribute: --fail-on %q: want provider, traffic or any-change", failOn))
 			}
-			if (production == "") == (promURL == "") {
+			if production != "" && promURL != "" {
 				return app.Usage(errors.New("attribute: give exactly one source: --production FILE.jsonl or --prometheus URL"))
 			}
 			if production != "" {
@@ -82,26 +86,37 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 				}
 				opts.Tolerance = d
 			}
+			sess, err := app.Open(ctx, g.config, g.db, false, app.CheckCorpus)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
 			var src attribution.Source
-			if production != "" {
+			switch blk := sess.Config.Attribution; {
+			case production != "":
 				s, closeSrc, err := app.OpenProduction(production, cmd.InOrStdin())
 				if err != nil {
 					return err
 				}
 				defer closeSrc()
 				src = s
-			} else {
-				p, err := prometheusSource(promURL, query, totalQuery, targetLabel, categoryLabel, since, step, end)
+			case promURL == "" && blk == nil:
+				return app.Usage(errors.New("attribute: give exactly one source: --production FILE.jsonl or --prometheus URL (or an attribution: block in the config)"))
+			default:
+				// The config's block, each flag given overriding its field.
+				a := config.Attribution{}
+				if blk != nil {
+					a = *blk
+					if opts.Tolerance == 0 {
+						opts.Tolerance = blk.Tolerance.D()
+					}
+				}
+				p, err := prometheusSource(flags.Changed, a, promURL, query, totalQuery, targetLabel, categoryLabel, since, step, end)
 				if err != nil {
 					return err
 				}
 				src = p
 			}
-			sess, err := app.Open(ctx, g.config, g.db, false, app.CheckCorpus)
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
 			rep, err := app.Attribute(ctx, sess, src, opts)
 			if err != nil {
 				return err
@@ -149,24 +164,42 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 	return c
 }
 
-func prometheusSource(u, query, totalQuery, targetLabel, categoryLabel, since, step, end string) (*attribution.Prometheus, error) {
-	sinceD, err := positiveDuration(since)
-	if err != nil {
-		return nil, app.Usage(fmt.Errorf("attribute: --since: %v", err))
+// prometheusSource returns the Prometheus source: the fields of a (the
+// config's attribution block, or zero) with each flag that was given
+// (changed reports which) — or whose field a leaves empty — taking its
+// place.
+func prometheusSource(changed func(flag string) bool, a config.Attribution, u, query, totalQuery, targetLabel, categoryLabel, since, step, end string) (*attribution.Prometheus, error) {
+	for _, f := range []struct {
+		name string
+		dst  *string
+		val  string
+	}{{"prometheus", &a.Prometheus, u}, {"query", &a.Query, query}, {"total-query", &a.TotalQuery, totalQuery},
+		{"target-label", &a.TargetLabel, targetLabel}, {"category-label", &a.CategoryLabel, categoryLabel}} {
+		if changed(f.name) || *f.dst == "" {
+			*f.dst = f.val
+		}
 	}
-	stepD, err := positiveDuration(step)
-	if err != nil {
-		return nil, app.Usage(fmt.Errorf("attribute: --step: %v", err))
+	for _, f := range []struct {
+		name string
+		dst  *config.Duration
+		val  string
+	}{{"since", &a.Since, since}, {"step", &a.Step, step}} {
+		if changed(f.name) || *f.dst == 0 {
+			d, err := positiveDuration(f.val)
+			if err != nil {
+				return nil, app.Usage(fmt.Errorf("attribute: --%s: %v", f.name, err))
+			}
+			*f.dst = config.Duration(d)
+		}
 	}
 	endT := time.Now()
 	if end != "" {
+		var err error
 		if endT, err = time.Parse(time.RFC3339Nano, end); err != nil {
 			return nil, app.Usage(fmt.Errorf("attribute: --end %q: not an RFC 3339 time", end))
 		}
 	}
-	start, stop := attribution.AlignRange(endT.UTC(), sinceD, stepD)
-	p := &attribution.Prometheus{URL: u, Query: query, TotalQuery: totalQuery, TargetLabel: targetLabel, CategoryLabel: categoryLabel,
-		Start: start, End: stop, Step: stepD}
+	p := app.PrometheusSource(&a, endT)
 	if err := p.Check(); err != nil {
 		return nil, app.Usage(err)
 	}

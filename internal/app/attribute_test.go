@@ -30,9 +30,11 @@ targets:
   - {name: sim-b, provider: sim, model: sim-small}
 `
 
-// runHourly makes n runs whose start times are attrT0 + (i-1)h.
-func runHourly(t *testing.T, e *testenv.Env, n int) {
+// runHourly makes n runs whose start times are attrT0 + (i-1)h and
+// returns their results.
+func runHourly(t *testing.T, e *testenv.Env, n int) []*app.RunResult {
 	t.Helper()
+	var out []*app.RunResult
 	for i := 0; i < n; i++ {
 		at := attrT0.Add(time.Duration(i) * time.Hour)
 		res, err := app.RunOnce(context.Background(), e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }})
@@ -42,7 +44,9 @@ func runHourly(t *testing.T, e *testenv.Env, n int) {
 		if res.Summary.Status != storage.RunComplete {
 			t.Fatalf("run %d: %s", i+1, res.Summary.Status)
 		}
+		out = append(out, res)
 	}
+	return out
 }
 
 // hourlyJSONL renders points at attrT0 + (i-1)h for i in 1..n: blocked per

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/driftprobe/driftprobe/attribution"
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/diff"
@@ -51,9 +52,17 @@ type RunResult struct {
 	// Pruned is what the configured retention pruned after the run (nil
 	// when retention is off or the prune failed).
 	Pruned *storage.PruneResult
+	// Attribution is what the config's attribution block found after the
+	// run (nil without the block, or when the run was aborted).
+	Attribution *AttributionSummary
 }
 
-// RunOnce performs one run of every enabled target and stores it.
+// RunOnce performs one run of every enabled target and stores it. Holding
+// the run lease throughout, it then applies detection, prunes by the
+// configured retention and, with an attribution block, attributes
+// production changes from Prometheus and stores the report
+// (AttributeAfterRun). Neither a failed prune nor a failed attribution
+// fails the run.
 func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *storage.DB, targets []*runner.Target, o RunOptions) (res *RunResult, err error) {
 	lease := o.Lease
 	if lease == nil {
@@ -123,6 +132,13 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 				o.Logger.Info("pruned", "runs", pr.Runs, "observations_deleted", pr.ObservationsDeleted, "bodies_dropped", pr.BodiesDropped, "stored_bytes", pr.StoredBytes)
 			}
 		}
+	}
+	if cfg.Attribution != nil {
+		end := time.Now()
+		if o.Now != nil {
+			end = o.Now()
+		}
+		res.Attribution = AttributeAfterRun(runCtx, &Session{Config: cfg, Corpus: cp, Store: st}, sum.RunID, end, o.Logger)
 	}
 	return res, nil
 }
@@ -256,6 +272,8 @@ type (
 		Events        []*diff.Event `json:"events"`
 		// Pruned is present when the config's retention pruned after the run.
 		Pruned *storage.PruneResult `json:"pruned,omitempty"`
+		// Attribution is present when the config has an attribution block.
+		Attribution *AttributionSummary `json:"attribution,omitempty"`
 	}
 	TargetJSON struct {
 		Target         string         `json:"target"`
@@ -277,7 +295,7 @@ type (
 func (r *RunResult) JSON() RunJSON {
 	s := r.Summary
 	out := RunJSON{RunID: s.RunID, Status: s.Status, CorpusVersion: s.CorpusVersion, CorpusSHA256: s.CorpusHash,
-		StartedAt: s.Started.UTC(), DurationSec: s.Duration.Seconds(), Targets: []TargetJSON{}, Events: r.Events, Pruned: r.Pruned}
+		StartedAt: s.Started.UTC(), DurationSec: s.Duration.Seconds(), Targets: []TargetJSON{}, Events: r.Events, Pruned: r.Pruned, Attribution: r.Attribution}
 	if out.Events == nil {
 		out.Events = []*diff.Event{}
 	}
@@ -320,6 +338,14 @@ func WriteSummary(w io.Writer, r *RunResult) {
 		if len(notes) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", t.Target, strings.Join(notes, "; "))
 		}
+	}
+	switch a := r.Attribution; {
+	case a == nil:
+	case a.Error != "":
+		fmt.Fprintf(w, "attribution failed (the run is recorded): %s\n", attribution.Clean(a.Error))
+	default:
+		fmt.Fprintf(w, "attribution · %d series · %d provider, %d traffic, %d inconclusive · uncovered categories: %d · details: driftprobe attribute\n",
+			a.Series, a.Changes[attribution.Provider], a.Changes[attribution.Traffic], a.Changes[attribution.Inconclusive], a.Uncovered)
 	}
 }
 

@@ -1,0 +1,91 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/attribution"
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// AttributionSummary is the `attribution` object of `run --json`: what the
+// continuous attribution after the run found, or why it failed.
+type AttributionSummary struct {
+	// ReportID is the attribution_reports row (0 when it could not be stored).
+	ReportID int64 `json:"report_id,omitempty"`
+	// Series analyzed, changes by attribution (provider, traffic,
+	// inconclusive: every key present) and uncovered categories; only when
+	// the attempt succeeded.
+	Series    int            `json:"series"`
+	Changes   map[string]int `json:"changes,omitempty"`
+	Uncovered int            `json:"uncovered_categories"`
+	// Error is why the attempt failed (Prometheus unreachable, bad data,
+	// the database), or "" when it succeeded.
+	Error string `json:"error,omitempty"`
+}
+
+// PrometheusSource returns the range query a describes over the range
+// ending at end, both ends on the step grid (attribution.AlignRange), as
+// `driftprobe attribute --prometheus` builds it from its flags.
+func PrometheusSource(a *config.Attribution, end time.Time) *attribution.Prometheus {
+	start, stop := attribution.AlignRange(end.UTC(), a.Since.D(), a.Step.D())
+	return &attribution.Prometheus{URL: a.Prometheus, Query: a.Query, TotalQuery: a.TotalQuery,
+		TargetLabel: a.TargetLabel, CategoryLabel: a.CategoryLabel, Start: start, End: stop, Step: a.Step.D()}
+}
+
+// maxErrorText bounds the error text stored with a failed attempt.
+const maxErrorText = 2000
+
+// AttributeAfterRun runs the attribution the config's block describes
+// (s.Config.Attribution, which must be set) over the range ending at end,
+// and stores the outcome for run runID: the report's JSON, or the error
+// with no report. It never fails: a failed query or store is logged and
+// reported in the summary's Error. The caller holds the run lease.
+func AttributeAfterRun(ctx context.Context, s *Session, runID int64, end time.Time, logger *slog.Logger) *AttributionSummary {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	a := s.Config.Attribution
+	sum := &AttributionSummary{}
+	row := storage.AttributionReport{RunID: runID}
+	rep, err := Attribute(ctx, s, PrometheusSource(a, end), attribution.Options{Tolerance: a.Tolerance.D()})
+	if err == nil {
+		row.Report, err = json.Marshal(rep)
+	}
+	if err != nil {
+		sum.Error = truncateText(fmt.Sprintf("attribution: %v", err), maxErrorText)
+		row.Report, row.Error = nil, sum.Error
+		logger.Error("attribution failed; the run is recorded", "run", runID, "err", err)
+	} else {
+		sum.Series, sum.Uncovered = rep.Series, len(rep.Uncovered)
+		sum.Changes = map[string]int{attribution.Provider: 0, attribution.Traffic: 0, attribution.Inconclusive: 0}
+		for _, c := range rep.Changes {
+			sum.Changes[c.Attribution]++
+		}
+		logger.Info("attribution", "run", runID, "series", rep.Series, "provider", sum.Changes[attribution.Provider],
+			"traffic", sum.Changes[attribution.Traffic], "inconclusive", sum.Changes[attribution.Inconclusive], "uncovered", sum.Uncovered)
+	}
+	id, err := s.Store.SaveAttributionReport(ctx, row, storage.AttributionReportsKept)
+	if err != nil {
+		logger.Error("attribution report not stored", "run", runID, "err", err)
+		if sum.Error == "" {
+			sum.Error = err.Error()
+		}
+		return sum
+	}
+	sum.ReportID = id
+	return sum
+}
+
+// truncateText cuts s to at most n bytes, on a rune boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,147 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/driftprobe/driftprobe/attribution"
+	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/testenv"
+	"github.com/driftprobe/driftprobe/metrics"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+const (
+	promQuery      = `sum by (target, category) (increase(llm_blocked_total[1h]))`
+	promTotalQuery = `sum by (target) (increase(llm_requests_total[1h]))`
+)
+
+// newPromFake replays the query_range fixtures whose hourly samples line
+// up with runHourly's runs.
+func newPromFake(t *testing.T) *testenv.Prometheus {
+	return testenv.NewPrometheus(t, map[string][]byte{
+		promQuery:      testenv.PrometheusFixture(t, "e2e_blocked.json"),
+		promTotalQuery: testenv.PrometheusFixture(t, "e2e_total.json"),
+	})
+}
+
+// attrEnv is attrConfig with an attribution block pointing at prom.
+func attrEnv(t *testing.T, prom *testenv.Prometheus) *testenv.Env {
+	t.Helper()
+	e := testenv.New(t, attrConfig+fmt.Sprintf("attribution:\n  prometheus: %s\n  query: %q\n  total_query: %q\n  since: 10h\n  step: 1h\n",
+		prom.URL, promQuery, promTotalQuery))
+	e.Store.SetClock(func() time.Time { return attrT0.Add(10 * time.Hour) })
+	return e
+}
+
+// Every run with an attribution block attributes after itself and stores
+// the report; the latest is what `attribute` says, on run --json and in
+// the metrics.
+func TestRunAttributesAfterEveryRun(t *testing.T) {
+	prom := newPromFake(t)
+	e := attrEnv(t, prom)
+	ctx := context.Background()
+	results := runHourly(t, e, 10)
+	for i, res := range results {
+		if a := res.Attribution; a == nil || a.Error != "" || a.ReportID != int64(i+1) {
+			t.Fatalf("run %d: attribution %+v", i+1, a)
+		}
+	}
+	// Run 10 started at 09:00: the range ends there, since 10h before.
+	if r := prom.Requests(); len(r) != 20 {
+		t.Errorf("%d requests, want 2 per run", len(r))
+	} else if q := r[19]; q.Get("query") != promTotalQuery || q.Get("start") != "2026-11-19T23:00:00Z" || q.Get("end") != "2026-11-20T09:00:00Z" || q.Get("step") != "3600" {
+		t.Errorf("last request %v", q)
+	}
+	last := results[9]
+	want := &app.AttributionSummary{ReportID: 10, Series: 3, Changes: map[string]int{"provider": 1, "traffic": 1, "inconclusive": 0}, Uncovered: 1}
+	if got, _ := json.Marshal(last.Attribution); !bytes.Equal(got, mustJSON(t, want)) {
+		t.Errorf("summary %s, want %s", got, mustJSON(t, want))
+	}
+	j := mustJSON(t, last.JSON())
+	if !bytes.Contains(j, []byte(`"attribution":{"report_id":10,"series":3,"changes":{"inconclusive":0,"provider":1,"traffic":1},"uncovered_categories":1}`)) {
+		t.Errorf("run --json lacks the attribution summary: %s", j)
+	}
+	var b bytes.Buffer
+	app.WriteSummary(&b, last)
+	if !strings.Contains(b.String(), "attribution · 3 series · 1 provider, 1 traffic, 0 inconclusive · uncovered categories: 1") {
+		t.Errorf("summary:\n%s", b.String())
+	}
+
+	// The stored report is the one `driftprobe attribute` prints for the
+	// same range.
+	latest, ok, err := storage.LatestAttributionReports(ctx, e.Store.SQL())
+	if err != nil || latest == nil || latest != ok && latest.ID != ok.ID || latest.RunID != last.Summary.RunID {
+		t.Fatalf("latest %+v ok %+v %v", latest, ok, err)
+	}
+	sess := &app.Session{Config: e.Config, Corpus: e.Corpus, Store: e.Store}
+	rep, err := app.Attribute(ctx, sess, app.PrometheusSource(e.Config.Attribution, attrT0.Add(9*time.Hour)), attribution.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(latest.Report, mustJSON(t, rep)) {
+		t.Errorf("stored report\n%s\nwant\n%s", latest.Report, mustJSON(t, rep))
+	}
+
+	reg, _ := app.NewRegistry(e.Store, false)
+	wantMetrics := `# HELP driftprobe_production_changes Production block-rate changes in the latest successful attribution report, by target, normalized category ("all": every block on the target), direction (up, down) and attribution (provider, traffic, inconclusive).
+# TYPE driftprobe_production_changes gauge
+driftprobe_production_changes{attribution="provider",category="violence",direction="up",target="sim-a"} 1
+driftprobe_production_changes{attribution="traffic",category="hate",direction="up",target="sim-a"} 1
+# HELP driftprobe_uncovered_categories 1 for each category production blocks on the target that no corpus probe is tagged with (latest successful attribution report).
+# TYPE driftprobe_uncovered_categories gauge
+driftprobe_uncovered_categories{category="sexual_minors",target="sim-a"} 1
+# HELP driftprobe_attribution_success 1 when the latest attribution attempt (after a run) succeeded, 0 when it failed (Prometheus unreachable, bad data).
+# TYPE driftprobe_attribution_success gauge
+driftprobe_attribution_success %d
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(wantMetrics, 1)), metrics.ProductionChanges, metrics.UncoveredCategories, metrics.AttributionSuccess); err != nil {
+		t.Fatal(err)
+	}
+
+	// Prometheus failing (503, then gone): each run still completes; the
+	// error is recorded with no report, success drops to 0 and the changes
+	// of the last good report stay exported.
+	prom.SetFailing(true)
+	for i, wantErr := range []string{"unavailable (HTTP 503): the TSDB is starting", "attribution: prometheus http://127.0.0.1:"} {
+		if i == 1 {
+			prom.Close()
+		}
+		at := attrT0.Add(time.Duration(10+i) * time.Hour)
+		res, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }})
+		if err != nil || res.Summary.Status != storage.RunComplete {
+			t.Fatalf("run with Prometheus failing: %v", err)
+		}
+		a := res.Attribution
+		if a == nil || !strings.Contains(a.Error, wantErr) || a.Changes != nil || a.ReportID == 0 {
+			t.Fatalf("attribution %+v, want the error %q", a, wantErr)
+		}
+		if j := mustJSON(t, res.JSON()); !bytes.Contains(j, []byte(`"attribution":{"report_id":`)) || !bytes.Contains(j, []byte(`"error":"attribution: `)) {
+			t.Errorf("run --json: %s", j)
+		}
+		var isNull bool
+		var stored string
+		if err := e.Store.SQL().QueryRowContext(ctx, `SELECT report IS NULL, error FROM attribution_reports WHERE id = ?`, a.ReportID).Scan(&isNull, &stored); err != nil || !isNull || stored != a.Error {
+			t.Errorf("stored row: null %v error %q (%v)", isNull, stored, err)
+		}
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(wantMetrics, 0)), metrics.ProductionChanges, metrics.UncoveredCategories, metrics.AttributionSuccess); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
