@@ -293,7 +293,24 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			seg.Target, catName(seg.Category), bad[seg]))
 	}
 	sortSeries(prod.Series)
+	capLists(prod)
 	return prod, nil
+}
+
+// maxListed bounds the skipped series and warnings a Prometheus answer
+// can put in a report (reports are stored after every run and read at
+// every scrape): the first maxListed are kept, and one warning counts the
+// rest.
+const maxListed = 100
+
+func capLists(prod *Production) {
+	if n := len(prod.Skipped); n > maxListed {
+		prod.Skipped = prod.Skipped[:maxListed:maxListed]
+		prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: %d more skipped series not listed", n-maxListed))
+	}
+	if n := len(prod.Warnings); n > maxListed+1 {
+		prod.Warnings = append(prod.Warnings[:maxListed:maxListed], fmt.Sprintf("prometheus: %d more warnings not listed", n-maxListed))
+	}
 }
 
 // promEnvelope is the documented response envelope.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -345,5 +346,40 @@ func TestPrometheusEscapedOnce(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, b)
 		}
+	}
+}
+
+// A hostile answer (thousands of unknown-target series and server
+// warnings) cannot grow a stored report without bound: the first
+// maxListed of each are kept and one warning counts the rest.
+func TestPrometheusListsCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"status":"success","warnings":[`)
+	for i := 0; i < 300; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"warning %d"`, i)
+	}
+	b.WriteString(`],"data":{"resultType":"matrix","result":[`)
+	for i := 0; i < 500; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"metric":{"target":"prod-%d"},"values":[[1795136400,"1"]]}`, i)
+	}
+	b.WriteString(`]}}`)
+	ps := newPromServer(t, replay([]byte(b.String()), 200))
+	p := testProm(ps.URL)
+	p.TotalQuery = ""
+	prod, err := p.Load(context.Background(), testTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prod.Skipped) != maxListed || len(prod.Warnings) != maxListed+1 {
+		t.Fatalf("%d skipped series and %d warnings kept, want %d and %d", len(prod.Skipped), len(prod.Warnings), maxListed, maxListed+1)
+	}
+	if last := prod.Warnings[maxListed]; !strings.Contains(last, "more warnings not listed") {
+		t.Errorf("last warning %q", last)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -247,12 +246,13 @@ func (c *DBCollector) collectAttribution(ctx context.Context, ch chan<- promethe
 	if ok == nil {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(c.attrTime, prometheus.GaugeValue, float64(ok.CreatedAt.UnixNano())/1e9)
 	var rep attribution.Report
 	if err := json.Unmarshal(ok.Report, &rep); err != nil {
-		ch <- prometheus.NewInvalidMetric(c.changes, fmt.Errorf("attribution report %d: %w", ok.ID, err))
+		// A report that cannot be read exports no changes; an invalid
+		// metric here would fail a whole textfile or Pushgateway export.
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.attrTime, prometheus.GaugeValue, float64(ok.CreatedAt.UnixNano())/1e9)
 	known := map[string]bool{}
 	for _, n := range names {
 		known[n] = true

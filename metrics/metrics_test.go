@@ -88,4 +88,20 @@ driftprobe_attribution_timestamp_seconds 1.7951688e+09
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), attrNames...); err != nil {
 		t.Fatal(err)
 	}
+
+	// A stored report that cannot be read exports no changes, and breaks
+	// nothing else: a textfile export of the whole registry still works.
+	at = at.Add(time.Hour)
+	if _, err := st.SaveAttributionReport(ctx, storage.AttributionReport{RunID: runID, Report: []byte(`{"changes":"x"}`)}, storage.AttributionReportsKept); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, metrics.ProductionChanges, metrics.UncoveredCategories); err != nil || n != 0 {
+		t.Errorf("undecodable report: %d change series (%v), want none", n, err)
+	}
+	if n, err := testutil.GatherAndCount(reg, metrics.AttributionSuccess, metrics.AttributionTimestamp); err != nil || n != 2 {
+		t.Errorf("undecodable report: %d success/timestamp series (%v), want both", n, err)
+	}
+	if err := prometheus.WriteToTextfile(filepath.Join(t.TempDir(), "m.prom"), reg); err != nil {
+		t.Errorf("textfile export with an undecodable report: %v", err)
+	}
 }

@@ -27,7 +27,9 @@ func (r *AttributionReport) OK() bool { return r.Report != nil }
 
 // SaveAttributionReport stores r (its ID and CreatedAt are assigned: the
 // store's clock) and, in the same transaction, deletes all but the latest
-// keep reports (keep < 1 keeps one). It returns the new row's id.
+// keep reports (keep < 1 keeps one) and the latest successful one, which
+// the metrics keep exporting however long attribution then fails. It
+// returns the new row's id.
 func (d *DB) SaveAttributionReport(ctx context.Context, r AttributionReport, keep int) (int64, error) {
 	if (r.Report == nil) == (r.Error == "") {
 		return 0, errors.New("attribution report: want exactly one of a report and an error")
@@ -47,13 +49,23 @@ func (d *DB) SaveAttributionReport(ctx context.Context, r AttributionReport, kee
 		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM attribution_reports WHERE id <= (SELECT id FROM attribution_reports ORDER BY id DESC LIMIT 1 OFFSET ?)`, keep)
+		_, err = tx.ExecContext(ctx, `DELETE FROM attribution_reports WHERE id <= (SELECT id FROM attribution_reports ORDER BY id DESC LIMIT 1 OFFSET ?)
+			AND id IS NOT (SELECT MAX(id) FROM attribution_reports WHERE report IS NOT NULL)`, keep)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store attribution report: %w", err)
 	}
 	return id, nil
+}
+
+// ClearAttributionReports deletes every stored attribution report: the
+// config no longer has an attribution block, so its metrics must go too.
+func (d *DB) ClearAttributionReports(ctx context.Context) error {
+	if _, err := d.db.ExecContext(ctx, `DELETE FROM attribution_reports`); err != nil {
+		return fmt.Errorf("clear attribution reports: %w", err)
+	}
+	return nil
 }
 
 // LatestAttributionReports returns the latest attribution attempt and the

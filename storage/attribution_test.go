@@ -56,7 +56,23 @@ func TestAttributionReportsKeptAndLatest(t *testing.T) {
 	if _, err := d.SaveAttributionReport(ctx, AttributionReport{RunID: runID, Error: "x"}, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM attribution_reports`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("keep 1: %d rows (%v)", n, err)
+	if err := d.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM attribution_reports`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("keep 1: %d rows (%v), want the latest attempt and the latest successful report", n, err)
+	}
+	// However long attribution fails, the last good report stays: the
+	// metrics keep exporting it.
+	for i := 0; i < AttributionReportsKept+3; i++ {
+		if _, err := d.SaveAttributionReport(ctx, AttributionReport{RunID: runID, Error: "still down"}, AttributionReportsKept); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := LatestAttributionReports(ctx, d.SQL()); err != nil || ok == nil || string(ok.Report) != fmt.Sprintf(`{"series":%d}`, AttributionReportsKept+4) {
+		t.Errorf("after %d failures the last good report is %+v (%v)", AttributionReportsKept+3, ok, err)
+	}
+	if err := d.ClearAttributionReports(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, err := LatestAttributionReports(ctx, d.SQL()); l != nil || ok != nil || err != nil {
+		t.Errorf("after clearing: %v %v %v", l, ok, err)
 	}
 }

@@ -69,7 +69,7 @@ borderline probes (a CI gate), else 0.`,
 					return err
 				}
 				defer closeT()
-				res, err := app.RunOnce(ctx, &sub, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: "compare --run"})
+				res, err := app.RunOnce(ctx, &sub, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: "compare --run", SubsetRun: true})
 				if err != nil {
 					return err
 				}

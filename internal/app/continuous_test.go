@@ -135,6 +135,40 @@ driftprobe_attribution_success %d
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(wantMetrics, 0)), metrics.ProductionChanges, metrics.UncoveredCategories, metrics.AttributionSuccess); err != nil {
 		t.Fatal(err)
 	}
+
+	// A run of a subset of the targets (compare --run) neither attributes
+	// nor clears: the metrics are untouched.
+	var before int
+	count := func() int {
+		var n int
+		if err := e.Store.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM attribution_reports`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before = count()
+	at := attrT0.Add(12 * time.Hour)
+	sub := *e.Config
+	sub.Targets = sub.Targets[:1]
+	if res, err := app.RunOnce(ctx, &sub, e.Corpus, e.Store, e.Targets[:1], app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }, SubsetRun: true}); err != nil || res.Attribution != nil {
+		t.Fatalf("subset run: %v, attribution %+v", err, res.Attribution)
+	}
+	if n := count(); n != before {
+		t.Errorf("a subset run changed the stored reports: %d → %d", before, n)
+	}
+	// The block removed: the next run clears the reports, and the metrics
+	// with them (no stale success=0 alert, no stale changes).
+	noBlock := *e.Config
+	noBlock.Attribution = nil
+	if res, err := app.RunOnce(ctx, &noBlock, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at.Add(time.Hour) }}); err != nil || res.Attribution != nil {
+		t.Fatalf("run without the block: %v", err)
+	}
+	if n := count(); n != 0 {
+		t.Errorf("%d reports left after the block was removed", n)
+	}
+	if n, err := testutil.GatherAndCount(reg, metrics.ProductionChanges, metrics.UncoveredCategories, metrics.AttributionSuccess, metrics.AttributionTimestamp); err != nil || n != 0 {
+		t.Errorf("%d attribution series exported after the block was removed (%v)", n, err)
+	}
 }
 
 func mustJSON(t *testing.T, v any) []byte {

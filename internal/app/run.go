@@ -34,6 +34,10 @@ type RunOptions struct {
 	// Lease identifies this process for the run lock; nil means a fresh
 	// identity for this call.
 	Lease *storage.Lease
+	// SubsetRun marks a run of only some of the configured targets
+	// (compare --run): it does not attribute production changes, which
+	// concern every target, nor clear stored attribution reports.
+	SubsetRun bool
 }
 
 // NewLease returns a run-lock identity for this process.
@@ -133,15 +137,31 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 			}
 		}
 	}
-	if cfg.Attribution != nil {
+	switch {
+	case o.SubsetRun:
+		// Attribution is about every configured target: a subset run
+		// (compare --run) leaves it to the next full run.
+	case cfg.Attribution != nil:
 		end := time.Now()
 		if o.Now != nil {
 			end = o.Now()
 		}
-		res.Attribution = AttributeAfterRun(runCtx, &Session{Config: cfg, Corpus: cp, Store: st}, sum.RunID, end, o.Logger)
+		actx, cancel := context.WithTimeout(runCtx, attributionBudget)
+		res.Attribution = AttributeAfterRun(actx, &Session{Config: cfg, Corpus: cp, Store: st}, sum.RunID, end, o.Logger)
+		cancel()
+	default:
+		// No block (any more): stored reports and their metrics go.
+		if err := st.ClearAttributionReports(runCtx); err != nil && o.Logger != nil {
+			o.Logger.Error("clear attribution reports", "err", err)
+		}
 	}
 	return res, nil
 }
+
+// attributionBudget bounds the attribution after a run (both Prometheus
+// queries and storing the report), so that a slow Prometheus cannot hold
+// the run lease or outlast a CronJob's deadline.
+const attributionBudget = 2 * time.Minute
 
 // HoldLease takes the run lease for ttl and renews it every ttl/3 until
 // release is called. The returned context is cancelled, with a cause
