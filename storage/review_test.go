@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -32,6 +34,34 @@ func TestSmallGzipLookalikeBodyRoundTrips(t *testing.T) {
 		}
 		if !bytes.Equal(got, body) {
 			t.Errorf("body %d read back as %q, stored %q", i, got, body)
+		}
+	}
+}
+
+// Processes opening one database at once (a daemon and a CLI command
+// after an upgrade) apply each migration exactly once: none fails with
+// "table already exists" or "duplicate column".
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		path := filepath.Join(t.TempDir(), "c.db")
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := Open(context.Background(), path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				d.Close()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("round %d: concurrent open: %v", round, err)
 		}
 	}
 }

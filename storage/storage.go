@@ -124,36 +124,49 @@ func migrations() ([]migration, error) {
 // driftprobe.
 var ErrNewerSchema = errors.New("database schema is newer than this driftprobe")
 
+// migrate applies pending migrations, one transaction each. The schema
+// version is read inside each migration's (immediate, write-locked)
+// transaction, so processes opening the same database at once — a daemon
+// and a CLI command after an upgrade — apply each migration exactly once
+// instead of racing to apply it twice.
 func (d *DB) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
-	cur, err := d.SchemaVersion(ctx)
-	if err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	if cur > len(ms) {
-		return fmt.Errorf("%s: %w (schema %d, this binary knows %d)", d.path, ErrNewerSchema, cur, len(ms))
-	}
-	for _, m := range ms[cur:] {
-		tx, err := d.db.BeginTx(ctx, nil)
+	for {
+		cur, err := d.SchemaVersion(ctx)
 		if err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("read schema version: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if cur > len(ms) {
+			return fmt.Errorf("%s: %w (schema %d, this binary knows %d)", d.path, ErrNewerSchema, cur, len(ms))
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if cur == len(ms) {
+			return nil
 		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		err = d.Tx(ctx, func(tx *sql.Tx) error {
+			// Under the write lock: another process may have migrated
+			// since the read above.
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err != nil {
+				return err
+			}
+			if cur >= len(ms) {
+				return nil
+			}
+			m := ms[cur]
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
-	return nil
 }
 
 // Tx runs fn in one transaction, committing when it returns nil.
