@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 //go:embed migrations/*.sql
@@ -56,12 +56,37 @@ func Open(ctx context.Context, p string) (*DB, error) {
 	sdb.SetMaxOpenConns(1)
 	sdb.SetConnMaxIdleTime(0)
 	d := &DB{db: sdb, path: p, now: func() time.Time { return time.Now().UTC() }}
-	if err := d.migrate(ctx); err != nil {
-		sdb.Close()
-		return nil, err
+	// A database another process is creating at this very moment can
+	// answer SQLITE_BUSY before the busy timeout applies (switching a new
+	// file to WAL takes an exclusive lock): retry briefly.
+	for attempt := 1; ; attempt++ {
+		err := d.migrate(ctx)
+		if err == nil {
+			return d, nil
+		}
+		if !isBusy(err) || attempt == openAttempts {
+			sdb.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			sdb.Close()
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+		}
 	}
-	return d, nil
 }
+
+// openAttempts bounds Open's retries on SQLITE_BUSY (about 10 s in all).
+const openAttempts = 45
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+}
+
+const sqliteBusy = 5 // SQLITE_BUSY
 
 // SetClock replaces the clock used for timestamps (tests).
 func (d *DB) SetClock(now func() time.Time) { d.now = func() time.Time { return now().UTC() } }
