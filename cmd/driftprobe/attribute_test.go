@@ -249,6 +249,9 @@ func TestAttributeJSONLEndToEnd(t *testing.T) {
 		{[]string{"--production", prod, "--min-rate-change", "+Inf"}, 2, "finite"},
 		{[]string{"--production", huge, "--json"}, 2, huge + ":1: blocked: 1.7e308: too large (at most 1e15)"},
 		{[]string{"--production", prod, "--tolerance", "soon"}, 2, "--tolerance"},
+		{[]string{"--stored"}, 2, "no attribution report stored"},
+		{[]string{"--stored", "--production", prod}, 2, "give exactly one source"},
+		{[]string{"--stored", "--min-z", "4"}, 2, "--min-z does not apply to --stored"},
 		{[]string{"--prometheus", "http://127.0.0.1:1"}, 2, "--query is required"},
 		{[]string{"--prometheus", "http://127.0.0.1:1", "--query", "x", "--since", "30d", "--step", "1m"}, 2, "Prometheus refuses more than 11000"},
 		// Exactly 11000 steps is what Prometheus still answers: on to the (absent) server.

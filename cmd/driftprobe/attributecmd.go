@@ -19,10 +19,10 @@ func newAttributeCmd(g *globals) *cobra.Command {
 		since, step, end, tolerance, failOn                                string
 		minZ, minChange, minRateChange                                     float64
 		minPoints                                                          int
-		asJSON                                                             bool
+		asJSON, stored                                                     bool
 	)
 	c := &cobra.Command{
-		Use:   "attribute [--production FILE.jsonl | --prometheus URL --query Q]",
+		Use:   "attribute [--production FILE.jsonl | --prometheus URL --query Q | --stored]",
 		Short: "Attribute production block-rate changes to the provider or to customer traffic",
 		Long: `Read production block counts per segment (target × category), find the one
 significant change point of each series, and set it against the probe history:
@@ -49,6 +49,9 @@ Sources:
     target_label, category_label, since, step, tolerance); any of these flags
     given overrides its field. Runs attribute with the same block after every
     run and store the report (the driftprobe_production_changes metrics).
+  --stored: no query; the latest report a run stored, the one the metrics
+    and alerts show (stderr says which run made it, and whether a later
+    attempt failed).
 
 Exit 0 whatever the attribution (it is a report), 1 with --fail-on when a change
 of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.`,
@@ -61,8 +64,15 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 			default:
 				return app.Usage(fmt.Errorf("attribute: --fail-on %q: want provider, traffic or any-change", failOn))
 			}
-			if production != "" && promURL != "" {
-				return app.Usage(errors.New("attribute: give exactly one source: --production FILE.jsonl or --prometheus URL"))
+			if production != "" && promURL != "" || stored && (production != "" || promURL != "") {
+				return app.Usage(errors.New("attribute: give exactly one source: --production FILE.jsonl, --prometheus URL or --stored"))
+			}
+			if stored {
+				for _, f := range []string{"query", "total-query", "target-label", "category-label", "since", "step", "end", "tolerance", "min-z", "min-points", "min-change", "min-rate-change"} {
+					if flags.Changed(f) {
+						return app.Usage(fmt.Errorf("attribute: --%s does not apply to --stored (the report is as the run made it)", f))
+					}
+				}
 			}
 			if production != "" {
 				for _, f := range []string{"query", "total-query", "target-label", "category-label", "since", "step", "end"} {
@@ -91,8 +101,13 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 				return err
 			}
 			defer sess.Close()
+			var rep *attribution.Report
 			var src attribution.Source
 			switch blk := sess.Config.Attribution; {
+			case stored:
+				if rep, err = app.StoredAttribution(ctx, sess.Store, g.stderr); err != nil {
+					return err
+				}
 			case production != "":
 				s, closeSrc, err := app.OpenProduction(production, cmd.InOrStdin())
 				if err != nil {
@@ -117,9 +132,10 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 				}
 				src = p
 			}
-			rep, err := app.Attribute(ctx, sess, src, opts)
-			if err != nil {
-				return err
+			if rep == nil {
+				if rep, err = app.Attribute(ctx, sess, src, opts); err != nil {
+					return err
+				}
 			}
 			rep.WriteWarnings(g.stderr)
 			if asJSON {
@@ -160,6 +176,7 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 	f.Float64Var(&minChange, "min-change", attribution.DefaultMinChange, "without totals: relative change of the mean blocked count a change needs")
 	f.Float64Var(&minRateChange, "min-rate-change", 0, "with totals: relative change of the block rate a change also needs (0: off)")
 	f.BoolVar(&asJSON, "json", false, "JSON output (the documented schema)")
+	f.BoolVar(&stored, "stored", false, "print the latest report a run stored instead of querying")
 	f.StringVar(&failOn, "fail-on", "", "exit 1 when a change is attributed to provider, traffic, or any-change")
 	return c
 }

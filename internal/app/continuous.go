@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -88,4 +90,26 @@ func truncateText(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// StoredAttribution returns the latest successful attribution report a run
+// stored, the one the metrics and alerts show, and says on w which run made
+// it and whether a later attempt failed. No stored report is a usage error.
+func StoredAttribution(ctx context.Context, st *storage.DB, w io.Writer) (*attribution.Report, error) {
+	latest, ok, err := storage.LatestAttributionReports(ctx, st.SQL())
+	if err != nil {
+		return nil, err
+	}
+	if ok == nil {
+		return nil, Usage(errors.New("attribute --stored: no attribution report stored (set an attribution: block in the config; every run then stores one)"))
+	}
+	var rep attribution.Report
+	if err := json.Unmarshal(ok.Report, &rep); err != nil {
+		return nil, fmt.Errorf("attribution report %d: %w", ok.ID, err)
+	}
+	fmt.Fprintf(w, "stored report %d, made after run %d at %s\n", ok.ID, ok.RunID, ok.CreatedAt.UTC().Format(time.RFC3339))
+	if latest != nil && !latest.OK() {
+		fmt.Fprintf(w, "the latest attempt, after run %d at %s, failed: %s\n", latest.RunID, latest.CreatedAt.UTC().Format(time.RFC3339), attribution.Clean(latest.Error))
+	}
+	return &rep, nil
 }

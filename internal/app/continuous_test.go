@@ -179,3 +179,37 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// `attribute --stored` prints the report a run stored (the one the metrics
+// show) without querying, and says when a later attempt failed.
+func TestStoredAttribution(t *testing.T) {
+	prom := newPromFake(t)
+	e := attrEnv(t, prom)
+	ctx := context.Background()
+	var w strings.Builder
+	if _, err := app.StoredAttribution(ctx, e.Store, &w); !app.IsUsage(err) {
+		t.Fatalf("no stored report: %v, want a usage error", err)
+	}
+	runHourly(t, e, 10)
+	requests := len(prom.Requests())
+	rep, err := app.StoredAttribution(ctx, e.Store, &w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok, _ := storage.LatestAttributionReports(ctx, e.Store.SQL())
+	if !bytes.Equal(mustJSON(t, rep), ok.Report) || !strings.Contains(w.String(), "made after run 10") {
+		t.Errorf("stored report %s (%q), want the stored %s", mustJSON(t, rep), w.String(), ok.Report)
+	}
+	if len(prom.Requests()) != requests {
+		t.Error("--stored queried Prometheus")
+	}
+	prom.SetFailing(true)
+	at := attrT0.Add(10 * time.Hour)
+	if _, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }}); err != nil {
+		t.Fatal(err)
+	}
+	w.Reset()
+	if rep2, err := app.StoredAttribution(ctx, e.Store, &w); err != nil || !bytes.Equal(mustJSON(t, rep2), ok.Report) || !strings.Contains(w.String(), "the latest attempt, after run 11") || !strings.Contains(w.String(), "failed: ") {
+		t.Errorf("after a failed attempt: %v %q", err, w.String())
+	}
+}
