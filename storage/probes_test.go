@@ -46,3 +46,36 @@ func TestSaveProbes(t *testing.T) {
 		}
 	}
 }
+
+// RunStatuses lists runs oldest first with each target's status;
+// ProbeTags gives a probe id the tags it was last stored with.
+func TestRunStatusesAndProbeTags(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	run1, tgt := setupRun(t, d)
+	if err := d.FinishRun(ctx, run1, RunPartial, []RunTarget{{TargetID: tgt, Status: TargetDegraded}}); err != nil {
+		t.Fatal(err)
+	}
+	run2, err := d.BeginRun(ctx, Run{CorpusName: "c", CorpusVersion: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := d.RunStatuses(ctx)
+	if err != nil || len(rs) != 2 || rs[0].ID != run1 || rs[0].Status != RunPartial || rs[0].Targets["sim"] != TargetDegraded ||
+		rs[1].ID != run2 || rs[1].Status != RunRunning || len(rs[1].Targets) != 0 {
+		t.Fatalf("run statuses %+v %v", rs, err)
+	}
+	for _, r := range []ProbeRecord{
+		{SHA256: "s1", ProbeID: "p1", CorpusVersion: "1", Tags: []string{"hate", "violence"}, Canonical: "{}"},
+		{SHA256: "s2", ProbeID: "p1", CorpusVersion: "2", Tags: []string{"privacy"}, Canonical: "{}"},
+		{SHA256: "s3", ProbeID: "p2", CorpusVersion: "2", Canonical: "{}"},
+	} {
+		if err := d.SaveProbes(ctx, []ProbeRecord{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tags, err := d.ProbeTags(ctx)
+	if err != nil || len(tags) != 2 || fmt.Sprint(tags["p1"]) != "[privacy]" || tags["p2"] != nil {
+		t.Errorf("probe tags %v %v", tags, err)
+	}
+}

@@ -579,3 +579,72 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// RunStatus is a run's start, status and per-target statuses.
+type RunStatus struct {
+	ID        int64
+	StartedAt time.Time
+	Status    string            // running, complete, partial, aborted
+	Targets   map[string]string // target name → run-target status
+}
+
+// RunStatuses returns every run, oldest first, with the status of each
+// target it probed.
+func (d *DB) RunStatuses(ctx context.Context) ([]RunStatus, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, started_at, status FROM runs ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("run statuses: %w", err)
+	}
+	var out []RunStatus
+	index := map[int64]int{}
+	for rows.Next() {
+		var r RunStatus
+		var started string
+		if err := rows.Scan(&r.ID, &started, &r.Status); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("run statuses: %w", err)
+		}
+		r.StartedAt, r.Targets = ParseTime(started), map[string]string{}
+		index[r.ID] = len(out)
+		out = append(out, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run statuses: %w", err)
+	}
+	rows, err = d.db.QueryContext(ctx, `SELECT rt.run_id, t.name, rt.status FROM run_targets rt JOIN targets t ON t.id = rt.target_id`)
+	if err != nil {
+		return nil, fmt.Errorf("run statuses: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var name, status string
+		if err := rows.Scan(&id, &name, &status); err != nil {
+			return nil, fmt.Errorf("run statuses: %w", err)
+		}
+		if i, ok := index[id]; ok {
+			out[i].Targets[name] = status
+		}
+	}
+	return out, rows.Err()
+}
+
+// ProbeTags returns the tags of every probe id ever stored; when a probe
+// changed across corpus versions, the most recently stored tags win.
+func (d *DB) ProbeTags(ctx context.Context) (map[string][]string, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT probe_id, tags FROM probes ORDER BY rowid`)
+	if err != nil {
+		return nil, fmt.Errorf("probe tags: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var id, tags string
+		if err := rows.Scan(&id, &tags); err != nil {
+			return nil, fmt.Errorf("probe tags: %w", err)
+		}
+		out[id] = splitList(tags)
+	}
+	return out, rows.Err()
+}

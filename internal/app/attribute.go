@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/driftprobe/driftprobe/attribution"
 	"github.com/driftprobe/driftprobe/corpus"
@@ -61,64 +60,17 @@ func OpenProduction(path string, stdin io.Reader) (attribution.Source, func(), e
 // corpus coverage per category.
 func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirmRuns int) (*attribution.History, error) {
 	h := &attribution.History{Coverage: map[string]int{}, ConfirmRuns: confirmRuns}
-	db := st.SQL()
-	rows, err := db.QueryContext(ctx, `SELECT id, started_at, status FROM runs ORDER BY id`)
+	runs, err := st.RunStatuses(ctx)
 	if err != nil {
 		return nil, err
 	}
-	index := map[int64]int{}
-	for rows.Next() {
-		var r attribution.Run
-		var started, status string
-		if err := rows.Scan(&r.ID, &started, &status); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		r.StartedAt = storage.ParseTime(started)
+	for _, r := range runs {
 		// A run still running has confirmed nothing yet.
-		r.Aborted = status == storage.RunAborted || status == storage.RunRunning
-		r.Targets = map[string]string{}
-		index[r.ID] = len(h.Runs)
-		h.Runs = append(h.Runs, r)
+		h.Runs = append(h.Runs, attribution.Run{ID: r.ID, StartedAt: r.StartedAt, Targets: r.Targets,
+			Aborted: r.Status == storage.RunAborted || r.Status == storage.RunRunning})
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = db.QueryContext(ctx, `SELECT rt.run_id, t.name, rt.status FROM run_targets rt JOIN targets t ON t.id = rt.target_id`)
+	tags, err := st.ProbeTags(ctx)
 	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var id int64
-		var name, status string
-		if err := rows.Scan(&id, &name, &status); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if i, ok := index[id]; ok {
-			h.Runs[i].Targets[name] = status
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	tags := map[string][]string{}
-	rows, err = db.QueryContext(ctx, `SELECT probe_id, tags FROM probes ORDER BY rowid`)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var id, t string
-		if err := rows.Scan(&id, &t); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		tags[id] = splitTags(t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	if cp != nil {
@@ -215,8 +167,4 @@ func scoreDirs(ctx context.Context, st *storage.DB, beforeID, afterID int64) (ma
 		}
 	}
 	return out, nil
-}
-
-func splitTags(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' })
 }
