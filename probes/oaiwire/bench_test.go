@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/probestest"
@@ -33,18 +34,22 @@ func BenchmarkClassifyChat(b *testing.B) {
 		if _, ok := classifyChatFast(resp); !ok {
 			b.Fatalf("%s: the fast path declined the body", bb.path)
 		}
-		b.Run(bb.name, func(b *testing.B) {
+		benchPair(b, bb.name, resp, ClassifyChat, classifyChatSlow)
+	}
+}
+
+// benchPair benchmarks reading resp with the fast path (as name) and with
+// the reference reader (as name-reference).
+func benchPair(b *testing.B, name string, resp *probes.Response, fast, reference func(*probes.Response, time.Time) probes.Result) {
+	for _, r := range []struct {
+		name string
+		read func(*probes.Response, time.Time) probes.Result
+	}{{name, fast}, {name + "-reference", reference}} {
+		b.Run(r.name, func(b *testing.B) {
 			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
+			b.SetBytes(int64(len(resp.Body)))
 			for b.Loop() {
-				_ = ClassifyChat(resp, probestest.FuzzNow)
-			}
-		})
-		b.Run(bb.name+"-reference", func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				_ = classifyChatSlow(resp, probestest.FuzzNow)
+				_ = r.read(resp, probestest.FuzzNow)
 			}
 		})
 	}
@@ -79,19 +84,6 @@ func BenchmarkClassifyError(b *testing.B) {
 		if _, ok := classifyErrorFast(resp, probestest.FuzzNow); !ok {
 			b.Fatalf("%s: the fast path declined the body", bb.path)
 		}
-		b.Run(bb.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				_ = ClassifyError(resp, probestest.FuzzNow)
-			}
-		})
-		b.Run(bb.name+"-reference", func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				_ = classifyErrorSlow(resp, probestest.FuzzNow)
-			}
-		})
+		benchPair(b, bb.name, resp, ClassifyError, classifyErrorSlow)
 	}
 }

@@ -538,17 +538,24 @@ func (c *tokReader) open(delim jsontext.Kind) (open, ok bool) {
 	return false, false
 }
 
-// more reports whether the array being read has another element; at its
-// end it consumes the closing bracket. ok is false on a read error.
-func (c *tokReader) more() (more, ok bool) {
-	switch c.dec.PeekKind() {
-	case ']':
-		_, err := c.dec.ReadToken()
-		return false, err == nil
-	case jsontext.KindInvalid:
-		return false, false
+// elements reads an array (null: none), calling elem to read each element
+// in turn, through its closing bracket.
+func (c *tokReader) elements(elem func() bool) bool {
+	if open, ok := c.open('['); !open || !ok {
+		return ok
 	}
-	return true, true
+	for {
+		switch c.dec.PeekKind() {
+		case ']':
+			_, err := c.dec.ReadToken()
+			return err == nil
+		case jsontext.KindInvalid:
+			return false
+		}
+		if !elem() {
+			return false
+		}
+	}
 }
 
 // scalar reads the next value, which must be a scalar of one of the kinds
@@ -804,14 +811,7 @@ func (c *chatReader) read(body []byte, wantID bool) bool {
 // classifyOK answers with: choices[0], unless a later one finished with
 // content_filter and it did not.
 func (c *chatReader) readChoices() bool {
-	if open, ok := c.open('['); !open || !ok {
-		return ok
-	}
-	for {
-		more, ok := c.more()
-		if !more {
-			return ok
-		}
+	return c.elements(func() bool {
 		c.cur.reset()
 		if !c.readChoice(c.cur, c.nChoices == 0) {
 			return false
@@ -820,7 +820,8 @@ func (c *chatReader) readChoices() bool {
 			c.sel, c.cur = c.cur, c.sel
 		}
 		c.nChoices++
-	}
+		return true
+	})
 }
 
 // readChoice reads one choice; first records its unknown keys and its
@@ -875,19 +876,10 @@ func (c *chatReader) readMessage(ch *fastChoice, first bool) bool {
 }
 
 func (c *chatReader) readPrompts() bool {
-	if open, ok := c.open('['); !open || !ok {
-		return ok
-	}
-	for {
-		more, ok := c.more()
-		if !more {
-			return ok
-		}
+	return c.elements(func() bool {
 		c.nPrompts++
-		if !c.readPrompt() {
-			return false
-		}
-	}
+		return c.readPrompt()
+	})
 }
 
 // readPrompt reads one prompt_filter_results entry (null is a zero one).
