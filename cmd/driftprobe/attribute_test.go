@@ -17,24 +17,6 @@ import (
 	"github.com/driftprobe/driftprobe/storage"
 )
 
-// attrT0 is the injected start of run 1; run i starts (i-1) hours later.
-var attrT0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-
-// attrConfig: sim-a's provider tightens violence from run 4 (the event is
-// first seen in run 4 and confirmed in run 5); sim-b never changes.
-const attrConfig = `
-confirm_runs: 2
-targets:
-  - name: sim-a
-    provider: sim
-    model: sim-large
-    sim:
-      policies:
-        - from_run: 4
-          thresholds: {violence: 0.3}
-  - {name: sim-b, provider: sim, model: sim-small}
-`
-
 // attrReport is the documented --json schema.
 type attrReport struct {
 	Series  int `json:"series"`
@@ -67,12 +49,12 @@ type attrReport struct {
 
 // attrSetup writes the config and makes ten hourly runs against the sim
 // through the same path `driftprobe run` takes (app.Open, BuildTargets,
-// RunOnce), with the clock injected so run i starts at attrT0 + (i-1)h.
+// RunOnce), with the clock injected so run i starts at testenv.AttributionT0 + (i-1)h.
 func attrSetup(t *testing.T) (dir, cfg, db string) {
 	t.Helper()
 	dir = t.TempDir()
 	cfg, db = filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
-	if err := os.WriteFile(cfg, []byte(attrConfig), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(testenv.AttributionConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -88,7 +70,7 @@ func attrSetup(t *testing.T) (dir, cfg, db string) {
 	defer closeT()
 	sleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 	for i := 0; i < 10; i++ {
-		at := attrT0.Add(time.Duration(i) * time.Hour)
+		at := testenv.AttributionT0.Add(time.Duration(i) * time.Hour)
 		res, err := app.RunOnce(ctx, sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: sleep, Now: func() time.Time { return at }})
 		if err != nil || res.Summary.Status != storage.RunComplete {
 			t.Fatalf("run %d: %v", i+1, err)
@@ -100,7 +82,7 @@ func attrSetup(t *testing.T) (dir, cfg, db string) {
 	return dir, cfg, db
 }
 
-// hourly renders ten JSONL points from attrT0: blocked per 1000 requests is
+// hourly renders ten JSONL points from testenv.AttributionT0: blocked per 1000 requests is
 // lo before hour jump and hi from it on (total omitted when total < 0).
 func hourly(b *strings.Builder, target, category string, jump, lo, hi, total int) {
 	for i := 0; i < 10; i++ {
@@ -112,7 +94,7 @@ func hourly(b *strings.Builder, target, category string, jump, lo, hi, total int
 		if total >= 0 {
 			tot = fmt.Sprintf(`,"total":%d`, total)
 		}
-		fmt.Fprintf(b, `{"time":%q,"target":%q,"category":%q,"blocked":%d%s}`+"\n", attrT0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), target, category, v, tot)
+		fmt.Fprintf(b, `{"time":%q,"target":%q,"category":%q,"blocked":%d%s}`+"\n", testenv.AttributionT0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), target, category, v, tot)
 	}
 }
 
@@ -139,12 +121,12 @@ func checkAttribution(t *testing.T, r attrReport, eventID int64) {
 		t.Fatalf("changes: %+v", r.Changes)
 	}
 	v := r.Changes[got["sim-a/violence"]]
-	if v.Attribution != "provider" || len(v.Events) != 1 || v.Events[0] != eventID || v.Direction != "up" || !v.ChangeAt.Equal(attrT0.Add(3*time.Hour)) ||
+	if v.Attribution != "provider" || len(v.Events) != 1 || v.Events[0] != eventID || v.Direction != "up" || !v.ChangeAt.Equal(testenv.AttributionT0.Add(3*time.Hour)) ||
 		v.Z == nil || *v.Z < 3 || v.BeforeRate != 0.01 || v.AfterRate != 0.03 || !strings.Contains(v.Reason, "from run 4") {
 		t.Errorf("sim-a/violence: %+v", v)
 	}
 	h := r.Changes[got["sim-a/hate"]]
-	if h.Attribution != "traffic" || len(h.Events) != 0 || !h.ChangeAt.Equal(attrT0.Add(7*time.Hour)) || h.RunsBefore != 7 || h.RunsAfter != 3 {
+	if h.Attribution != "traffic" || len(h.Events) != 0 || !h.ChangeAt.Equal(testenv.AttributionT0.Add(7*time.Hour)) || h.RunsBefore != 7 || h.RunsAfter != 3 {
 		t.Errorf("sim-a/hate: %+v", h)
 	}
 	if len(r.Uncovered) != 1 || r.Uncovered[0].Target != "sim-a" || r.Uncovered[0].Category != "sexual_minors" || r.Uncovered[0].Blocked != 20 {
@@ -339,7 +321,7 @@ func TestAttributeFromConfigBlock(t *testing.T) {
 	srv := promReplay(t)
 	cfg := filepath.Join(dir, "attr.yaml")
 	block := fmt.Sprintf("attribution:\n  prometheus: %s\n  query: %q\n  total_query: %q\n  since: 10h\n  step: 1h\n", srv.URL, q, tq)
-	if err := os.WriteFile(cfg, []byte(attrConfig+block), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(testenv.AttributionConfig+block), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	id := eventID(t, cfg, db)

@@ -13,30 +13,13 @@ import (
 	"github.com/driftprobe/driftprobe/storage"
 )
 
-// attrT0 is the injected start time of run 1; run i starts (i-1) hours later.
-var attrT0 = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-
-// attrConfig tightens violence on sim-a from run 4 (confirmed in run 5);
-// sim-b never changes.
-const attrConfig = `
-targets:
-  - name: sim-a
-    provider: sim
-    model: sim-large
-    sim:
-      policies:
-        - from_run: 4
-          thresholds: {violence: 0.3}
-  - {name: sim-b, provider: sim, model: sim-small}
-`
-
-// runHourly makes n runs whose start times are attrT0 + (i-1)h and
+// runHourly makes n runs whose start times are testenv.AttributionT0 + (i-1)h and
 // returns their results.
 func runHourly(t *testing.T, e *testenv.Env, n int) []*app.RunResult {
 	t.Helper()
 	var out []*app.RunResult
 	for i := 0; i < n; i++ {
-		at := attrT0.Add(time.Duration(i) * time.Hour)
+		at := testenv.AttributionT0.Add(time.Duration(i) * time.Hour)
 		res, err := app.RunOnce(context.Background(), e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }})
 		if err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
@@ -49,7 +32,7 @@ func runHourly(t *testing.T, e *testenv.Env, n int) []*app.RunResult {
 	return out
 }
 
-// hourlyJSONL renders points at attrT0 + (i-1)h for i in 1..n: blocked per
+// hourlyJSONL renders points at testenv.AttributionT0 + (i-1)h for i in 1..n: blocked per
 // 1000 requests is lo before hour `jump` (0-based) and hi from it on.
 func hourlyJSONL(b *strings.Builder, target, category string, n, jump int, lo, hi int) {
 	for i := 0; i < n; i++ {
@@ -58,14 +41,14 @@ func hourlyJSONL(b *strings.Builder, target, category string, n, jump int, lo, h
 			v = hi
 		}
 		fmt.Fprintf(b, `{"time":%q,"target":%q,"category":%q,"blocked":%d,"total":1000}`+"\n",
-			attrT0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), target, category, v)
+			testenv.AttributionT0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), target, category, v)
 	}
 }
 
 // The glue end to end in-process: history read from a real store written
 // by real runs against the sim, production from JSONL.
 func TestAttributeFromStore(t *testing.T) {
-	e := testenv.New(t, attrConfig)
+	e := testenv.New(t, testenv.AttributionConfig)
 	runHourly(t, e, 10)
 	ctx := context.Background()
 
@@ -73,7 +56,7 @@ func TestAttributeFromStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Runs) != 10 || !h.Runs[3].StartedAt.Equal(attrT0.Add(3*time.Hour)) || h.Runs[3].Targets["sim-a"] != storage.TargetComplete {
+	if len(h.Runs) != 10 || !h.Runs[3].StartedAt.Equal(testenv.AttributionT0.Add(3*time.Hour)) || h.Runs[3].Targets["sim-a"] != storage.TargetComplete {
 		t.Fatalf("runs: %+v", h.Runs[:4])
 	}
 	if len(h.Events) != 1 || h.Events[0].Direction != "tightened" || len(h.Events[0].Flips) == 0 {
@@ -108,7 +91,7 @@ func TestAttributeFromStore(t *testing.T) {
 	for _, c := range rep.Changes {
 		got[c.Target+"/"+c.Category] = c
 	}
-	if c := got["sim-a/violence"]; c.Attribution != attribution.Provider || len(c.Events) != 1 || c.Events[0] != h.Events[0].ID || !c.ChangeAt.Equal(attrT0.Add(3*time.Hour)) {
+	if c := got["sim-a/violence"]; c.Attribution != attribution.Provider || len(c.Events) != 1 || c.Events[0] != h.Events[0].ID || !c.ChangeAt.Equal(testenv.AttributionT0.Add(3*time.Hour)) {
 		t.Errorf("sim-a/violence: %+v", c)
 	}
 	if c := got["sim-a/hate"]; c.Attribution != attribution.Traffic || c.RunsBefore != 7 || c.RunsAfter != 3 {

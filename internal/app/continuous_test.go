@@ -32,12 +32,12 @@ func newPromFake(t *testing.T) *testenv.Prometheus {
 	})
 }
 
-// attrEnv is attrConfig with an attribution block pointing at prom.
+// attrEnv is testenv.AttributionConfig with an attribution block pointing at prom.
 func attrEnv(t *testing.T, prom *testenv.Prometheus) *testenv.Env {
 	t.Helper()
-	e := testenv.New(t, attrConfig+fmt.Sprintf("attribution:\n  prometheus: %s\n  query: %q\n  total_query: %q\n  since: 10h\n  step: 1h\n",
+	e := testenv.New(t, testenv.AttributionConfig+fmt.Sprintf("attribution:\n  prometheus: %s\n  query: %q\n  total_query: %q\n  since: 10h\n  step: 1h\n",
 		prom.URL, promQuery, promTotalQuery))
-	e.Store.SetClock(func() time.Time { return attrT0.Add(10 * time.Hour) })
+	e.Store.SetClock(func() time.Time { return testenv.AttributionT0.Add(10 * time.Hour) })
 	return e
 }
 
@@ -82,7 +82,7 @@ func TestRunAttributesAfterEveryRun(t *testing.T) {
 		t.Fatalf("latest %+v ok %+v %v", latest, ok, err)
 	}
 	sess := &app.Session{Config: e.Config, Corpus: e.Corpus, Store: e.Store}
-	rep, err := app.Attribute(ctx, sess, app.PrometheusSource(e.Config.Attribution, attrT0.Add(9*time.Hour)), attribution.Options{})
+	rep, err := app.Attribute(ctx, sess, app.PrometheusSource(e.Config.Attribution, testenv.AttributionT0.Add(9*time.Hour)), attribution.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ driftprobe_attribution_success %d
 		if i == 1 {
 			prom.Close()
 		}
-		at := attrT0.Add(time.Duration(10+i) * time.Hour)
+		at := testenv.AttributionT0.Add(time.Duration(10+i) * time.Hour)
 		res, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }})
 		if err != nil || res.Summary.Status != storage.RunComplete {
 			t.Fatalf("run with Prometheus failing: %v", err)
@@ -147,7 +147,7 @@ driftprobe_attribution_success %d
 		return n
 	}
 	before = count()
-	at := attrT0.Add(12 * time.Hour)
+	at := testenv.AttributionT0.Add(12 * time.Hour)
 	sub := *e.Config
 	sub.Targets = sub.Targets[:1]
 	if res, err := app.RunOnce(ctx, &sub, e.Corpus, e.Store, e.Targets[:1], app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }, SubsetRun: true}); err != nil || res.Attribution != nil {
@@ -204,7 +204,7 @@ func TestStoredAttribution(t *testing.T) {
 		t.Error("--stored queried Prometheus")
 	}
 	prom.SetFailing(true)
-	at := attrT0.Add(10 * time.Hour)
+	at := testenv.AttributionT0.Add(10 * time.Hour)
 	if _, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Now: func() time.Time { return at }}); err != nil {
 		t.Fatal(err)
 	}
