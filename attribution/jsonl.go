@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
+	"github.com/driftprobe/driftprobe/probes/wire"
 )
 
 // JSONL reads production counts, one JSON object per line:
@@ -298,14 +299,7 @@ func fieldName(k string) string {
 	}) < 0 && len(k) <= 64 {
 		return k
 	}
-	return strconv.Quote(truncate(k, 64))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return strconv.Quote(wire.Shorten(k, 64))
 }
 
 func jsonString(errs *jsonlErrs, n int, field string, raw json.RawMessage, nullOK bool) (string, bool) {
@@ -338,15 +332,15 @@ func jsonCount(errs *jsonlErrs, n int, field string, raw json.RawMessage, nullOK
 	}
 	v, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil || math.IsInf(v, 0) {
-		errs.add(n, field, "%s: number out of range", truncate(string(raw), 32))
+		errs.add(n, field, "%s: number out of range", wire.Shorten(string(raw), 32))
 		return 0, false
 	}
 	if v < 0 {
-		errs.add(n, field, "%s: must not be negative", truncate(string(raw), 32))
+		errs.add(n, field, "%s: must not be negative", wire.Shorten(string(raw), 32))
 		return 0, false
 	}
 	if v > MaxCount {
-		errs.add(n, field, "%s: too large (at most 1e15)", truncate(string(raw), 32))
+		errs.add(n, field, "%s: too large (at most 1e15)", wire.Shorten(string(raw), 32))
 		return 0, false
 	}
 	return v, true

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
+	"github.com/driftprobe/driftprobe/probes/wire"
 )
 
 // Prometheus reads production counts with range queries
@@ -77,7 +78,7 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
-	return fmt.Sprintf("prometheus rejected the query %s: %s (HTTP %d): %s", strconv.Quote(truncate(e.Query, 200)), Clean(e.Type), e.HTTPStatus, Clean(truncate(e.Message, 500)))
+	return fmt.Sprintf("prometheus rejected the query %s: %s (HTTP %d): %s", strconv.Quote(wire.Shorten(e.Query, 200)), Clean(e.Type), e.HTTPStatus, Clean(wire.Shorten(e.Message, 500)))
 }
 
 // BadRequest reports whether the server rejected the query or its
@@ -402,28 +403,28 @@ func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []strin
 		return nil, nil, &APIError{HTTPStatus: resp.StatusCode, Type: env.ErrorType, Message: env.Error, Query: q}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, nil, fmt.Errorf("prometheus %s: HTTP %d: %s", where, resp.StatusCode, Clean(truncate(strings.TrimSpace(string(body)), 200)))
+		return nil, nil, fmt.Errorf("prometheus %s: HTTP %d: %s", where, resp.StatusCode, Clean(wire.Shorten(strings.TrimSpace(string(body)), 200)))
 	}
 	if jerr != nil {
-		return nil, nil, fmt.Errorf("prometheus %s: the answer is not the API's JSON (%v): %s", where, jerr, Clean(truncate(strings.TrimSpace(string(body)), 200)))
+		return nil, nil, fmt.Errorf("prometheus %s: the answer is not the API's JSON (%v): %s", where, jerr, Clean(wire.Shorten(strings.TrimSpace(string(body)), 200)))
 	}
 	if env.Status != "success" {
-		return nil, nil, fmt.Errorf("prometheus %s: answer status %s, want success", where, strconv.Quote(truncate(env.Status, 64)))
+		return nil, nil, fmt.Errorf("prometheus %s: answer status %s, want success", where, strconv.Quote(wire.Shorten(env.Status, 64)))
 	}
 	var data promData
 	if err := json.Unmarshal(env.Data, &data); err != nil {
 		return nil, nil, fmt.Errorf("prometheus %s: the answer's data is not a query result: %v", where, err)
 	}
 	if data.ResultType != "matrix" {
-		return nil, nil, fmt.Errorf("prometheus %s: result type %s, want matrix (a range query)", where, strconv.Quote(truncate(data.ResultType, 64)))
+		return nil, nil, fmt.Errorf("prometheus %s: result type %s, want matrix (a range query)", where, strconv.Quote(wire.Shorten(data.ResultType, 64)))
 	}
 	// Raw text: WriteWarnings and WriteTable escape it, JSON carries it.
 	var warns []string
 	for _, w := range env.Warnings {
-		warns = append(warns, "prometheus warning: "+truncate(w, 500))
+		warns = append(warns, "prometheus warning: "+wire.Shorten(w, 500))
 	}
 	for _, w := range env.Infos {
-		warns = append(warns, "prometheus info: "+truncate(w, 500))
+		warns = append(warns, "prometheus info: "+wire.Shorten(w, 500))
 	}
 	return data.Result, warns, nil
 }

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/driftprobe/driftprobe/attribution"
 	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/probes/wire"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -60,7 +60,7 @@ func AttributeAfterRun(ctx context.Context, s *Session, runID int64, end time.Ti
 		row.Report, err = json.Marshal(rep)
 	}
 	if err != nil {
-		sum.Error = truncateText(fmt.Sprintf("attribution: %v", err), maxErrorText)
+		sum.Error = wire.Shorten(fmt.Sprintf("attribution: %v", err), maxErrorText)
 		row.Report, row.Error = nil, sum.Error
 		logger.Error("attribution failed; the run is recorded", "run", runID, "err", err)
 	} else {
@@ -82,14 +82,6 @@ func AttributeAfterRun(ctx context.Context, s *Session, runID int64, end time.Ti
 	}
 	sum.ReportID = id
 	return sum
-}
-
-// truncateText cuts s to at most n bytes, on a rune boundary.
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // StoredAttribution returns the latest successful attribution report a run

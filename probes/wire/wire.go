@@ -265,6 +265,15 @@ func Truncate(s string, n int) string {
 	return s[:n]
 }
 
+// Shorten returns s cut to at most n bytes on a rune boundary, marked
+// with "…" when it was cut.
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return Truncate(s, n) + "…"
+}
+
 // MaxMessage bounds provider messages kept in results.
 const MaxMessage = 1024
 
