@@ -3,7 +3,10 @@ GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/driftprobe/driftprobe/internal/app.Version=$(VERSION)
 BIN      := bin/driftprobe
-FUZZTIME ?= 3s
+# An execution count, not a duration: a -fuzztime duration can fail a
+# clean fuzz with "context deadline exceeded" (a race in the Go fuzz
+# coordinator between the deadline and its worker context).
+FUZZTIME ?= 2000x
 
 .PHONY: build test lint bench demo clean
 
