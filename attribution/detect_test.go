@@ -196,4 +196,8 @@ func TestConfigLimitsMatch(t *testing.T) {
 	if DefaultMinPoints != config.AttributionMinPoints || MaxPoints != config.AttributionMaxSteps {
 		t.Errorf("config's limits %d/%d differ from attribution's %d/%d", config.AttributionMinPoints, config.AttributionMaxSteps, DefaultMinPoints, MaxPoints)
 	}
+	if DefaultMinZ != config.DefaultAttributionMinZ || DefaultMinChange != config.DefaultAttributionMinChange {
+		t.Errorf("config's defaults min_z %v, min_change %v differ from attribution's %v, %v",
+			config.DefaultAttributionMinZ, config.DefaultAttributionMinChange, float64(DefaultMinZ), DefaultMinChange)
+	}
 }

@@ -10,6 +10,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -90,8 +91,12 @@ type Detection struct {
 // URL with a host, Query is not blank, TargetLabel and CategoryLabel are
 // distinct label names, Step is at least 1s, Since spans at least
 // 2 × AttributionMinPoints steps (a change needs that many points,
-// half on each side) and at most AttributionMaxSteps steps, and
-// Tolerance is positive or absent (0: twice the step).
+// half on each side) and at most AttributionMaxSteps steps,
+// Tolerance is positive or absent (0: twice the step), and the detection
+// thresholds are finite: MinZ and MinChange positive, MinRateChange at
+// least 0, MinPoints at least 2 (with Since then spanning 2 × MinPoints
+// steps). Absent thresholds take package attribution's defaults, which
+// the Default* constants below mirror.
 type Attribution struct {
 	Prometheus    string   `yaml:"prometheus"`     // API root, e.g. http://prometheus:9090
 	Query         string   `yaml:"query"`          // blocked requests per step by target and category
@@ -101,6 +106,13 @@ type Attribution struct {
 	Since         Duration `yaml:"since"`          // default 7d
 	Step          Duration `yaml:"step"`           // default 1h
 	Tolerance     Duration `yaml:"tolerance"`      // optional; 0: twice the step
+
+	// Detection thresholds, as attribute's --min-z, --min-points,
+	// --min-change and --min-rate-change.
+	MinZ          float64 `yaml:"min_z"`           // |z| and Welch t a change needs; default 3
+	MinPoints     int     `yaml:"min_points"`      // points on each side; default 3
+	MinChange     float64 `yaml:"min_change"`      // without totals, relative change of the mean; default 0.5
+	MinRateChange float64 `yaml:"min_rate_change"` // with totals, relative rate change also needed; default 0 (off)
 }
 
 // Attribution defaults.
@@ -378,6 +390,15 @@ func (c *Config) applyDefaults() {
 		if a.Step == 0 && yamlx.Find(c.root, "attribution.step") == nil {
 			a.Step = Duration(DefaultAttributionStep)
 		}
+		if a.MinZ == 0 && yamlx.Find(c.root, "attribution.min_z") == nil {
+			a.MinZ = DefaultAttributionMinZ
+		}
+		if a.MinPoints == 0 && yamlx.Find(c.root, "attribution.min_points") == nil {
+			a.MinPoints = AttributionMinPoints
+		}
+		if a.MinChange == 0 && yamlx.Find(c.root, "attribution.min_change") == nil {
+			a.MinChange = DefaultAttributionMinChange
+		}
 	}
 	if c.GitHub != nil && c.GitHub.TokenEnv == "" && !c.GitHub.AppAuth() {
 		c.GitHub.TokenEnv = "GITHUB_TOKEN"
@@ -544,27 +565,46 @@ func (a *Attribution) validate(col *yamlx.Collector, toleranceSet bool) {
 	if step < time.Second {
 		col.Add("attribution.step", "%s: must be at least 1s", step)
 	}
-	minSince := 2 * AttributionMinPoints * step
+	points := max(a.MinPoints, 2)
+	minSince := 2 * time.Duration(points) * step
 	switch {
 	case since <= 0:
 		col.Add("attribution.since", "%s: must be positive", since)
 	case step >= time.Second && since < minSince:
-		col.Add("attribution.since", "%s: shorter than 2 × step × %d points (%s): no series could hold a change", since, AttributionMinPoints, minSince)
+		col.Add("attribution.since", "%s: shorter than 2 × step × %d points (%s): no series could hold a change", since, points, minSince)
 	case step >= time.Second && (since+step-1)/step > AttributionMaxSteps:
 		col.Add("attribution.since", "%s at step %s spans %d steps; Prometheus refuses more than %d: raise step or shorten since", since, step, int64((since+step-1)/step), AttributionMaxSteps)
 	}
 	if a.Tolerance < 0 || (toleranceSet && a.Tolerance == 0) {
 		col.Add("attribution.tolerance", "%s: must be positive (omit it for twice the step)", a.Tolerance.D())
 	}
+	// !(x > 0) also refuses NaN (.nan in YAML), which compares false to
+	// everything.
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if !(a.MinZ > 0) || !finite(a.MinZ) {
+		col.Add("attribution.min_z", "%v: must be a positive number (omit it for %v)", a.MinZ, DefaultAttributionMinZ)
+	}
+	if a.MinPoints < 2 {
+		col.Add("attribution.min_points", "%d: must be at least 2 (the Welch check needs two values on each side)", a.MinPoints)
+	}
+	if !(a.MinChange > 0) || !finite(a.MinChange) {
+		col.Add("attribution.min_change", "%v: must be a positive number (omit it for %v)", a.MinChange, DefaultAttributionMinChange)
+	}
+	if !(a.MinRateChange >= 0) || !finite(a.MinRateChange) {
+		col.Add("attribution.min_rate_change", "%v: must be a number at least 0 (0: off)", a.MinRateChange)
+	}
 }
 
-// Limits of an attribution range, as package attribution applies them (its
-// tests pin the two values equal): a change needs AttributionMinPoints
-// points on each side, and Prometheus answers at most AttributionMaxSteps
-// steps per query.
+// Limits and defaults of an attribution, as package attribution applies
+// them (its tests pin the values equal): by default a change needs
+// AttributionMinPoints points on each side, |z| of DefaultAttributionMinZ
+// and, without totals, a DefaultAttributionMinChange relative change;
+// Prometheus answers at most AttributionMaxSteps steps per query.
 const (
-	AttributionMinPoints = 3
-	AttributionMaxSteps  = 11000
+	AttributionMinPoints        = 3
+	AttributionMaxSteps         = 11000
+	DefaultAttributionMinZ      = 3.0
+	DefaultAttributionMinChange = 0.5
 )
 
 // labelName reports whether s is a valid Prometheus label name.

@@ -79,6 +79,11 @@ func TestLoadInvalid(t *testing.T) {
 		{"attribution-same-labels", `attribution\.category_label`, "category_label: model", `"model": must differ from target_label`},
 		{"attribution-tolerance", `attribution\.tolerance`, "tolerance: -2h", "-2h0m0s: must be positive (omit it for twice the step)"},
 		{"attribution-since-duration", `attribution\.since`, "since: a week", `"a week": not a duration (e.g. 30s, 5m, 90d)`},
+		{"attribution-min-z", `attribution\.min_z`, "min_z: 0", "0: must be a positive number (omit it for 3)"},
+		{"attribution-min-points", `attribution\.min_points`, "min_points: 1", "1: must be at least 2 (the Welch check needs two values on each side)"},
+		{"attribution-min-change", `attribution\.min_change`, "min_change: .nan", "NaN: must be a positive number (omit it for 0.5)"},
+		{"attribution-min-rate-change", `attribution\.min_rate_change`, "min_rate_change: -0.2", "-0.2: must be a number at least 0 (0: off)"},
+		{"attribution-since-points", `attribution\.since`, "since: 9h", "9h0m0s: shorter than 2 × step × 5 points (10h0m0s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -574,7 +579,7 @@ func TestAttributionDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Attribution{Prometheus: "http://prom:9090/prefix", Query: "q", TargetLabel: "target", CategoryLabel: "category",
-		Since: Duration(7 * 24 * time.Hour), Step: Duration(time.Hour)}
+		Since: Duration(7 * 24 * time.Hour), Step: Duration(time.Hour), MinZ: 3, MinPoints: 3, MinChange: 0.5}
 	if a := c.Attribution; a == nil || *a != want {
 		t.Errorf("attribution = %+v, want %+v", a, want)
 	}
@@ -585,6 +590,17 @@ func TestAttributionDefaults(t *testing.T) {
 	}
 	if err := c.Validate(false); err != nil {
 		t.Errorf("since = 6 steps: %v", err)
+	}
+	// Thresholds given are kept; min_points 2 lowers the shortest since.
+	c, err = Parse("c.yaml", []byte("targets: [{name: a, provider: sim, model: m}]\nattribution: {prometheus: https://p, query: q, since: 4h, min_z: 4.5, min_points: 2, min_change: 0.25, min_rate_change: 0.2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(false); err != nil {
+		t.Errorf("thresholds: %v", err)
+	}
+	if a := c.Attribution; a.MinZ != 4.5 || a.MinPoints != 2 || a.MinChange != 0.25 || a.MinRateChange != 0.2 {
+		t.Errorf("thresholds not kept: %+v", a)
 	}
 	if Default().Attribution != nil {
 		t.Error("the built-in config attributes nothing")

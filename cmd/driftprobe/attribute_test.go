@@ -154,14 +154,9 @@ func eventID(t *testing.T, cfg, db string) int64 {
 func TestAttributeJSONLEndToEnd(t *testing.T) {
 	dir, cfg, db := attrSetup(t)
 	id := eventID(t, cfg, db)
-	var b strings.Builder
-	b.WriteString("# production block counts per hour\n")
-	hourly(&b, "sim-a", "violence", 3, 10, 30, 1000)
-	hourly(&b, "sim-a", "Hate", 7, 5, 20, 1000)
-	hourly(&b, "sim-a", "sexual_minors", 0, 2, 2, 1000)
-	hourly(&b, "sim-b", "violence", 0, 10, 10, 1000)
-	prod := filepath.Join(dir, "prod.jsonl")
-	if err := os.WriteFile(prod, []byte(b.String()), 0o644); err != nil {
+	prod := writeProduction(t, dir)
+	data, err := os.ReadFile(prod)
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -191,10 +186,10 @@ func TestAttributeJSONLEndToEnd(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	a, _ := json.Marshal([]string{"attribute", "--config", cfg, "--db", db, "--production", "-", "--json", "--fail-on", "provider"})
 	cmd.Env = append(os.Environ(), "DRIFTPROBE_ARGS="+string(a))
-	cmd.Stdin = strings.NewReader(b.String())
+	cmd.Stdin = bytes.NewReader(data)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "1 change(s) match --fail-on provider") {
 		t.Fatalf("stdin --fail-on provider: %v %s", err, errb.String())
 	}
@@ -205,7 +200,7 @@ func TestAttributeJSONLEndToEnd(t *testing.T) {
 
 	// Bad input is exit 2 with FILE:LINE: field: problem.
 	bad := filepath.Join(dir, "bad.jsonl")
-	os.WriteFile(bad, []byte(b.String()+`{"time":"2026-11-20T10:00:00Z","target":"sim-c","blocked":3}`+"\n"), 0o644)
+	os.WriteFile(bad, []byte(string(data)+`{"time":"2026-11-20T10:00:00Z","target":"sim-c","blocked":3}`+"\n"), 0o644)
 	huge := filepath.Join(dir, "huge.jsonl")
 	os.WriteFile(huge, []byte(`{"time":"2026-11-20T00:00:00Z","target":"sim-a","category":"sexual_minors","blocked":1.7e308}
 {"time":"2026-11-20T01:00:00Z","target":"sim-a","category":"sexual_minors","blocked":1.7e308}
@@ -361,4 +356,59 @@ func TestAttributeFromConfigBlock(t *testing.T) {
 	if a := out.Attribution; out.RunID != 11 || a == nil || a.ReportID != 1 || a.Error != "" || len(a.Changes) != 3 || len(srv.Requests()) != 2 {
 		t.Errorf("run --json: %s", stdout)
 	}
+}
+
+// The block's detection thresholds apply to `attribute` (any source) and
+// to the attribution every run makes; a threshold flag overrides its field.
+func TestAttributeThresholdsFromConfigBlock(t *testing.T) {
+	dir, _, db := attrSetup(t)
+	srv := promReplay(t)
+	cfg := filepath.Join(dir, "attr.yaml")
+	// |z| ≥ 1000: no change in the replayed series is that strong.
+	block := fmt.Sprintf("attribution:\n  prometheus: %s\n  query: %q\n  total_query: %q\n  since: 10h\n  step: 1h\n  min_z: 1000\n", srv.URL, q, tq)
+	if err := os.WriteFile(cfg, []byte(testenv.AttributionConfig+block), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := eventID(t, cfg, db)
+	end := "2026-11-20T10:20:00Z"
+	stdout, stderr, code := runIn(t, "attribute", "--config", cfg, "--db", db, "--end", end, "--json")
+	if r := attrJSON(t, stdout); code != 0 || len(r.Changes) != 0 {
+		t.Errorf("min_z 1000 from the block: exit %d %s, changes %+v", code, stderr, r.Changes)
+	}
+	stdout, stderr, code = runIn(t, "attribute", "--config", cfg, "--db", db, "--end", end, "--json", "--min-z", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	checkAttribution(t, attrJSON(t, stdout), id)
+	// A JSONL source takes the block's thresholds too.
+	stdout, stderr, code = runIn(t, "attribute", "--config", cfg, "--db", db, "--production", writeProduction(t, dir), "--json")
+	if r := attrJSON(t, stdout); code != 0 || len(r.Changes) != 0 {
+		t.Errorf("--production with min_z 1000 from the block: exit %d %s, changes %+v", code, stderr, r.Changes)
+	}
+
+	// A run attributes with the block's thresholds.
+	if _, stderr, code := runIn(t, "run", "--json", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code = runIn(t, "attribute", "--stored", "--config", cfg, "--db", db, "--json")
+	if r := attrJSON(t, stdout); code != 0 || len(r.Changes) != 0 || r.Series == 0 {
+		t.Errorf("stored report with min_z 1000: exit %d %s, %+v", code, stderr, r)
+	}
+}
+
+// writeProduction writes the production counts of the attribution story
+// (see checkAttribution) as dir/prod.jsonl and returns its path.
+func writeProduction(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# production block counts per hour\n")
+	hourly(&b, "sim-a", "violence", 3, 10, 30, 1000)
+	hourly(&b, "sim-a", "Hate", 7, 5, 20, 1000)
+	hourly(&b, "sim-a", "sexual_minors", 0, 2, 2, 1000)
+	hourly(&b, "sim-b", "violence", 0, 10, 10, 1000)
+	prod := filepath.Join(dir, "prod.jsonl")
+	if err := os.WriteFile(prod, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return prod
 }

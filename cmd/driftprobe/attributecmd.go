@@ -49,6 +49,9 @@ Sources:
     target_label, category_label, since, step, tolerance); any of these flags
     given overrides its field. Runs attribute with the same block after every
     run and store the report (the driftprobe_production_changes metrics).
+  Thresholds (--min-z, --min-points, --min-change, --min-rate-change) not
+  given as flags come from the block's min_z, min_points, min_change and
+  min_rate_change when the config has one, with any source.
   --stored: no query; the latest report a run stored, the one the metrics
     and alerts show (stderr says which run made it, and whether a later
     attempt failed).
@@ -101,6 +104,20 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 				return err
 			}
 			defer sess.Close()
+			if blk := sess.Config.Attribution; blk != nil {
+				// Thresholds not given as flags come from the config's
+				// block, as a run's attribution uses them.
+				def := app.AttributionOptions(blk).Detect
+				for _, f := range []struct {
+					name string
+					set  func()
+				}{{"min-z", func() { opts.Detect.MinZ = def.MinZ }}, {"min-points", func() { opts.Detect.MinPoints = def.MinPoints }},
+					{"min-change", func() { opts.Detect.MinChange = def.MinChange }}, {"min-rate-change", func() { opts.Detect.MinRateChange = def.MinRateChange }}} {
+					if !flags.Changed(f.name) {
+						f.set()
+					}
+				}
+			}
 			var rep *attribution.Report
 			var src attribution.Source
 			switch blk := sess.Config.Attribution; {

@@ -40,6 +40,15 @@ func PrometheusSource(a *config.Attribution, end time.Time) *attribution.Prometh
 		TargetLabel: a.TargetLabel, CategoryLabel: a.CategoryLabel, Start: start, End: stop, Step: a.Step.D()}
 }
 
+// AttributionOptions returns the detection options and tolerance the
+// config's attribution block sets (its defaults filled by config).
+func AttributionOptions(a *config.Attribution) attribution.Options {
+	return attribution.Options{
+		Detect:    attribution.DetectOptions{MinZ: a.MinZ, MinPoints: a.MinPoints, MinChange: a.MinChange, MinRateChange: a.MinRateChange},
+		Tolerance: a.Tolerance.D(),
+	}
+}
+
 // maxErrorText bounds the error text stored with a failed attempt.
 const maxErrorText = 2000
 
@@ -55,7 +64,7 @@ func AttributeAfterRun(ctx context.Context, s *Session, runID int64, end time.Ti
 	a := s.Config.Attribution
 	sum := &AttributionSummary{}
 	row := storage.AttributionReport{RunID: runID}
-	rep, err := Attribute(ctx, s, PrometheusSource(a, end), attribution.Options{Tolerance: a.Tolerance.D()})
+	rep, err := Attribute(ctx, s, PrometheusSource(a, end), AttributionOptions(a))
 	if err == nil {
 		row.Report, err = json.Marshal(rep)
 	}
