@@ -172,13 +172,18 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	c.grouped(ctx, ch, c.events, prometheus.CounterValue, `SELECT t.name, e.opened_kind, e.opened_direction, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2, 3`, 3)
 	c.grouped(ctx, ch, c.open, prometheus.GaugeValue, `SELECT t.name, e.kind, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id WHERE e.status = 'open' GROUP BY 1, 2`, 2)
 	c.grouped(ctx, ch, c.runs, prometheus.CounterValue, `SELECT status, COUNT(*) FROM runs WHERE status != 'running' GROUP BY 1`, 1)
-	rows, err = c.db.QueryContext(ctx, `SELECT status, MAX(finished_at) FROM runs WHERE status != 'running' GROUP BY 1`)
+	// Stored times are RFC 3339 with trailing zeros trimmed, so text order
+	// is wrong within a second ("…:05Z" sorts after "…:05.5Z"): take the
+	// row with the latest instant (SQLite returns the other column from
+	// the row MAX picked) and read its exact text.
+	rows, err = c.db.QueryContext(ctx, `SELECT status, finished_at, MAX(unixepoch(finished_at, 'subsec')) FROM runs WHERE status != 'running' GROUP BY 1`)
 	if err != nil {
 		fail(c.lastRun, err)
 	} else {
 		for rows.Next() {
 			var st, fin string
-			if rows.Scan(&st, &fin) == nil {
+			var epoch sql.NullFloat64
+			if rows.Scan(&st, &fin, &epoch) == nil {
 				if t, err := time.Parse(time.RFC3339Nano, fin); err == nil {
 					ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(t.UnixNano())/1e9, st)
 				}

@@ -105,3 +105,39 @@ driftprobe_attribution_timestamp_seconds 1.7951688e+09
 		t.Errorf("textfile export with an undecodable report: %v", err)
 	}
 }
+
+// The last-run gauge is the latest instant per status, also within one
+// second, where stored times ("…:05Z", "…:05.5Z") do not sort as text.
+func TestLastRunTimestamp(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Date(2026, 11, 20, 10, 0, 5, 0, time.UTC)
+	for _, f := range []struct {
+		status string
+		end    time.Duration
+	}{{storage.RunComplete, 0}, {storage.RunComplete, 500 * time.Millisecond}, {storage.RunAborted, 2 * time.Second}, {storage.RunAborted, time.Second}} {
+		st.SetClock(func() time.Time { return at })
+		id, err := st.BeginRun(ctx, storage.Run{CorpusName: "c", CorpusVersion: "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetClock(func() time.Time { return at.Add(f.end) })
+		if err := st.FinishRun(ctx, id, f.status, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewDBCollector(st.SQL()))
+	want := `# HELP driftprobe_last_run_timestamp_seconds End time of the latest run with this status.
+# TYPE driftprobe_last_run_timestamp_seconds gauge
+driftprobe_last_run_timestamp_seconds{status="aborted"} 1.795168807e+09
+driftprobe_last_run_timestamp_seconds{status="complete"} 1.7951688055e+09
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), metrics.LastRunTimestamp); err != nil {
+		t.Error(err)
+	}
+}
