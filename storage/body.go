@@ -37,6 +37,14 @@ var s2Pool = sync.Pool{New: func() any {
 	return s2.NewWriter(nil, s2.WriterConcurrency(1), s2.WriterBlockSize(64<<10))
 }}
 
+// s2ReaderPool holds stream readers for decodeBody. A reader made with the
+// defaults allocates a 1 MB block buffer up front; ReaderAllocBlock makes
+// it start at our writers' 64 KB block (larger blocks, up to s2's 4 MB
+// limit, still read: the buffer grows).
+var s2ReaderPool = sync.Pool{New: func() any {
+	return s2.NewReader(nil, s2.ReaderAllocBlock(64<<10))
+}}
+
 // encodeBody returns b's stored form (nil stays nil).
 func encodeBody(b []byte) []byte {
 	if b == nil {
@@ -62,11 +70,16 @@ func decodeBody(b []byte) ([]byte, error) {
 	case len(b) == 0:
 		return nil, nil
 	case s2Stream(b):
-		out, err := io.ReadAll(s2.NewReader(bytes.NewReader(b)))
-		if err != nil {
+		r := s2ReaderPool.Get().(*s2.Reader)
+		defer s2ReaderPool.Put(r)
+		r.Reset(bytes.NewReader(b))
+		defer r.Reset(nil) // don't keep b alive in the pool
+		var out bytes.Buffer
+		out.Grow(3*len(b) + 64) // the bodies we store compress about 2:1
+		if _, err := out.ReadFrom(r); err != nil {
 			return nil, fmt.Errorf("stored body: %w", err)
 		}
-		return out, nil
+		return out.Bytes(), nil
 	case gzipMagic(b):
 		r, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {

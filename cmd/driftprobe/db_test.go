@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -143,5 +144,70 @@ func TestDBCommands(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, c.msg) {
 			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, code, stderr, c.msg)
 		}
+	}
+}
+
+// `db check` verifies a sound database (pruned bodies counted, not
+// flagged), and a backup; a tampered answer and request make it exit 1 and
+// name the observations.
+func TestDBCheck(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	for i := 0; i < 3; i++ {
+		if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
+			t.Fatalf("run exit %d: %s", code, stderr)
+		}
+	}
+	if _, stderr, code := runIn(t, "db", "prune", "--db", db, "--bodies", "1ns"); code != 0 {
+		t.Fatalf("db prune: exit %d: %s", code, stderr)
+	}
+	check := func(wantCode int, args ...string) storage.CheckReport {
+		t.Helper()
+		stdout, stderr, code := runIn(t, append([]string{"db", "check", "--json"}, args...)...)
+		var rep storage.CheckReport
+		if code != wantCode || json.Unmarshal([]byte(stdout), &rep) != nil {
+			t.Fatalf("db check %v: exit %d (want %d): %s\n%s", args, code, wantCode, stderr, stdout)
+		}
+		return rep
+	}
+	if rep := check(0, "--db", db, "--full"); !rep.OK || rep.Observations != 3*62 || rep.BodiesPruned != 62 || rep.BodiesChecked != 2*62 {
+		t.Errorf("sound database: %+v", rep)
+	}
+	backup := filepath.Join(dir, "copy.db")
+	if _, stderr, code := runIn(t, "db", "backup", backup, "--db", db); code != 0 {
+		t.Fatalf("db backup: exit %d: %s", code, stderr)
+	}
+	if rep := check(0, "--db", backup); !rep.OK || rep.Observations != 3*62 {
+		t.Errorf("backup: %+v", rep)
+	}
+
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE observations SET body = CAST('{"choices":[]}' AS BLOB) WHERE id = (SELECT MAX(id) FROM observations)`,
+		`UPDATE observations SET request_path = '/v1/other' WHERE id = (SELECT MAX(id) - 1 FROM observations)`,
+	} {
+		if _, err := st.SQL().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	rep := check(1, "--db", db)
+	if rep.OK || rep.ProblemCount != 2 || len(rep.Problems) != 2 || rep.Problems[0].Problem != storage.ProblemRequestMismatch ||
+		rep.Problems[1].Problem != storage.ProblemResponseMismatch || rep.Problems[1].Target != "sim-a" {
+		t.Errorf("tampered: %+v", rep)
+	}
+	stdout, stderr, code := runIn(t, "db", "check", "--db", db, "--max-problems", "1")
+	if code != 1 || !strings.Contains(stdout, "request bytes do not match request_sha256") || !strings.Contains(stdout, "… and 1 more") ||
+		!strings.Contains(stderr, "2 observation(s) whose evidence does not verify") {
+		t.Errorf("text: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, stderr, code := runIn(t, "db", "check", "--db", db, "--no-bodies"); code != 0 {
+		t.Errorf("--no-bodies on a sound structure: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "db", "check", "--db", db, "--max-problems", "0"); code != 2 || !strings.Contains(stderr, "--max-problems must be at least 1") {
+		t.Errorf("--max-problems 0: exit %d: %s", code, stderr)
 	}
 }

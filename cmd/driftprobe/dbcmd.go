@@ -20,10 +20,12 @@ func newDBCmd(g *globals) *cobra.Command {
 		Short: "Database upkeep: size and contents, retention pruning, online backup",
 		Long: `  driftprobe db stats     size, runs, observations and stored body bytes
   driftprobe db prune     prune old observations (the config's retention, or flags)
-  driftprobe db backup F  a consistent copy of the database, safe while runs write`,
+  driftprobe db backup F  a consistent copy of the database, safe while runs write
+  driftprobe db check     SQLite's structure check, foreign keys, and every stored
+                          body read back against its fingerprint`,
 		Args: cobra.NoArgs,
 	}
-	c.AddCommand(newDBStatsCmd(g), newDBPruneCmd(g), newDBBackupCmd(g))
+	c.AddCommand(newDBStatsCmd(g), newDBPruneCmd(g), newDBBackupCmd(g), newDBCheckCmd(g))
 	return c
 }
 
@@ -187,6 +189,125 @@ command with --db FILE. FILE must not exist.`,
 			return nil
 		},
 	}
+}
+
+func newDBCheckCmd(g *globals) *cobra.Command {
+	var (
+		opts   storage.CheckOptions
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "check",
+		Short: "Verify the database: structure, foreign keys, and the stored evidence against its fingerprints",
+		Long: `Verifies the database without changing it:
+
+  structure     SQLite's quick_check (--full: integrity_check, which also checks
+                every index entry against its table; slower)
+  foreign keys  every row's parent row exists
+  evidence      every stored request and response body decompresses, the request
+                bytes (method, path, body) hash to the observation's request_sha256
+                and the response body to its body_sha256; bodies retention pruned
+                are counted, not checked (--no-bodies skips this part)
+
+Runs may write meanwhile (no lock is held). Use it after restoring a backup
+(driftprobe --db BACKUP db check) or before citing a database as evidence.
+Exit 0 when everything verifies, 1 when something does not (listed, the
+first --max-problems observations by id), 3 when the database cannot be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.MaxProblems < 1 {
+				return cobraUsage{fmt.Errorf("%s: --max-problems must be at least 1", cmd.CommandPath())}
+			}
+			sess, err := app.Open(cmd.Context(), g.config, g.db, false, app.NoCorpus)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			rep, err := sess.Store.Check(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				err = writeJSON(g.stdout, rep)
+			} else {
+				err = writeCheck(g.stdout, sess.Store.Path(), rep)
+			}
+			if err != nil {
+				return err
+			}
+			if !rep.OK {
+				return &gateError{fmt.Sprintf("db check: %s does not verify: %d structure message(s), %d foreign key problem(s), %d observation(s) whose evidence does not verify",
+					sess.Store.Path(), len(rep.Structure), len(rep.ForeignKeys), rep.ProblemCount)}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&opts.Full, "full", false, "integrity_check instead of quick_check")
+	f.BoolVar(&opts.SkipBodies, "no-bodies", false, "skip reading back the stored bodies")
+	f.IntVar(&opts.MaxProblems, "max-problems", storage.DefaultMaxProblems, "observations with problems to list (all are counted)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "database\t%s\n", path)
+	check := "quick_check"
+	if rep.Full {
+		check = "integrity_check"
+	}
+	if len(rep.Structure) == 0 {
+		fmt.Fprintf(tw, "structure\tok (%s)\n", check)
+	} else {
+		fmt.Fprintf(tw, "structure\tDAMAGED (%s): %d message(s) below\n", check, len(rep.Structure))
+	}
+	if len(rep.ForeignKeys) == 0 {
+		fmt.Fprintf(tw, "foreign keys\tok\n")
+	} else {
+		fmt.Fprintf(tw, "foreign keys\t%d row(s) without their parent, below\n", len(rep.ForeignKeys))
+	}
+	if rep.BodiesSkipped {
+		fmt.Fprintf(tw, "evidence\tnot checked (--no-bodies)\n")
+	} else {
+		fmt.Fprintf(tw, "evidence\t%d observation(s): %d with bodies checked, %d pruned by retention, %d do not verify\n",
+			rep.Observations, rep.BodiesChecked, rep.BodiesPruned, rep.ProblemCount)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range rep.Structure {
+		fmt.Fprintf(w, "\nstructure: %s", m)
+	}
+	if len(rep.Structure) > 0 {
+		fmt.Fprintln(w)
+	}
+	if len(rep.ForeignKeys) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TABLE\tROWID\tMISSING PARENT IN")
+		for _, p := range rep.ForeignKeys {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", p.Table, p.RowID, p.Parent)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(rep.Problems) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "OBSERVATION\tRUN\tTARGET\tPROBE\tPROBLEM")
+		for _, p := range rep.Problems {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", p.ObservationID, p.RunID, p.Target, p.ProbeID, p.Problem)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if more := rep.ProblemCount - int64(len(rep.Problems)); more > 0 {
+			fmt.Fprintf(w, "… and %d more (--max-problems, or --json)\n", more)
+		}
+	}
+	return nil
 }
 
 func bytesText(n int64) string {

@@ -1,0 +1,289 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"modernc.org/sqlite"
+
+	"github.com/driftprobe/driftprobe/probes"
+)
+
+// CheckOptions selects what Check verifies.
+type CheckOptions struct {
+	// Full runs SQLite's integrity_check (every index against its table)
+	// instead of quick_check.
+	Full bool
+	// SkipBodies leaves out the evidence check (reading back every stored
+	// body).
+	SkipBodies bool
+	// MaxProblems caps the problems listed (the rest are only counted); 0:
+	// DefaultMaxProblems.
+	MaxProblems int
+}
+
+// DefaultMaxProblems is how many evidence problems Check lists by default.
+const DefaultMaxProblems = 100
+
+// CheckReport is what Check found: the JSON of `driftprobe db check --json`.
+// OK is true when the structure, the foreign keys and every stored body
+// are sound.
+type CheckReport struct {
+	OK bool `json:"ok"`
+	// Structure is SQLite's quick_check (or, with Full, integrity_check)
+	// verdict: empty when it answered "ok", else its messages.
+	Structure []string `json:"structure"`
+	Full      bool     `json:"full"`
+	// ForeignKeys lists rows whose parent row is missing.
+	ForeignKeys []ForeignKeyProblem `json:"foreign_keys"`
+	// Observations read; BodiesChecked of them had bodies to verify,
+	// BodiesPruned had theirs removed by retention (nothing to verify);
+	// the rest recorded no answer and hold only the request.
+	BodiesSkipped bool  `json:"bodies_skipped"`
+	Observations  int64 `json:"observations"`
+	BodiesChecked int64 `json:"bodies_checked"`
+	BodiesPruned  int64 `json:"bodies_pruned"`
+	// Problems are the observations whose stored bytes do not read back
+	// as recorded, the first MaxProblems of them; ProblemCount counts all.
+	Problems     []BodyProblem `json:"problems"`
+	ProblemCount int64         `json:"problem_count"`
+}
+
+// ForeignKeyProblem is one row of PRAGMA foreign_key_check.
+type ForeignKeyProblem struct {
+	Table  string `json:"table"`
+	RowID  int64  `json:"rowid"`
+	Parent string `json:"parent"`
+}
+
+// BodyProblem is an observation whose stored evidence does not verify.
+type BodyProblem struct {
+	ObservationID int64  `json:"observation_id"`
+	RunID         int64  `json:"run_id"`
+	TargetID      int64  `json:"target_id"`
+	Target        string `json:"target"`
+	ProbeID       string `json:"probe_id"`
+	Problem       string `json:"problem"`
+}
+
+// Evidence problems Check reports.
+const (
+	ProblemRequestUnreadable  = "request body unreadable"
+	ProblemRequestMismatch    = "request bytes do not match request_sha256"
+	ProblemResponseUnreadable = "response body unreadable"
+	ProblemResponseMismatch   = "response body does not match body_sha256"
+)
+
+// checkChunk is how many observations Check reads per query: each chunk is
+// read whole before it is verified (the database has one connection), so
+// memory stays bounded on any database and a run can write in between.
+const checkChunk = 512
+
+// Check verifies the database: SQLite's own structure check, foreign keys,
+// and, unless opts.SkipBodies, every stored body against its fingerprint:
+// the request bytes (method, path, body) must hash to request_sha256 and
+// the response body to body_sha256, both after decompression. It only
+// reads, holds no lock across chunks (runs may write meanwhile; rows they
+// add may or may not be seen), and returns an error only when the database
+// cannot be read, never for what it finds.
+func (d *DB) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
+	if opts.MaxProblems <= 0 {
+		opts.MaxProblems = DefaultMaxProblems
+	}
+	rep := &CheckReport{Full: opts.Full, Structure: []string{}, ForeignKeys: []ForeignKeyProblem{}, Problems: []BodyProblem{}, BodiesSkipped: opts.SkipBodies}
+	pragma := "PRAGMA quick_check"
+	if opts.Full {
+		pragma = "PRAGMA integrity_check"
+	}
+	// SQLite answers a damaged file with a list of messages, or, when the
+	// damage stops the check itself, SQLITE_CORRUPT: a finding either way.
+	msgs, err := d.strings(ctx, pragma)
+	switch {
+	case isCorrupt(err):
+		rep.Structure = append(rep.Structure, fmt.Sprintf("%s stopped: %v", pragma, err))
+	case err != nil:
+		return nil, fmt.Errorf("check: %s: %w", pragma, err)
+	case len(msgs) != 1 || msgs[0] != "ok":
+		rep.Structure = msgs
+	}
+	rep.ForeignKeys, err = d.foreignKeyProblems(ctx)
+	switch {
+	case isCorrupt(err):
+		rep.Structure = append(rep.Structure, fmt.Sprintf("foreign key check stopped: %v", err))
+	case err != nil:
+		return nil, err
+	}
+	if !opts.SkipBodies {
+		err := d.checkBodies(ctx, rep, opts.MaxProblems)
+		switch {
+		case isCorrupt(err):
+			rep.Structure = append(rep.Structure, fmt.Sprintf("reading observations stopped: %v", err))
+		case err != nil:
+			return nil, err
+		}
+	}
+	rep.OK = len(rep.Structure) == 0 && len(rep.ForeignKeys) == 0 && rep.ProblemCount == 0
+	return rep, nil
+}
+
+func (d *DB) strings(ctx context.Context, q string) ([]string, error) {
+	rows, err := d.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func (d *DB) foreignKeyProblems(ctx context.Context) ([]ForeignKeyProblem, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT "table", COALESCE(rowid, 0), parent FROM pragma_foreign_key_check`)
+	if err != nil {
+		return nil, fmt.Errorf("check: foreign keys: %w", err)
+	}
+	defer rows.Close()
+	out := []ForeignKeyProblem{}
+	for rows.Next() {
+		var p ForeignKeyProblem
+		if err := rows.Scan(&p.Table, &p.RowID, &p.Parent); err != nil {
+			return nil, fmt.Errorf("check: foreign keys: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// storedObs is one observation's stored evidence, as Check reads it.
+type storedObs struct {
+	id, run, target       int64
+	probe, reqSHA, method string
+	path, bodySHA         string
+	reqBody, body         []byte
+	pruned                bool
+}
+
+func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
+	names, err := d.targetNames(ctx)
+	if err != nil {
+		return err
+	}
+	chunk := make([]storedObs, 0, checkChunk)
+	for last := int64(0); ; {
+		chunk = chunk[:0]
+		rows, err := d.db.QueryContext(ctx, `SELECT id, run_id, target_id, probe_id, request_sha256, request_method, request_path, request_body, body_sha256, body, bodies_pruned
+			FROM observations WHERE id > ? ORDER BY id LIMIT ?`, last, checkChunk)
+		if err != nil {
+			return fmt.Errorf("check: observations: %w", err)
+		}
+		for rows.Next() {
+			var o storedObs
+			if err := rows.Scan(&o.id, &o.run, &o.target, &o.probe, &o.reqSHA, &o.method, &o.path, &o.reqBody, &o.bodySHA, &o.body, &o.pruned); err != nil {
+				rows.Close()
+				return fmt.Errorf("check: observations: %w", err)
+			}
+			chunk = append(chunk, o)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("check: observations: %w", err)
+		}
+		if len(chunk) == 0 {
+			return nil
+		}
+		for i := range chunk {
+			o := &chunk[i]
+			rep.Observations++
+			switch {
+			case o.pruned:
+				rep.BodiesPruned++
+				continue
+			case o.bodySHA != "" || len(o.body) > 0:
+				rep.BodiesChecked++
+			}
+			if p := verifyStored(o); p != "" {
+				rep.ProblemCount++
+				if len(rep.Problems) < max {
+					rep.Problems = append(rep.Problems, BodyProblem{ObservationID: o.id, RunID: o.run, TargetID: o.target, Target: names[o.target], ProbeID: o.probe, Problem: p})
+				}
+			}
+		}
+		last = chunk[len(chunk)-1].id
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// targetNames maps target ids to names.
+func (d *DB) targetNames(ctx context.Context) (map[int64]string, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, name FROM targets`)
+	if err != nil {
+		return nil, fmt.Errorf("check: targets: %w", err)
+	}
+	defer rows.Close()
+	names := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var n string
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("check: targets: %w", err)
+		}
+		names[id] = n
+	}
+	return names, rows.Err()
+}
+
+// verifyStored returns what is wrong with o's stored bytes, or "".
+func verifyStored(o *storedObs) string {
+	if o.reqSHA != "" {
+		body, err := decodeBody(o.reqBody)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", ProblemRequestUnreadable, err)
+		}
+		req := probes.Request{Method: o.method, Path: o.path, Body: body}
+		if req.SHA256() != o.reqSHA {
+			return ProblemRequestMismatch
+		}
+	}
+	body, err := decodeBody(o.body)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", ProblemResponseUnreadable, err)
+	}
+	if o.bodySHA == "" {
+		if len(body) > 0 {
+			return ProblemResponseMismatch + " (none recorded)"
+		}
+		return ""
+	}
+	sum := sha256.Sum256(body)
+	if hex.EncodeToString(sum[:]) != o.bodySHA {
+		return ProblemResponseMismatch
+	}
+	return ""
+}
+
+// isCorrupt reports whether err is SQLite's SQLITE_CORRUPT or SQLITE_NOTADB:
+// the file is damaged.
+func isCorrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqliteCorrupt || code == sqliteNotADB
+}
+
+const (
+	sqliteCorrupt = 11 // SQLITE_CORRUPT
+	sqliteNotADB  = 26 // SQLITE_NOTADB
+)

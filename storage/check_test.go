@@ -1,0 +1,190 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/driftprobe/driftprobe/probes"
+)
+
+// checkedObservations are testObservations with true fingerprints, as a
+// run records them: request_sha256 over method, path and body, and
+// body_sha256 of the response body (none without one).
+func checkedObservations(runID, targetID int64, n int) []*Observation {
+	obs := testObservations(runID, targetID, n)
+	for _, o := range obs {
+		req := probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: o.RequestBody}
+		o.RequestSHA256 = req.SHA256()
+		o.BodySHA256 = ""
+		if o.Body != nil {
+			s := sha256.Sum256(o.Body)
+			o.BodySHA256 = hex.EncodeToString(s[:])
+		}
+	}
+	return obs
+}
+
+func TestCheckSoundDatabase(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	run, tgt := setupRun(t, d)
+	if err := d.InsertObservations(ctx, checkedObservations(run, tgt, 1200)); err != nil {
+		t.Fatal(err)
+	}
+	// Retention removed some bodies: nothing to verify there, no problem.
+	if _, err := d.db.ExecContext(ctx, `UPDATE observations SET request_body = NULL, body = NULL, bodies_pruned = 1 WHERE id <= 100`); err != nil {
+		t.Fatal(err)
+	}
+	for _, full := range []bool{false, true} {
+		rep, err := d.Check(ctx, CheckOptions{Full: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 1 in 10 test observations has no answer (a transport error).
+		if !rep.OK || rep.Full != full || rep.Observations != 1200 || rep.BodiesPruned != 100 || rep.BodiesChecked != 990 || rep.ProblemCount != 0 ||
+			len(rep.Structure) != 0 || len(rep.ForeignKeys) != 0 {
+			t.Errorf("full=%v: %+v", full, rep)
+		}
+	}
+	rep, err := d.Check(ctx, CheckOptions{SkipBodies: true})
+	if err != nil || !rep.OK || !rep.BodiesSkipped || rep.Observations != 0 {
+		t.Errorf("skip bodies: %+v, %v", rep, err)
+	}
+}
+
+// Every kind of damage to the evidence is found and named, by observation.
+func TestCheckFindsTamperedEvidence(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	run, tgt := setupRun(t, d)
+	if err := d.InsertObservations(ctx, checkedObservations(run, tgt, 40)); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := d.db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Observation 4 (i=3) and 6 (i=5) carry full answers, 14 (i=13) a
+	// large, compressed request; 11 (i=10) recorded no answer.
+	exec(`UPDATE observations SET body = ? WHERE id = 4`, encodeBody([]byte(`{"choices":[{"finish_reason":"stop"}]}`)))
+	exec(`UPDATE observations SET body = ? WHERE id = 6`, append(append([]byte(nil), s2Magic...), "garbage"...))
+	exec(`UPDATE observations SET request_body = ? WHERE id = 14`, encodeBody([]byte(`{"model":"other"}`)))
+	exec(`UPDATE observations SET request_path = '/v2/chat' WHERE id = 8`)
+	exec(`UPDATE observations SET body = ? WHERE id = 11`, []byte(`an answer appeared`))
+	// A row whose parent is gone (written with foreign keys off).
+	exec(`PRAGMA foreign_keys = OFF`)
+	exec(`INSERT INTO run_targets (run_id, target_id, status) VALUES (?, 999, 'complete')`, run)
+	exec(`PRAGMA foreign_keys = ON`)
+
+	rep, err := d.Check(ctx, CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]string{}
+	for _, p := range rep.Problems {
+		got[p.ObservationID] = p.Problem
+		if p.RunID != run || p.TargetID != tgt || p.Target != "sim" || p.ProbeID == "" {
+			t.Errorf("problem without its observation's identity: %+v", p)
+		}
+	}
+	want := map[int64]string{
+		4:  ProblemResponseMismatch,
+		6:  ProblemResponseUnreadable,
+		14: ProblemRequestMismatch,
+		8:  ProblemRequestMismatch,
+		11: ProblemResponseMismatch + " (none recorded)",
+	}
+	for id, w := range want {
+		if !strings.HasPrefix(got[id], w) {
+			t.Errorf("observation %d: problem %q, want %q", id, got[id], w)
+		}
+	}
+	if rep.OK || rep.ProblemCount != 5 || len(got) != 5 {
+		t.Errorf("report: %+v", rep)
+	}
+	if len(rep.ForeignKeys) != 1 || rep.ForeignKeys[0].Table != "run_targets" || rep.ForeignKeys[0].Parent != "targets" {
+		t.Errorf("foreign keys: %+v", rep.ForeignKeys)
+	}
+
+	// The list is capped; the count is not.
+	rep, err = d.Check(ctx, CheckOptions{MaxProblems: 2})
+	if err != nil || len(rep.Problems) != 2 || rep.ProblemCount != 5 || rep.Problems[0].ObservationID != 4 {
+		t.Errorf("capped: %+v, %v", rep, err)
+	}
+}
+
+// A damaged page is SQLite's structure check's to find: Check reports its
+// messages rather than failing.
+func TestCheckReportsDamagedStructure(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "t.db")
+	d, err := Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, tgt := setupRun(t, d)
+	if err := d.InsertObservations(ctx, checkedObservations(run, tgt, 600)); err != nil {
+		t.Fatal(err)
+	}
+	var root, pageSize int64
+	if err := d.db.QueryRowContext(ctx, `SELECT rootpage, (SELECT page_size FROM pragma_page_size()) FROM sqlite_master WHERE name = 'sqlite_autoindex_observations_1'`).Scan(&root, &pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil { // checkpoints: every page is in the file
+		t.Fatal(err)
+	}
+	// Scramble the second half of the index's root page, where its cells are.
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := []byte(strings.Repeat("\xa5\x5a", int(pageSize/4)))
+	if _, err := f.WriteAt(junk, (root-1)*pageSize+pageSize/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	d, err = Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, full := range []bool{false, true} {
+		rep, err := d.Check(ctx, CheckOptions{Full: full, SkipBodies: true})
+		if err != nil {
+			t.Fatalf("full=%v: %v", full, err)
+		}
+		if rep.OK || len(rep.Structure) == 0 {
+			t.Errorf("full=%v: damage not reported: %+v", full, rep)
+		}
+		t.Logf("full=%v: %s", full, strings.Join(rep.Structure, "; "))
+	}
+}
+
+// BenchmarkCheck is `db check` over 5,000 observations with bodies:
+// quick_check, foreign keys, and every body read back and hashed.
+func BenchmarkCheck(b *testing.B) {
+	ctx := context.Background()
+	d := openTestDB(b)
+	run, tgt := setupRun(b, d)
+	const n = 5000
+	if err := d.InsertObservations(ctx, checkedObservations(run, tgt, n)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := d.Check(ctx, CheckOptions{})
+		if err != nil || !rep.OK {
+			b.Fatal(rep, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/obs")
+}
