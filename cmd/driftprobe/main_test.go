@@ -319,4 +319,8 @@ func TestInterruptedRunIsAborted(t *testing.T) {
 	if h, _ := st.LockHolder(context.Background()); h != nil {
 		t.Fatalf("lease left behind: %+v", h)
 	}
+	// What the interrupted run stored is sound and verifies.
+	if rep, err := st.Check(context.Background(), storage.CheckOptions{Full: true}); err != nil || !rep.OK {
+		t.Fatalf("db check after the interrupt: %+v %v", rep, err)
+	}
 }
