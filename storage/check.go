@@ -173,9 +173,13 @@ type storedObs struct {
 }
 
 func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
-	names, err := d.targetNames(ctx)
+	targets, err := d.Targets(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("check: targets: %w", err)
+	}
+	names := map[int64]string{}
+	for _, t := range targets {
+		names[t.ID] = t.Name
 	}
 	chunk := make([]storedObs, 0, checkChunk)
 	for last := int64(0); ; {
@@ -222,25 +226,6 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
 			return err
 		}
 	}
-}
-
-// targetNames maps target ids to names.
-func (d *DB) targetNames(ctx context.Context) (map[int64]string, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT id, name FROM targets`)
-	if err != nil {
-		return nil, fmt.Errorf("check: targets: %w", err)
-	}
-	defer rows.Close()
-	names := map[int64]string{}
-	for rows.Next() {
-		var id int64
-		var n string
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, fmt.Errorf("check: targets: %w", err)
-		}
-		names[id] = n
-	}
-	return names, rows.Err()
 }
 
 // verifyStored returns what is wrong with o's stored bytes, or "".
