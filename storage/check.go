@@ -102,7 +102,7 @@ func (d *DB) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 	// damage stops the check itself, SQLITE_CORRUPT: a finding either way.
 	msgs, err := d.strings(ctx, pragma)
 	switch {
-	case isCorrupt(err):
+	case IsCorrupt(err):
 		rep.Structure = append(rep.Structure, fmt.Sprintf("%s stopped: %v", pragma, err))
 	case err != nil:
 		return nil, fmt.Errorf("check: %s: %w", pragma, err)
@@ -111,7 +111,7 @@ func (d *DB) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 	}
 	rep.ForeignKeys, err = d.foreignKeyProblems(ctx)
 	switch {
-	case isCorrupt(err):
+	case IsCorrupt(err):
 		rep.Structure = append(rep.Structure, fmt.Sprintf("foreign key check stopped: %v", err))
 	case err != nil:
 		return nil, err
@@ -119,7 +119,7 @@ func (d *DB) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 	if !opts.SkipBodies {
 		err := d.checkBodies(ctx, rep, opts.MaxProblems)
 		switch {
-		case isCorrupt(err):
+		case IsCorrupt(err):
 			rep.Structure = append(rep.Structure, fmt.Sprintf("reading observations stopped: %v", err))
 		case err != nil:
 			return nil, err
@@ -257,9 +257,9 @@ func verifyStored(o *storedObs) string {
 	return ""
 }
 
-// isCorrupt reports whether err is SQLite's SQLITE_CORRUPT or SQLITE_NOTADB:
+// IsCorrupt reports whether err is SQLite's SQLITE_CORRUPT or SQLITE_NOTADB:
 // the file is damaged.
-func isCorrupt(err error) bool {
+func IsCorrupt(err error) bool {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false

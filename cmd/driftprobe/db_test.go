@@ -210,4 +210,34 @@ func TestDBCheck(t *testing.T) {
 	if _, stderr, code := runIn(t, "db", "check", "--db", db, "--max-problems", "0"); code != 2 || !strings.Contains(stderr, "--max-problems must be at least 1") {
 		t.Errorf("--max-problems 0: exit %d: %s", code, stderr)
 	}
+	// A file too damaged to open (a truncated copy, not a database at all)
+	// does not verify: exit 1, like any other damage, not 3.
+	data, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"truncated.db": data[:5000], "text.db": []byte(strings.Repeat("not a database ", 20))} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := runIn(t, "db", "check", "--db", p); code != 1 || !strings.Contains(stderr, "does not verify") {
+			t.Errorf("%s: exit %d: %s", name, code, stderr)
+		}
+	}
+}
+
+// Commands that only read never create a database: a mistyped --db is a
+// usage error, not an empty database that checks out.
+func TestMissingDatabaseIsUsage(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "typo.db")
+	for _, args := range [][]string{{"db", "check"}, {"db", "stats"}, {"events"}, {"replay"}, {"diff", "--target", "sim-a"}, {"evidence", "1"}, {"outbox"}, {"db", "prune", "--bodies", "1d"}} {
+		_, stderr, code := runIn(t, append(args, "--db", db)...)
+		if code != 2 || !strings.Contains(stderr, "typo.db does not exist (driftprobe run creates it") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Fatalf("%v created %s", args, db)
+		}
+	}
 }

@@ -219,6 +219,10 @@ first --max-problems observations by id), 3 when the database cannot be read.`,
 				return cobraUsage{fmt.Errorf("%s: --max-problems must be at least 1", cmd.CommandPath())}
 			}
 			sess, err := app.Open(cmd.Context(), g.config, g.db, false, app.NoCorpus)
+			if storage.IsCorrupt(err) {
+				// Too damaged to open is a finding, not a failure to check.
+				return &gateError{fmt.Sprintf("db check: the database does not verify: %v", err)}
+			}
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 
@@ -162,11 +163,19 @@ type Session struct {
 }
 
 // Open loads the configuration (path "" for the built-in one), optionally
-// the corpus, and opens the database. Close releases it.
+// the corpus, and opens the database. Close releases it. Only commands
+// that send probes (needKeys) create a database: for the others a missing
+// file is a usage error (a mistyped --db must not read as an empty,
+// healthy database).
 func Open(ctx context.Context, path, dbOverride string, needKeys bool, mode CorpusMode) (*Session, error) {
 	cfg, err := LoadConfig(path, dbOverride, needKeys)
 	if err != nil {
 		return nil, err
+	}
+	if !needKeys && cfg.Database != ":memory:" {
+		if _, err := os.Stat(cfg.Database); errors.Is(err, fs.ErrNotExist) {
+			return nil, Usage(fmt.Errorf("database %s does not exist (driftprobe run creates it; check --db or the config's database)", cfg.Database))
+		}
 	}
 	s := &Session{Config: cfg}
 	if mode != NoCorpus {
