@@ -286,6 +286,21 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 			return nil, fmt.Errorf("target %s: need two runs to diff (found %d)", target, len(ids))
 		}
 	}
+	// A run that does not exist, or did not probe the target, is an
+	// error, never "0 probes differ".
+	for _, id := range []int64{from, to} {
+		var n int
+		if err := db.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM run_targets WHERE run_id = ? AND target_id = ?`, id, t.ID).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := db.Run(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("run %d did not probe target %s", id, target)
+	}
 	a, err := db.Observations(ctx, from, t.ID)
 	if err != nil {
 		return nil, err

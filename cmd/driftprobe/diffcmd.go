@@ -35,7 +35,7 @@ latest run of the target, --from to the one before.`,
 			st := sess.Store
 			d, err := diff.DiffRuns(ctx, st, target, from, to)
 			if err != nil {
-				return app.Usage(err)
+				return app.Usage(fmt.Errorf("diff: %w", err))
 			}
 			if asJSON {
 				return writeJSON(g.stdout, d)
