@@ -83,6 +83,11 @@ type Options struct {
 	Logger    *slog.Logger
 	// BatchSize is how many observations are written per transaction.
 	BatchSize int
+	// FlushEvery bounds how long an answer waits in a partial batch
+	// (default 2s), so a slow or rate-limited run stores what it paid for
+	// as it goes: a process killed outright (SIGKILL, OOM, a deadline)
+	// loses at most this much, not a whole batch.
+	FlushEvery time.Duration
 	Version   string
 	Host      string
 	Note      string
@@ -126,6 +131,9 @@ func New(o Options) *Runner {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 256
+	}
+	if o.FlushEvery <= 0 {
+		o.FlushEvery = 2 * time.Second
 	}
 	return &Runner{o: o, breakers: map[string]*breakerGroup{}, opened: map[string]bool{}, byURL: map[urlKey]*breakerGroup{}}
 }
@@ -231,14 +239,30 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 			}
 			batch = batch[:0]
 		}
-		for ob := range obsCh {
-			batch = append(batch, ob)
-			if len(batch) >= o.BatchSize {
+		// The timer runs only while a partial batch waits.
+		tick := time.NewTimer(o.FlushEvery)
+		tick.Stop()
+		defer tick.Stop()
+		for {
+			select {
+			case ob, ok := <-obsCh:
+				if !ok {
+					flush()
+					writeErr <- firstErr
+					return
+				}
+				if len(batch) == 0 {
+					tick.Reset(o.FlushEvery)
+				}
+				batch = append(batch, ob)
+				if len(batch) >= o.BatchSize {
+					tick.Stop()
+					flush()
+				}
+			case <-tick.C:
 				flush()
 			}
 		}
-		flush()
-		writeErr <- firstErr
 	}()
 
 	total := len(o.Targets) * len(o.Corpus.Probes)
@@ -460,7 +484,7 @@ func (r *Runner) probe(ctx context.Context, runID int64, t *Target, j job, limit
 		return nil
 	}
 	ob := base
-	fill(&ob, first, j.req, t.Config)
+	fill(&ob, first, j.req, t.Config, r.o.Config.MaxBody)
 	obs := []*storage.Observation{&ob}
 	if r.o.Resample != nil && first.result.Class.IsVerdict() {
 		n := r.o.Resample(t, j.probe.ID, base.RequestSHA256, first.result)
@@ -471,14 +495,18 @@ func (r *Runner) probe(ctx context.Context, runID int64, t *Target, j job, limit
 			}
 			extra := base
 			extra.Sample = s
-			fill(&extra, a, j.req, t.Config)
+			fill(&extra, a, j.req, t.Config, r.o.Config.MaxBody)
 			obs = append(obs, &extra)
 		}
 	}
 	return obs
 }
 
-func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *config.Target) {
+// fill records attempt a in ob. The answer was classified whole (up to
+// ClassifyLimit); the first keep bytes of it (max_body_bytes) are stored as
+// evidence, BodyTruncated set when that is not all of it, and BodySHA256
+// is the hash of the bytes stored, so stored evidence always verifies.
+func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *config.Target, keep int) {
 	ob.Result = a.result
 	ob.HTTPStatus = a.resp.Status
 	ob.Latency = a.resp.Latency
@@ -487,8 +515,11 @@ func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *co
 	ob.RequestMethod, ob.RequestPath = req.Method, req.Path
 	ob.Body = a.resp.Body
 	ob.BodyTruncated = a.resp.Truncated
-	if a.resp.Body != nil {
-		s := sha256.Sum256(a.resp.Body)
+	if keep > 0 && len(ob.Body) > keep {
+		ob.Body, ob.BodyTruncated = ob.Body[:keep:keep], true
+	}
+	if ob.Body != nil {
+		s := sha256.Sum256(ob.Body)
 		ob.BodySHA256 = hex.EncodeToString(s[:])
 	}
 	ob.CostUSD = (float64(a.result.TokensIn)*tc.Price.InputPerMTok + float64(a.result.TokensOut)*tc.Price.OutputPerMTok) / 1e6
@@ -718,7 +749,10 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 		if err == nil {
 			resp.Status = hresp.StatusCode
 			resp.Header = hresp.Header
-			limit := int64(r.o.Config.MaxBody)
+			// Classify the whole answer; fill stores its first
+			// max_body_bytes. Only an answer past ClassifyLimit is cut
+			// before it is read (and reads as truncated_response).
+			limit := max(int64(r.o.Config.MaxBody), ClassifyLimit)
 			body, rerr := readBody(hresp, limit)
 			if int64(len(body)) > limit {
 				body, resp.Truncated = body[:limit], true
@@ -747,6 +781,12 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 	}
 	return &attemptResult{resp: resp, result: res, at: r.o.Now()}
 }
+
+// ClassifyLimit is how much of an answer a run reads and classifies when
+// max_body_bytes is smaller: a chat answer within max_tokens, or a
+// provider's error page, is far below it, so a small max_body_bytes caps
+// only the evidence stored, never the verdict.
+const ClassifyLimit = 4 << 20
 
 // readBody reads up to limit+1 bytes of the body (one more than the cap,
 // to detect truncation) exactly as io.ReadAll would, errors included, but

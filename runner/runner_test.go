@@ -1,9 +1,12 @@
 package runner_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -268,5 +271,68 @@ targets:
 	obs := observations(t, e, sum.RunID)
 	if len(obs) < 10 || len(obs) >= len(e.Corpus.Probes) {
 		t.Errorf("%d observations stored after cancelling at 10 (progress %d)", len(obs), n)
+	}
+}
+
+// blockLast is a transport that holds the request whose body contains
+// marker until release is closed.
+type blockLast struct {
+	next    http.RoundTripper
+	marker  []byte
+	release chan struct{}
+}
+
+func (b *blockLast) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if bytes.Contains(body, b.marker) {
+		<-b.release
+	}
+	return b.next.RoundTrip(r)
+}
+
+// Answers do not wait for a full batch: while one request hangs, every
+// answer before it is already in the database (FlushEvery), so a process
+// killed outright loses at most that interval.
+func TestPartialBatchFlushedWhileRunWaits(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: s, provider: sim, model: m, concurrency: 1}
+`)
+	req, err := e.Target("s").Prober.Render(e.Corpus.Probes[len(e.Corpus.Probes)-1].Wire())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &blockLast{next: runner.DefaultClient().Transport, marker: req.Body, release: make(chan struct{})}
+	r := runner.New(runner.Options{Config: e.Config, Corpus: e.Corpus, Store: e.Store, Targets: e.Targets, Sleep: e.Sleep,
+		Client: &http.Client{Transport: tr}, FlushEvery: 5 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(context.Background())
+		done <- err
+	}()
+	want := len(e.Corpus.Probes) - 1
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var n int
+		if err := e.Store.SQL().QueryRow(`SELECT COUNT(*) FROM observations`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(tr.release)
+			<-done
+			t.Fatalf("%d of the %d answers before the hanging request stored", n, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(tr.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
