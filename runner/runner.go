@@ -88,9 +88,9 @@ type Options struct {
 	// as it goes: a process killed outright (SIGKILL, OOM, a deadline)
 	// loses at most this much, not a whole batch.
 	FlushEvery time.Duration
-	Version   string
-	Host      string
-	Note      string
+	Version    string
+	Host       string
+	Note       string
 }
 
 // Runner executes runs.
