@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -64,6 +65,13 @@ func encodeBody(b []byte) []byte {
 	return buf.Bytes()
 }
 
+// ErrUnreadableBody is returned (wrapped) for a stored body that does not
+// decompress: the stored evidence is damaged.
+var ErrUnreadableBody = errors.New("stored body unreadable")
+
+// IsUnreadableBody reports whether err says a stored body is damaged.
+func IsUnreadableBody(err error) bool { return errors.Is(err, ErrUnreadableBody) }
+
 // decodeBody returns the body a stored form holds.
 func decodeBody(b []byte) ([]byte, error) {
 	switch {
@@ -77,17 +85,17 @@ func decodeBody(b []byte) ([]byte, error) {
 		var out bytes.Buffer
 		out.Grow(3*len(b) + 64) // the bodies we store compress about 2:1
 		if _, err := out.ReadFrom(r); err != nil {
-			return nil, fmt.Errorf("stored body: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrUnreadableBody, err)
 		}
 		return out.Bytes(), nil
 	case gzipMagic(b):
 		r, err := gzip.NewReader(bytes.NewReader(b))
 		if err != nil {
-			return nil, fmt.Errorf("stored body: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrUnreadableBody, err)
 		}
 		out, err := io.ReadAll(r)
 		if err != nil {
-			return nil, fmt.Errorf("stored body: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrUnreadableBody, err)
 		}
 		return out, nil
 	}

@@ -52,7 +52,7 @@ func newDBStatsCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(tw, "database\t%s\n", sess.Store.Path())
 			fmt.Fprintf(tw, "file\t%s (%s free)\n", bytesText(st.FileBytes), bytesText(st.FreeBytes))
 			fmt.Fprintf(tw, "runs\t%d (%s … %s)\n", st.Runs, timeText(st.OldestRun), timeText(st.NewestRun))
-			fmt.Fprintf(tw, "observations\t%d, %d with bodies (oldest bodies from %s)\n", st.Observations, st.WithBodies, timeText(st.OldestBodies))
+			fmt.Fprintf(tw, "observations\t%d, %d with bodies (oldest from %s, pinned evidence in pruned runs aside)\n", st.Observations, st.WithBodies, timeText(st.OldestBodies))
 			fmt.Fprintf(tw, "stored bodies\t%s\n", bytesText(st.BodyBytes))
 			r := sess.Config.Retention
 			fmt.Fprintf(tw, "retention\tbodies %s, observations %s\n", keepText(r.Bodies), keepText(r.Observations))

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -82,5 +84,92 @@ func TestReplay(t *testing.T) {
 	}
 	if _, _, code := runIn(t, "replay", "--db", db, "--target", "nope"); code != 2 {
 		t.Errorf("unknown target: exit %d, want 2", code)
+	}
+}
+
+// A small max_body_bytes caps the evidence stored, never the verdict: the
+// run reads the same verdicts as with the default, stores the first bytes
+// (marked truncated, hashes of what is stored, so db check verifies), and
+// replay counts those observations instead of reporting them.
+func TestSmallMaxBodyKeepsVerdicts(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.yaml")
+	os.WriteFile(small, []byte("max_body_bytes: 256\ntargets:\n  - {name: sim-a, provider: sim, model: sim-large}\n"), 0o644)
+	verdicts := func(args ...string) map[string]int {
+		t.Helper()
+		stdout, stderr, code := runIn(t, append([]string{"run", "--json", "--no-progress"}, args...)...)
+		var out struct {
+			Status  string `json:"status"`
+			Targets []struct {
+				Verdicts map[string]int `json:"verdicts"`
+			} `json:"targets"`
+		}
+		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || out.Status != "complete" || len(out.Targets) != 1 {
+			t.Fatalf("run %v: exit %d %s\n%s", args, code, stderr, stdout)
+		}
+		return out.Targets[0].Verdicts
+	}
+	smallDB := filepath.Join(dir, "small.db")
+	got, want := verdicts("--config", small, "--db", smallDB), verdicts("--db", filepath.Join(dir, "default.db"))
+	if !reflect.DeepEqual(got, want) || got["transient"] != 0 {
+		t.Fatalf("verdicts with max_body_bytes 256: %v, with the default: %v", got, want)
+	}
+	ctx := context.Background()
+	st, err := storage.Open(ctx, smallDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truncated, longest int
+	if err := st.SQL().QueryRowContext(ctx, `SELECT COUNT(*), MAX(LENGTH(body)) FROM observations WHERE body_truncated = 1`).Scan(&truncated, &longest); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if truncated == 0 || longest > 256 {
+		t.Fatalf("%d bodies stored truncated, longest %d bytes: want some, at most 256", truncated, longest)
+	}
+	if _, stderr, code := runIn(t, "db", "check", "--db", smallDB); code != 0 {
+		t.Errorf("db check: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code := runIn(t, "replay", "--json", "--config", small, "--db", smallDB)
+	var rep app.ReplayReport
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Truncated != truncated || rep.Replayed+rep.Truncated+rep.Skipped != 62 || len(rep.Diffs) != 0 {
+		t.Errorf("replay: exit %d %s\n%s", code, stderr, stdout)
+	}
+}
+
+// A damaged stored body is a finding replay lists (exit 1), naming the
+// observation, while it replays the rest; it does not abort the replay.
+func TestReplayDamagedBody(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.db")
+	if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
+		t.Fatalf("run exit %d: %s", code, stderr)
+	}
+	ctx := context.Background()
+	st, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An S2 stream (bodies from 1 KB) with a byte flipped past its header.
+	var id int64
+	var body []byte
+	if err := st.SQL().QueryRowContext(ctx, `SELECT id, body FROM observations WHERE HEX(SUBSTR(body, 1, 10)) = 'FF06000053327354774F' ORDER BY id LIMIT 1`).Scan(&id, &body); err != nil {
+		t.Fatal(err)
+	}
+	body[len(body)/2] ^= 0xff
+	if _, err := st.SQL().ExecContext(ctx, `UPDATE observations SET body = ? WHERE id = ?`, body, id); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	stdout, stderr, code := runIn(t, "replay", "--json", "--db", db)
+	var rep app.ReplayReport
+	if code != 1 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Replayed != 62 || rep.Same != 61 || len(rep.Diffs) != 1 {
+		t.Fatalf("replay: exit %d %s\n%s", code, stderr, stdout)
+	}
+	if d := rep.Diffs[0]; d.ObservationID != id || d.BodyIntact || !strings.Contains(d.Unreadable, "stored body unreadable") {
+		t.Errorf("diff: %+v", d)
+	}
+	stdout, _, _ = runIn(t, "replay", "--db", db)
+	if !strings.Contains(stdout, "unreadable: stored body unreadable") {
+		t.Errorf("text:\n%s", stdout)
 	}
 }

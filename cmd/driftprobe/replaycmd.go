@@ -62,7 +62,11 @@ differently. Exit 1 when any observation differs.`,
 					tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "OBSERVATION\tTARGET\tPROBE\tSAMPLE\tRECORDED\tREPLAYED\tBODY INTACT")
 					for _, d := range rep.Diffs {
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ObservationID, d.Target, d.ProbeID, d.Sample, verdictText(d.Stored), verdictText(d.Replayed), yn(d.BodyIntact))
+						replayed := verdictText(d.Replayed)
+						if d.Unreadable != "" {
+							replayed = "unreadable: " + d.Unreadable
+						}
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ObservationID, d.Target, d.ProbeID, d.Sample, verdictText(d.Stored), replayed, yn(d.BodyIntact))
 					}
 					tw.Flush()
 				}

@@ -43,6 +43,9 @@ type ReplayDiff struct {
 	Stored        Verdict `json:"stored"`
 	Replayed      Verdict `json:"replayed"`
 	BodyIntact    bool    `json:"body_intact"` // the stored body still hashes to body_sha256
+	// Unreadable says why the stored bodies could not be read back
+	// (damaged, not decompressible); Replayed is then empty.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // ReplayReport is the outcome of re-reading a run's stored answers.
@@ -56,6 +59,10 @@ type ReplayReport struct {
 	// Pruned observations had an answer whose bodies retention dropped:
 	// there is nothing left to re-read.
 	Pruned int `json:"pruned"`
+	// Truncated observations stored only the first max_body_bytes of an
+	// answer that was classified whole: the stored bytes cannot reproduce
+	// the verdict, so they are not replayed.
+	Truncated int `json:"truncated"`
 	// RunPruned says how far retention pruned the run: "" (not), "bodies"
 	// or "observations" (only what events and detection pin is left).
 	RunPruned string       `json:"run_pruned"`
@@ -120,7 +127,17 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 				rep.Pruned++
 				continue
 			}
+			if o.BodyTruncated && o.Result.Reason != "truncated_response" {
+				rep.Truncated++
+				continue
+			}
 			reqBody, body, err := st.ObservationBodies(ctx, o.ID)
+			if storage.IsCorrupt(err) || storage.IsUnreadableBody(err) {
+				// Damaged evidence is a finding: list it and go on.
+				rep.Replayed++
+				rep.Diffs = append(rep.Diffs, ReplayDiff{ObservationID: o.ID, Target: rt.Target, ProbeID: o.ProbeID, Sample: o.Sample, Stored: verdictOf(o.Result), Unreadable: err.Error()})
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("observation %d: %w", o.ID, err)
 			}
@@ -151,8 +168,11 @@ func (r *ReplayReport) String() string {
 	if r.Pruned > 0 {
 		fmt.Fprintf(&b, ", %d whose bodies retention pruned", r.Pruned)
 	}
+	if r.Truncated > 0 {
+		fmt.Fprintf(&b, ", %d stored truncated to max_body_bytes (classified whole; not replayable)", r.Truncated)
+	}
 	if r.RunPruned == "observations" {
-		b.WriteString("; retention deleted this run's observations but those events and detection pin")
+		b.WriteString("; retention deleted this run's observations, except those events and detection pin")
 	}
 	if len(r.Unconfigured) > 0 {
 		fmt.Fprintf(&b, "; not in the config (not replayed): %s", strings.Join(r.Unconfigured, ", "))
