@@ -311,65 +311,68 @@ func (c *Config) applyDefaults() {
 	if c.Schedule == "" {
 		c.Schedule = DefaultSchedule
 	}
-	if c.ConfirmRuns == 0 && yamlx.Find(c.root, "confirm_runs") == nil {
-		// An explicit "confirm_runs: 0" is an error (Validate), not a
-		// request for the default.
+	// A number the file leaves out takes its default; one the file sets
+	// to 0 is kept, for Validate to refuse (or accept, where 0 has a
+	// documented meaning) rather than silently read as the default.
+	unset := func(path string) bool { return yamlx.Find(c.root, path) == nil }
+	if c.ConfirmRuns == 0 && unset("confirm_runs") {
 		c.ConfirmRuns = DefaultConfirmRuns
 	}
-	if c.Concurrency == 0 {
+	if c.Concurrency == 0 && unset("concurrency") {
 		c.Concurrency = DefaultConcurrency
 	}
-	if c.Timeout == 0 {
+	if c.Timeout == 0 && unset("timeout") {
 		c.Timeout = Duration(DefaultTimeout)
 	}
-	if c.MaxAttempts == 0 {
+	if c.MaxAttempts == 0 && unset("max_attempts") {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
-	if c.MaxBody == 0 {
+	if c.MaxBody == 0 && unset("max_body_bytes") {
 		c.MaxBody = DefaultMaxBody
 	}
-	if c.LockTTL == 0 {
+	if c.LockTTL == 0 && unset("lock_ttl") {
 		c.LockTTL = Duration(DefaultLockTTL)
 	}
 	d := &c.Detection
-	if d.DegradedFraction == 0 {
+	if d.DegradedFraction == 0 && unset("detection.degraded_fraction") {
 		d.DegradedFraction = 0.2
 	}
-	if d.ScoreTolerance == 0 {
+	if d.ScoreTolerance == 0 && unset("detection.score_tolerance") {
 		d.ScoreTolerance = 0.15
 	}
-	if d.NondeterministicFlips == 0 {
+	if d.NondeterministicFlips == 0 && unset("detection.nondeterministic_flips") {
 		d.NondeterministicFlips = 2
 	}
-	if d.WindowRuns == 0 {
+	if d.WindowRuns == 0 && unset("detection.window_runs") {
 		d.WindowRuns = 3
 	}
-	if d.ScreenSamples == 0 {
+	if d.ScreenSamples == 0 && unset("detection.screen_samples") {
 		d.ScreenSamples = 1
 	}
-	for _, t := range c.Targets {
+	for i, t := range c.Targets {
 		if t == nil {
 			continue
 		}
+		at := fmt.Sprintf("targets[%d].", i)
 		if t.Endpoint == "" {
 			t.Endpoint = "chat"
 		}
-		if t.Concurrency == 0 {
+		if t.Concurrency == 0 && unset(at+"concurrency") {
 			t.Concurrency = 4
 		}
-		if t.Timeout == 0 {
+		if t.Timeout == 0 && unset(at+"timeout") {
 			t.Timeout = c.Timeout
 		}
-		if t.MaxAttempts == 0 {
+		if t.MaxAttempts == 0 && unset(at+"max_attempts") {
 			t.MaxAttempts = c.MaxAttempts
 		}
-		if t.MaxTokens == 0 {
+		if t.MaxTokens == 0 && unset(at+"max_tokens") {
 			t.MaxTokens = DefaultMaxTokens
 		}
-		if t.Breaker.Failures == 0 {
+		if t.Breaker.Failures == 0 && unset(at+"breaker.failures") {
 			t.Breaker.Failures = 5
 		}
-		if t.Breaker.Cooldown == 0 {
+		if t.Breaker.Cooldown == 0 && unset(at+"breaker.cooldown") {
 			t.Breaker.Cooldown = Duration(30 * time.Second)
 		}
 		if info, ok := probes.Lookup(t.Provider); ok && t.APIKeyEnv == "" && info.NeedsKey {
@@ -415,14 +418,13 @@ func (c *Config) Validate(needKeys bool) error {
 	if c.ConfirmRuns < 1 {
 		col.Add("confirm_runs", "%d: must be at least 1", c.ConfirmRuns)
 	}
-	if c.Concurrency < 1 {
-		col.Add("concurrency", "%d: must be at least 1", c.Concurrency)
-	}
-	if c.MaxAttempts < 1 {
-		col.Add("max_attempts", "%d: must be at least 1", c.MaxAttempts)
-	}
-	if c.Timeout < 0 {
-		col.Add("timeout", "must be positive")
+	checkInt(col, "concurrency", c.Concurrency, 1, MaxConcurrency, DefaultConcurrency)
+	checkDuration(col, "timeout", c.Timeout, MinTimeout, MaxTimeout, DefaultTimeout)
+	checkInt(col, "max_attempts", c.MaxAttempts, 1, MaxAttempts, DefaultMaxAttempts)
+	checkInt(col, "max_body_bytes", c.MaxBody, MinMaxBody, MaxMaxBody, DefaultMaxBody)
+	checkDuration(col, "lock_ttl", c.LockTTL, MinLockTTL, MaxLockTTL, DefaultLockTTL)
+	if c.Jitter < 0 {
+		col.Add("jitter", "%s: must be positive (or 0: none)", c.Jitter.D())
 	}
 	if c.Retention.Bodies < 0 {
 		col.Add("retention.bodies", "must be positive (or 0: keep forever)")
@@ -433,11 +435,11 @@ func (c *Config) Validate(needKeys bool) error {
 	if err := ValidateSchedule(c.Schedule); err != nil {
 		col.Add("schedule", "%v", err)
 	}
-	if c.Detection.DegradedFraction <= 0 || c.Detection.DegradedFraction > 1 {
-		col.Add("detection.degraded_fraction", "%v: must be in (0, 1]", c.Detection.DegradedFraction)
-	}
+	c.Detection.validate(col)
 	if len(c.Targets) == 0 {
 		col.Add("targets", "at least one target is required")
+	} else if len(c.Enabled()) == 0 {
+		col.Add("targets", "every target is disabled: at least one must be enabled (a run would probe nothing)")
 	}
 	names := map[string]int{}
 	for i, t := range c.Targets {
@@ -475,31 +477,12 @@ func (c *Config) Validate(needKeys bool) error {
 		if t.BaseURL != "" && !strings.HasPrefix(t.BaseURL, "http://") && !strings.HasPrefix(t.BaseURL, "https://") {
 			col.Add(at+".base_url", "%q: must start with http:// or https://", t.BaseURL)
 		}
-		if t.RateLimitRPM < 0 {
-			col.Add(at+".rate_limit_rpm", "must be >= 0")
-		}
-		if t.Concurrency < 1 {
-			col.Add(at+".concurrency", "%d: must be at least 1", t.Concurrency)
-		}
-		if t.MaxAttempts < 1 {
-			col.Add(at+".max_attempts", "%d: must be at least 1", t.MaxAttempts)
-		}
-		if t.ConfirmSamples < 0 || t.ConfirmSamples > 10 {
-			col.Add(at+".confirm_samples", "%d: must be between 0 and 10", t.ConfirmSamples)
-		}
-		if t.Price.InputPerMTok < 0 || t.Price.OutputPerMTok < 0 {
-			col.Add(at+".price", "prices must be >= 0")
-		}
-		if t.Temperature < 0 || t.Temperature > 2 {
-			col.Add(at+".temperature", "%v: must be between 0 and 2", t.Temperature)
-		}
+		c.validateTargetNumbers(col, at, t)
 		if t.Sim != nil && t.Provider != "sim" {
 			col.Add(at+".sim", "only valid for provider sim")
 		}
 		if t.Sim != nil {
-			for _, e := range t.Sim.Validate() {
-				col.Add(at+".sim."+e[0], "%s", e[1])
-			}
+			ValidateSim(col, at+".sim.", t.Sim)
 		}
 		for k := range t.Options {
 			if !contains(info.Options, k) {
@@ -537,6 +520,161 @@ func (c *Config) Validate(needKeys bool) error {
 		a.validate(col, yamlx.Find(c.root, "attribution.tolerance") != nil)
 	}
 	return col.Err()
+}
+
+// Bounds of the numeric settings. Validate refuses values outside them,
+// and an explicit 0 wherever 0 has no documented meaning (omitting the
+// field gives the default; a 0 would otherwise be silently read as it).
+const (
+	// MaxConcurrency bounds concurrency, globally and per target: each
+	// unit is a goroutine and a connection, and no provider serves
+	// thousands of parallel probes from one key without rate limiting.
+	MaxConcurrency = 1000
+	// MinTimeout and MaxTimeout bound a request's timeout: below a second
+	// every answer becomes a transient timeout (and opens the breaker);
+	// a probe unanswered after ten minutes is an outage, not a verdict,
+	// and a longer wait only holds the run on a hung connection.
+	MinTimeout = time.Second
+	MaxTimeout = 10 * time.Minute
+	// MaxAttempts bounds max_attempts: with backoff capped at 30s, ten
+	// attempts already wait about 40s per probe on a failing upstream.
+	MaxAttempts = 10
+	// MinMaxBody and MaxMaxBody bound max_body_bytes, the response bytes
+	// stored as evidence (verdicts are read from the whole answer): at
+	// least one byte (0 or less would mean no cap at all to the runner),
+	// at most 64 MiB, each answer being held in memory while read.
+	MinMaxBody = 1
+	MaxMaxBody = 64 << 20
+	// MinLockTTL and MaxLockTTL bound lock_ttl: the lease is renewed at
+	// most once a second, so a shorter one lapses under a live run and
+	// lets another process in; a crashed run's lease blocks every other
+	// run until it expires.
+	MinLockTTL = time.Second
+	MaxLockTTL = 24 * time.Hour
+	// MaxMaxTokens bounds max_tokens (no model answers more; the plan's
+	// token and cost ceilings multiply it by the probe count).
+	MaxMaxTokens = 1_000_000
+	// MaxSeed bounds seed: Gemini's seed is an int32, and negative seeds
+	// mean "random" to several OpenAI-compatible servers (llama.cpp),
+	// which would defeat byte-identical, reproducible probes.
+	MaxSeed = math.MaxInt32
+	// MaxBreakerFailures bounds breaker.failures (the counter is 32-bit;
+	// a million consecutive failures is already "never").
+	MaxBreakerFailures = 1_000_000
+	// MaxSamples bounds confirm_samples and detection.screen_samples:
+	// extra requests per differing probe.
+	MaxSamples = 10
+)
+
+// checkInt adds a problem when v is outside [lo, hi]; def, when > 0, is
+// the default named for an explicit 0.
+func checkInt(col *yamlx.Collector, path string, v, lo, hi, def int) {
+	switch {
+	case v == 0 && lo > 0 && def > 0:
+		col.Add(path, "0: must be at least %d (omit it for the default %d)", lo, def)
+	case v < lo:
+		col.Add(path, "%d: must be at least %d", v, lo)
+	case v > hi:
+		col.Add(path, "%d: must be at most %d", v, hi)
+	}
+}
+
+// checkDuration adds a problem when v is outside [lo, hi]; def is the
+// default named for an explicit 0.
+func checkDuration(col *yamlx.Collector, path string, v Duration, lo, hi, def time.Duration) {
+	switch {
+	case v == 0:
+		col.Add(path, "0s: must be at least %s (omit it for the default %s)", lo, def)
+	case v.D() < lo:
+		col.Add(path, "%s: must be at least %s", v.D(), lo)
+	case v.D() > hi:
+		col.Add(path, "%s: must be at most %s", v.D(), hi)
+	}
+}
+
+// finite reports whether v is neither NaN nor infinite.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// validate checks the detection block. Each field's 0 is refused when the
+// file sets it (omitted, it takes its default).
+func (d *Detection) validate(col *yamlx.Collector) {
+	// !(x > 0) also refuses NaN.
+	if !(d.DegradedFraction > 0 && d.DegradedFraction <= 1) {
+		col.Add("detection.degraded_fraction", "%v: must be in (0, 1] (omit it for 0.2)", d.DegradedFraction)
+	}
+	if !(d.ScoreTolerance > 0) || !finite(d.ScoreTolerance) {
+		col.Add("detection.score_tolerance", "%v: must be a positive number (omit it for 0.15)", d.ScoreTolerance)
+	}
+	if d.NondeterministicFlips < 1 {
+		col.Add("detection.nondeterministic_flips", "%d: must be at least 1 (omit it for 2)", d.NondeterministicFlips)
+	}
+	if d.WindowRuns < 1 {
+		col.Add("detection.window_runs", "%d: must be at least 1 (omit it for 3)", d.WindowRuns)
+	}
+	switch {
+	case d.ScreenSamples == 0:
+		col.Add("detection.screen_samples", "0: ambiguous: -1 turns screening off; omit it for 1 extra sample")
+	case d.ScreenSamples > MaxSamples:
+		col.Add("detection.screen_samples", "%d: must be at most %d (-1: off)", d.ScreenSamples, MaxSamples)
+	}
+}
+
+// validateTargetNumbers checks a target's numeric settings. at is
+// "targets[i]". Timeout and max_attempts a target does not set are
+// inherited from the top level and reported there only.
+func (c *Config) validateTargetNumbers(col *yamlx.Collector, at string, t *Target) {
+	set := func(f string) bool { return yamlx.Find(c.root, at+"."+f) != nil }
+	if !(t.RateLimitRPM >= 0) || !finite(t.RateLimitRPM) {
+		col.Add(at+".rate_limit_rpm", "%v: must be a number >= 0 (0: unlimited)", t.RateLimitRPM)
+	}
+	checkInt(col, at+".concurrency", t.Concurrency, 1, MaxConcurrency, 4)
+	if set("timeout") || t.Timeout != c.Timeout {
+		checkDuration(col, at+".timeout", t.Timeout, MinTimeout, MaxTimeout, c.Timeout.D())
+	}
+	if set("max_attempts") || t.MaxAttempts != c.MaxAttempts {
+		checkInt(col, at+".max_attempts", t.MaxAttempts, 1, MaxAttempts, c.MaxAttempts)
+	}
+	checkInt(col, at+".max_tokens", t.MaxTokens, 1, MaxMaxTokens, DefaultMaxTokens)
+	if t.ConfirmSamples < 0 || t.ConfirmSamples > MaxSamples {
+		col.Add(at+".confirm_samples", "%d: must be between 0 and %d", t.ConfirmSamples, MaxSamples)
+	}
+	for _, p := range []struct {
+		field string
+		v     float64
+	}{{"input_per_mtok", t.Price.InputPerMTok}, {"output_per_mtok", t.Price.OutputPerMTok}} {
+		if !(p.v >= 0) || !finite(p.v) {
+			col.Add(at+".price."+p.field, "%v: must be a number >= 0 (USD per million tokens)", p.v)
+		}
+	}
+	if !(t.Temperature >= 0 && t.Temperature <= 2) {
+		col.Add(at+".temperature", "%v: must be between 0 and 2", t.Temperature)
+	}
+	if t.Seed != nil && (*t.Seed < 0 || *t.Seed > MaxSeed) {
+		col.Add(at+".seed", "%d: must be between 0 and %d (negative seeds mean random to some servers; Gemini's seed is 32-bit)", *t.Seed, MaxSeed)
+	}
+	checkInt(col, at+".breaker.failures", t.Breaker.Failures, 1, MaxBreakerFailures, 5)
+	if t.Breaker.Cooldown.D() < time.Second {
+		hint := ""
+		if t.Breaker.Cooldown == 0 {
+			hint = " (omit it for the default 30s)"
+		}
+		col.Add(at+".breaker.cooldown", "%s: must be at least 1s%s", t.Breaker.Cooldown.D(), hint)
+	}
+}
+
+// ValidateSim adds the problems of a sim block to col, each field prefixed
+// with prefix ("targets[0].sim." or ""). Only the first problem of a field
+// is reported: later ones follow from it (a from_run of 0 is also out of
+// order).
+func ValidateSim(col *yamlx.Collector, prefix string, s *sim.Config) {
+	seen := map[string]bool{}
+	for _, e := range s.Validate() {
+		if seen[e[0]] {
+			continue
+		}
+		seen[e[0]] = true
+		col.Add(prefix+e[0], "%s", e[1])
+	}
 }
 
 // validate checks the attribution block (see Attribution for the
@@ -580,7 +718,6 @@ func (a *Attribution) validate(col *yamlx.Collector, toleranceSet bool) {
 	}
 	// !(x > 0) also refuses NaN (.nan in YAML), which compares false to
 	// everything.
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	if !(a.MinZ > 0) || !finite(a.MinZ) {
 		col.Add("attribution.min_z", "%v: must be a positive number (omit it for %v)", a.MinZ, DefaultAttributionMinZ)
 	}

@@ -84,6 +84,43 @@ func TestLoadInvalid(t *testing.T) {
 		{"attribution-min-change", `attribution\.min_change`, "min_change: .nan", "NaN: must be a positive number (omit it for 0.5)"},
 		{"attribution-min-rate-change", `attribution\.min_rate_change`, "min_rate_change: -0.2", "-0.2: must be a number at least 0 (0: off)"},
 		{"attribution-since-points", `attribution\.since`, "since: 9h", "9h0m0s: shorter than 2 × step × 5 points (10h0m0s)"},
+		// Numeric bounds; an explicit 0 is refused where it has no documented meaning.
+		{"timeout-negative", `timeout`, "timeout: -5s", "-5s: must be at least 1s"},
+		{"timeout-zero", `timeout`, "timeout: 0s", "0s: must be at least 1s (omit it for the default 30s)"},
+		{"target-timeout-negative", `targets\[0\]\.timeout`, "timeout: -5s", "-5s: must be at least 1s"},
+		{"target-timeout-zero", `targets\[0\]\.timeout`, "timeout: 0s", "0s: must be at least 1s (omit it for the default 30s)"},
+		{"target-timeout-long", `targets\[0\]\.timeout`, "timeout: 2h", "2h0m0s: must be at most 10m0s"},
+		{"max-tokens-negative", `targets\[0\]\.max_tokens`, "max_tokens: -1", "-1: must be at least 1"},
+		{"max-tokens-zero", `targets\[0\]\.max_tokens`, "max_tokens: 0", "0: must be at least 1 (omit it for the default 64)"},
+		{"max-tokens-huge", `targets\[0\]\.max_tokens`, "max_tokens: 2000000", "2000000: must be at most 1000000"},
+		{"max-attempts-huge", `max_attempts`, "max_attempts: 100000", "100000: must be at most 10"},
+		{"max-attempts-zero", `max_attempts`, "max_attempts: 0", "0: must be at least 1 (omit it for the default 3)"},
+		{"target-max-attempts-huge", `targets\[0\]\.max_attempts`, "max_attempts: 100000", "100000: must be at most 10"},
+		{"concurrency-zero", `concurrency`, "concurrency: 0", "0: must be at least 1 (omit it for the default 16)"},
+		{"target-concurrency-huge", `targets\[0\]\.concurrency`, "concurrency: 1000000", "1000000: must be at most 1000"},
+		{"breaker-failures-zero", `targets\[0\]\.breaker\.failures`, "breaker:", "0: must be at least 1 (omit it for the default 5)"},
+		{"breaker-failures-negative", `targets\[0\]\.breaker\.failures`, "failures: -1", "-1: must be at least 1"},
+		{"breaker-cooldown-zero", `targets\[0\]\.breaker\.cooldown`, "breaker:", "0s: must be at least 1s (omit it for the default 30s)"},
+		{"seed-negative", `targets\[0\]\.seed`, "seed: -1", "-1: must be between 0 and 2147483647 (negative seeds mean random to some servers"},
+		{"seed-huge", `targets\[0\]\.seed`, "seed: 4294967296", "4294967296: must be between 0 and 2147483647"},
+		{"price-nan", `targets\[0\]\.price\.output_per_mtok`, "price:", "NaN: must be a number >= 0 (USD per million tokens)"},
+		{"rate-limit-inf", `targets\[0\]\.rate_limit_rpm`, "rate_limit_rpm: .inf", "+Inf: must be a number >= 0 (0: unlimited)"},
+		{"temperature-nan", `targets\[0\]\.temperature`, "temperature: .nan", "NaN: must be between 0 and 2"},
+		{"lock-ttl-negative", `lock_ttl`, "lock_ttl: -1m", "-1m0s: must be at least 1s"},
+		{"lock-ttl-zero", `lock_ttl`, "lock_ttl: 0s", "0s: must be at least 1s (omit it for the default 10m0s)"},
+		{"max-body-negative", `max_body_bytes`, "max_body_bytes: -1", "-1: must be at least 1"},
+		{"max-body-zero", `max_body_bytes`, "max_body_bytes: 0", "0: must be at least 1 (omit it for the default 65536)"},
+		{"max-body-huge", `max_body_bytes`, "max_body_bytes: 1073741824", "1073741824: must be at most 67108864"},
+		{"jitter-negative", `jitter`, "jitter: -5m", "-5m0s: must be positive (or 0: none)"},
+		{"detection-degraded-zero", `detection\.degraded_fraction`, "degraded_fraction: 0", "0: must be in (0, 1] (omit it for 0.2)"},
+		{"detection-score-tolerance", `detection\.score_tolerance`, "score_tolerance: -0.1", "-0.1: must be a positive number (omit it for 0.15)"},
+		{"detection-flips", `detection\.nondeterministic_flips`, "nondeterministic_flips: -1", "-1: must be at least 1 (omit it for 2)"},
+		{"detection-window-zero", `detection\.window_runs`, "window_runs: 0", "0: must be at least 1 (omit it for 3)"},
+		{"detection-screen-zero", `detection\.screen_samples`, "screen_samples: 0", "0: ambiguous: -1 turns screening off; omit it for 1 extra sample"},
+		{"detection-screen-huge", `detection\.screen_samples`, "screen_samples: 50", "50: must be at most 10 (-1: off)"},
+		{"all-disabled", `targets`, "targets:", "every target is disabled: at least one must be enabled"},
+		// One problem per field: a from_run of 0 is not also "out of order".
+		{"sim-from-run-zero", `targets\[0\]\.sim\.policies\[0\]\.from_run`, "from_run: 0", "0: run ids start at 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -172,13 +209,16 @@ func TestMissingEnvVar(t *testing.T) {
 	if k, err := c.Targets[0].Key(); err != nil || k != "sk-test" {
 		t.Errorf("Key() = %q, %v", k, err)
 	}
-	// A disabled target needs no key.
+	// A disabled target needs no key (another one is enabled: a config
+	// whose every target is disabled is an error of its own).
 	unsetenv(t, unsetKeyVar)
 	c, err = Parse(file, mustRead(t, file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Targets[0].Disabled = true
+	c.Targets = append(c.Targets, &Target{Name: "on", Provider: "sim", Model: "m", Endpoint: "chat", Concurrency: 1,
+		Timeout: c.Timeout, MaxAttempts: c.MaxAttempts, MaxTokens: 1, Breaker: Breaker{Failures: 1, Cooldown: Duration(time.Second)}})
 	if err := c.Validate(true); err != nil {
 		t.Errorf("disabled target without key: %v", err)
 	}
@@ -481,11 +521,11 @@ func TestValidateFields(t *testing.T) {
 		{"", ""},
 		{"    endpoint: moderation\n", "p.yaml:5: targets[0].endpoint: \"moderation\": provider sim supports"},
 		{"    base_url: ftp://x\n", "p.yaml:5: targets[0].base_url: \"ftp://x\": must start with http:// or https://"},
-		{"    rate_limit_rpm: -1\n", "p.yaml:5: targets[0].rate_limit_rpm: must be >= 0"},
+		{"    rate_limit_rpm: -1\n", "p.yaml:5: targets[0].rate_limit_rpm: -1: must be a number >= 0 (0: unlimited)"},
 		{"    concurrency: -1\n", "p.yaml:5: targets[0].concurrency: -1: must be at least 1"},
 		{"    confirm_samples: 11\n", "p.yaml:5: targets[0].confirm_samples: 11: must be between 0 and 10"},
 		{"    temperature: 3\n", "p.yaml:5: targets[0].temperature: 3: must be between 0 and 2"},
-		{"    price: {input_per_mtok: -1}\n", "p.yaml:5: targets[0].price: prices must be >= 0"},
+		{"    price: {input_per_mtok: -1}\n", "p.yaml:5: targets[0].price.input_per_mtok: -1: must be a number >= 0 (USD per million tokens)"},
 		{"    name: s\n", "p.yaml:5: targets[0].name: duplicate key (first at line 2)"},
 		{"    seed: abc\n", "p.yaml:5: targets[0].seed: wrong type: string \"abc\" where an integer expected"},
 		{"    options: [a]\n", "p.yaml:5: targets[0].options: wrong type: list where a mapping expected"},
@@ -604,5 +644,98 @@ func TestAttributionDefaults(t *testing.T) {
 	}
 	if Default().Attribution != nil {
 		t.Error("the built-in config attributes nothing")
+	}
+}
+
+// The bounds' own edges, and the documented zeros, are accepted.
+func TestNumericBoundsAccepted(t *testing.T) {
+	const src = `concurrency: 1000
+timeout: 10m
+max_attempts: 10
+max_body_bytes: 1
+lock_ttl: 1s
+jitter: 0s
+detection:
+  degraded_fraction: 1
+  score_tolerance: 0.01
+  nondeterministic_flips: 1
+  window_runs: 1
+  screen_samples: -1
+targets:
+  - name: a
+    provider: sim
+    model: m
+    concurrency: 1
+    timeout: 1s
+    max_attempts: 1
+    max_tokens: 1000000
+    seed: 2147483647
+    rate_limit_rpm: 0
+    confirm_samples: 0
+    price: {input_per_mtok: 0, output_per_mtok: 0}
+    temperature: 2
+    breaker: {failures: 1000000, cooldown: 1s}
+  - name: b
+    provider: sim
+    model: m
+    seed: 0
+    max_tokens: 1
+    disabled: true
+`
+	c, err := Parse("b.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(false); err != nil {
+		t.Fatalf("edges refused: %v", err)
+	}
+	// b inherits the top level's timeout and attempts.
+	if b := c.Target("b"); b.Timeout.D() != 10*time.Minute || b.MaxAttempts != 10 || b.Concurrency != 4 || b.Breaker.Failures != 5 {
+		t.Errorf("inherited/defaults: %+v", b)
+	}
+}
+
+// A bad top-level value a target inherits is reported once, at the top
+// level.
+func TestInheritedProblemReportedOnce(t *testing.T) {
+	c, err := Parse("i.yaml", []byte("timeout: 0s\nmax_attempts: 50\ntargets:\n  - {name: a, provider: sim, model: m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate(false)
+	var l yamlx.List
+	if !errors.As(err, &l) || len(l) != 2 || !strings.HasPrefix(l[0].Error(), "i.yaml:1: timeout: ") || !strings.HasPrefix(l[1].Error(), "i.yaml:2: max_attempts: ") {
+		t.Fatalf("want one problem each for timeout and max_attempts, got:\n%v", err)
+	}
+}
+
+// The example configuration in README.md's configuration reference is
+// valid (keys are not needed to validate it).
+func TestREADMEExampleConfig(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Skipf("README.md: %v", err)
+	}
+	s := string(data)
+	i := strings.Index(s, "## Configuration reference")
+	if i < 0 {
+		t.Fatal("README.md has no configuration reference")
+	}
+	s = s[i:]
+	start := strings.Index(s, "```yaml\n")
+	if start < 0 {
+		t.Fatal("no yaml block in the configuration reference")
+	}
+	s = s[start+len("```yaml\n"):]
+	end := strings.Index(s, "```")
+	if end < 0 {
+		t.Fatal("unterminated yaml block")
+	}
+	c, err := Parse("README.md", []byte(s[:end]))
+	if err != nil {
+		t.Fatalf("README example: %v", err)
+	}
+	if err := c.Validate(false); err != nil {
+		t.Fatalf("README example: %v", err)
 	}
 }

@@ -34,13 +34,22 @@ borderline probes (a CI gate), else 0.`,
 			if from == "" || to == "" {
 				return app.Usage(errors.New("compare: --from and --to are required"))
 			}
-			if asJSON {
-				format = "json"
+			if from == to {
+				return app.Usage(fmt.Errorf("compare: --from and --to are the same target %q: compare the current target with a different candidate", from))
+			}
+			if maxNew < 0 {
+				return app.Usage(fmt.Errorf("compare: --max-new-blocks %d: must be at least 0", maxNew))
 			}
 			switch format {
 			case "table", "markdown", "json":
 			default:
 				return app.Usage(fmt.Errorf("compare: --format %q: want table, markdown or json", format))
+			}
+			if asJSON {
+				if cmd.Flags().Changed("format") && format != "json" {
+					return app.Usage(fmt.Errorf("compare: --json and --format %s: choose one", format))
+				}
+				format = "json"
 			}
 			ctx := cmd.Context()
 			mode := app.CheckCorpus
@@ -53,6 +62,11 @@ borderline probes (a CI gate), else 0.`,
 			}
 			defer sess.Close()
 			cfg, cp, st := sess.Config, sess.Corpus, sess.Store
+			for _, name := range []string{from, to} {
+				if err := knownTarget(ctx, "compare", cfg, st, name); err != nil {
+					return err
+				}
+			}
 			if runNow {
 				var sel []*config.Target
 				for _, name := range []string{from, to} {

@@ -62,6 +62,9 @@ production.jsonl stay for you to explore (driftprobe attribute --config
 DIR/demo.yaml --production DIR/production.jsonl).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runs < 1 || runs > demoMaxRuns {
+				return app.Usage(fmt.Errorf("demo: --runs %d: must be between 1 and %d (the scripted policy change happens at run 3 and is confirmed at run 4; attribution needs 5, the default)", runs, demoMaxRuns))
+			}
 			ctx := cmd.Context()
 			dir := keep
 			if dir == "" {
@@ -213,13 +216,18 @@ DIR/demo.yaml --production DIR/production.jsonl).`,
 			return nil
 		},
 	}
-	c.Flags().IntVar(&runs, "runs", 5, "number of runs")
+	c.Flags().IntVar(&runs, "runs", 5, "number of runs (1 to 100; the policy change is confirmed at run 4, attribution needs 5)")
 	c.Flags().StringVar(&keep, "dir", "", "keep the demo database and config in this directory instead of a temporary one")
 	return c
 }
 
 // demoEvery is the demo's virtual interval between runs.
 const demoEvery = 6 * time.Hour
+
+// demoMaxRuns bounds --runs: the virtual clock starts runs × demoEvery in
+// the past, and the synthetic production series holds an hour per point
+// over all of it; more runs show nothing new.
+const demoMaxRuns = 100
 
 // demoProduction writes synthetic hourly production block counts for
 // sim-prod, as a gateway's metrics would show them: violence blocks rise

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
+	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 func newEventsCmd(g *globals) *cobra.Command {
@@ -28,6 +34,11 @@ first_run, confirmed_run, issue_url and more.`,
 			}
 			defer sess.Close()
 			st := sess.Store
+			if target != "" {
+				if err := knownTarget(ctx, "events", sess.Config, st, target); err != nil {
+					return err
+				}
+			}
 			evs, err := diff.ListEvents(ctx, st, diff.Filter{Target: target, Since: since})
 			if err != nil {
 				return err
@@ -50,4 +61,22 @@ first_run, confirmed_run, issue_url and more.`,
 	c.Flags().StringVar(&target, "target", "", "only events involving this target")
 	c.Flags().Int64Var(&since, "since", 0, "only events updated in this run or later")
 	return c
+}
+
+// knownTarget returns a usage error (led by cmd) unless name is a target of
+// the config or one the database has recorded: a target removed from the
+// config keeps its history, and its events and runs stay readable.
+func knownTarget(ctx context.Context, cmd string, cfg *config.Config, st *storage.DB, name string) error {
+	if cfg.Target(name) != nil {
+		return nil
+	}
+	_, err := st.TargetByName(ctx, name)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNotFound):
+		return app.Usage(fmt.Errorf("%s: target %q is not in the config (nor in the database)", cmd, name))
+	default:
+		return err
+	}
 }

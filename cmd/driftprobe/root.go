@@ -90,6 +90,11 @@ probes the embedded simulator: no keys, no network.`,
 	pf.StringVarP(&g.config, "config", "c", os.Getenv("DRIFTPROBE_CONFIG"), "config file (default: $DRIFTPROBE_CONFIG, else the built-in simulator config)")
 	pf.StringVar(&g.db, "db", "", "SQLite database file (overrides the config's database)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	// Checked before any command runs (no subcommand sets its own
+	// persistent hook, which would replace this one).
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		return checkLogLevel(c, g.logLevel)
+	}
 	root.AddCommand(
 		newRunCmd(g),
 		newEventsCmd(g),
@@ -113,6 +118,21 @@ probes the embedded simulator: no keys, no network.`,
 		wrapArgs(c)
 	}
 	return root
+}
+
+// logLevels are the values --log-level accepts (as slog names them).
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+// checkLogLevel refuses a --log-level that is not one of logLevels (any
+// case), as a usage error.
+func checkLogLevel(c *cobra.Command, level string) error {
+	for _, l := range logLevels {
+		if strings.EqualFold(level, l) {
+			return nil
+		}
+	}
+	return cobraUsage{fmt.Errorf("%s: invalid argument %q for \"--log-level\" flag: want %s\nRun '%s --help' for usage.",
+		c.CommandPath(), level, strings.Join(logLevels, ", "), c.CommandPath())}
 }
 
 // wrapArgs makes cobra's positional-argument errors usage errors.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -27,6 +28,11 @@ requests_sha256, and events). Exit 0 when the run completed, even if events
 were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Checked before anything is sent: a bad URL found after the run
+			// would fail a run that did its work.
+			if err := checkPushgateway(pushgateway); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			sess, err := app.Open(ctx, g.config, g.db, true, app.LockCorpus)
 			if err != nil {
@@ -92,4 +98,17 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 	c.Flags().StringVar(&textfile, "metrics-textfile", "", "write metrics to this file for the node_exporter textfile collector (atomically)")
 	c.Flags().StringVar(&pushgateway, "pushgateway", "", "push metrics to this Prometheus Pushgateway URL (job \"driftprobe\")")
 	return c
+}
+
+// checkPushgateway refuses a --pushgateway that is not an http(s) URL with
+// a host ("" is no push).
+func checkPushgateway(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", s))
+	}
+	return nil
 }

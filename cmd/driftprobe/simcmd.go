@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
+	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes/sim"
@@ -23,22 +25,19 @@ func newSimCmd(g *globals) *cobra.Command {
 		Long: `Serve the embedded provider simulator: POST /v1/chat/completions (and Azure's
 /openai/deployments/NAME/chat/completions) in the OpenAI wire format with Azure's
 content-filter dialect. Point a target at it with provider: sim and base_url.
---sim-config takes a YAML file holding a sim block (noise, policies, ...).
+--sim-config takes a YAML file holding a sim block (noise, policies, ...):
+either the block's fields at the top level, or a document whose only key is
+sim: (the block as a target's sim: writes it, e.g. cut from a config).
 The run id used for scripted policies comes from the X-Driftprobe-Run header.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var cfg sim.Config
 			if file != "" {
-				data, err := os.ReadFile(file)
+				c, err := loadSimConfig(file)
 				if err != nil {
-					return app.Usage(err)
-				}
-				if _, err := yamlx.Decode(file, data, &cfg); err != nil {
 					return err
 				}
-				if errs := cfg.Validate(); len(errs) > 0 {
-					return app.Usage(fmt.Errorf("%s: %s: %s", file, errs[0][0], errs[0][1]))
-				}
+				cfg = *c
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -60,6 +59,49 @@ The run id used for scripted policies comes from the X-Driftprobe-Run header.`,
 		},
 	}
 	c.Flags().StringVar(&listen, "listen", listen, "address to listen on")
-	c.Flags().StringVar(&file, "sim-config", "", "YAML file with a sim block")
+	c.Flags().StringVar(&file, "sim-config", "", "YAML file with a sim block (its fields at the top level, or under a single sim: key)")
 	return c
+}
+
+// loadSimConfig reads a --sim-config file: a sim block's fields at the top
+// level, or a document with a single top-level sim: key holding them.
+// Problems are reported as FILE:LINE: FIELD: problem.
+func loadSimConfig(file string) (*sim.Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, app.Usage(err)
+	}
+	var probe yaml.Node
+	wrapped := false
+	if yaml.Unmarshal(data, &probe) == nil && len(probe.Content) == 1 && probe.Content[0].Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(probe.Content[0].Content); i += 2 {
+			// sim.Config has no field named sim: the key marks the
+			// wrapped form (strict decoding refuses any other top key).
+			if probe.Content[0].Content[i].Value == "sim" {
+				wrapped = true
+			}
+		}
+	}
+	cfg, prefix := &sim.Config{}, ""
+	var root *yaml.Node
+	if wrapped {
+		var doc struct {
+			Sim *sim.Config `yaml:"sim"`
+		}
+		if root, err = yamlx.Decode(file, data, &doc); err != nil {
+			return nil, err
+		}
+		if doc.Sim != nil {
+			cfg = doc.Sim
+		}
+		prefix = "sim."
+	} else if root, err = yamlx.Decode(file, data, cfg); err != nil {
+		return nil, err
+	}
+	col := &yamlx.Collector{File: file, Root: root}
+	config.ValidateSim(col, prefix, cfg)
+	if err := col.Err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
