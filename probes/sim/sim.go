@@ -70,12 +70,27 @@ func (c *Config) Validate() [][2]string {
 	if (c.ErrorRate > 0 || c.FailFirst > 0) && c.ErrorStatus == 0 {
 		add("error_status", "required when error_rate or fail_first is set")
 	}
+	// NaN fails every comparison: !(x >= 0) refuses it too.
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"noise_band", c.NoiseBand}, {"input_margin", c.InputMargin}, {"retry_after", c.RetryAfter}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add(f.name, "%v: must be a number at least 0", f.v)
+		}
+	}
+	if c.FailFirst < 0 {
+		add("fail_first", "%d: must be at least 0", c.FailFirst)
+	}
+	if c.AbuseFrom < 0 {
+		add("abuse_from_run", "%d: must be a run id (at least 1), or 0: never", c.AbuseFrom)
+	}
 	prev := int64(0)
 	for i, p := range c.Policies {
 		if p.FromRun < 1 {
 			add(fmt.Sprintf("policies[%d].from_run", i), "%d: run ids start at 1", p.FromRun)
 		}
-		if p.FromRun <= prev {
+		if p.FromRun >= 1 && p.FromRun <= prev {
 			add(fmt.Sprintf("policies[%d].from_run", i), "%d: policies must be in increasing from_run order", p.FromRun)
 		}
 		prev = p.FromRun

@@ -1,6 +1,8 @@
 package sim_test
 
 import (
+	"math"
+	"reflect"
 	"testing"
 
 	"github.com/driftprobe/driftprobe/corpus"
@@ -104,5 +106,23 @@ func TestValidate(t *testing.T) {
 		if !fields[f] {
 			t.Errorf("no error for %s: %v", f, errs)
 		}
+	}
+}
+
+// Every number of the block is checked, and a from_run below 1 is reported
+// once (not also as out of order).
+func TestValidateNumbers(t *testing.T) {
+	c := sim.Config{NoiseBand: -0.1, InputMargin: math.NaN(), RetryAfter: math.Inf(1), FailFirst: -1, ErrorStatus: 503, AbuseFrom: -2,
+		Policies: []sim.Policy{{FromRun: 0}}}
+	got := map[string]int{}
+	for _, e := range c.Validate() {
+		got[e[0]]++
+	}
+	want := map[string]int{"noise_band": 1, "input_margin": 1, "retry_after": 1, "fail_first": 1, "abuse_from_run": 1, "policies[0].from_run": 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("problems by field %v, want %v", got, want)
+	}
+	if errs := (&sim.Config{NoiseBand: 0.2, InputMargin: 0.3, RetryAfter: 2, AbuseFrom: 3}).Validate(); len(errs) != 0 {
+		t.Errorf("valid block: %v", errs)
 	}
 }
