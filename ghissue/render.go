@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,9 +181,19 @@ func Title(ev *diff.Event) string {
 		case b && !a:
 			down++
 		}
-		cats = append(cats, p.After.Categories...)
-		if ev.Direction == diff.Loosened || ev.Direction == diff.Mixed {
-			cats = append(cats, p.Before.Categories...)
+		// The categories that changed: a probe blocked before and after
+		// (one category more, say) names only the one it gained.
+		before, after := p.Before.Categories, p.After.Categories
+		if !b {
+			before = nil
+		}
+		if !a {
+			after = nil
+		}
+		gained, lost := catDiff(after, before), catDiff(before, after)
+		cats = append(cats, gained...)
+		if ev.Direction != diff.Tightened {
+			cats = append(cats, lost...)
 		}
 	}
 	var what string
@@ -192,10 +203,15 @@ func Title(ev *diff.Event) string {
 		what = plural(n, "probe's scores moved", "probes' scores moved") + " (" + ev.Direction + ")"
 	case ev.Kind == diff.KindNondeterminism:
 		what = plural(n, "probe flips on identical bytes", "probes flip on identical bytes")
-	case ev.Direction == diff.Tightened:
+	case ev.Direction == diff.Tightened && up == n:
 		what = plural(n, "probe now blocked", "probes now blocked")
-	case ev.Direction == diff.Loosened:
+	case ev.Direction == diff.Tightened:
+		// Some were blocked already and only gained a category or stage.
+		what = plural(n, "probe stricter", "probes stricter") + fmt.Sprintf(", %d now blocked", up)
+	case ev.Direction == diff.Loosened && down == n:
 		what = plural(n, "probe now allowed", "probes now allowed")
+	case ev.Direction == diff.Loosened:
+		what = plural(n, "probe looser", "probes looser") + fmt.Sprintf(", %d now allowed", down)
 	case ev.Direction == diff.Recategorized:
 		what = plural(n, "probe recategorized", "probes recategorized")
 	default:
@@ -229,6 +245,17 @@ func Title(ev *diff.Event) string {
 		t += " [reverted]"
 	}
 	return titleText(t, MaxTitle)
+}
+
+// catDiff returns the categories of a not in b.
+func catDiff(a, b []string) []string {
+	var out []string
+	for _, c := range a {
+		if !slices.Contains(b, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Labels returns the labels: driftprobe, the kind, the provider and

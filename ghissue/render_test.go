@@ -187,10 +187,29 @@ func TestTitle(t *testing.T) {
 	if got := Title(ev); got != want {
 		t.Errorf("title\n got %q\nwant %q", got, want)
 	}
+	// Probes blocked before and after (a category gained) are stricter,
+	// not "now blocked", and name only the category that changed.
+	for i := 0; i < 2; i++ {
+		ev.Probes = append(ev.Probes, diff.EventProbe{Before: diff.Verdict{Class: probes.BlockedInput, Categories: []string{"hate"}},
+			After: diff.Verdict{Class: probes.BlockedInput, Categories: []string{"hate", "weapons"}}})
+	}
+	want = "Provider policy change on azure-gpt4o-eastus: 9 probes stricter, 7 now blocked (violence, weapons, new: self_harm)"
+	if got := Title(ev); got != want {
+		t.Errorf("title\n got %q\nwant %q", got, want)
+	}
+	ev.Probes = ev.Probes[:7]
 	ev.Targets = []string{"a", "b", "c"}
 	ev.Direction = diff.Loosened
-	if got := Title(ev); !strings.HasPrefix(got, "Provider policy change on azure (3 targets: a, b, c): 7 probes now allowed") {
+	for i := range ev.Probes {
+		ev.Probes[i].Before, ev.Probes[i].After = ev.Probes[i].After, ev.Probes[i].Before
+	}
+	ev.NewCategories = nil
+	if got := Title(ev); got != "Provider policy change on azure (3 targets: a, b, c): 7 probes now allowed (self_harm, violence)" {
 		t.Errorf("provider-wide title %q", got)
+	}
+	ev.Probes[0].After = diff.Verdict{Class: probes.BlockedOutput, Categories: []string{"violence"}}
+	if got := Title(ev); got != "Provider policy change on azure (3 targets: a, b, c): 7 probes looser, 6 now allowed (self_harm, violence)" {
+		t.Errorf("looser title %q", got)
 	}
 	ev.Targets = []string{strings.Repeat("t", 300)}
 	if got := Title(ev); utf8.RuneCountInString(got) > MaxTitle {
