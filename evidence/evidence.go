@@ -5,9 +5,19 @@
 // ids, timestamps, model fingerprints, verdicts, categories, signals and
 // the stored response bodies with their hashes. The record carries a
 // SHA-256 over its own canonical JSON.
+//
+// What the database cannot supply is said, never papered over: a side of a
+// flip with no stored observation is absent (Probe.BeforeAbsent,
+// AfterAbsent), request bytes no stored observation holds any more are
+// missing (Request.Missing), a body retention dropped is absent
+// (Observation.ResponseAbsent). Absent is not a mismatch. Stored bytes
+// that cannot be read or do not hash to their fingerprint are problems
+// (Observation.Problem): the record is still produced, and says it does
+// not verify (AllVerified false, Record.Problems).
 package evidence
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,13 +35,25 @@ import (
 	"github.com/driftprobe/driftprobe/storage"
 )
 
+// Format is the record format this package writes and verifies.
+const Format = "driftprobe-evidence/1"
+
 // Request is the exact request of a probe on a target.
 type Request struct {
 	Method   string `json:"method"`
 	Path     string `json:"path"`
 	Body     string `json:"body"`
-	SHA256   string `json:"sha256"`
-	Verified bool   `json:"verified"` // sha256(method \n path \n body) equals the recorded fingerprint
+	SHA256   string `json:"sha256"`   // the event's request fingerprint
+	Verified bool   `json:"verified"` // sha256(method \n path \n body) equals the fingerprint
+	// ObservationID is the stored observation the bytes were read from:
+	// the before observation, else the after one, else (when neither
+	// holds readable bytes) another observation of the same bytes on the
+	// same target.
+	ObservationID int64 `json:"observation_id,omitempty"`
+	// Missing says why the record holds no request bytes (Method, Path
+	// and Body are then empty and Verified false): no stored observation
+	// holds them any more. Not a mismatch.
+	Missing string `json:"missing,omitempty"`
 }
 
 // Observation is one side of a flip.
@@ -55,6 +77,14 @@ type Observation struct {
 	ResponseSHA256 string          `json:"response_body_sha256"`
 	ResponseOK     bool            `json:"response_body_verified"`
 	Truncated      bool            `json:"response_body_truncated,omitempty"`
+	// ResponseAbsent says why the stored response body is not in the
+	// record (retention dropped it): ResponseSHA256 is still the hash of
+	// what was received. Not a mismatch.
+	ResponseAbsent string `json:"response_body_absent,omitempty"`
+	// Problem says why this observation's stored evidence does not verify:
+	// unreadable bodies, bytes that do not hash to their fingerprint, a
+	// request other than the event's.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Probe is the evidence for one flipped probe.
@@ -64,9 +94,11 @@ type Probe struct {
 	ProbeSHA256    string       `json:"probe_sha256"`
 	ProbeCanonical string       `json:"probe_canonical"`
 	Request        Request      `json:"request"`
-	SameBytes      bool         `json:"same_request_bytes"` // before and after sent identical bytes
+	SameBytes      bool         `json:"same_request_bytes"` // before and after sent identical bytes (false when a side is absent)
 	Before         *Observation `json:"before"`
+	BeforeAbsent   string       `json:"before_absent,omitempty"` // why Before is null
 	After          *Observation `json:"after"`
+	AfterAbsent    string       `json:"after_absent,omitempty"` // why After is null
 	FirstRun       int64        `json:"first_run"`
 	ConfirmedRun   int64        `json:"confirmed_run"`
 	Reverted       bool         `json:"reverted"`
@@ -80,88 +112,26 @@ type Record struct {
 	GeneratedAt time.Time   `json:"generated_at"`
 	Event       *diff.Event `json:"event"`
 	Probes      []Probe     `json:"probes"`
-	AllVerified bool        `json:"all_verified"`
+	AllVerified bool        `json:"all_verified"`  // no problem (see Problems); absences are not problems
 	SHA256      string      `json:"record_sha256"` // over this record with this field empty
 }
 
-// Build assembles the record of event id.
+// Build assembles the record of event id. Unreadable or mismatching stored
+// evidence does not fail it: the record says so (AllVerified false). Errors
+// are the event not existing (storage.ErrNotFound) and database failures.
 func Build(ctx context.Context, db *storage.DB, id int64, now time.Time) (*Record, error) {
 	ev, err := diff.GetEvent(ctx, db, id)
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{Format: "driftprobe-evidence/1", GeneratedAt: now.UTC(), Event: ev, AllVerified: true}
-	runs := map[int64]time.Time{}
-	runStart := func(id int64) time.Time {
-		if t, ok := runs[id]; ok {
-			return t
-		}
-		r, err := db.Run(ctx, id)
-		if err == nil {
-			runs[id] = r.StartedAt
-		}
-		return runs[id]
-	}
+	rec := &Record{Format: Format, GeneratedAt: now.UTC(), Event: ev}
+	b := &builder{ctx: ctx, db: db, ev: ev, runs: map[int64]time.Time{}, targets: map[string]int64{}}
 	for _, ep := range ev.Probes {
-		p := Probe{Target: ep.Target, ProbeID: ep.ProbeID, FirstRun: ep.FirstRun, ConfirmedRun: ep.ConfirmedRun, Reverted: ep.Reverted, FlipRate: ep.FlipRate}
-		var reqBody []byte
-		load := func(obsID int64) (*Observation, *storage.Observation, error) {
-			if obsID == 0 {
-				return nil, nil, nil
-			}
-			o, err := db.Observation(ctx, obsID)
-			if err != nil {
-				return nil, nil, err
-			}
-			rq, rs, err := db.ObservationBodies(ctx, obsID)
-			if err != nil {
-				return nil, nil, err
-			}
-			if reqBody == nil {
-				reqBody = rq
-				p.Request = Request{Method: o.RequestMethod, Path: o.RequestPath, Body: text(rq), SHA256: o.RequestSHA256}
-				req := probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: rq}
-				p.Request.Verified = req.SHA256() == o.RequestSHA256 && o.RequestSHA256 == ep.RequestSHA256
-			} else if string(rq) != string(reqBody) {
-				p.SameBytes = false
-			}
-			sum := sha256.Sum256(rs)
-			out := &Observation{ID: o.ID, RunID: o.RunID, RunStartedAt: runStart(o.RunID), ObservedAt: o.ObservedAt, Verdict: diff.VerdictOf(o.Result),
-				Stage: string(o.Result.Stage), Signals: o.Result.Signals, Reason: o.Result.Reason, Message: o.Result.Message, Heuristic: o.Result.Heuristic,
-				HTTPStatus: o.HTTPStatus, RequestID: o.Result.RequestID, ModelID: o.Result.ModelID, ModelFP: o.Result.ModelFP, Attempts: o.Attempts,
-				ResponseBody: text(rs), ResponseSHA256: o.BodySHA256, Truncated: o.BodyTruncated}
-			out.ResponseOK = o.BodySHA256 == "" && len(rs) == 0 || hex.EncodeToString(sum[:]) == o.BodySHA256
-			return out, o, nil
+		p, err := b.probe(ep)
+		if err != nil {
+			return nil, fmt.Errorf("evidence of %s/%s: %w", ep.Target, ep.ProbeID, err)
 		}
-		p.SameBytes = true
-		var bo, ao *storage.Observation
-		if p.Before, bo, err = load(ep.BeforeObs); err != nil {
-			return nil, err
-		}
-		if p.After, ao, err = load(ep.AfterObs); err != nil {
-			return nil, err
-		}
-		if bo != nil && ao != nil && bo.RequestSHA256 != ao.RequestSHA256 {
-			p.SameBytes = false
-		}
-		src := bo
-		if src == nil {
-			src = ao
-		}
-		if src != nil {
-			p.ProbeSHA256 = src.ProbeSHA256
-			if pr, err := db.Probe(ctx, src.ProbeSHA256); err == nil {
-				p.ProbeCanonical = pr.Canonical
-			} else if !errors.Is(err, storage.ErrNotFound) {
-				return nil, err
-			}
-		}
-		if ev.Kind == diff.KindNondeterminism {
-			p.Nondeterminism = "identical bytes got different answers: not evidence of a policy change"
-		}
-		ok := p.Request.Verified && p.SameBytes && (p.Before == nil || p.Before.ResponseOK) && (p.After == nil || p.After.ResponseOK)
-		rec.AllVerified = rec.AllVerified && ok
-		rec.Probes = append(rec.Probes, p)
+		rec.Probes = append(rec.Probes, *p)
 	}
 	sort.SliceStable(rec.Probes, func(i, j int) bool {
 		if rec.Probes[i].Target != rec.Probes[j].Target {
@@ -169,12 +139,284 @@ func Build(ctx context.Context, db *storage.DB, id int64, now time.Time) (*Recor
 		}
 		return rec.Probes[i].ProbeID < rec.Probes[j].ProbeID
 	})
+	rec.AllVerified = len(rec.Problems()) == 0
 	sum, err := rec.hash()
 	if err != nil {
 		return nil, err
 	}
 	rec.SHA256 = sum
 	return rec, nil
+}
+
+type builder struct {
+	ctx     context.Context
+	db      *storage.DB
+	ev      *diff.Event
+	runs    map[int64]time.Time
+	targets map[string]int64
+}
+
+func (b *builder) runStart(id int64) time.Time {
+	if t, ok := b.runs[id]; ok {
+		return t
+	}
+	r, err := b.db.Run(b.ctx, id)
+	if err == nil {
+		b.runs[id] = r.StartedAt
+	}
+	return b.runs[id]
+}
+
+// side is one loaded side of a flip.
+type side struct {
+	out    *Observation
+	obs    *storage.Observation
+	absent string
+	req    []byte // the stored request bytes, read and hashing to obs.RequestSHA256
+	reqOK  bool
+}
+
+func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
+	p := &Probe{Target: ep.Target, ProbeID: ep.ProbeID, FirstRun: ep.FirstRun, ConfirmedRun: ep.ConfirmedRun, Reverted: ep.Reverted, FlipRate: ep.FlipRate,
+		Request: Request{SHA256: ep.RequestSHA256}}
+	if b.ev.Kind == diff.KindNondeterminism {
+		p.Nondeterminism = "identical bytes got different answers: not evidence of a policy change"
+	}
+	before, err := b.side(ep, ep.BeforeObs)
+	if err != nil {
+		return nil, err
+	}
+	after, err := b.side(ep, ep.AfterObs)
+	if err != nil {
+		return nil, err
+	}
+	if ep.BeforeObs == 0 {
+		before.absent = "the event recorded no before observation for this probe"
+		if ep.Before.Class == "" {
+			before.absent = "no verdict had held as this probe's baseline on these bytes: there is no before observation"
+		}
+	}
+	if ep.AfterObs == 0 {
+		after.absent = "the event recorded no after observation for this probe"
+	}
+	p.Before, p.BeforeAbsent = before.out, before.absent
+	p.After, p.AfterAbsent = after.out, after.absent
+
+	// The request bytes.
+	switch {
+	case before.reqOK && before.obs.RequestSHA256 == ep.RequestSHA256:
+		p.Request = request(before.obs, before.req)
+	case after.reqOK && after.obs.RequestSHA256 == ep.RequestSHA256:
+		p.Request = request(after.obs, after.req)
+	default:
+		o, rq, err := b.storedRequest(ep, ep.BeforeObs, ep.AfterObs)
+		if err != nil {
+			return nil, err
+		}
+		if o != nil {
+			p.Request = request(o, rq)
+			break
+		}
+		p.Request.Missing = "no stored observation holds these request bytes any more"
+		if before.out != nil || after.out != nil {
+			p.Request.Missing = "no readable stored copy of these request bytes: the observations cited hold none (see their problems or absent bodies) and no other stored observation does"
+		}
+	}
+	if before.out != nil && after.out != nil {
+		p.SameBytes = before.obs.RequestSHA256 == ep.RequestSHA256 && after.obs.RequestSHA256 == ep.RequestSHA256
+		if before.reqOK && after.reqOK && !bytes.Equal(before.req, after.req) {
+			p.SameBytes = false
+		}
+	}
+
+	src := before.obs
+	if src == nil {
+		src = after.obs
+	}
+	if src != nil {
+		p.ProbeSHA256 = src.ProbeSHA256
+		if pr, err := b.db.Probe(b.ctx, src.ProbeSHA256); err == nil {
+			p.ProbeCanonical = pr.Canonical
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func request(o *storage.Observation, body []byte) Request {
+	return Request{Method: o.RequestMethod, Path: o.RequestPath, Body: text(body), SHA256: o.RequestSHA256, Verified: true, ObservationID: o.ID}
+}
+
+// side loads the observation obsID cites (0: none).
+func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
+	if obsID == 0 {
+		return side{}, nil
+	}
+	o, err := b.db.Observation(b.ctx, obsID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return side{absent: fmt.Sprintf("observation %d is no longer in the database", obsID)}, nil
+	}
+	if err != nil {
+		return side{}, err
+	}
+	out := &Observation{ID: o.ID, RunID: o.RunID, RunStartedAt: b.runStart(o.RunID), ObservedAt: o.ObservedAt, Verdict: diff.VerdictOf(o.Result),
+		Stage: string(o.Result.Stage), Signals: o.Result.Signals, Reason: o.Result.Reason, Message: o.Result.Message, Heuristic: o.Result.Heuristic,
+		HTTPStatus: o.HTTPStatus, RequestID: o.Result.RequestID, ModelID: o.Result.ModelID, ModelFP: o.Result.ModelFP, Attempts: o.Attempts,
+		ResponseSHA256: o.BodySHA256, Truncated: o.BodyTruncated}
+	s := side{out: out, obs: o}
+	var problems []string
+	if o.RequestSHA256 != ep.RequestSHA256 {
+		problems = append(problems, fmt.Sprintf("it sent request sha256 %s, not the event's %s", o.RequestSHA256, ep.RequestSHA256))
+	}
+	if o.BodiesPruned {
+		out.ResponseAbsent = "retention dropped the stored bodies; response_body_sha256 is the hash of what was received"
+	} else if rq, rs, err := b.db.ObservationBodies(b.ctx, obsID); err != nil {
+		if !storage.IsUnreadableBody(err) {
+			return side{}, fmt.Errorf("observation %d: %w", obsID, err)
+		}
+		problems = append(problems, err.Error()) // storage.ErrUnreadableBody: "stored body unreadable: ..."
+	} else {
+		req := probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: rq}
+		if got := req.SHA256(); got != o.RequestSHA256 {
+			problems = append(problems, fmt.Sprintf("stored request bytes hash to %s, recorded %s", got, o.RequestSHA256))
+		} else {
+			s.req, s.reqOK = rq, true
+		}
+		out.ResponseBody = text(rs)
+		sum := sha256.Sum256(rs)
+		switch got := hex.EncodeToString(sum[:]); {
+		case o.BodySHA256 == "" && len(rs) == 0, got == o.BodySHA256:
+			out.ResponseOK = true
+		case o.BodySHA256 == "":
+			problems = append(problems, fmt.Sprintf("stored response body hashes to %s, none recorded", got))
+		default:
+			problems = append(problems, fmt.Sprintf("stored response body hashes to %s, recorded %s", got, o.BodySHA256))
+		}
+	}
+	out.Problem = strings.Join(problems, "; ")
+	return s, nil
+}
+
+// storedRequest finds the request bytes of ep in another observation of
+// the same bytes on the same target (those of the confirming run first),
+// skipping the ids given. It returns nil when none holds readable bytes.
+func (b *builder) storedRequest(ep diff.EventProbe, skip ...int64) (*storage.Observation, []byte, error) {
+	tid, ok := b.targets[ep.Target]
+	if !ok {
+		t, err := b.db.TargetByName(b.ctx, ep.Target)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		tid = t.ID
+		b.targets[ep.Target] = tid
+	}
+	rows, err := b.db.SQL().QueryContext(b.ctx, `SELECT id FROM observations WHERE target_id = ? AND probe_id = ? AND request_sha256 = ? AND bodies_pruned = 0
+		ORDER BY ABS(run_id - ?), sample, id LIMIT 8`, tid, ep.ProbeID, ep.RequestSHA256, ep.ConfirmedRun)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+next:
+	for _, id := range ids {
+		for _, s := range skip {
+			if id == s {
+				continue next
+			}
+		}
+		o, err := b.db.Observation(b.ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		rq, _, err := b.db.ObservationBodies(b.ctx, id)
+		if err != nil {
+			if storage.IsUnreadableBody(err) {
+				continue
+			}
+			return nil, nil, err
+		}
+		req := probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: rq}
+		if req.SHA256() == ep.RequestSHA256 {
+			return o, rq, nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// Problems lists every reason the record's evidence does not verify, as
+// derived from its probes: stored evidence that could not be read or does
+// not hash to its fingerprint, and flips whose sides sent different bytes.
+// Absent observations, bodies and request bytes are not problems.
+func (r *Record) Problems() []string {
+	var out []string
+	for i := range r.Probes {
+		out = append(out, r.Probes[i].problems()...)
+	}
+	return out
+}
+
+func (p *Probe) problems() []string {
+	var out []string
+	name := p.Target + "/" + p.ProbeID
+	if !p.Request.Verified && p.Request.Missing == "" {
+		out = append(out, fmt.Sprintf("%s: request bytes not verified against sha256 %s", name, p.Request.SHA256))
+	}
+	for _, s := range p.sides() {
+		switch {
+		case s.o == nil:
+		case s.o.Problem != "":
+			out = append(out, fmt.Sprintf("%s: %s observation %d: %s", name, s.name, s.o.ID, s.o.Problem))
+		case !s.o.ResponseOK && s.o.ResponseAbsent == "":
+			out = append(out, fmt.Sprintf("%s: %s observation %d: response body not verified against sha256 %s", name, s.name, s.o.ID, s.o.ResponseSHA256))
+		}
+	}
+	if p.Before != nil && p.After != nil && !p.SameBytes {
+		out = append(out, fmt.Sprintf("%s: before and after did not send identical request bytes", name))
+	}
+	return out
+}
+
+type namedSide struct {
+	name   string
+	o      *Observation
+	absent string
+}
+
+func (p *Probe) sides() []namedSide {
+	return []namedSide{{"before", p.Before, p.BeforeAbsent}, {"after", p.After, p.AfterAbsent}}
+}
+
+// absences counts the observations, request bytes and response bodies the
+// record does not hold.
+func (r *Record) absences() (obs, reqs, bodies int) {
+	for _, p := range r.Probes {
+		for _, s := range p.sides() {
+			if s.o == nil {
+				obs++
+			} else if s.o.ResponseAbsent != "" {
+				bodies++
+			}
+		}
+		if p.Request.Missing != "" {
+			reqs++
+		}
+	}
+	return
 }
 
 func (r *Record) hash() (string, error) {
@@ -188,8 +430,35 @@ func (r *Record) hash() (string, error) {
 	return hex.EncodeToString(s[:]), nil
 }
 
-// Verify recomputes the record's own hash and every request fingerprint.
+// NotRecordError is returned for input that is not an evidence record.
+type NotRecordError struct{ Reason string }
+
+func (e *NotRecordError) Error() string { return "not an evidence record (" + e.Reason + ")" }
+
+// UnverifiedError is returned by Verify for an intact record (its own hash
+// and its request bytes check) whose evidence did not verify when it was
+// built: AllVerified is false, and Problems says why.
+type UnverifiedError struct{ Problems []string }
+
+func (e *UnverifiedError) Error() string {
+	return fmt.Sprintf("the record is intact but its evidence does not verify (all_verified false): %s", strings.Join(e.Problems, "; "))
+}
+
+// Verify checks a record: that it is one (a *NotRecordError if not), its
+// own hash, every request's bytes against its fingerprint, and that
+// all_verified agrees with the probes. A record that is intact but says its
+// evidence did not verify returns an *UnverifiedError.
 func Verify(r *Record) error {
+	switch {
+	case r.Format == "":
+		return &NotRecordError{fmt.Sprintf("no \"format\": %q", Format)}
+	case r.Format != Format:
+		return &NotRecordError{fmt.Sprintf("format %q, want %q", r.Format, Format)}
+	case r.Event == nil:
+		return &NotRecordError{"no event"}
+	case r.SHA256 == "":
+		return &NotRecordError{"no record_sha256"}
+	}
 	sum, err := r.hash()
 	if err != nil {
 		return err
@@ -198,12 +467,46 @@ func Verify(r *Record) error {
 		return fmt.Errorf("record_sha256 mismatch: recorded %s, computed %s", r.SHA256, sum)
 	}
 	for _, p := range r.Probes {
+		if !p.Request.Verified {
+			continue // Missing, or a problem Problems reports
+		}
 		req := probes.Request{Method: p.Request.Method, Path: p.Request.Path, Body: []byte(p.Request.Body)}
 		if got := req.SHA256(); got != p.Request.SHA256 {
 			return fmt.Errorf("%s/%s: request sha256 %s, recorded %s", p.Target, p.ProbeID, got, p.Request.SHA256)
 		}
 	}
+	problems := r.Problems()
+	if r.AllVerified != (len(problems) == 0) {
+		return fmt.Errorf("all_verified is %v but the probes list %d problem(s)", r.AllVerified, len(problems))
+	}
+	if len(problems) > 0 {
+		return &UnverifiedError{problems}
+	}
 	return nil
+}
+
+// VerifyJSON parses and verifies a record file's content. Content that is
+// not an evidence record is a *NotRecordError; fields a record does not
+// have (content record_sha256 does not cover) fail verification.
+func VerifyJSON(data []byte) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, &NotRecordError{err.Error()}
+	}
+	if err := Verify(&r); err != nil {
+		var nr *NotRecordError
+		if errors.As(err, &nr) {
+			return nil, err
+		}
+		return &r, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var strict Record
+	if err := dec.Decode(&strict); err != nil {
+		return &r, fmt.Errorf("content not covered by record_sha256: %v", err)
+	}
+	return &r, nil
 }
 
 func text(b []byte) string {
@@ -218,23 +521,72 @@ func text(b []byte) string {
 func WriteMarkdown(w io.Writer, r *Record) {
 	e := r.Event
 	fmt.Fprintf(w, "# driftprobe evidence: event %d\n\n", e.ID)
-	fmt.Fprintf(w, "- kind: %s, direction: %s, status: %s\n- targets: %s (provider %s)\n- runs: first seen %d, confirmed %d\n- corpus: %s (sha256 %s)\n- model: %s → %s\n- new categories: %s\n- all request and response hashes verified: %v\n- record sha256: %s\n\n",
+	fmt.Fprintf(w, "- kind: %s, direction: %s, status: %s\n- targets: %s (provider %s)\n- runs: first seen %d, confirmed %d\n- corpus: %s (sha256 %s)\n- model: %s → %s\n- new categories: %s\n",
 		e.Kind, e.Direction, e.Status, strings.Join(e.Targets, ", "), e.Provider, e.FirstRun, e.ConfirmedRun, e.CorpusVersion, e.CorpusHash,
-		orDash(e.ModelBefore), orDash(e.ModelAfter), orDash(strings.Join(e.NewCategories, ", ")), r.AllVerified, r.SHA256)
+		orDash(e.ModelBefore), orDash(e.ModelAfter), orDash(strings.Join(e.NewCategories, ", ")))
+	fmt.Fprintf(w, "- all request and response hashes verified: %v\n", r.AllVerified)
+	if obs, reqs, bodies := r.absences(); obs+reqs+bodies > 0 {
+		fmt.Fprintf(w, "- not in this record (absent, so not checked): %d observation(s), %d request(s), %d response body(ies); see the probes\n", obs, reqs, bodies)
+	}
+	for _, p := range r.Problems() {
+		fmt.Fprintf(w, "- does not verify: %s\n", p)
+	}
+	fmt.Fprintf(w, "- record sha256: %s\n\n", r.SHA256)
+	verdicts := map[string]diff.EventProbe{}
+	for _, ep := range e.Probes {
+		verdicts[ep.Target+"\x00"+ep.ProbeID] = ep
+	}
 	for _, p := range r.Probes {
 		fmt.Fprintf(w, "## %s / %s\n\n", p.Target, p.ProbeID)
-		fmt.Fprintf(w, "request %s %s, sha256 %s (verified: %v, identical bytes before and after: %v)\n\n", p.Request.Method, p.Request.Path, p.Request.SHA256, p.Request.Verified, p.SameBytes)
-		fmt.Fprintf(w, "%s\n%s\n%s\n\n", fence(p.Request.Body), p.Request.Body, fence(p.Request.Body))
-		for _, side := range []struct {
-			name string
-			o    *Observation
-		}{{"before", p.Before}, {"after", p.After}} {
-			if side.o == nil {
+		if p.Request.Missing != "" {
+			fmt.Fprintf(w, "request sha256 %s: the bytes are not in this record: %s\n\n", p.Request.SHA256, p.Request.Missing)
+		} else {
+			var same string
+			switch {
+			case p.Before != nil && p.After != nil:
+				same = fmt.Sprint(p.SameBytes)
+			case p.Before != nil:
+				same = "not applicable, no after observation"
+			case p.After != nil:
+				same = "not applicable, no before observation"
+			default:
+				same = "not applicable, neither observation"
+			}
+			from := fmt.Sprintf("observation %d", p.Request.ObservationID)
+			if (p.Before == nil || p.Before.ID != p.Request.ObservationID) && (p.After == nil || p.After.ID != p.Request.ObservationID) {
+				from += ", which the event does not cite: the same bytes on the same target"
+			}
+			fmt.Fprintf(w, "request %s %s, sha256 %s (verified: %v, identical bytes before and after: %s; bytes read from %s)\n\n",
+				p.Request.Method, p.Request.Path, p.Request.SHA256, p.Request.Verified, same, from)
+			fmt.Fprintf(w, "%s\n%s\n%s\n\n", fence(p.Request.Body), p.Request.Body, fence(p.Request.Body))
+		}
+		ep := verdicts[p.Target+"\x00"+p.ProbeID]
+		for _, s := range p.sides() {
+			o := s.o
+			if o == nil {
+				v := ep.Before
+				if s.name == "after" {
+					v = ep.After
+				}
+				verdict := "no verdict"
+				if v.Class != "" {
+					verdict = v.String() + " (as the event recorded it)"
+				}
+				fmt.Fprintf(w, "- %s: %s; no observation in this record: %s\n", s.name, verdict, s.absent)
 				continue
 			}
-			o := side.o
-			fmt.Fprintf(w, "- %s: run %d (%s), %s, HTTP %d, provider request id `%s`, model `%s` `%s`, reason `%s`\n", side.name, o.RunID,
+			fmt.Fprintf(w, "- %s: observation %d, run %d (%s), %s, HTTP %d, provider request id `%s`, model `%s` `%s`, reason `%s`", s.name, o.ID, o.RunID,
 				o.ObservedAt.Format(time.RFC3339), o.Verdict.String(), o.HTTPStatus, o.RequestID, o.ModelID, o.ModelFP, o.Reason)
+			switch {
+			case o.Problem != "":
+				fmt.Fprintf(w, "; DOES NOT VERIFY: %s", o.Problem)
+			case o.ResponseAbsent != "":
+				fmt.Fprintf(w, "; response body not in this record: %s", o.ResponseAbsent)
+			}
+			fmt.Fprintln(w)
+		}
+		if p.Nondeterminism != "" {
+			fmt.Fprintf(w, "- note: %s\n", p.Nondeterminism)
 		}
 		fmt.Fprintln(w)
 	}
