@@ -366,8 +366,10 @@ func (d *detector) run(obs []*storage.Observation) error {
 	if len(newlyND) > 0 || len(ndFlips) > 0 {
 		for _, pid := range newlyND {
 			st := states[pid]
+			// byProbe[pid] was sorted by sample above: [0] is this run's
+			// observation the probe was marked on.
 			ndFlips = append(ndFlips, flip{probeID: pid, sha: st.sha, before: st.baseline, after: st.lastVerdict, firstRun: run,
-				beforeObs: st.baselineObs, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)})
+				beforeObs: st.baselineObs, afterObs: byProbe[pid][0].ID, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)})
 		}
 		if err := d.event(KindNondeterminism, ndFlips, nil, nil, states); err != nil {
 			return err

@@ -155,6 +155,31 @@ targets:
 	if count == 0 || len(probesUnique(listed)) != count {
 		t.Errorf("%d probes marked nondeterministic, events list %v", count, probesUnique(listed))
 	}
+	// Each probe cites the observation it was marked on: sample 0 of the
+	// confirming run, with the event's bytes (evidence and retention rely
+	// on it).
+	var missing int
+	if err := e.Store.SQL().QueryRow(`SELECT COUNT(*) FROM event_probes ep JOIN events ev ON ev.id = ep.event_id
+		LEFT JOIN observations o ON o.id = ep.after_obs AND o.run_id = ep.confirmed_run AND o.probe_id = ep.probe_id AND o.sample = 0 AND o.request_sha256 = ep.request_sha256
+		WHERE ev.kind = 'nondeterminism' AND o.id IS NULL`).Scan(&missing); err != nil || missing != 0 {
+		t.Errorf("%d nondeterministic probes cite no after observation (%v)", missing, err)
+	}
+
+	// A database written before the fix (after_obs 0, schema 7): migration
+	// 8 finds the same observations.
+	var want int64
+	e.Store.SQL().QueryRow(`SELECT SUM(after_obs) FROM event_probes WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`).Scan(&want)
+	for _, q := range []string{`UPDATE event_probes SET after_obs = 0 WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`, `PRAGMA user_version = 7`} {
+		if _, err := e.Store.SQL().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Reload()
+	var got int64
+	e.Store.SQL().QueryRow(`SELECT SUM(after_obs) FROM event_probes WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`).Scan(&got)
+	if got != want || want == 0 {
+		t.Errorf("migration 8 restored after_obs summing to %d, want %d", got, want)
+	}
 }
 
 func probesUnique(ids []string) []string {
