@@ -38,3 +38,25 @@ func TestDiffMissingRun(t *testing.T) {
 		}
 	}
 }
+
+// Changing a target's parameters changes its request bytes: the run says
+// the baselines restart (text and --json), instead of resetting them
+// silently.
+func TestRunSaysBaselinesRestart(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	os.WriteFile(a, []byte("targets:\n  - {name: sim-a, provider: sim, model: sim-large}\n"), 0o644)
+	os.WriteFile(b, []byte("targets:\n  - {name: sim-a, provider: sim, model: sim-large, max_tokens: 32}\n"), 0o644)
+	if stdout, stderr, code := runIn(t, "run", "--config", a, "--db", db, "--no-progress"); code != 0 || strings.Contains(stdout, "baselines restart") {
+		t.Fatalf("first run: exit %d: %s%s", code, stdout, stderr)
+	}
+	stdout, stderr, code := runIn(t, "run", "--config", b, "--db", db, "--no-progress")
+	if code != 0 || !strings.Contains(stdout, "sim-a: 62 probe(s) sent other request bytes than their baseline") {
+		t.Errorf("run after max_tokens changed: exit %d: %s%s", code, stdout, stderr)
+	}
+	stdout, _, _ = runIn(t, "run", "--json", "--config", b, "--db", db, "--no-progress")
+	if !strings.Contains(stdout, `"input_changes": 0`) {
+		t.Errorf("the next run changes nothing: %s", stdout)
+	}
+}

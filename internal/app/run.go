@@ -118,6 +118,14 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 		return nil, fmt.Errorf("detection: %w", err)
 	}
 	res.Detection = det
+	if o.Logger != nil {
+		for _, ts := range det.Stats {
+			if ts.InputChanges > 0 {
+				o.Logger.Warn("request bytes changed: these probes' baselines restart (nothing is compared across the change)",
+					"target", ts.Target, "probes", ts.InputChanges, "run", sum.RunID)
+			}
+		}
+	}
 	if ids := det.EventIDs(); len(ids) > 0 {
 		if res.Events, err = diff.ListEvents(context.WithoutCancel(ctx), st, diff.Filter{IDs: ids}); err != nil {
 			return nil, err
@@ -308,6 +316,10 @@ type (
 		TokensIn       int            `json:"tokens_in"`
 		TokensOut      int            `json:"tokens_out"`
 		CostUSD        float64        `json:"cost_usd"`
+		// InputChanges counts probes whose request bytes differ from
+		// their baseline's (corpus or target parameters changed): their
+		// baselines restart.
+		InputChanges int `json:"input_changes"`
 	}
 )
 
@@ -319,6 +331,7 @@ func (r *RunResult) JSON() RunJSON {
 	if out.Events == nil {
 		out.Events = []*diff.Event{}
 	}
+	inputChanges := r.inputChanges()
 	for _, t := range s.Targets {
 		v := map[string]int{}
 		for _, c := range probes.Classes {
@@ -326,7 +339,19 @@ func (r *RunResult) JSON() RunJSON {
 		}
 		out.Targets = append(out.Targets, TargetJSON{Target: t.Target, Provider: t.Provider, Status: t.Status, Observations: t.Observations,
 			Verdicts: v, RequestsSHA256: t.RequestsSHA256, Requests: t.Requests, Retries: t.Retries, BreakerOpened: t.BreakerOpened,
-			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD})
+			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target]})
+	}
+	return out
+}
+
+// inputChanges returns, by target, how many probes detection found with
+// other request bytes than their baseline.
+func (r *RunResult) inputChanges() map[string]int {
+	out := map[string]int{}
+	if r.Detection != nil {
+		for _, ts := range r.Detection.Stats {
+			out[ts.Target] = ts.InputChanges
+		}
 	}
 	return out
 }
@@ -344,6 +369,7 @@ func WriteSummary(w io.Writer, r *RunResult) {
 			c[probes.Transient], c[probes.ClientError], c[probes.FilterUnavailable], t.Requests, t.CostUSD)
 	}
 	tw.Flush()
+	inputChanges := r.inputChanges()
 	for _, t := range s.Targets {
 		var notes []string
 		if t.BreakerOpened {
@@ -354,6 +380,9 @@ func WriteSummary(w io.Writer, r *RunResult) {
 		}
 		if t.Counts[probes.AbuseBlock] > 0 {
 			notes = append(notes, "ACCOUNT-LEVEL ENFORCEMENT (abuse_block): every user of this account is affected")
+		}
+		if n := inputChanges[t.Target]; n > 0 {
+			notes = append(notes, fmt.Sprintf("%d probe(s) sent other request bytes than their baseline (corpus or target parameters changed): their baselines restart", n))
 		}
 		if len(notes) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", t.Target, strings.Join(notes, "; "))
