@@ -46,6 +46,19 @@ targets:
 	if err := json.Unmarshal([]byte(stdout), &run); err != nil {
 		t.Fatal(err)
 	}
+	// One name for the corpus hash in both contracts.
+	var hashes struct {
+		Plan string `json:"corpus_sha256"`
+	}
+	var runHash struct {
+		Run string `json:"corpus_sha256"`
+	}
+	planOut, _, _ := runIn(t, "plan", "--json", "--config", cfg)
+	json.Unmarshal([]byte(planOut), &hashes)
+	json.Unmarshal([]byte(stdout), &runHash)
+	if hashes.Plan == "" || hashes.Plan != runHash.Run || hashes.Plan != plan.CorpusHash {
+		t.Errorf("plan corpus_sha256 %q, run's %q, plan corpus_hash %q", hashes.Plan, runHash.Run, plan.CorpusHash)
+	}
 	for i, rt := range run.Targets {
 		if rt.Target != plan.Targets[i].Target || rt.RequestsSHA256 != plan.Targets[i].RequestsSHA256 {
 			t.Errorf("%s: run requests_sha256 %s, plan said %s", rt.Target, rt.RequestsSHA256, plan.Targets[i].RequestsSHA256)

@@ -32,7 +32,8 @@ type planTarget struct {
 type planOutput struct {
 	CorpusName    string       `json:"corpus_name"`
 	CorpusVersion string       `json:"corpus_version"`
-	CorpusHash    string       `json:"corpus_hash"`
+	CorpusSHA256  string       `json:"corpus_sha256"` // as in run --json
+	CorpusHash    string       `json:"corpus_hash"`   // the same; kept for scripts written before corpus_sha256
 	Targets       []planTarget `json:"targets"`
 }
 
@@ -67,7 +68,7 @@ the database is not opened.`,
 				return err
 			}
 			defer closeTargets()
-			out := planOutput{CorpusName: cp.Name, CorpusVersion: cp.Version, CorpusHash: cp.Hash, Targets: []planTarget{}}
+			out := planOutput{CorpusName: cp.Name, CorpusVersion: cp.Version, CorpusSHA256: cp.Hash, CorpusHash: cp.Hash, Targets: []planTarget{}}
 			for _, t := range targets {
 				tc := t.Config
 				p := runner.Plan(cp, t)
