@@ -851,6 +851,18 @@ func (t *Target) Key() (string, error) {
 	return v, nil
 }
 
+// Where returns "FILE:LINE: " for the value at path (dotted, as in
+// messages), or "" when c came from no file or the file does not set it.
+func (c *Config) Where(path string) string {
+	if c.File == "" {
+		return ""
+	}
+	if n := yamlx.Find(c.root, path); n != nil {
+		return fmt.Sprintf("%s:%d: ", c.File, n.Line)
+	}
+	return ""
+}
+
 // Target returns the target named name, or nil.
 func (c *Config) Target(name string) *Target {
 	for _, t := range c.Targets {

@@ -129,6 +129,8 @@ func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("targets:\n  - name: x\n    provider: nope\n    model: m\n"), 0o644)
+	noCorpus := filepath.Join(dir, "nocorpus.yaml")
+	os.WriteFile(noCorpus, []byte("corpus: ./no/such/corpus\ntargets:\n  - {name: x, provider: sim, model: m}\n"), 0o644)
 	cases := []struct {
 		args []string
 		code int
@@ -141,7 +143,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--config", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
 		{[]string{"diff"}, 2, "--target is required"},
 		{[]string{"compare", "--from", "a"}, 2, "--from and --to are required"},
-		{[]string{"corpus", "lint", filepath.Join(dir, "nocorpus")}, 2, "not a directory"},
+		{[]string{"corpus", "lint", filepath.Join(dir, "nocorpus")}, 2, "nocorpus does not exist"},
+		{[]string{"corpus", "lint", bad}, 2, "bad.yaml is not a directory (a corpus is a directory"},
+		{[]string{"config", "check", "--config", noCorpus}, 2, "nocorpus.yaml:1: corpus: ./no/such/corpus does not exist (a relative path is read from the working directory"},
 		{[]string{"version"}, 0, "driftprobe"},
 		{[]string{"config", "check"}, 0, "ok"},
 		{[]string{"corpus", "lint"}, 0, "62 probes"},

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/corpus"
@@ -66,15 +67,26 @@ func LoadConfig(path, dbOverride string, needKeys bool) (*config.Config, error) 
 // LoadCorpus loads dir, else the config's corpus, else the embedded default,
 // and checks (and, when lock is true, extends) its lock.
 func LoadCorpus(c *config.Config, dir string, lock bool) (*corpus.Corpus, error) {
+	where := "" // FILE:LINE: when the directory comes from the config
 	if dir == "" && c != nil {
-		dir = c.Corpus
+		dir, where = c.Corpus, c.Where("corpus")
 	}
 	if dir == "" {
 		cp, err := corpus.Default()
 		return cp, Usage(err)
 	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, Usage(fmt.Errorf("%s: corpus: not a directory", dir))
+	switch st, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		rel := ""
+		if !filepath.IsAbs(dir) {
+			wd, _ := os.Getwd()
+			rel = fmt.Sprintf(" (a relative path is read from the working directory, %s)", wd)
+		}
+		return nil, Usage(fmt.Errorf("%scorpus: %s does not exist%s", where, dir, rel))
+	case err != nil:
+		return nil, Usage(fmt.Errorf("%scorpus: %w", where, err))
+	case !st.IsDir():
+		return nil, Usage(fmt.Errorf("%scorpus: %s is not a directory (a corpus is a directory with corpus.yaml and corpus.lock)", where, dir))
 	}
 	cp, err := corpus.Load(dir)
 	if err != nil {
