@@ -16,7 +16,15 @@ import (
 // characters (including bidirectional overrides and line breaks) and
 // invalid UTF-8 are escaped (\n, \x1b, \u202e), and text beyond 300 runes
 // is cut.
-func Clean(s string) string {
+func Clean(s string) string { return clean(s, true) }
+
+// Safe makes text that may already hold Clean's escapes (an error message
+// built from Clean'd parts, as stored with a failed attribution) safe for a
+// terminal without escaping it twice: like Clean, but backslashes are left
+// as they are.
+func Safe(s string) string { return clean(s, false) }
+
+func clean(s string, escBackslash bool) string {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(s); {
@@ -24,7 +32,7 @@ func Clean(s string) string {
 		switch {
 		case r == utf8.RuneError && w == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\':
+		case r == '\\' && escBackslash:
 			b.WriteString(`\\`)
 		case r < 0x80 && (unicode.IsControl(r)):
 			q := strconv.QuoteRuneToASCII(r)

@@ -110,7 +110,7 @@ func StoredAttribution(ctx context.Context, st *storage.DB, w io.Writer) (*attri
 	}
 	fmt.Fprintf(w, "stored report %d, made after run %d at %s\n", ok.ID, ok.RunID, ok.CreatedAt.UTC().Format(time.RFC3339))
 	if latest != nil && !latest.OK() {
-		fmt.Fprintf(w, "the latest attempt, after run %d at %s, failed: %s\n", latest.RunID, latest.CreatedAt.UTC().Format(time.RFC3339), attribution.Clean(latest.Error))
+		fmt.Fprintf(w, "the latest attempt, after run %d at %s, failed: %s\n", latest.RunID, latest.CreatedAt.UTC().Format(time.RFC3339), attribution.Safe(latest.Error))
 	}
 	return &rep, nil
 }

@@ -391,7 +391,7 @@ func WriteSummary(w io.Writer, r *RunResult) {
 	switch a := r.Attribution; {
 	case a == nil:
 	case a.Error != "":
-		fmt.Fprintf(w, "attribution failed (the run is recorded): %s\n", attribution.Clean(a.Error))
+		fmt.Fprintf(w, "attribution failed (the run is recorded): %s\n", attribution.Safe(a.Error))
 	default:
 		fmt.Fprintf(w, "attribution · %d series · %d provider, %d traffic, %d inconclusive · uncovered categories: %d · details: driftprobe attribute\n",
 			a.Series, a.Changes[attribution.Provider], a.Changes[attribution.Traffic], a.Changes[attribution.Inconclusive], a.Uncovered)
