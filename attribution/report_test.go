@@ -28,10 +28,10 @@ func TestClean(t *testing.T) {
 	// Safe escapes what is dangerous once, and leaves text Clean made
 	// (backslash escapes) as it is.
 	for in, want := range map[string]string{
-		Clean("a\x1b[31mred"):     `a\x1b[31mred`,
+		Clean("a\x1b[31mred"):    `a\x1b[31mred`,
 		"raw\x1b[31m and \u202e": `raw\x1b[31m and \u202e`,
 		"raw \x1b and \u202e ok": `raw \x1b and \u202e ok`,
-		`back\slash`:              `back\slash`,
+		`back\slash`:             `back\slash`,
 	} {
 		if got := Safe(in); got != want {
 			t.Errorf("Safe(%q) = %q, want %q", in, got, want)
