@@ -78,6 +78,11 @@ DIR/demo.yaml --production DIR/production.jsonl).`,
 				return err
 			}
 			db := filepath.Join(dir, "demo.db")
+			if _, err := os.Stat(db); err == nil {
+				// Its runs would continue the old ones on a virtual clock
+				// that starts over.
+				return app.Usage(fmt.Errorf("demo: %s already holds a demo database: give --dir an empty or new directory", dir))
+			}
 			cfgFile := filepath.Join(dir, "demo.yaml")
 			text := fmt.Sprintf(demoConfig, db)
 			if err := os.WriteFile(cfgFile, []byte(text), 0o644); err != nil {

@@ -227,6 +227,15 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
+	// --dir keeps the files; a directory that already holds a demo is
+	// refused rather than continued on a clock that starts over.
+	dir := t.TempDir()
+	if _, stderr, code := runIn(t, "demo", "--runs", "1", "--dir", dir); code != 0 {
+		t.Fatalf("demo --dir: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "demo", "--runs", "1", "--dir", dir); code != 2 || !strings.Contains(stderr, "already holds a demo database") {
+		t.Errorf("second demo in %s: exit %d: %s", dir, code, stderr)
+	}
 }
 
 // A second process is refused while another holds the run lease, and says
