@@ -119,6 +119,7 @@ type flip struct {
 	modelAfter  string
 	flipRate    float64
 	scores      string // for score drift: "before -> after"
+	moves       string // for score drift: the keys that moved past the tolerance (scoreMoves)
 }
 
 func modelOf(r probes.Result) string { return r.ModelID + "|" + r.ModelFP }
@@ -424,7 +425,7 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores string, 
 	if st.driftRuns >= d.p.ConfirmRuns {
 		*out = append(*out, flip{probeID: st.probeID, sha: st.sha, before: st.baseline, after: st.baseline, beforeObs: st.baselineObs,
 			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.baselineModel, modelAfter: modelOf(o.Result),
-			scores: st.baselineScores + " -> " + scores})
+			scores: st.baselineScores + " -> " + scores, moves: scoreMoves(st.baselineScores, scores, d.p.ScoreTolerance)})
 		st.baselineScores, st.driftRuns, st.driftScores = scores, 0, ""
 	}
 	return nil
@@ -776,10 +777,11 @@ func scoreDirection(flips []flip) string {
 }
 
 func (d *detector) addProbe(eid int64, f flip) error {
-	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0`,
-		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate)
+	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate, score_moves)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0,
+			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END`,
+		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves)
 	return err
 }
 

@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -165,11 +166,12 @@ targets:
 		t.Errorf("%d nondeterministic probes cite no after observation (%v)", missing, err)
 	}
 
-	// A database written before the fix (after_obs 0, schema 7): migration
-	// 8 finds the same observations.
+	// A database written before the fix (after_obs 0, schema 7, so
+	// without later columns): migration 8 finds the same observations.
 	var want int64
 	e.Store.SQL().QueryRow(`SELECT SUM(after_obs) FROM event_probes WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`).Scan(&want)
-	for _, q := range []string{`UPDATE event_probes SET after_obs = 0 WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`, `PRAGMA user_version = 7`} {
+	for _, q := range []string{`UPDATE event_probes SET after_obs = 0 WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`,
+		`ALTER TABLE event_probes DROP COLUMN score_moves`, `PRAGMA user_version = 7`} {
 		if _, err := e.Store.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -375,6 +377,16 @@ targets:
 	for _, p := range ev.Probes {
 		if !strings.HasPrefix(p.ProbeID, "privacy-") || p.Before.Key() != p.After.Key() {
 			t.Errorf("unexpected drift probe %s %v→%v", p.ProbeID, p.Before, p.After)
+		}
+		// Each probe says which scores moved: privacy's, by -0.2 (the sim
+		// scores the prompt and the completion: two keys), nothing else.
+		if len(p.ScoreMoves) == 0 {
+			t.Errorf("%s: no score moves recorded", p.ProbeID)
+		}
+		for _, m := range p.ScoreMoves {
+			if strings.TrimPrefix(m.Key, "prompt.") != "privacy" || math.Abs(m.After-m.Before+0.2) > 1e-9 {
+				t.Errorf("%s: move %+v, want privacy by -0.2", p.ProbeID, m)
+			}
 		}
 	}
 	if len(ev.Probes) < 2 {

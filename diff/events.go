@@ -22,6 +22,9 @@ type EventProbe struct {
 	FirstRun      int64   `json:"first_run"`
 	ConfirmedRun  int64   `json:"confirmed_run"`
 	FlipRate      float64 `json:"flip_rate"`
+	// ScoreMoves (score drift only) are the scores that moved past the
+	// tolerance on the unchanged verdict, largest first.
+	ScoreMoves []ScoreMove `json:"score_moves,omitempty"`
 	Reverted      bool    `json:"reverted"`
 	RevertedRun   int64   `json:"reverted_run,omitempty"`
 }
@@ -149,19 +152,20 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 		e.Targets = append(e.Targets, n)
 	}
 	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run
+	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves
 		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id = ? ORDER BY t.name, ep.probe_id`, e.ID)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		var p EventProbe
-		var b, a string
-		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun); err != nil {
+		var b, a, moves string
+		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves); err != nil {
 			rows.Close()
 			return err
 		}
 		p.Before, p.After, p.Reverted = ParseKey(b), ParseKey(a), p.RevertedRun != 0
+		p.ScoreMoves = parseScoreMoves(moves)
 		e.Probes = append(e.Probes, p)
 	}
 	rows.Close()

@@ -26,7 +26,9 @@
 package diff
 
 import (
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/driftprobe/driftprobe/probes"
@@ -185,4 +187,61 @@ func maxScoreDelta(a, b string) float64 {
 		}
 	}
 	return max
+}
+
+// ScoreMove is one score a score-drift event saw move on a probe.
+type ScoreMove struct {
+	Key    string  `json:"key"` // the provider's score key, as the signal names it
+	Before float64 `json:"before"`
+	After  float64 `json:"after"`
+}
+
+// scoreMoves encodes the keys of two score strings (scoreString) whose
+// values differ by more than tol, largest move first:
+// "key=before->after;...".
+func scoreMoves(before, after string, tol float64) string {
+	bm, am := parseScores(before), parseScores(after)
+	var moves []ScoreMove
+	for k, bv := range bm {
+		if av, ok := am[k]; ok && math.Abs(av-bv) > tol {
+			moves = append(moves, ScoreMove{Key: k, Before: bv, After: av})
+		}
+	}
+	sort.Slice(moves, func(i, j int) bool {
+		di, dj := math.Abs(moves[i].After-moves[i].Before), math.Abs(moves[j].After-moves[j].Before)
+		if di != dj {
+			return di > dj
+		}
+		return moves[i].Key < moves[j].Key
+	})
+	parts := make([]string, len(moves))
+	for i, m := range moves {
+		parts[i] = m.Key + "=" + trimFloat(m.Before) + "->" + trimFloat(m.After)
+	}
+	return strings.Join(parts, ";")
+}
+
+// parseScoreMoves reads scoreMoves' encoding; malformed parts are skipped.
+func parseScoreMoves(s string) []ScoreMove {
+	if s == "" {
+		return nil
+	}
+	var out []ScoreMove
+	for _, p := range strings.Split(s, ";") {
+		i := strings.LastIndexByte(p, '=')
+		if i < 0 {
+			continue
+		}
+		b, a, ok := strings.Cut(p[i+1:], "->")
+		if !ok {
+			continue
+		}
+		bv, err1 := strconv.ParseFloat(b, 64)
+		av, err2 := strconv.ParseFloat(a, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, ScoreMove{Key: p[:i], Before: bv, After: av})
+	}
+	return out
 }

@@ -60,3 +60,43 @@ func TestRunSaysBaselinesRestart(t *testing.T) {
 		t.Errorf("the next run changes nothing: %s", stdout)
 	}
 }
+
+// events shows what each kind is about: score drift the scores that moved
+// on the unchanged verdict (not every category of the verdicts), and
+// nondeterminism the baseline, the latest verdict and the flip rate.
+func TestEventsDisplayByKind(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, sim string
+		runs      int
+		want      []string
+		not       []string
+	}{
+		{"drift", "{policies: [{from_run: 3, score_shift: {privacy: -0.2}}]}", 5,
+			[]string{"[SCORE_DRIFT] loosened (privacy, prompt.privacy)", "SCORES MOVED", "privacy 0.", "→0."}, []string{"harassment"}},
+		{"noise", "{noise: 0.5, noise_band: 0.3}", 6,
+			[]string{"[NONDETERMINISM]", "BASELINE", "LATEST", "FLIP_RATE", "%"}, nil},
+	} {
+		cfg, db := filepath.Join(dir, c.name+".yaml"), filepath.Join(dir, c.name+".db")
+		os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: m, sim: "+c.sim+"}\n"), 0o644)
+		for i := 0; i < c.runs; i++ {
+			if _, stderr, code := runIn(t, "run", "--config", cfg, "--db", db, "--no-progress"); code != 0 {
+				t.Fatalf("%s run: exit %d: %s", c.name, code, stderr)
+			}
+		}
+		stdout, stderr, code := runIn(t, "events", "--config", cfg, "--db", db)
+		if code != 0 {
+			t.Fatalf("%s events: exit %d: %s", c.name, code, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%s: events lack %q:\n%s", c.name, w, stdout)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(stdout, w) {
+				t.Errorf("%s: events name %q:\n%s", c.name, w, stdout)
+			}
+		}
+	}
+}

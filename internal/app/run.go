@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/wire"
 	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -406,6 +408,9 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 	}
 	for _, e := range evs {
 		status := e.Status
+		if e.LastRun > e.ConfirmedRun {
+			status = fmt.Sprintf("updated run %d · %s", e.LastRun, status)
+		}
 		fmt.Fprintf(w, "\nevent %d [%s] %s %s on %s (%s) · runs %d→%d · %s\n", e.ID, strings.ToUpper(e.Kind), e.Direction, categoriesOf(e),
 			strings.Join(e.Targets, ", "), e.Provider, e.FirstRun, e.ConfirmedRun, status)
 		for _, c := range byEvent[e.ID] {
@@ -421,13 +426,33 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 			fmt.Fprintf(w, "  model: %s → %s\n", e.ModelBefore, e.ModelAfter)
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBEFORE\tAFTER\tCONFIRMED\t")
-		for _, p := range e.Probes {
-			after := p.After.String()
-			if p.Reverted {
-				after += " (reverted)"
+		switch e.Kind {
+		case diff.KindScoreDrift:
+			// The verdict held; the scores moved.
+			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tVERDICT\tSCORES MOVED\tCONFIRMED\t")
+			for _, p := range e.Probes {
+				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, p.Before.String(), movesText(p.ScoreMoves, 3), p.ConfirmedRun)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, p.Before.String(), after, p.ConfirmedRun)
+		case diff.KindNondeterminism:
+			// The probe flips on identical bytes: its baseline (if one
+			// ever held), the latest verdict and how often it flipped.
+			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBASELINE\tLATEST\tFLIP_RATE\tMARKED\t")
+			for _, p := range e.Probes {
+				base := p.Before.String()
+				if p.Before.Class == "" {
+					base = "(none held)"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\t%.0f%%\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, base, p.After.String(), 100*p.FlipRate, p.ConfirmedRun)
+			}
+		default:
+			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBEFORE\tAFTER\tCONFIRMED\t")
+			for _, p := range e.Probes {
+				after := p.After.String()
+				if p.Reverted {
+					after += " (reverted)"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, p.Before.String(), after, p.ConfirmedRun)
+			}
 		}
 		tw.Flush()
 		if e.IssueURL != "" {
@@ -436,9 +461,36 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 	}
 }
 
+// movesText is up to n score moves, "key 0.02→0.32", keys escaped (they
+// are the provider's).
+func movesText(moves []diff.ScoreMove, n int) string {
+	if len(moves) == 0 {
+		return "-"
+	}
+	var parts []string
+	for i, m := range moves {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("+%d more", len(moves)-n))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s→%s", attribution.Clean(wire.Shorten(m.Key, 40)), trimScore(m.Before), trimScore(m.After)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func trimScore(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// categoriesOf names what an event is about: the categories of the
+// verdicts that changed or, for score drift, the scores that moved.
 func categoriesOf(e *diff.Event) string {
 	var cats []string
 	for _, p := range e.Probes {
+		if e.Kind == diff.KindScoreDrift {
+			for _, m := range p.ScoreMoves {
+				cats = append(cats, attribution.Clean(wire.Shorten(m.Key, 40)))
+			}
+			continue
+		}
 		cats = append(cats, p.After.Categories...)
 		cats = append(cats, p.Before.Categories...)
 	}
