@@ -317,6 +317,19 @@ func probeRow(ev *diff.Event, e *Evidence, p diff.EventProbe) string {
 	if p.Reverted {
 		after += fmt.Sprintf(" (reverted in run %d)", p.RevertedRun)
 	}
+	// Score drift: the verdict held, these scores moved (provider keys:
+	// each through code, which neutralizes anything but a safe token).
+	for i, m := range p.ScoreMoves {
+		if i == 3 {
+			after += fmt.Sprintf(", +%d more", len(p.ScoreMoves)-3)
+			break
+		}
+		sep := ", "
+		if i == 0 {
+			sep = "; scores moved: "
+		}
+		after += sep + code(truncRunes(m.Key, 40)) + " " + strconv.FormatFloat(m.Before, 'f', -1, 64) + " → " + strconv.FormatFloat(m.After, 'f', -1, 64)
+	}
 	return fmt.Sprintf("| %s | %s | %s | %s → %s | %s → %s | run %d |\n",
 		code(p.Target), code(truncRunes(p.ProbeID, maxCell)), code(p.RequestSHA256),
 		verdictCell(p.Before), after, e.requestID(p.BeforeObs), e.requestID(p.AfterObs), p.ConfirmedRun)

@@ -47,6 +47,7 @@ func hostileEvent(probesN int, msg string) (*diff.Event, *Evidence) {
 			Before:    diff.Verdict{Class: probes.Allowed, Categories: []string{}},
 			After:     diff.Verdict{Class: probes.BlockedInput, Categories: []string{"violence", h}},
 			BeforeObs: int64(2*i + 1), AfterObs: int64(2*i + 2), FirstRun: 11, ConfirmedRun: 12,
+			ScoreMoves: []diff.ScoreMove{{Key: "violence", Before: 0.1, After: 0.4}, {Key: h, Before: 0, After: 1}},
 		}
 		ev.Probes = append(ev.Probes, p)
 		e.Obs[p.BeforeObs] = Obs{ID: p.BeforeObs, RunID: 10, RequestID: "req-" + h, Reason: "stop"}
@@ -144,7 +145,8 @@ func TestRenderInertAndBounded(t *testing.T) {
 			t.Errorf("marker or visible fingerprint missing")
 		}
 		for _, want := range []string{"run 11, started 2026-03-01T10:00:00Z", "run 12, started 2026-03-01T11:00:00Z",
-			"driftprobe diff --target azure-gpt4o-eastus --from 10 --to 12", "driftprobe events --json", strings.Repeat("ab", 32), strings.Repeat("cd", 32)} {
+			"driftprobe diff --target azure-gpt4o-eastus --from 10 --to 12", "driftprobe events --json", strings.Repeat("ab", 32), strings.Repeat("cd", 32),
+			"; scores moved: `violence` 0.1 → 0.4, "} {
 			if !strings.Contains(body, want) {
 				t.Errorf("%d probes: body lacks %q", n, want)
 			}
