@@ -66,9 +66,8 @@ held is skipped (driftprobe_run_lock_skips_total).`,
 			for {
 				select {
 				case <-hup:
-					if err := d.Reload(); err != nil {
-						fmt.Fprintf(g.stderr, "driftprobe serve: reload rejected, keeping the running config:\n%v\n", err)
-					}
+					// Reload logs a rejection itself (once).
+					_ = d.Reload()
 				case <-ctx.Done():
 					sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 					defer cancel()

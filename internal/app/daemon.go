@@ -211,7 +211,8 @@ func (d *Daemon) tick(ctx context.Context) {
 }
 
 // Reload re-reads the configuration. A bad configuration is rejected, the
-// old one keeps running, and the reload metric says so.
+// old one keeps running, and the reload metric and one error log line say
+// so.
 func (d *Daemon) Reload() error {
 	cfg, cp, err := d.load()
 	if err != nil {
@@ -240,6 +241,7 @@ func (d *Daemon) Reload() error {
 		j, err := d.sched.Update(d.job.ID(), definition(cfg), gocron.NewTask(d.tick), gocron.WithName("driftprobe-run"), gocron.WithSingletonMode(gocron.LimitModeReschedule))
 		if err != nil {
 			d.m.ReloadOK.Set(0)
+			d.log.Error("config reloaded, but the new schedule could not be applied", "err", err)
 			return fmt.Errorf("reschedule: %w", err)
 		}
 		d.job = j
