@@ -350,7 +350,7 @@ func render(c *corpus.Corpus, t *Target) ([]job, TargetPlan) {
 	for i, p := range c.Probes {
 		req, err := t.Prober.Render(p.Wire())
 		jobs[i] = job{probe: p, req: req, err: err}
-		fp := "render-error"
+		fp := storage.RenderError
 		if err == nil {
 			fp = req.SHA256()
 			plan.RequestBytes += len(req.Body)
@@ -473,7 +473,7 @@ func (r *Runner) probe(ctx context.Context, runID int64, t *Target, j job, limit
 	base := storage.Observation{RunID: runID, TargetID: t.ID, ProbeID: j.probe.ID, ProbeSHA256: j.probe.SHA256}
 	if j.err != nil {
 		ob := base
-		ob.RequestSHA256 = "render-error"
+		ob.RequestSHA256 = storage.RenderError
 		ob.Result = probes.Result{Class: probes.ClientError, Reason: ReasonRenderError, Message: j.err.Error()}
 		ob.ObservedAt = r.o.Now()
 		return []*storage.Observation{&ob}
@@ -516,7 +516,7 @@ func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *co
 	ob.Body = a.resp.Body
 	ob.BodyTruncated = a.resp.Truncated
 	if keep > 0 && len(ob.Body) > keep {
-		ob.Body, ob.BodyTruncated = ob.Body[:keep:keep], true
+		ob.Body, ob.BodyTruncated = bytes.Clone(ob.Body[:keep]), true // not a view: the answer read may be up to ClassifyLimit
 	}
 	if ob.Body != nil {
 		s := sha256.Sum256(ob.Body)

@@ -36,6 +36,14 @@ func TestCheckSoundDatabase(t *testing.T) {
 	if err := d.InsertObservations(ctx, checkedObservations(run, tgt, 1200)); err != nil {
 		t.Fatal(err)
 	}
+	// A probe the target could not render: nothing was sent, nothing to
+	// verify.
+	rendErr := checkedObservations(run, tgt, 1)[0]
+	rendErr.ProbeID, rendErr.RequestSHA256, rendErr.RequestMethod, rendErr.RequestPath, rendErr.RequestBody = "unrenderable", RenderError, "", "", nil
+	rendErr.Body, rendErr.BodySHA256, rendErr.HTTPStatus = nil, "", 0
+	if err := d.InsertObservations(ctx, []*Observation{rendErr}); err != nil {
+		t.Fatal(err)
+	}
 	// Retention removed some bodies: nothing to verify there, no problem.
 	if _, err := d.db.ExecContext(ctx, `UPDATE observations SET request_body = NULL, body = NULL, bodies_pruned = 1 WHERE id <= 100`); err != nil {
 		t.Fatal(err)
@@ -46,7 +54,7 @@ func TestCheckSoundDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 		// 1 in 10 test observations has no answer (a transport error).
-		if !rep.OK || rep.Full != full || rep.Observations != 1200 || rep.BodiesPruned != 100 || rep.BodiesChecked != 990 || rep.ProblemCount != 0 ||
+		if !rep.OK || rep.Full != full || rep.Observations != 1201 || rep.BodiesPruned != 100 || rep.BodiesChecked != 990 || rep.ProblemCount != 0 ||
 			len(rep.Structure) != 0 || len(rep.ForeignKeys) != 0 {
 			t.Errorf("full=%v: %+v", full, rep)
 		}

@@ -76,6 +76,10 @@ type RunTarget struct {
 }
 
 // Observation is one probe sent to one target in one run (one sample).
+// RenderError is the request_sha256 of an observation whose request could
+// not be rendered (nothing was sent, no request bytes are stored).
+const RenderError = "render-error"
+
 type Observation struct {
 	ID            int64
 	RunID         int64
