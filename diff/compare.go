@@ -290,7 +290,9 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	// error, never "0 probes differ".
 	for _, id := range []int64{from, to} {
 		var n int
-		if err := db.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM run_targets WHERE run_id = ? AND target_id = ?`, id, t.ID).Scan(&n); err != nil {
+		// A run killed outright has observations but no run_targets row.
+		if err := db.SQL().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM run_targets WHERE run_id = ? AND target_id = ?)
+			OR EXISTS (SELECT 1 FROM observations WHERE run_id = ? AND target_id = ?)`, id, t.ID, id, t.ID).Scan(&n); err != nil {
 			return nil, err
 		}
 		if n > 0 {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // diff names a run that does not exist, or that did not probe the target,
@@ -31,7 +34,19 @@ func TestDiffMissingRun(t *testing.T) {
 		{[]string{"--target", "sim-b", "--from", "1", "--to", "2"}, 2, "diff: run 2 did not probe target sim-b"},
 		{[]string{"--target", "sim-b", "--from", "1", "--to", "3"}, 0, "sim-b: run 1 → run 3: 0 probe(s) differ"},
 		{[]string{"--target", "sim-a"}, 0, "sim-a: run 2 → run 3: 0 probe(s) differ"},
+		// A run killed outright stored observations but no run_targets row.
+		{[]string{"--target", "sim-a", "--from", "2", "--to", "3"}, 0, "sim-a: run 2 → run 3: 0 probe(s) differ"},
 	} {
+		if len(c.args) == 6 && c.args[3] == "2" {
+			st, err := storage.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.SQL().Exec(`DELETE FROM run_targets WHERE run_id = 3`); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+		}
 		stdout, stderr, code := runIn(t, append([]string{"diff", "--config", both, "--db", db}, c.args...)...)
 		if code != c.code || !strings.Contains(stdout+stderr, c.msg) {
 			t.Errorf("diff %v: exit %d (want %d): %s%s", c.args, code, c.code, stdout, stderr)
