@@ -181,11 +181,22 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
 	for _, t := range targets {
 		names[t.ID] = t.Name
 	}
+	// A database read as it is (OpenReadOnly) may predate bodies_pruned
+	// (migration 0005): nothing was pruned then.
+	pruned := "0"
+	var has bool
+	if err := d.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('observations') WHERE name = 'bodies_pruned')`).Scan(&has); err != nil {
+		return fmt.Errorf("check: observations: %w", err)
+	}
+	if has {
+		pruned = "bodies_pruned"
+	}
+	q := `SELECT id, run_id, target_id, probe_id, request_sha256, request_method, request_path, request_body, body_sha256, body, ` + pruned + `
+			FROM observations WHERE id > ? ORDER BY id LIMIT ?`
 	chunk := make([]storedObs, 0, checkChunk)
 	for last := int64(0); ; {
 		chunk = chunk[:0]
-		rows, err := d.db.QueryContext(ctx, `SELECT id, run_id, target_id, probe_id, request_sha256, request_method, request_path, request_body, body_sha256, body, bodies_pruned
-			FROM observations WHERE id > ? ORDER BY id LIMIT ?`, last, checkChunk)
+		rows, err := d.db.QueryContext(ctx, q, last, checkChunk)
 		if err != nil {
 			return fmt.Errorf("check: observations: %w", err)
 		}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -195,4 +196,34 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/obs")
+}
+
+// OpenReadOnly reads without writing: a newer schema is refused, and
+// nothing can be written through it.
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "t.db")
+	d, err := Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setupRun(t, d)
+	d.Close()
+	ro, err := OpenReadOnly(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.BeginRun(ctx, Run{CorpusName: "c", CorpusVersion: "1"}); err == nil {
+		t.Error("wrote through a read-only handle")
+	}
+	ro.Close()
+	d, err = Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.db.Exec(`PRAGMA user_version = 99`)
+	d.Close()
+	if _, err := OpenReadOnly(ctx, p); !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("schema 99: %v, want ErrNewerSchema", err)
+	}
 }

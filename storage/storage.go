@@ -77,6 +77,44 @@ func Open(ctx context.Context, p string) (*DB, error) {
 	}
 }
 
+// OpenReadOnly opens an existing database without changing it: SQLite's
+// read-only mode, no journal-mode switch, no migrations, so the schema may
+// be older than this binary's (a newer one is refused with
+// ErrNewerSchema); only Check, which copes with every schema version, is
+// meant to run on it. For checks that must leave the file byte-for-byte as
+// it was, such as verifying a backup.
+func OpenReadOnly(ctx context.Context, p string) (*DB, error) {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	for _, pr := range []string{"busy_timeout(10000)", "query_only(1)"} {
+		q.Add("_pragma", pr)
+	}
+	sdb, err := sql.Open("sqlite", "file:"+p+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", p, err)
+	}
+	sdb.SetMaxOpenConns(1)
+	sdb.SetConnMaxIdleTime(0)
+	d := &DB{db: sdb, path: p, now: func() time.Time { return time.Now().UTC() }}
+	ms, err := migrations()
+	if err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	cur, err := d.SchemaVersion(ctx)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("read schema version: %w", err)
+	case cur > len(ms):
+		err = fmt.Errorf("%s: %w (schema %d, this binary knows %d)", p, ErrNewerSchema, cur, len(ms))
+	}
+	if err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
 // openAttempts bounds Open's retries on SQLITE_BUSY (about 10 s in all).
 const openAttempts = 45
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -177,9 +178,48 @@ func TestDBCheck(t *testing.T) {
 	if _, stderr, code := runIn(t, "db", "backup", backup, "--db", db); code != 0 {
 		t.Fatalf("db backup: exit %d: %s", code, stderr)
 	}
+	before, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if rep := check(0, "--db", backup); !rep.OK || rep.Observations != 3*62 {
 		t.Errorf("backup: %+v", rep)
 	}
+	// Checking changes nothing: same bytes, no WAL switch, no files beside.
+	if after, err := os.ReadFile(backup); err != nil || !bytes.Equal(before, after) {
+		t.Errorf("db check changed the backup (%v)", err)
+	}
+	if m, _ := filepath.Glob(backup + "-*"); len(m) != 0 {
+		t.Errorf("db check left %v beside the backup", m)
+	}
+	// A database of an older schema (before bodies_pruned, migration
+	// 0005) is checked as it is, not migrated.
+	old := filepath.Join(dir, "old.db")
+	if _, stderr, code := runIn(t, "db", "backup", old, "--db", db); code != 0 {
+		t.Fatalf("db backup: exit %d: %s", code, stderr)
+	}
+	ost, err := storage.Open(context.Background(), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (Schema 4 had no pruning: the pruned rows go too.)
+	for _, q := range []string{`DELETE FROM observations WHERE bodies_pruned = 1`, `ALTER TABLE observations DROP COLUMN bodies_pruned`, `PRAGMA user_version = 4`} {
+		if _, err := ost.SQL().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ost.Close()
+	if rep := check(0, "--db", old); !rep.OK || rep.Observations != 2*62 || rep.BodiesPruned != 0 || rep.BodiesChecked != 2*62 {
+		t.Errorf("schema 4: %+v", rep)
+	}
+	vst, err := storage.OpenReadOnly(context.Background(), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := vst.SchemaVersion(context.Background()); v != 4 {
+		t.Errorf("db check migrated the old database to schema %d", v)
+	}
+	vst.Close()
 
 	st, err := storage.Open(context.Background(), db)
 	if err != nil {

@@ -218,7 +218,7 @@ first --max-problems observations by id), 3 when the database cannot be read.`,
 			if opts.MaxProblems < 1 {
 				return cobraUsage{fmt.Errorf("%s: --max-problems must be at least 1", cmd.CommandPath())}
 			}
-			sess, err := app.Open(cmd.Context(), g.config, g.db, false, app.NoCorpus)
+			sess, err := app.OpenReadOnly(cmd.Context(), g.config, g.db)
 			if storage.IsCorrupt(err) {
 				// Too damaged to open is a finding, not a failure to check.
 				return &gateError{fmt.Sprintf("db check: the database does not verify: %v", err)}

@@ -184,9 +184,9 @@ func Open(ctx context.Context, path, dbOverride string, needKeys bool, mode Corp
 	if err != nil {
 		return nil, err
 	}
-	if !needKeys && cfg.Database != ":memory:" {
-		if _, err := os.Stat(cfg.Database); errors.Is(err, fs.ErrNotExist) {
-			return nil, Usage(fmt.Errorf("database %s does not exist (driftprobe run creates it; check --db or the config's database)", cfg.Database))
+	if !needKeys {
+		if err := requireDatabase(cfg); err != nil {
+			return nil, err
 		}
 	}
 	s := &Session{Config: cfg}
@@ -199,6 +199,35 @@ func Open(ctx context.Context, path, dbOverride string, needKeys bool, mode Corp
 		return nil, err
 	}
 	return s, nil
+}
+
+// requireDatabase refuses a database file that does not exist.
+func requireDatabase(cfg *config.Config) error {
+	if cfg.Database == ":memory:" {
+		return nil
+	}
+	if _, err := os.Stat(cfg.Database); errors.Is(err, fs.ErrNotExist) {
+		return Usage(fmt.Errorf("database %s does not exist (driftprobe run creates it; check --db or the config's database)", cfg.Database))
+	}
+	return nil
+}
+
+// OpenReadOnly loads the configuration and opens its existing database
+// without changing it (storage.OpenReadOnly: no migrations, no journal
+// switch), for `db check`. No corpus is loaded.
+func OpenReadOnly(ctx context.Context, path, dbOverride string) (*Session, error) {
+	cfg, err := LoadConfig(path, dbOverride, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireDatabase(cfg); err != nil {
+		return nil, err
+	}
+	st, err := storage.OpenReadOnly(ctx, cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Config: cfg, Store: st}, nil
 }
 
 // Close closes the database.
