@@ -24,9 +24,9 @@ type EventProbe struct {
 	FlipRate      float64 `json:"flip_rate"`
 	// ScoreMoves (score drift only) are the scores that moved past the
 	// tolerance on the unchanged verdict, largest first.
-	ScoreMoves []ScoreMove `json:"score_moves,omitempty"`
-	Reverted      bool    `json:"reverted"`
-	RevertedRun   int64   `json:"reverted_run,omitempty"`
+	ScoreMoves  []ScoreMove `json:"score_moves,omitempty"`
+	Reverted    bool        `json:"reverted"`
+	RevertedRun int64       `json:"reverted_run,omitempty"`
 }
 
 // EventUpdate is one logged change of an event.
