@@ -466,13 +466,39 @@ func Verify(r *Record) error {
 	if sum != r.SHA256 {
 		return fmt.Errorf("record_sha256 mismatch: recorded %s, computed %s", r.SHA256, sum)
 	}
+	// The record's own claims must hold: request bytes present are always
+	// re-hashed (a request marked missing carries none), and a response
+	// body marked verified must hash to its recorded sha256. These catch
+	// edits and corruption; record_sha256 has no key, so they do not stop
+	// a forger who recomputes every hash.
 	for _, p := range r.Probes {
-		if !p.Request.Verified {
-			continue // Missing, or a problem Problems reports
+		q := p.Request
+		if q.Missing != "" {
+			if q.Method != "" || q.Path != "" || q.Body != "" || q.Verified {
+				return fmt.Errorf("%s/%s: request marked missing (%s) but carries bytes or is marked verified", p.Target, p.ProbeID, q.Missing)
+			}
+		} else if q.Method != "" || q.Path != "" || q.Body != "" || q.Verified {
+			req := probes.Request{Method: q.Method, Path: q.Path, Body: []byte(q.Body)}
+			if got := req.SHA256(); got != q.SHA256 && q.Verified {
+				return fmt.Errorf("%s/%s: request sha256 %s, recorded %s", p.Target, p.ProbeID, got, q.SHA256)
+			} else if got == q.SHA256 && !q.Verified {
+				return fmt.Errorf("%s/%s: request bytes hash to the fingerprint but are marked unverified", p.Target, p.ProbeID)
+			}
 		}
-		req := probes.Request{Method: p.Request.Method, Path: p.Request.Path, Body: []byte(p.Request.Body)}
-		if got := req.SHA256(); got != p.Request.SHA256 {
-			return fmt.Errorf("%s/%s: request sha256 %s, recorded %s", p.Target, p.ProbeID, got, p.Request.SHA256)
+		for _, side := range []struct {
+			name string
+			o    *Observation
+		}{{"before", p.Before}, {"after", p.After}} {
+			o := side.o
+			// A body that was not valid UTF-8 is recorded with U+FFFD in
+			// place of the invalid bytes and cannot be re-hashed.
+			if o == nil || !o.ResponseOK || strings.ContainsRune(o.ResponseBody, utf8.RuneError) {
+				continue
+			}
+			sum := sha256.Sum256([]byte(o.ResponseBody))
+			if o.ResponseSHA256 != "" && hex.EncodeToString(sum[:]) != o.ResponseSHA256 || o.ResponseSHA256 == "" && o.ResponseBody != "" {
+				return fmt.Errorf("%s/%s: %s response body does not hash to its recorded sha256 %s", p.Target, p.ProbeID, side.name, o.ResponseSHA256)
+			}
 		}
 	}
 	problems := r.Problems()

@@ -333,3 +333,37 @@ func TestPreviousRecordsStillVerify(t *testing.T) {
 		t.Fatalf("all_verified %v, %d probes", r.AllVerified, len(r.Probes))
 	}
 }
+
+// Edits that keep record_sha256 consistent are still caught where the
+// record's own claims no longer hold: request bytes that do not hash to
+// the fingerprint (also when re-marked missing or unverified), and a
+// response body marked verified that does not hash to its sha256.
+func TestVerifyCatchesConsistentEdits(t *testing.T) {
+	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(r *evidence.Record){
+		"request body": func(r *evidence.Record) { r.Probes[0].Request.Body += " " },
+		"request body marked missing": func(r *evidence.Record) {
+			r.Probes[0].Request.Body += " "
+			r.Probes[0].Request.Verified = false
+			r.Probes[0].Request.Missing = "x"
+		},
+		"request body marked unverified": func(r *evidence.Record) { r.Probes[0].Request.Verified = false },
+		"after response body":            func(r *evidence.Record) { r.Probes[0].After.ResponseBody += " " },
+		"before response body":           func(r *evidence.Record) { r.Probes[1].Before.ResponseBody = `{"choices":[]}` },
+	} {
+		var r evidence.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		edit(&r)
+		if err := r.Rehash(); err != nil {
+			t.Fatal(err)
+		}
+		if err := evidence.Verify(&r); err == nil {
+			t.Errorf("%s: edited record verifies", name)
+		}
+	}
+}
