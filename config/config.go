@@ -816,8 +816,14 @@ func ValidateSchedule(s string) error {
 		}
 		return nil
 	}
-	if _, err := cron.ParseStandard(s); err != nil {
+	sched, err := cron.ParseStandard(s)
+	if err != nil {
 		return fmt.Errorf("%q: not \"@every DURATION\" or a cron expression: %v", s, err)
+	}
+	// The scheduler refuses an expression that never fires (30 February):
+	// so does the config, rather than a daemon at start or on reload.
+	if sched.Next(time.Now()).IsZero() {
+		return fmt.Errorf("%q: the cron expression never fires", s)
 	}
 	return nil
 }

@@ -52,6 +52,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"empty-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + emptyKeyVar + " is empty"},
 		{"schedule-banana", `schedule`, "schedule:", `"@every banana": bad interval`},
 		{"schedule-cron", `schedule`, "schedule:", `"61 * * * *": not "@every DURATION" or a cron expression`},
+		{"schedule-never", `schedule`, "schedule:", `"0 0 30 2 *": the cron expression never fires`},
 		{"confirm-zero", `confirm_runs`, "confirm_runs: 0", "0: must be at least 1"},
 		{"confirm-negative", `confirm_runs`, "confirm_runs: -1", "-1: must be at least 1"},
 		{"sim-on-openai", `targets\[0\]\.sim`, "sim:", "only valid for provider sim"},

@@ -295,13 +295,16 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 			OR EXISTS (SELECT 1 FROM observations WHERE run_id = ? AND target_id = ?)`, id, t.ID, id, t.ID).Scan(&n); err != nil {
 			return nil, err
 		}
-		if n > 0 {
-			continue
-		}
-		if _, err := db.Run(ctx, id); err != nil {
+		r, err := db.Run(ctx, id)
+		if err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("run %d did not probe target %s", id, target)
+		if n == 0 {
+			return nil, fmt.Errorf("run %d did not probe target %s", id, target)
+		}
+		if r.Pruned == storage.PrunedObservations {
+			return nil, fmt.Errorf("run %d: retention deleted its observations (only those events and detection pin are left), so a diff would miss what changed; events and evidence keep the flips", id)
+		}
 	}
 	a, err := db.Observations(ctx, from, t.ID)
 	if err != nil {

@@ -43,11 +43,16 @@ type PruneResult struct {
 	DryRun              bool  `json:"dry_run"`
 }
 
-// Prune levels, as runs.pruned records them.
+// Prune levels, as runs.pruned (Run.Pruned) records them.
 const (
 	prunedNone         = ""
 	prunedBodies       = "bodies"
 	prunedObservations = "observations"
+
+	// PrunedBodies and PrunedObservations are the levels exported:
+	// bodies dropped, or observations deleted (pinned ones aside).
+	PrunedBodies       = prunedBodies
+	PrunedObservations = prunedObservations
 )
 
 func pruneRank(level string) int {

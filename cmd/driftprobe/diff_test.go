@@ -115,3 +115,22 @@ func TestEventsDisplayByKind(t *testing.T) {
 		}
 	}
 }
+
+// A run whose observations retention deleted cannot be diffed: diff says
+// so instead of "0 probe(s) differ".
+func TestDiffPrunedRun(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "d.db")
+	for i := 0; i < 3; i++ {
+		if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
+			t.Fatalf("run: exit %d: %s", code, stderr)
+		}
+	}
+	// 1ns: every run is past the cutoff; the latest complete one is kept.
+	if _, stderr, code := runIn(t, "db", "prune", "--db", db, "--observations", "1ns"); code != 0 {
+		t.Fatalf("db prune: exit %d: %s", code, stderr)
+	}
+	_, stderr, code := runIn(t, "diff", "--db", db, "--target", "sim-a", "--from", "1", "--to", "3")
+	if code != 2 || !strings.Contains(stderr, "run 1: retention deleted its observations") {
+		t.Errorf("diff of a pruned run: exit %d: %s", code, stderr)
+	}
+}

@@ -232,20 +232,24 @@ func (d *Daemon) Reload() error {
 		d.log.Error("config reload rejected; keeping the running config", "err", err)
 		return err
 	}
-	d.mu.Lock() // waits for a run in progress
-	oldClose, oldSchedule, oldJitter := d.closeT, d.cfg.Schedule, d.cfg.Jitter
-	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
-	d.mu.Unlock()
-	oldClose()
-	if d.sched != nil && (cfg.Schedule != oldSchedule || cfg.Jitter != oldJitter) {
+	// The new schedule first: if the scheduler refuses it, nothing changes
+	// and the old config keeps running on its old schedule.
+	old := d.Config()
+	if d.sched != nil && (cfg.Schedule != old.Schedule || cfg.Jitter != old.Jitter) {
 		j, err := d.sched.Update(d.job.ID(), definition(cfg), gocron.NewTask(d.tick), gocron.WithName("driftprobe-run"), gocron.WithSingletonMode(gocron.LimitModeReschedule))
 		if err != nil {
+			closeT()
 			d.m.ReloadOK.Set(0)
-			d.log.Error("config reloaded, but the new schedule could not be applied", "err", err)
-			return fmt.Errorf("reschedule: %w", err)
+			d.log.Error("config reload rejected: the scheduler refuses its schedule; keeping the running config", "schedule", cfg.Schedule, "err", err)
+			return fmt.Errorf("config reload rejected: schedule %q: %w", cfg.Schedule, err)
 		}
 		d.job = j
 	}
+	d.mu.Lock() // waits for a run in progress
+	oldClose := d.closeT
+	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
+	d.mu.Unlock()
+	oldClose()
 	ConfigLoaded(d.m, cfg, d.clock.Now())
 	d.log.Info("config reloaded", "targets", len(targets), "schedule", cfg.Schedule)
 	return nil

@@ -171,7 +171,7 @@ func (r *ReplayReport) String() string {
 	if r.Truncated > 0 {
 		fmt.Fprintf(&b, ", %d stored truncated to max_body_bytes (classified whole; not replayable)", r.Truncated)
 	}
-	if r.RunPruned == "observations" {
+	if r.RunPruned == storage.PrunedObservations {
 		b.WriteString("; retention deleted this run's observations, except those events and detection pin")
 	}
 	if len(r.Unconfigured) > 0 {
