@@ -173,3 +173,21 @@ func TestReplayDamagedBody(t *testing.T) {
 		t.Errorf("text:\n%s", stdout)
 	}
 }
+
+// A replay that can replay nothing (its targets are not in the config)
+// is a usage error, never a pass.
+func TestReplayUnconfiguredTargets(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.db")
+	if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
+		t.Fatalf("run exit %d: %s", code, stderr)
+	}
+	other := filepath.Join(dir, "other.yaml")
+	os.WriteFile(other, []byte("targets:\n  - {name: sim-z, provider: sim, model: m}\n"), 0o644)
+	for _, args := range [][]string{{}, {"--target", "sim-a"}} {
+		_, stderr, code := runIn(t, append([]string{"replay", "--config", other, "--db", db, "--run", "1"}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "nothing replayed: run 1's target(s) sim-a are not in the config") {
+			t.Errorf("replay %v with another config: exit %d: %s", args, code, stderr)
+		}
+	}
+}

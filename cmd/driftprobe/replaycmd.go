@@ -50,6 +50,11 @@ differently. Exit 1 when any observation differs.`,
 			if err != nil {
 				return err
 			}
+			if rep.Replayed == 0 && len(rep.Unconfigured) > 0 {
+				// Verifying nothing must not read as verified.
+				return app.Usage(fmt.Errorf("replay: nothing replayed: run %d's target(s) %s are not in the config (or have another provider there); give the config they ran with",
+					run, strings.Join(rep.Unconfigured, ", ")))
+			}
 			if asJSON {
 				enc := json.NewEncoder(g.stdout)
 				enc.SetIndent("", "  ")
