@@ -521,6 +521,17 @@ func (d *DB) ObservationBodies(ctx context.Context, id int64) (request, response
 	return request, response, err
 }
 
+// CorpusHashOf returns the corpus hash the latest run of corpus name at
+// version recorded, or "" when no run used that version.
+func (d *DB) CorpusHashOf(ctx context.Context, name, version string) (string, error) {
+	var h string
+	err := d.db.QueryRowContext(ctx, `SELECT corpus_hash FROM runs WHERE corpus_name = ? AND corpus_version = ? ORDER BY id DESC LIMIT 1`, name, version).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return h, err
+}
+
 // Run returns one run.
 func (d *DB) Run(ctx context.Context, id int64) (Run, error) {
 	var r Run

@@ -88,6 +88,14 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if n, err := st.AbandonStaleRuns(context.WithoutCancel(ctx), st.Now().Add(time.Second)); err == nil && n > 0 && o.Logger != nil {
 		o.Logger.Warn("marked abandoned runs as aborted", "runs", n)
 	}
+	// The lock file guards a version's bytes where the corpus lives; the
+	// database guards them too, so a lost or regenerated corpus.lock
+	// cannot make one version mean two corpora.
+	if h, err := st.CorpusHashOf(ctx, cp.Name, cp.Version); err != nil {
+		return nil, err
+	} else if h != "" && h != cp.Hash {
+		return nil, Usage(fmt.Errorf("corpus %s version %s: its bytes changed (sha256 %.12s, the database's runs of this version used %.12s): bump the version for any change to a probe", cp.Name, cp.Version, cp.Hash, h))
+	}
 	resample, err := resampler(ctx, cfg, st, targets)
 	if err != nil {
 		return nil, err
