@@ -140,6 +140,9 @@ func TestDBCommands(t *testing.T) {
 		{[]string{"db", "prune", "--bodies", "soon"}, `--bodies "soon": want a positive duration`},
 		{[]string{"db", "prune", "--observations", "0d"}, "want a positive duration"},
 		{[]string{"db", "backup"}, "accepts 1 arg"},
+		{[]string{"db", "backup", ""}, `"": want a file path`},
+		{[]string{"db", "backup", ":memory:"}, `":memory:": want a file path`},
+		{[]string{"db", "backup", "file::memory:"}, `"file::memory:": want a file path`},
 	} {
 		_, stderr, code := runIn(t, append(c.args, "--db", db)...)
 		if code != 2 || !strings.Contains(stderr, c.msg) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -174,6 +175,11 @@ safe while a run or the daemon writes, compacted, and readable by any driftprobe
 command with --db FILE. FILE must not exist.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A backup that writes no file must not report success (an
+			// unset $DEST in a cron line, SQLite's special names).
+			if d := strings.TrimSpace(args[0]); d == "" || d == ":memory:" || strings.HasPrefix(d, "file:") {
+				return cobraUsage{fmt.Errorf("%s: %q: want a file path", cmd.CommandPath(), args[0])}
+			}
 			sess, err := app.Open(cmd.Context(), g.config, g.db, false, app.NoCorpus)
 			if err != nil {
 				return err
