@@ -77,7 +77,9 @@ type Comparison struct {
 	// Recategorized: blocked by both with different class or categories.
 	Recategorized []ProbeDiff `json:"recategorized"`
 	MaxNewBlocks  int         `json:"max_new_blocks"`
-	GateFailed    bool        `json:"gate_failed"`
+	// MaxLostBlocks gates under-blocking too when >= 0 (-1: off).
+	MaxLostBlocks int  `json:"max_lost_blocks"`
+	GateFailed    bool `json:"gate_failed"`
 }
 
 // ErrNoCompleteRun is returned when a target has no complete run to compare.
@@ -110,8 +112,10 @@ func LatestCompleteRun(ctx context.Context, db *storage.DB, target, version stri
 // Compare compares the latest complete observations of two targets on the
 // same corpus version. Categories come from the probes' tags ("none" for
 // untagged benign controls). maxNewBlocks is the gate: more benign or
-// borderline probes newly blocked by the candidate fails it.
-func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to string, maxNewBlocks int) (*Comparison, error) {
+// borderline probes newly blocked by the candidate fails it; so do more
+// positive controls newly allowed than maxLostBlocks, unless it is
+// negative (off).
+func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to string, maxNewBlocks, maxLostBlocks int) (*Comparison, error) {
 	fromRun, ver, err := LatestCompleteRun(ctx, db, from, "")
 	if err != nil {
 		return nil, err
@@ -124,7 +128,7 @@ func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to st
 			return nil, err
 		}
 		if fromRun, _, err = LatestCompleteRun(ctx, db, from, tv); err != nil {
-			return nil, fmt.Errorf("%s and %s have no complete runs on the same corpus version: %w", from, to, err)
+			return nil, fmt.Errorf("%s and %s have no complete runs on the same corpus version (%s's latest is on %s, %s's on %s): %w", from, to, from, ver, to, tv, ErrNoCompleteRun)
 		}
 		ver = tv
 	}
@@ -136,7 +140,7 @@ func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to st
 	if err != nil {
 		return nil, err
 	}
-	c := &Comparison{From: from, To: to, FromRun: fromRun, ToRun: toRun, CorpusVersion: ver, MaxNewBlocks: maxNewBlocks,
+	c := &Comparison{From: from, To: to, FromRun: fromRun, ToRun: toRun, CorpusVersion: ver, MaxNewBlocks: maxNewBlocks, MaxLostBlocks: maxLostBlocks,
 		NewBlocks: []ProbeDiff{}, NewAllows: []ProbeDiff{}, Recategorized: []ProbeDiff{}}
 	type acc struct{ fb, tb, n int }
 	cats := map[string]*acc{}
@@ -203,7 +207,7 @@ func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to st
 	if total := len(cp.Probes); c.Compared == 0 || c.Compared*2 < total {
 		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)", ErrNotComparable, c.Compared, total, from, fromRun, to, toRun)
 	}
-	c.GateFailed = c.OverBlocking > maxNewBlocks
+	c.GateFailed = c.OverBlocking > maxNewBlocks || maxLostBlocks >= 0 && c.UnderBlocking > maxLostBlocks
 	return c, nil
 }
 

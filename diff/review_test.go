@@ -191,7 +191,7 @@ targets:
   - {name: cand, provider: sim, model: m2, max_attempts: 1, breaker: {failures: 1000}, sim: {error_status: 404, error_rate: 1}}
 `)
 	e.Run()
-	_, err := diff.Compare(context.Background(), e.Store, e.Corpus, "cur", "cand", 0)
+	_, err := diff.Compare(context.Background(), e.Store, e.Corpus, "cur", "cand", 0, -1)
 	if err == nil {
 		t.Fatal("compare gated on a candidate that answered nothing")
 	}

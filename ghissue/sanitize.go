@@ -148,6 +148,11 @@ func fenced(s string, max int) string {
 
 // code renders trusted, simple text (hex digests, numbers, our own
 // vocabulary) as an inline code span; anything else goes through inert.
+// Code renders s as inline code in GitHub Markdown when it is a safe token,
+// and otherwise as inert text (no markup, mentions, references or links):
+// for any Markdown driftprobe prints, not only issues.
+func Code(s string) string { return code(s) }
+
 func code(s string) string {
 	if s == "" {
 		return "—"

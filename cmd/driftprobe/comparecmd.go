@@ -11,12 +11,13 @@ import (
 
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
 )
 
 func newCompareCmd(g *globals) *cobra.Command {
 	var from, to, format string
-	var maxNew int
+	var maxNew, maxLost int
 	var runNow, asJSON bool
 	c := &cobra.Command{
 		Use:   "compare --from CURRENT --to CANDIDATE",
@@ -28,7 +29,8 @@ version (or, with --run, probe both now): per category, block rates with Wilson
 positive controls newly allowed are under-blocking).
 
 Exit 1 when the candidate newly blocks more than --max-new-blocks benign or
-borderline probes (a CI gate), else 0.`,
+borderline probes (a CI gate), or, with --max-lost-blocks N, newly allows more
+than N positive controls (under-blocking; off by default), else 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
@@ -36,6 +38,9 @@ borderline probes (a CI gate), else 0.`,
 			}
 			if from == to {
 				return app.Usage(fmt.Errorf("compare: --from and --to are the same target %q: compare the current target with a different candidate", from))
+			}
+			if maxLost < -1 {
+				return app.Usage(fmt.Errorf("compare: --max-lost-blocks %d: want a count, or -1 (off)", maxLost))
 			}
 			if maxNew < 0 {
 				return app.Usage(fmt.Errorf("compare: --max-new-blocks %d: must be at least 0", maxNew))
@@ -91,7 +96,7 @@ borderline probes (a CI gate), else 0.`,
 					app.WriteSummary(g.stderr, res)
 				}
 			}
-			cmp, err := diff.Compare(ctx, st, cp, from, to, maxNew)
+			cmp, err := diff.Compare(ctx, st, cp, from, to, maxNew, maxLost)
 			if err != nil {
 				return app.Usage(err)
 			}
@@ -107,7 +112,14 @@ borderline probes (a CI gate), else 0.`,
 				return err
 			}
 			if cmp.GateFailed {
-				return &gateError{fmt.Sprintf("compare: %s newly blocks %d benign/borderline probe(s) that %s allows (--max-new-blocks %d)", to, cmp.OverBlocking, from, maxNew)}
+				var why []string
+				if cmp.OverBlocking > maxNew {
+					why = append(why, fmt.Sprintf("%s newly blocks %d benign/borderline probe(s) that %s allows (--max-new-blocks %d)", to, cmp.OverBlocking, from, maxNew))
+				}
+				if maxLost >= 0 && cmp.UnderBlocking > maxLost {
+					why = append(why, fmt.Sprintf("%s newly allows %d positive control(s) that %s blocks (--max-lost-blocks %d)", to, cmp.UnderBlocking, from, maxLost))
+				}
+				return &gateError{"compare: " + strings.Join(why, "; ")}
 			}
 			return nil
 		},
@@ -116,6 +128,7 @@ borderline probes (a CI gate), else 0.`,
 	f.StringVar(&from, "from", "", "current target")
 	f.StringVar(&to, "to", "", "candidate target")
 	f.IntVar(&maxNew, "max-new-blocks", 0, "gate: most benign/borderline probes the candidate may newly block")
+	f.IntVar(&maxLost, "max-lost-blocks", -1, "gate: most positive controls the candidate may newly allow (-1: not gated)")
 	f.StringVar(&format, "format", "table", "table, markdown or json")
 	f.BoolVar(&asJSON, "json", false, "same as --format json")
 	f.BoolVar(&runNow, "run", false, "probe both targets now instead of reading their latest complete runs")
@@ -149,17 +162,24 @@ func WriteComparison(w io.Writer, c *diff.Comparison) {
 	if len(c.Recategorized) > 0 {
 		list("blocked by both, differently", c.Recategorized)
 	}
-	fmt.Fprintf(w, "\nover-blocking (benign/borderline newly blocked): %d · under-blocking (positive controls newly allowed): %d · gate --max-new-blocks %d: %s\n",
-		c.OverBlocking, c.UnderBlocking, c.MaxNewBlocks, map[bool]string{true: "FAILED", false: "passed"}[c.GateFailed])
+	lost := ""
+	if c.MaxLostBlocks >= 0 {
+		lost = fmt.Sprintf(" --max-lost-blocks %d", c.MaxLostBlocks)
+	}
+	fmt.Fprintf(w, "\nover-blocking (benign/borderline newly blocked): %d · under-blocking (positive controls newly allowed): %d · gate --max-new-blocks %d%s: %s\n",
+		c.OverBlocking, c.UnderBlocking, c.MaxNewBlocks, lost, map[bool]string{true: "FAILED", false: "passed"}[c.GateFailed])
 }
 
 // WriteComparisonMarkdown prints a comparison as Markdown (for PR comments).
+// Every string from the config, corpus or database goes through
+// ghissue.Code, so none can render as markup, mention or link.
 func WriteComparisonMarkdown(w io.Writer, c *diff.Comparison) {
-	fmt.Fprintf(w, "### driftprobe compare: `%s` → `%s`\n\n", c.From, c.To)
-	fmt.Fprintf(w, "Corpus `%s`, runs %d and %d, %d probes compared.\n\n", c.CorpusVersion, c.FromRun, c.ToRun, c.Compared)
-	fmt.Fprintf(w, "| category | %s blocked | 95%% CI | %s blocked | 95%% CI |\n|---|---:|---|---:|---|\n", c.From, c.To)
+	from, to := ghissue.Code(c.From), ghissue.Code(c.To)
+	fmt.Fprintf(w, "### driftprobe compare: %s → %s\n\n", from, to)
+	fmt.Fprintf(w, "Corpus %s, runs %d and %d, %d probes compared.\n\n", ghissue.Code(c.CorpusVersion), c.FromRun, c.ToRun, c.Compared)
+	fmt.Fprintf(w, "| category | %s blocked | 95%% CI | %s blocked | 95%% CI |\n|---|---:|---|---:|---|\n", from, to)
 	for _, r := range c.Categories {
-		fmt.Fprintf(w, "| %s | %d/%d | %.1f–%.1f%% | %d/%d | %.1f–%.1f%% |\n", r.Category, r.From.Blocked, r.From.Total, 100*r.From.Low, 100*r.From.High,
+		fmt.Fprintf(w, "| %s | %d/%d | %.1f–%.1f%% | %d/%d | %.1f–%.1f%% |\n", ghissue.Code(r.Category), r.From.Blocked, r.From.Total, 100*r.From.Low, 100*r.From.High,
 			r.To.Blocked, r.To.Total, 100*r.To.Low, 100*r.To.High)
 	}
 	sec := func(title string, ps []diff.ProbeDiff) {
@@ -167,16 +187,21 @@ func WriteComparisonMarkdown(w io.Writer, c *diff.Comparison) {
 		if len(ps) == 0 {
 			return
 		}
-		fmt.Fprintf(w, "| probe | role | %s | %s |\n|---|---|---|---|\n", c.From, c.To)
+		fmt.Fprintf(w, "| probe | role | %s | %s |\n|---|---|---|---|\n", from, to)
 		for _, p := range ps {
-			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", p.ProbeID, p.Role, p.From.String(), p.To.String())
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", ghissue.Code(p.ProbeID), ghissue.Code(p.Role), ghissue.Code(p.From.String()), ghissue.Code(p.To.String()))
 		}
 	}
-	sec("Blocked by "+c.To+", allowed by "+c.From, c.NewBlocks)
-	sec("Allowed by "+c.To+", blocked by "+c.From, c.NewAllows)
+	sec("Blocked by "+to+", allowed by "+from, c.NewBlocks)
+	sec("Allowed by "+to+", blocked by "+from, c.NewAllows)
+	sec("Blocked by both, differently", c.Recategorized)
 	verdict := "passed"
 	if c.GateFailed {
 		verdict = "**failed**"
 	}
-	fmt.Fprintf(w, "\nOver-blocking: %d · under-blocking: %d · gate (max %d new blocks): %s\n", c.OverBlocking, c.UnderBlocking, c.MaxNewBlocks, verdict)
+	lost := ""
+	if c.MaxLostBlocks >= 0 {
+		lost = fmt.Sprintf(", max %d lost blocks", c.MaxLostBlocks)
+	}
+	fmt.Fprintf(w, "\nOver-blocking: %d · under-blocking: %d · gate (max %d new blocks%s): %s\n", c.OverBlocking, c.UnderBlocking, c.MaxNewBlocks, lost, verdict)
 }

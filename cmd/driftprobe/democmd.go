@@ -208,7 +208,7 @@ DIR/demo.yaml --production DIR/production.jsonl).`,
 				}
 			}
 			section("driftprobe compare --from sim-prod --to sim-candidate")
-			cmp, err := diff.Compare(ctx, st, cp, "sim-prod", "sim-candidate", 0)
+			cmp, err := diff.Compare(ctx, st, cp, "sim-prod", "sim-candidate", 0, -1)
 			if err != nil {
 				return err
 			}

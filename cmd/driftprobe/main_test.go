@@ -211,7 +211,7 @@ targets:
 	if _, _, code := runIn(t, "compare", "--config", cfg, "--db", db, "--from", "current", "--to", "candidate", "--max-new-blocks", "3"); code != 0 {
 		t.Errorf("gate with --max-new-blocks 3: exit %d, want 0", code)
 	}
-	if out, _, code := runIn(t, "compare", "--config", cfg, "--db", db, "--from", "current", "--to", "candidate", "--format", "markdown", "--max-new-blocks", "5"); code != 0 || !strings.Contains(out, "| harassment |") {
+	if out, _, code := runIn(t, "compare", "--config", cfg, "--db", db, "--from", "current", "--to", "candidate", "--format", "markdown", "--max-new-blocks", "5"); code != 0 || !strings.Contains(out, "| `harassment` |") {
 		t.Errorf("markdown: exit %d\n%s", code, out)
 	}
 }
