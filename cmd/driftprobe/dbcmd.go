@@ -121,9 +121,13 @@ needs as much free disk as the database, and holds the lease while it runs).`,
 				return cobraUsage{fmt.Errorf("%s: nothing to prune: give --bodies or --observations, or set retention in the config", cmd.CommandPath())}
 			}
 			st := sess.Store
-			held, release, err := app.HoldLease(ctx, st, app.NewLease("driftprobe db prune"), sess.Config.LockTTL.D(), app.Logger(g.logLevel))
-			if err != nil {
-				return err
+			// A dry run changes nothing: it needs no lease, so it can
+			// answer while a run or the daemon holds it.
+			held, release := ctx, func() error { return nil }
+			if !dryRun {
+				if held, release, err = app.HoldLease(ctx, st, app.NewLease("driftprobe db prune"), sess.Config.LockTTL.D(), app.Logger(g.logLevel)); err != nil {
+					return err
+				}
 			}
 			res, err := app.Prune(held, st, r, dryRun)
 			if err == nil && vacuum && !dryRun {

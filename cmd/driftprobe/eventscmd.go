@@ -27,6 +27,9 @@ request_sha256, before and after verdicts with categories), new_categories,
 first_run, confirmed_run, issue_url and more.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if since < 0 {
+				return app.Usage(fmt.Errorf("events: --since %d: want a run id (runs are numbered from 1)", since))
+			}
 			ctx := cmd.Context()
 			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
 			if err != nil {

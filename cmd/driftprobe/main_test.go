@@ -142,6 +142,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nosuchcommand"}, 2, "unknown command"},
 		{[]string{"run", "--config", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
 		{[]string{"diff"}, 2, "--target is required"},
+		{[]string{"events", "--since", "-3"}, 2, "events: --since -3: want a run id"},
+		{[]string{"replay", "--run", "-1"}, 2, "replay: --run -1: want a run id"},
 		{[]string{"compare", "--from", "a"}, 2, "--from and --to are required"},
 		{[]string{"corpus", "lint", filepath.Join(dir, "nocorpus")}, 2, "nocorpus does not exist"},
 		{[]string{"corpus", "lint", bad}, 2, "bad.yaml is not a directory (a corpus is a directory"},
@@ -254,6 +256,13 @@ func TestSecondProcessRefusedByLease(t *testing.T) {
 	_, stderr, code := runProc(t, nil, "run", "--db", db)
 	if code != 3 || !strings.Contains(stderr, "driftprobe serve (pid 4242 on node-7)") {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// A prune needs the lease; its dry run changes nothing and does not.
+	if _, stderr, code := runIn(t, "db", "prune", "--db", db, "--bodies", "1ns"); code != 3 || !strings.Contains(stderr, "pid 4242 on node-7") {
+		t.Errorf("db prune under another's lease: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "db", "prune", "--db", db, "--bodies", "1ns", "--dry-run"); code != 0 {
+		t.Errorf("db prune --dry-run under another's lease: exit %d: %s", code, stderr)
 	}
 }
 

@@ -27,6 +27,9 @@ of driftprobe, which recorded verdicts the new classifiers would read
 differently. Exit 1 when any observation differs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if run < 0 {
+				return app.Usage(fmt.Errorf("replay: --run %d: want a run id (runs are numbered from 1; omit it for the latest)", run))
+			}
 			ctx := cmd.Context()
 			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
 			if err != nil {
