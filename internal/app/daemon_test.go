@@ -157,7 +157,8 @@ driftprobe_events_total{direction="tightened",kind="policy_change",target="a"} 1
 	srv := httptest.NewServer(h.d.Handler())
 	defer srv.Close()
 	body := get(t, srv.URL+"/metrics")
-	for _, want := range []string{"driftprobe_category_active{", "driftprobe_runs_total{status=\"complete\"} 4", "driftprobe_requests_total{"} {
+	// (The sim answers every request here: retries_total is there at 0.)
+	for _, want := range []string{"driftprobe_category_active{", "driftprobe_runs_total{status=\"complete\"} 4", "driftprobe_requests_total{", "driftprobe_retries_total{target=\"a\"} 0"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -40,6 +40,9 @@ func ObserveRun(m *metrics.Metrics, res *RunResult) {
 	s := res.Summary
 	m.RunDuration.Observe(s.Duration.Seconds())
 	for _, t := range s.Targets {
+		// Present from the first run (0 until one happens), so rate() and
+		// alerts see a series rather than nothing.
+		m.Retries.WithLabelValues(t.Target)
 		m.Tokens.WithLabelValues(t.Target, "input").Add(float64(t.TokensIn))
 		m.Tokens.WithLabelValues(t.Target, "output").Add(float64(t.TokensOut))
 		m.Cost.WithLabelValues(t.Target).Add(t.CostUSD)
