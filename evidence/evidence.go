@@ -31,6 +31,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -584,7 +585,7 @@ func WriteMarkdown(w io.Writer, r *Record) {
 			}
 			fmt.Fprintf(w, "request %s %s, sha256 %s (verified: %v, identical bytes before and after: %s; bytes read from %s)\n\n",
 				p.Request.Method, p.Request.Path, p.Request.SHA256, p.Request.Verified, same, from)
-			fmt.Fprintf(w, "%s\n%s\n%s\n\n", fence(p.Request.Body), p.Request.Body, fence(p.Request.Body))
+			fmt.Fprintf(w, "%s\n", ghissue.Fenced(p.Request.Body, 1<<20))
 		}
 		ep := verdicts[p.Target+"\x00"+p.ProbeID]
 		for _, s := range p.sides() {
@@ -601,8 +602,9 @@ func WriteMarkdown(w io.Writer, r *Record) {
 				fmt.Fprintf(w, "- %s: %s; no observation in this record: %s\n", s.name, verdict, s.absent)
 				continue
 			}
-			fmt.Fprintf(w, "- %s: observation %d, run %d (%s), %s, HTTP %d, provider request id `%s`, model `%s` `%s`, reason `%s`", s.name, o.ID, o.RunID,
-				o.ObservedAt.Format(time.RFC3339), o.Verdict.String(), o.HTTPStatus, o.RequestID, o.ModelID, o.ModelFP, o.Reason)
+			// Provider text: inert (no markup, no control or bidi characters).
+			fmt.Fprintf(w, "- %s: observation %d, run %d (%s), %s, HTTP %d, provider request id %s, model %s %s, reason %s", s.name, o.ID, o.RunID,
+				o.ObservedAt.Format(time.RFC3339), o.Verdict.String(), o.HTTPStatus, ghissue.Code(o.RequestID), ghissue.Code(o.ModelID), ghissue.Code(o.ModelFP), ghissue.Code(o.Reason))
 			switch {
 			case o.Problem != "":
 				fmt.Fprintf(w, "; DOES NOT VERIFY: %s", o.Problem)
@@ -623,20 +625,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// fence returns a backtick fence longer than any backtick run in s.
-func fence(s string) string {
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			if run > longest {
-				longest = run
-			}
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
 }

@@ -1,6 +1,7 @@
 package evidence_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -365,5 +366,42 @@ func TestVerifyCatchesConsistentEdits(t *testing.T) {
 		if err := evidence.Verify(&r); err == nil {
 			t.Errorf("%s: edited record verifies", name)
 		}
+	}
+}
+
+// The Markdown view renders provider and prompt text inert: no control or
+// bidi characters reach a terminal or a rendered page, and no backtick in
+// a provider's request id closes its code span.
+func TestMarkdownRendersProviderTextInert(t *testing.T) {
+	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r evidence.Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	hostile := "x\x1b]8;;https://evil.example\x07click\x1b]8;;\x07 `y` <b>@here\u202egnp.exe"
+	r.Probes[0].After.RequestID = hostile
+	r.Probes[0].After.Reason = hostile
+	r.Probes[0].Request.Body += hostile
+	var out bytes.Buffer
+	evidence.WriteMarkdown(&out, &r)
+	md := out.String()
+	for _, bad := range []string{"\x1b", "\x07", "\u202e"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("markdown carries %q", bad)
+		}
+	}
+	// Outside the fenced request body (where text is literal), the
+	// observation line escapes markup and backticks.
+	var line string
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "- after:") && strings.Contains(l, "click") {
+			line = l
+		}
+	}
+	if line == "" || strings.Contains(line, "<b>") || strings.Contains(line, "`y`") {
+		t.Errorf("observation line %q", line)
 	}
 }

@@ -146,13 +146,17 @@ func fenced(s string, max int) string {
 	return fence + "text\n" + s + "\n" + fence + "\n"
 }
 
-// code renders trusted, simple text (hex digests, numbers, our own
-// vocabulary) as an inline code span; anything else goes through inert.
 // Code renders s as inline code in GitHub Markdown when it is a safe token,
 // and otherwise as inert text (no markup, mentions, references or links):
 // for any Markdown driftprobe prints, not only issues.
 func Code(s string) string { return code(s) }
 
+// Fenced renders untrusted text as a fenced code block: control and bidi
+// characters out, no fence it can close, at most max runes.
+func Fenced(s string, max int) string { return fenced(s, max) }
+
+// code renders trusted, simple text (hex digests, numbers, our own
+// vocabulary) as an inline code span; anything else goes through inert.
 func code(s string) string {
 	if s == "" {
 		return "—"
