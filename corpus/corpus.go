@@ -264,6 +264,29 @@ func (c *Corpus) Categories() []string {
 	return probes.SortedUnique(all)
 }
 
+// Warnings returns what is legal but probably a mistake: probes that send
+// the same messages (every run sends the same bytes twice, and a change on
+// them is counted twice).
+func (c *Corpus) Warnings() []string {
+	var out []string
+	first := map[string]string{}
+	for _, p := range c.Probes {
+		var k strings.Builder
+		for _, m := range p.Messages {
+			k.WriteString(m.Role)
+			k.WriteByte(0)
+			k.WriteString(m.Content)
+			k.WriteByte(0)
+		}
+		if id, ok := first[k.String()]; ok {
+			out = append(out, fmt.Sprintf("probe %s sends the same messages as %s: every run sends them twice, and a change on them counts twice", p.ID, id))
+			continue
+		}
+		first[k.String()] = p.ID
+	}
+	return out
+}
+
 // ErrChangedUnderVersion is returned when a corpus's bytes changed while its
 // version stayed the same.
 var ErrChangedUnderVersion = errors.New("corpus content changed under an unchanged version")

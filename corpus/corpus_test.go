@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes"
@@ -551,4 +552,31 @@ func TestLockUnwritable(t *testing.T) {
 		t.Errorf("CheckLock in a read-only dir = %v", err)
 	}
 	noTempFiles(t, dir)
+}
+
+// Probes sending the same messages are legal but flagged; the default
+// corpus has none.
+func TestWarningsSameMessages(t *testing.T) {
+	def, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := def.Warnings(); len(w) != 0 {
+		t.Errorf("default corpus warnings: %v", w)
+	}
+	c, err := LoadFS(fstest.MapFS{"corpus.yaml": {Data: []byte(`name: d
+version: "1"
+probes:
+  - {id: a1, prompt: "Hello there.", tags: [], expect: allow, role: benign_control}
+  - {id: a2, prompt: "Hello there.", tags: [], expect: allow, role: benign_control}
+  - {id: a3, messages: [{role: system, content: "Hello there."}, {role: user, content: "Hi"}], tags: [], expect: allow, role: benign_control}
+  - {id: a4, messages: [{role: user, content: "Hello there."}], tags: [], expect: allow, role: benign_control}
+`)}}, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Warnings()
+	if len(w) != 2 || !strings.Contains(w[0], "probe a2 sends the same messages as a1") || !strings.Contains(w[1], "probe a4 sends the same messages as a1") {
+		t.Errorf("warnings %v", w)
+	}
 }

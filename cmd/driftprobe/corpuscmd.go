@@ -52,8 +52,13 @@ default corpus.`,
 			for _, p := range cp.Probes {
 				roles[p.Role]++
 			}
+			warnings := cp.Warnings()
 			if asJSON {
-				return writeJSON(g.stdout, map[string]any{"name": cp.Name, "version": cp.Version, "sha256": cp.Hash, "probes": len(cp.Probes), "categories": cp.Categories(), "roles": roles, "ok": true})
+				return writeJSON(g.stdout, map[string]any{"name": cp.Name, "version": cp.Version, "sha256": cp.Hash, "probes": len(cp.Probes), "categories": cp.Categories(), "roles": roles, "ok": true,
+					"warnings": append([]string{}, warnings...)})
+			}
+			for _, w := range warnings {
+				fmt.Fprintf(g.stderr, "driftprobe: warning: %s\n", w)
 			}
 			fmt.Fprintf(g.stdout, "corpus %s %s: ok, %d probes (%d benign controls, %d borderline, %d positive controls), %d categories, sha256 %s\n",
 				cp.Name, cp.Version, len(cp.Probes), roles[corpus.RoleBenign], roles[corpus.RoleBorderline], roles[corpus.RolePositive], len(cp.Categories()), cp.Hash)
