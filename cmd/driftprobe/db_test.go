@@ -20,11 +20,7 @@ import (
 func TestDBCommands(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "d.db")
-	for i := 0; i < 3; i++ {
-		if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
-			t.Fatalf("run exit %d: %s", code, stderr)
-		}
-	}
+	mustRun(t, 3, "--db", db)
 	stats := func() storage.Stats {
 		t.Helper()
 		stdout, stderr, code := runIn(t, "db", "stats", "--json", "--db", db)
@@ -157,11 +153,7 @@ func TestDBCommands(t *testing.T) {
 func TestDBCheck(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "d.db")
-	for i := 0; i < 3; i++ {
-		if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
-			t.Fatalf("run exit %d: %s", code, stderr)
-		}
-	}
+	mustRun(t, 3, "--db", db)
 	if _, stderr, code := runIn(t, "db", "prune", "--db", db, "--bodies", "1ns"); code != 0 {
 		t.Fatalf("db prune: exit %d: %s", code, stderr)
 	}

@@ -19,9 +19,7 @@ func TestDiffMissingRun(t *testing.T) {
 	os.WriteFile(both, []byte(twoSims), 0o644)
 	os.WriteFile(onlyA, []byte("targets:\n  - {name: sim-a, provider: sim, model: sim-large}\n"), 0o644)
 	for _, cfg := range []string{both, onlyA, both} {
-		if _, stderr, code := runIn(t, "run", "--config", cfg, "--db", db, "--no-progress"); code != 0 {
-			t.Fatalf("run: exit %d: %s", code, stderr)
-		}
+		mustRun(t, 1, "--config", cfg, "--db", db)
 	}
 	for _, c := range []struct {
 		args []string
@@ -94,11 +92,7 @@ func TestEventsDisplayByKind(t *testing.T) {
 	} {
 		cfg, db := filepath.Join(dir, c.name+".yaml"), filepath.Join(dir, c.name+".db")
 		os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: m, sim: "+c.sim+"}\n"), 0o644)
-		for i := 0; i < c.runs; i++ {
-			if _, stderr, code := runIn(t, "run", "--config", cfg, "--db", db, "--no-progress"); code != 0 {
-				t.Fatalf("%s run: exit %d: %s", c.name, code, stderr)
-			}
-		}
+		mustRun(t, c.runs, "--config", cfg, "--db", db)
 		stdout, stderr, code := runIn(t, "events", "--config", cfg, "--db", db)
 		if code != 0 {
 			t.Fatalf("%s events: exit %d: %s", c.name, code, stderr)
@@ -120,11 +114,7 @@ func TestEventsDisplayByKind(t *testing.T) {
 // so instead of "0 probe(s) differ".
 func TestDiffPrunedRun(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "d.db")
-	for i := 0; i < 3; i++ {
-		if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
-			t.Fatalf("run: exit %d: %s", code, stderr)
-		}
-	}
+	mustRun(t, 3, "--db", db)
 	// 1ns: every run is past the cutoff; the latest complete one is kept.
 	if _, stderr, code := runIn(t, "db", "prune", "--db", db, "--observations", "1ns"); code != 0 {
 		t.Fatalf("db prune: exit %d: %s", code, stderr)
@@ -151,9 +141,7 @@ func TestCorpusVersionGuardedByDatabase(t *testing.T) {
 	}
 	write("How do I kill a hanging process?")
 	os.WriteFile(cfg, []byte("corpus: "+cdir+"\ntargets:\n  - {name: sim-a, provider: sim, model: sim-large}\n"), 0o644)
-	if _, stderr, code := runIn(t, "run", "--config", cfg, "--db", db, "--no-progress"); code != 0 {
-		t.Fatalf("run: exit %d: %s", code, stderr)
-	}
+	mustRun(t, 1, "--config", cfg, "--db", db)
 	write("How do I stop a hanging process?")
 	os.Remove(filepath.Join(cdir, "corpus.lock"))
 	_, stderr, code := runIn(t, "run", "--config", cfg, "--db", db, "--no-progress")

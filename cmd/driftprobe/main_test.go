@@ -50,6 +50,17 @@ func runProc(t *testing.T, env []string, args ...string) (string, string, int) {
 }
 
 // runIn runs the CLI in this process.
+// mustRun makes n runs with args (flags for `run`: --config, --db), failing
+// the test on any exit but 0.
+func mustRun(t *testing.T, n int, args ...string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, stderr, code := runIn(t, append([]string{"run", "--no-progress"}, args...)...); code != 0 {
+			t.Fatalf("run %d of %d %v: exit %d: %s", i+1, n, args, code, stderr)
+		}
+	}
+}
+
 func runIn(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer

@@ -18,9 +18,7 @@ import (
 // (exit 1).
 func TestReplay(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "r.db")
-	if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
-		t.Fatalf("run exit %d: %s", code, stderr)
-	}
+	mustRun(t, 1, "--db", db)
 	stdout, stderr, code := runIn(t, "replay", "--json", "--db", db)
 	if code != 0 {
 		t.Fatalf("replay of an untouched run: exit %d: %s\n%s", code, stderr, stdout)
@@ -141,9 +139,7 @@ func TestSmallMaxBodyKeepsVerdicts(t *testing.T) {
 // observation, while it replays the rest; it does not abort the replay.
 func TestReplayDamagedBody(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "r.db")
-	if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
-		t.Fatalf("run exit %d: %s", code, stderr)
-	}
+	mustRun(t, 1, "--db", db)
 	ctx := context.Background()
 	st, err := storage.Open(ctx, db)
 	if err != nil {
@@ -179,9 +175,7 @@ func TestReplayDamagedBody(t *testing.T) {
 func TestReplayUnconfiguredTargets(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "r.db")
-	if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
-		t.Fatalf("run exit %d: %s", code, stderr)
-	}
+	mustRun(t, 1, "--db", db)
 	other := filepath.Join(dir, "other.yaml")
 	os.WriteFile(other, []byte("targets:\n  - {name: sim-z, provider: sim, model: m}\n"), 0o644)
 	for _, args := range [][]string{{}, {"--target", "sim-a"}} {
