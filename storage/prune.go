@@ -377,7 +377,16 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("backup %s: %w", path, ErrExists)
 	}
+	// VACUUM INTO writes only the new file: a read-only handle (mode=ro,
+	// which protects the source) may run it once query_only is lifted.
+	if _, err := d.db.ExecContext(ctx, `PRAGMA query_only = 0`); err != nil {
+		return fmt.Errorf("backup %s: %w", path, err)
+	}
 	if _, err := d.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+		// Leave nothing that could pass for a backup.
+		if st, serr := os.Stat(path); serr == nil && st.Mode().IsRegular() {
+			_ = os.Remove(path)
+		}
 		return fmt.Errorf("backup %s: %w", path, err)
 	}
 	return nil

@@ -84,8 +84,54 @@ func Open(ctx context.Context, p string) (*DB, error) {
 // meant to run on it. For checks that must leave the file byte-for-byte as
 // it was, such as verifying a backup.
 func OpenReadOnly(ctx context.Context, p string) (*DB, error) {
+	d, err := openRO(ctx, p, false)
+	if err != nil && (isCantOpen(err) || isReadOnly(err)) {
+		// Read-only media: SQLite cannot create the WAL index (-shm)
+		// beside a WAL-mode file. Read the main file as immutable; a -wal
+		// file beside it (a raw copy of a live database) is not read.
+		if d2, err2 := openRO(ctx, p, true); err2 == nil {
+			return d2, nil
+		}
+	}
+	return d, err
+}
+
+// ErrOlderSchema is returned (wrapped) by OpenReadCurrent for a database an
+// older driftprobe wrote: reading it needs its migrations, which write.
+var ErrOlderSchema = errors.New("the database schema is older than this driftprobe's")
+
+// OpenReadCurrent is OpenReadOnly for a database of this binary's schema:
+// an older one is refused with ErrOlderSchema rather than migrated, so
+// looking at a database never upgrades it (which would lock out the
+// driftprobe still writing it).
+func OpenReadCurrent(ctx context.Context, p string) (*DB, error) {
+	d, err := OpenReadOnly(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := d.SchemaVersion(ctx)
+	if err == nil && cur < SchemaLatest() {
+		err = fmt.Errorf("%s: %w (schema %d, this driftprobe's %d)", p, ErrOlderSchema, cur, SchemaLatest())
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// SchemaLatest is the schema version this binary migrates to.
+func SchemaLatest() int {
+	ms, _ := migrations()
+	return len(ms)
+}
+
+func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 	q := url.Values{}
 	q.Set("mode", "ro")
+	if immutable {
+		q.Set("immutable", "1")
+	}
 	for _, pr := range []string{"busy_timeout(10000)", "query_only(1)"} {
 		q.Add("_pragma", pr)
 	}
@@ -96,23 +142,31 @@ func OpenReadOnly(ctx context.Context, p string) (*DB, error) {
 	sdb.SetMaxOpenConns(1)
 	sdb.SetConnMaxIdleTime(0)
 	d := &DB{db: sdb, path: p, now: func() time.Time { return time.Now().UTC() }}
-	ms, err := migrations()
-	if err != nil {
-		sdb.Close()
-		return nil, err
-	}
 	cur, err := d.SchemaVersion(ctx)
 	switch {
 	case err != nil:
 		err = fmt.Errorf("read schema version: %w", err)
-	case cur > len(ms):
-		err = fmt.Errorf("%s: %w (schema %d, this binary knows %d)", p, ErrNewerSchema, cur, len(ms))
+	case cur > SchemaLatest():
+		err = fmt.Errorf("%s: %w (schema %d, this binary knows %d)", p, ErrNewerSchema, cur, SchemaLatest())
 	}
 	if err != nil {
 		sdb.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// isCantOpen and isReadOnly report SQLite's SQLITE_CANTOPEN and
+// SQLITE_READONLY.
+func isCantOpen(err error) bool { return sqliteCode(err) == 14 }
+func isReadOnly(err error) bool { return sqliteCode(err) == 8 }
+
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return -1
 }
 
 // openAttempts bounds Open's retries on SQLITE_BUSY (about 10 s in all).

@@ -99,7 +99,7 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 				}
 				opts.Tolerance = d
 			}
-			sess, err := app.Open(ctx, g.config, g.db, false, app.CheckCorpus)
+			sess, err := app.OpenRead(ctx, g.config, g.db, app.CheckCorpus)
 			if err != nil {
 				return err
 			}

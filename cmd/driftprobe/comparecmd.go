@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +62,14 @@ than N positive controls (under-blocking; off by default), else 0.`,
 			if runNow {
 				mode = app.LockCorpus
 			}
-			sess, err := app.Open(ctx, g.config, g.db, runNow, mode)
+			open := app.Open
+			if !runNow {
+				// Reading only: never migrate.
+				open = func(ctx context.Context, path, db string, _ bool, mode app.CorpusMode) (*app.Session, error) {
+					return app.OpenRead(ctx, path, db, mode)
+				}
+			}
+			sess, err := open(ctx, g.config, g.db, runNow, mode)
 			if err != nil {
 				return err
 			}

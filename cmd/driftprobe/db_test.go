@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -274,5 +275,56 @@ func TestMissingDatabaseIsUsage(t *testing.T) {
 		if _, err := os.Stat(db); err == nil {
 			t.Fatalf("%v created %s", args, db)
 		}
+	}
+}
+
+// Commands that only read never migrate a database an older driftprobe
+// wrote: they refuse it (exit 2, saying how to upgrade) and leave its bytes
+// alone; db backup copies it as it is; db migrate upgrades it.
+func TestReadCommandsNeverMigrate(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	mustRun(t, 2, "--db", db)
+	// Make it a schema-7 database: before migration 0008 and 0009.
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `PRAGMA user_version = 7`} {
+		if _, err := st.SQL().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"events"}, {"evidence", "1"}, {"diff", "--target", "sim-a"}, {"replay"}, {"db", "stats"}, {"compare", "--from", "sim-a", "--to", "sim-a2"}} {
+		_, stderr, code := runIn(t, append(args, "--db", db)...)
+		if code != 2 || !strings.Contains(stderr, fmt.Sprintf("the database schema is older than this driftprobe's (schema 7, this driftprobe's %d)", storage.SchemaLatest())) ||
+			!strings.Contains(stderr, "driftprobe db migrate") {
+			t.Errorf("%v on schema 7: exit %d: %s", args, code, stderr)
+		}
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Error("a read command changed the schema-7 database")
+	}
+	backup := filepath.Join(dir, "b.db")
+	if _, stderr, code := runIn(t, "db", "backup", backup, "--db", db); code != 0 {
+		t.Fatalf("db backup of schema 7: exit %d: %s", code, stderr)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Error("db backup changed the schema-7 database")
+	}
+	stdout, stderr, code := runIn(t, "db", "migrate", "--db", db)
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("schema 7 → %d", storage.SchemaLatest())) {
+		t.Fatalf("db migrate: exit %d: %s%s", code, stdout, stderr)
+	}
+	if stdout, _, code := runIn(t, "db", "migrate", "--db", db); code != 0 || !strings.Contains(stdout, fmt.Sprintf("schema %d, already", storage.SchemaLatest())) {
+		t.Errorf("db migrate again: exit %d: %s", code, stdout)
+	}
+	if _, stderr, code := runIn(t, "events", "--db", db); code != 0 {
+		t.Errorf("events after migrate: exit %d: %s", code, stderr)
 	}
 }

@@ -23,10 +23,12 @@ func newDBCmd(g *globals) *cobra.Command {
   driftprobe db prune     prune old observations (the config's retention, or flags)
   driftprobe db backup F  a consistent copy of the database, safe while runs write
   driftprobe db check     SQLite's structure check, foreign keys, and every stored
-                          body read back against its fingerprint`,
+                          body read back against its fingerprint
+  driftprobe db migrate   upgrade the database to this driftprobe's schema (runs
+                          do it too; commands that only read never do)`,
 		Args: cobra.NoArgs,
 	}
-	c.AddCommand(newDBStatsCmd(g), newDBPruneCmd(g), newDBBackupCmd(g), newDBCheckCmd(g))
+	c.AddCommand(newDBStatsCmd(g), newDBPruneCmd(g), newDBBackupCmd(g), newDBCheckCmd(g), newDBMigrateCmd(g))
 	return c
 }
 
@@ -37,7 +39,7 @@ func newDBStatsCmd(g *globals) *cobra.Command {
 		Short: "Database size, runs, observations and stored body bytes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sess, err := app.Open(cmd.Context(), g.config, g.db, false, app.NoCorpus)
+			sess, err := app.OpenRead(cmd.Context(), g.config, g.db, app.NoCorpus)
 			if err != nil {
 				return err
 			}
@@ -184,7 +186,9 @@ command with --db FILE. FILE must not exist.`,
 			if d := strings.TrimSpace(args[0]); d == "" || d == ":memory:" || strings.HasPrefix(d, "file:") {
 				return cobraUsage{fmt.Errorf("%s: %q: want a file path", cmd.CommandPath(), args[0])}
 			}
-			sess, err := app.Open(cmd.Context(), g.config, g.db, false, app.NoCorpus)
+			// Read-only and any schema: a backup before an upgrade must not
+			// upgrade the database it copies.
+			sess, err := app.OpenReadOnly(cmd.Context(), g.config, g.db)
 			if err != nil {
 				return err
 			}
@@ -196,6 +200,47 @@ command with --db FILE. FILE must not exist.`,
 				return err
 			}
 			fmt.Fprintf(g.stdout, "backed up %s to %s\n", sess.Store.Path(), args[0])
+			return nil
+		},
+	}
+}
+
+func newDBMigrateCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Upgrade the database to this driftprobe's schema (back it up first)",
+		Long: `Applies the migrations this driftprobe has and the database lacks. Runs (run,
+serve, compare --run) migrate too; commands that only read (events, evidence,
+diff, replay, db stats, compare, attribute) never do, and refuse an older
+schema instead, so looking at a production database with a newer driftprobe
+cannot lock out the older one still writing it. A migrated database cannot be
+opened by an older driftprobe: back it up first (driftprobe db backup FILE).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			ro, err := app.OpenReadOnly(ctx, g.config, g.db)
+			if err != nil {
+				return err
+			}
+			from, err := ro.Store.SchemaVersion(ctx)
+			ro.Close()
+			if err != nil {
+				return err
+			}
+			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			to, err := sess.Store.SchemaVersion(ctx)
+			if err != nil {
+				return err
+			}
+			if from == to {
+				fmt.Fprintf(g.stdout, "%s: schema %d, already this driftprobe's\n", sess.Store.Path(), to)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "%s: schema %d → %d\n", sess.Store.Path(), from, to)
 			return nil
 		},
 	}

@@ -27,7 +27,7 @@ latest run of the target, --from to the one before.`,
 				return app.Usage(fmt.Errorf("diff: --target is required"))
 			}
 			ctx := cmd.Context()
-			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			sess, err := app.OpenRead(ctx, g.config, g.db, app.NoCorpus)
 			if err != nil {
 				return err
 			}

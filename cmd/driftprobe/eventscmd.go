@@ -31,7 +31,7 @@ first_run, confirmed_run, issue_url and more.`,
 				return app.Usage(fmt.Errorf("events: --since %d: want a run id (runs are numbered from 1)", since))
 			}
 			ctx := cmd.Context()
-			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			sess, err := app.OpenRead(ctx, g.config, g.db, app.NoCorpus)
 			if err != nil {
 				return err
 			}

@@ -72,7 +72,7 @@ did not verify); 2 usage error (no such event, FILE is not an evidence record);
 				return app.Usage(fmt.Errorf("evidence: %q is not an event id", args[0]))
 			}
 			ctx := cmd.Context()
-			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			sess, err := app.OpenRead(ctx, g.config, g.db, app.NoCorpus)
 			if err != nil {
 				return err
 			}

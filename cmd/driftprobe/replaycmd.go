@@ -31,7 +31,7 @@ differently. Exit 1 when any observation differs.`,
 				return app.Usage(fmt.Errorf("replay: --run %d: want a run id (runs are numbered from 1; omit it for the latest)", run))
 			}
 			ctx := cmd.Context()
-			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			sess, err := app.OpenRead(ctx, g.config, g.db, app.NoCorpus)
 			if err != nil {
 				return err
 			}

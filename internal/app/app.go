@@ -212,6 +212,34 @@ func requireDatabase(cfg *config.Config) error {
 	return nil
 }
 
+// OpenRead is Open for commands that only read: the database must exist
+// and be of this binary's schema, and is opened read-only
+// (storage.OpenReadCurrent), so looking at a database never migrates it (a
+// migrated database locks out the older driftprobe still writing it). An
+// older schema is a usage error saying how to upgrade.
+func OpenRead(ctx context.Context, path, dbOverride string, mode CorpusMode) (*Session, error) {
+	cfg, err := LoadConfig(path, dbOverride, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireDatabase(cfg); err != nil {
+		return nil, err
+	}
+	s := &Session{Config: cfg}
+	if mode != NoCorpus {
+		if s.Corpus, err = LoadCorpus(cfg, "", mode == LockCorpus); err != nil {
+			return nil, err
+		}
+	}
+	if s.Store, err = storage.OpenReadCurrent(ctx, cfg.Database); err != nil {
+		if errors.Is(err, storage.ErrOlderSchema) {
+			return nil, Usage(fmt.Errorf("%w: back it up (driftprobe db backup FILE), then upgrade it with driftprobe db migrate or the next run; driftprobes older than this one cannot open it afterwards", err))
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
 // OpenReadOnly loads the configuration and opens its existing database
 // without changing it (storage.OpenReadOnly: no migrations, no journal
 // switch), for `db check`. No corpus is loaded.
