@@ -572,6 +572,24 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 	return d.event(kind, rest, newCats, vanished, states)
 }
 
+// flipModels returns the most common (before, after) model pair among
+// flips whose model changed (ties: the first seen).
+func flipModels(flips []flip) (before, after string, ok bool) {
+	count := map[[2]string]int{}
+	best := 0
+	for _, f := range flips {
+		if !modelChanged(f.modelBefore, f.modelAfter) {
+			continue
+		}
+		k := [2]string{f.modelBefore, f.modelAfter}
+		count[k]++
+		if count[k] > best {
+			best, before, after = count[k], k[0], k[1]
+		}
+	}
+	return before, after, best > 0
+}
+
 func modelChanged(a, b string) bool {
 	if a == b {
 		return false
@@ -729,10 +747,20 @@ func (d *detector) open(kind string, flips []flip, newCats, vanished []string) e
 	// name, the kind, the runs, the probes and the creation time.
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%s|%d|%s|%s", d.t.Provider, d.t.Name, kind, firstRun, strings.Join(ids, ","), ts(d.now))))
 	fp := hex.EncodeToString(h[:])[:20]
+	// The target's most common model, unless it stayed the same while the
+	// flipped probes' models changed (a model change seen only on some
+	// answers): then the event names the flips' models, never "the same
+	// model before and after" under a model_change.
+	modelBefore, modelAfter := d.modelBefore(firstRun), d.model
+	if kind == KindModel && !modelChanged(modelBefore, modelAfter) {
+		if b, a, ok := flipModels(flips); ok {
+			modelBefore, modelAfter = b, a
+		}
+	}
 	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO events (fingerprint, target_id, provider, kind, direction, opened_kind, opened_direction, new_categories, vanished_categories, first_run, confirmed_run, last_run,
 		model_before, model_after, corpus_version, corpus_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		fp, d.t.ID, d.t.Provider, kind, dir, kind, dir, strings.Join(newCats, ","), strings.Join(vanished, ","), firstRun, run, run,
-		d.modelBefore(firstRun), d.model, d.in.CorpusVersion, d.in.CorpusHash, ts(d.now), ts(d.now))
+		modelBefore, modelAfter, d.in.CorpusVersion, d.in.CorpusHash, ts(d.now), ts(d.now))
 	if err != nil {
 		return fmt.Errorf("open event: %w", err)
 	}

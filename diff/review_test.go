@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -194,5 +195,41 @@ targets:
 	_, err := diff.Compare(context.Background(), e.Store, e.Corpus, "cur", "cand", 0, -1)
 	if err == nil {
 		t.Fatal("compare gated on a candidate that answered nothing")
+	}
+}
+
+// A model change seen only on the flipped probes' answers (the target's
+// most common model held) is a model_change whose event names the flips'
+// models, not the same model before and after.
+func TestModelChangeOnFlipsNamesTheirModels(t *testing.T) {
+	s := newSynth(t)
+	shas := []string{sha1, sha2, "3333333333333333333333333333333333333333333333333333333333333333", "4444444444444444444444444444444444444444444444444444444444444444",
+		"5555555555555555555555555555555555555555555555555555555555555555"}
+	round := func(flipped bool) {
+		var os []*storage.Observation
+		for i, sha := range shas {
+			o := obs(fmt.Sprintf("p%d", i), sha, 0, "allowed|")
+			o.Result.ModelFP = "fp_old"
+			if flipped && i < 2 {
+				o = obs(fmt.Sprintf("p%d", i), sha, 0, "blocked_output|violence")
+				o.Result.ModelID, o.Result.ModelFP = "m-2", "fp_new"
+			}
+			os = append(os, o)
+		}
+		s.run(storage.TargetComplete, 0, false, os...)
+	}
+	round(false)
+	round(false)
+	round(true)
+	round(true)
+	evs, err := diff.ListEvents(context.Background(), s.db, diff.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Kind != diff.KindModel {
+		t.Fatalf("events %+v, want one model_change", evs)
+	}
+	if e := evs[0]; e.ModelBefore != "m|fp_old" || e.ModelAfter != "m-2|fp_new" {
+		t.Errorf("model %q → %q, want m|fp_old → m-2|fp_new", e.ModelBefore, e.ModelAfter)
 	}
 }
