@@ -693,24 +693,31 @@ func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (int6
 		cands = append(cands, id)
 	}
 	rows.Close()
-	mine := map[string]string{}
+	// A probe changed "the same way" on both targets when its verdict moved
+	// in the same direction (tightened, loosened, recategorized) and ends
+	// blocked on both or on neither: a stage change on one target does not
+	// join an allowed→blocked event on another.
+	type move struct{ before, after string }
+	mine := map[string]move{}
 	for _, f := range flips {
-		mine[f.probeID] = f.after
+		mine[f.probeID] = move{f.before, f.after}
 	}
 	for _, id := range cands {
-		rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, after FROM event_probes WHERE event_id = ?`, id)
+		rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, before, after FROM event_probes WHERE event_id = ?`, id)
 		if err != nil {
 			return 0, err
 		}
 		total, same := 0, 0
 		for rows.Next() {
-			var pid, after string
-			if err := rows.Scan(&pid, &after); err != nil {
+			var pid, before, after string
+			if err := rows.Scan(&pid, &before, &after); err != nil {
 				rows.Close()
 				return 0, err
 			}
 			total++
-			if a, ok := mine[pid]; ok && ParseKey(a).Class.IsBlock() == ParseKey(after).Class.IsBlock() {
+			m, ok := mine[pid]
+			if ok && ParseKey(m.after).Class.IsBlock() == ParseKey(after).Class.IsBlock() &&
+				direction(ParseKey(m.before), ParseKey(m.after)) == direction(ParseKey(before), ParseKey(after)) {
 				same++
 			}
 		}

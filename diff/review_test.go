@@ -233,3 +233,63 @@ func TestModelChangeOnFlipsNamesTheirModels(t *testing.T) {
 		t.Errorf("model %q → %q, want m|fp_old → m-2|fp_new", e.ModelBefore, e.ModelAfter)
 	}
 }
+
+// A probe that changed differently on another target of the same provider
+// (a stage change there, allowed→blocked here) does not join the event as
+// a provider-wide change; the same change does.
+func TestProviderWideJoinNeedsTheSameChange(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		bBefore    string
+		bAfter     string
+		wantJoined bool
+	}{
+		{"stage change", "blocked_output|violence", "blocked_input|violence", false},
+		{"same change", "allowed|", "blocked_output|violence", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var ids [2]int64
+			for i, n := range []string{"a", "b"} {
+				if ids[i], err = db.EnsureTarget(ctx, storage.TargetRow{Name: n, Provider: "sim", Model: "m", Endpoint: "chat"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Target b changes one run after a: a's event is open when b's
+			// change is confirmed.
+			verdicts := [][2]string{{"allowed|", c.bBefore}, {"allowed|", c.bBefore}, {"blocked_output|violence", c.bBefore}, {"blocked_output|violence", c.bAfter}, {"blocked_output|violence", c.bAfter}}
+			for _, v := range verdicts {
+				run, err := db.BeginRun(ctx, storage.Run{CorpusName: "c", CorpusVersion: "1", CorpusHash: "h"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var trs []diff.TargetRun
+				for i, n := range []string{"a", "b"} {
+					o := obs("p", sha1, 0, v[i])
+					o.RunID, o.TargetID = run, ids[i]
+					if err := db.InsertObservations(ctx, []*storage.Observation{o}); err != nil {
+						t.Fatal(err)
+					}
+					trs = append(trs, diff.TargetRun{ID: ids[i], Name: n, Provider: "sim", Status: storage.TargetComplete, Observations: []*storage.Observation{o}})
+				}
+				if _, err := diff.Apply(ctx, db, diff.Input{RunID: run, CorpusVersion: "1", CorpusHash: "h", Targets: trs,
+					Params: diff.Params{ConfirmRuns: 2, NondeterministicFlips: 2, WindowRuns: 3}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			evs, err := diff.ListEvents(ctx, db, diff.Filter{Target: "a"})
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("events on a: %+v %v", evs, err)
+			}
+			joined := len(evs[0].Targets) == 2
+			if joined != c.wantJoined {
+				t.Errorf("a's event targets %v, want b joined: %v", evs[0].Targets, c.wantJoined)
+			}
+		})
+	}
+}
