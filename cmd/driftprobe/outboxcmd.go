@@ -118,8 +118,13 @@ variable named by github.private_key_env).`,
 						fmt.Fprintf(w, "  %s\n", e)
 					}
 				}
-				if cfg.GitHub == nil {
+				switch {
+				case cfg.GitHub == nil && len(pending) == 0:
 					fmt.Fprintln(w, "GitHub issues are not configured (no github block): nothing is queued. `driftprobe outbox --dry-run` shows what would be filed.")
+				case cfg.GitHub == nil:
+					// Queued while a github block was configured: without
+					// one they wait, and keep driftprobe_outbox_pending up.
+					fmt.Fprintf(w, "GitHub issues are not configured (no github block), but %d delivery(ies) below were queued while they were: they are not sent until a github block is back (then `driftprobe outbox --send`).\n", len(pending))
 				}
 				if len(pending) == 0 {
 					fmt.Fprintln(w, "outbox empty: every event change has been delivered")

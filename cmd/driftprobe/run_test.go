@@ -53,3 +53,22 @@ func TestCorpusVersionGuardedByDatabase(t *testing.T) {
 		t.Errorf("edited corpus under the same version, lock lost: exit %d: %s", code, stderr)
 	}
 }
+
+// Deliveries queued while a github block was configured are not "nothing
+// queued" once it is removed: outbox says they wait for one.
+func TestOutboxWithoutGitHubBlockNamesQueuedRows(t *testing.T) {
+	dir := t.TempDir()
+	db, withGH, without := filepath.Join(dir, "d.db"), filepath.Join(dir, "gh.yaml"), filepath.Join(dir, "nogh.yaml")
+	targets := "targets:\n  - name: sim-a\n    provider: sim\n    model: sim-large\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.01}}]}\n"
+	os.WriteFile(withGH, []byte(targets+"github: {repo: o/r, base_url: \"http://127.0.0.1:1/\"}\n"), 0o644)
+	os.WriteFile(without, []byte(targets), 0o644)
+	t.Setenv("GITHUB_TOKEN", "test-token")
+	for i := 0; i < 4; i++ {
+		// Delivery fails (nothing listens on port 1); the rows stay queued.
+		runIn(t, "run", "--config", withGH, "--db", db, "--no-progress")
+	}
+	stdout, stderr, code := runIn(t, "outbox", "--config", without, "--db", db)
+	if code != 0 || !strings.Contains(stdout, "were queued while they were: they are not sent until a github block is back") || strings.Contains(stdout, "nothing is queued") {
+		t.Errorf("outbox without a github block: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
