@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -855,6 +856,33 @@ func (t *Target) Key() (string, error) {
 		return "", fmt.Errorf("target %s: environment variable %s is empty", t.Name, t.APIKeyEnv)
 	}
 	return v, nil
+}
+
+// Warnings returns what is valid but probably a mistake, each as
+// "FILE:LINE: field: problem": plain-http API roots that are not on
+// loopback, which would send a key or token in clear text.
+func (c *Config) Warnings() []string {
+	var out []string
+	clear := func(field, raw string, carriesSecret bool) {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "http" || !carriesSecret {
+			return
+		}
+		h := u.Hostname()
+		if h == "localhost" || net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback() {
+			return
+		}
+		out = append(out, fmt.Sprintf("%s%s: %q is plain http: the key would travel in clear text (use https)", c.Where(field), field, raw))
+	}
+	for i, t := range c.Targets {
+		if t != nil && !t.Disabled {
+			clear(fmt.Sprintf("targets[%d].base_url", i), t.BaseURL, t.APIKeyEnv != "")
+		}
+	}
+	if g := c.GitHub; g != nil {
+		clear("github.base_url", g.BaseURL, true)
+	}
+	return out
 }
 
 // Where returns "FILE:LINE: " for the value at path (dotted, as in

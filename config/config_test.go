@@ -740,3 +740,23 @@ func TestREADMEExampleConfig(t *testing.T) {
 		t.Fatalf("README example: %v", err)
 	}
 }
+
+// A plain-http API root off loopback, carrying a key or token, is a
+// warning naming its line; loopback and https are not.
+func TestWarningsPlainHTTP(t *testing.T) {
+	c, err := Parse("w.yaml", []byte(`targets:
+  - {name: a, provider: openai, model: m, base_url: "http://api.example.invalid/v1"}
+  - {name: b, provider: openai, model: m, base_url: "http://127.0.0.1:8080/v1"}
+  - {name: c, provider: openai, model: m, base_url: "https://api.example.invalid/v1"}
+  - {name: d, provider: openai_compatible, model: m, base_url: "http://llm.internal/v1"}
+github: {repo: o/r, base_url: "http://github.example.invalid/api/v3/"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Warnings()
+	if len(w) != 2 || !strings.HasPrefix(w[0], "w.yaml:2: targets[0].base_url: \"http://api.example.invalid/v1\" is plain http") ||
+		!strings.HasPrefix(w[1], "w.yaml:6: github.base_url:") {
+		t.Errorf("warnings %q", w)
+	}
+}

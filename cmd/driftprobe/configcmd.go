@@ -33,6 +33,9 @@ key environment variables are reported as FILE:LINE: FIELD: problem, exit 2.`,
 			}
 			fmt.Fprintf(g.stdout, "%s: ok (%d targets, corpus %s %s with %d probes, schedule %q, database %s)\n",
 				src, len(cfg.Enabled()), cp.Name, cp.Version, len(cp.Probes), cfg.Schedule, cfg.Database)
+			for _, w := range cfg.Warnings() {
+				fmt.Fprintf(g.stderr, "driftprobe: warning: %s\n", w)
+			}
 			return nil
 		},
 	}

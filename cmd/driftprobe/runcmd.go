@@ -46,6 +46,9 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 			}
 			defer closeTargets()
 			log := app.Logger(g.logLevel)
+			for _, w := range cfg.Warnings() {
+				log.Warn(w)
+			}
 			opts := app.RunOptions{Logger: log}
 			reg, m := app.NewRegistry(st, false)
 			app.Instrument(m, &opts)

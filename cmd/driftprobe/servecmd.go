@@ -43,6 +43,9 @@ held is skipped (driftprobe_run_lock_skips_total).`,
 			if err != nil {
 				return err
 			}
+			for _, w := range d.Config().Warnings() {
+				log.Warn(w)
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				d.Shutdown()
