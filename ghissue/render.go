@@ -439,7 +439,14 @@ func IssueBody(ev *diff.Event, e *Evidence) string {
 			msgs = append(msgs, m)
 		}
 	}
-	table := fmt.Sprintf("### Flipped probes (%d)\n\n", len(ev.Probes)) + tableHead
+	heading := "Flipped probes"
+	switch ev.Kind {
+	case diff.KindScoreDrift:
+		heading = "Probes whose scores moved (verdicts held)"
+	case diff.KindNondeterminism:
+		heading = "Probes that flip on identical bytes"
+	}
+	table := fmt.Sprintf("### %s (%d)\n\n", heading, len(ev.Probes)) + tableHead
 	return assemble(h.String(), table, rows, msgs, repro+foot, ev)
 }
 

@@ -177,6 +177,21 @@ func TestRenderInertAndBounded(t *testing.T) {
 	}
 }
 
+// The probe table's heading says what the probes did, by kind.
+func TestProbeTableHeadingByKind(t *testing.T) {
+	for kind, want := range map[string]string{
+		diff.KindPolicy:         "### Flipped probes (1)",
+		diff.KindScoreDrift:     "### Probes whose scores moved (verdicts held) (1)",
+		diff.KindNondeterminism: "### Probes that flip on identical bytes (1)",
+	} {
+		ev, e := hostileEvent(1, "m")
+		ev.Kind = kind
+		if body := IssueBody(ev, e); !strings.Contains(body, want) {
+			t.Errorf("%s: body lacks %q", kind, want)
+		}
+	}
+}
+
 func TestTitle(t *testing.T) {
 	ev := &diff.Event{Target: "azure-gpt4o-eastus", Targets: []string{"azure-gpt4o-eastus"}, Provider: "azure", Kind: diff.KindPolicy,
 		Direction: diff.Tightened, NewCategories: []string{"self_harm"}}
