@@ -98,7 +98,7 @@ type Options struct {
 
 // Result summarizes one Deliver pass.
 type Result struct {
-	Sent     int      `json:"sent"`     // rows delivered in this pass
+	Sent     int      `json:"sent"`     // rows delivered in this pass (posted, or found already on GitHub by their marker)
 	Failed   int      `json:"failed"`   // rows whose attempt failed in this pass
 	Deferred int      `json:"deferred"` // rows left for later (waiting, rate limited, held back)
 	Rendered int      `json:"rendered"` // rows rendered by a dry run
