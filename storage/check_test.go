@@ -227,3 +227,41 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Errorf("schema 99: %v, want ErrNewerSchema", err)
 	}
 }
+
+// Two backups to one path: exactly one writes it, the other is refused
+// with ErrExists, and the file left is a sound copy.
+func TestConcurrentBackupsToOnePath(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	run, tgt := setupRun(t, d)
+	if err := d.InsertObservations(ctx, checkedObservations(run, tgt, 300)); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "b.db")
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() { errs <- d.Backup(ctx, p) }()
+	}
+	var ok, exists int
+	for i := 0; i < 2; i++ {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrExists):
+			exists++
+		default:
+			t.Errorf("backup: %v", err)
+		}
+	}
+	if ok != 1 || exists != 1 {
+		t.Fatalf("%d backups written, %d refused; want 1 and 1", ok, exists)
+	}
+	b, err := OpenReadOnly(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if rep, err := b.Check(ctx, CheckOptions{Full: true}); err != nil || !rep.OK || rep.Observations != 300 {
+		t.Errorf("the backup: %+v %v", rep, err)
+	}
+}

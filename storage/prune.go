@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 )
@@ -374,19 +375,31 @@ var ErrExists = errors.New("file exists")
 // safe while runs write: the copy is a snapshot of one moment. It refuses
 // to overwrite an existing file.
 func (d *DB) Backup(ctx context.Context, path string) error {
-	if _, err := os.Stat(path); err == nil {
+	// Claim the path first (VACUUM INTO writes into an existing empty
+	// file): two backups to one path cannot both proceed, and a failure
+	// removes only the file this call created.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("backup %s: %w", path, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", path, err)
+	}
+	mine, statErr := f.Stat()
+	f.Close()
+	removeMine := func() {
+		if st, err := os.Stat(path); err == nil && statErr == nil && os.SameFile(st, mine) {
+			_ = os.Remove(path)
+		}
 	}
 	// VACUUM INTO writes only the new file: a read-only handle (mode=ro,
 	// which protects the source) may run it once query_only is lifted.
 	if _, err := d.db.ExecContext(ctx, `PRAGMA query_only = 0`); err != nil {
+		removeMine()
 		return fmt.Errorf("backup %s: %w", path, err)
 	}
 	if _, err := d.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
-		// Leave nothing that could pass for a backup.
-		if st, serr := os.Stat(path); serr == nil && st.Mode().IsRegular() {
-			_ = os.Remove(path)
-		}
+		removeMine()
 		return fmt.Errorf("backup %s: %w", path, err)
 	}
 	return nil

@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,15 +87,22 @@ func Open(ctx context.Context, p string) (*DB, error) {
 // it was, such as verifying a backup.
 func OpenReadOnly(ctx context.Context, p string) (*DB, error) {
 	d, err := openRO(ctx, p, false)
-	if err != nil && (isCantOpen(err) || isReadOnly(err)) {
-		// Read-only media: SQLite cannot create the WAL index (-shm)
-		// beside a WAL-mode file. Read the main file as immutable; a -wal
-		// file beside it (a raw copy of a live database) is not read.
-		if d2, err2 := openRO(ctx, p, true); err2 == nil {
-			return d2, nil
-		}
+	if err == nil || !(isCantOpen(err) || isReadOnly(err)) {
+		return d, err
 	}
-	return d, err
+	// SQLite cannot create the WAL index (-shm) beside a WAL-mode file.
+	// Only on a file system mounted read-only, where nothing can change the
+	// file under the reader, is it read as immutable (no locks): on a
+	// writable disk a writer could checkpoint mid-read, so the error
+	// stands there.
+	dir := filepath.Dir(p)
+	if !readOnlyFS(dir) {
+		return nil, err
+	}
+	if st, serr := os.Stat(p + "-wal"); serr == nil && st.Size() > 0 {
+		return nil, fmt.Errorf("%s: a -wal file beside it holds commits that cannot be applied on read-only media: copy both files to writable storage: %w", p, err)
+	}
+	return openRO(ctx, p, true)
 }
 
 // ErrOlderSchema is returned (wrapped) by OpenReadCurrent for a database an
