@@ -573,7 +573,8 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 }
 
 // flipModels returns the most common (before, after) model pair among
-// flips whose model changed (ties: the first seen).
+// flips whose model changed (on a tie, the pair that reached the count
+// first).
 func flipModels(flips []flip) (before, after string, ok bool) {
 	count := map[[2]string]int{}
 	best := 0
@@ -658,7 +659,20 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	}
 	mergedNew := probes.SortedUnique(append(splitList(oldNew), newCats...))
 	mergedVan := probes.SortedUnique(append(splitList(oldVan), vanished...))
-	modelAfter := d.model
+	// As when opening: a model change seen only on the flips keeps naming
+	// their model, not the target's unchanged one.
+	var modelBefore, modelAfter string
+	if err := d.tx.QueryRowContext(d.ctx, `SELECT model_before, model_after FROM events WHERE id = ?`, eid).Scan(&modelBefore, &modelAfter); err != nil {
+		return err
+	}
+	switch {
+	case newKind != KindModel || modelChanged(modelBefore, d.model):
+		modelAfter = d.model
+	default:
+		if _, a, ok := flipModels(flips); ok {
+			modelAfter = a
+		}
+	}
 	if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET kind = ?, direction = ?, new_categories = ?, vanished_categories = ?, last_run = ?, model_after = ?, updated_at = ? WHERE id = ?`,
 		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), run, modelAfter, ts(d.now), eid); err != nil {
 		return err

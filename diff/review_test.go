@@ -232,6 +232,29 @@ func TestModelChangeOnFlipsNamesTheirModels(t *testing.T) {
 	if e := evs[0]; e.ModelBefore != "m|fp_old" || e.ModelAfter != "m-2|fp_new" {
 		t.Errorf("model %q → %q, want m|fp_old → m-2|fp_new", e.ModelBefore, e.ModelAfter)
 	}
+	// A third probe joins later: the event still names the flips' model.
+	round = func(bool) {
+		var os []*storage.Observation
+		for i, sha := range shas {
+			o := obs(fmt.Sprintf("p%d", i), sha, 0, "allowed|")
+			o.Result.ModelFP = "fp_old"
+			if i < 3 {
+				o = obs(fmt.Sprintf("p%d", i), sha, 0, "blocked_output|violence")
+				o.Result.ModelID, o.Result.ModelFP = "m-2", "fp_new"
+			}
+			os = append(os, o)
+		}
+		s.run(storage.TargetComplete, 0, false, os...)
+	}
+	round(true)
+	round(true)
+	evs, err = diff.ListEvents(context.Background(), s.db, diff.Filter{})
+	if err != nil || len(evs) != 1 || len(evs[0].Probes) != 3 {
+		t.Fatalf("after p2 joined: %+v %v", evs, err)
+	}
+	if e := evs[0]; e.ModelBefore != "m|fp_old" || e.ModelAfter != "m-2|fp_new" {
+		t.Errorf("after a join: model %q → %q, want m|fp_old → m-2|fp_new", e.ModelBefore, e.ModelAfter)
+	}
 }
 
 // A probe that changed differently on another target of the same provider
