@@ -203,8 +203,12 @@ targets:
 // models, not the same model before and after.
 func TestModelChangeOnFlipsNamesTheirModels(t *testing.T) {
 	s := newSynth(t)
-	shas := []string{sha1, sha2, "3333333333333333333333333333333333333333333333333333333333333333", "4444444444444444444444444444444444444444444444444444444444444444",
-		"5555555555555555555555555555555555555555555555555555555555555555"}
+	// Nine probes: the target's most common model stays the old one even
+	// with three flipped.
+	var shas []string
+	for i := 1; i <= 9; i++ {
+		shas = append(shas, strings.Repeat(fmt.Sprint(i), 64))
+	}
 	round := func(flipped bool) {
 		var os []*storage.Observation
 		for i, sha := range shas {
