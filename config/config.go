@@ -863,24 +863,24 @@ func (t *Target) Key() (string, error) {
 // loopback, which would send a key or token in clear text.
 func (c *Config) Warnings() []string {
 	var out []string
-	clear := func(field, raw string, carriesSecret bool) {
+	clear := func(field, raw, secret string, carriesSecret bool) {
 		u, err := url.Parse(raw)
 		if err != nil || u.Scheme != "http" || !carriesSecret {
 			return
 		}
 		h := u.Hostname()
-		if h == "localhost" || net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback() {
+		if strings.EqualFold(h, "localhost") || net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback() {
 			return
 		}
-		out = append(out, fmt.Sprintf("%s%s: %q is plain http: the key would travel in clear text (use https)", c.Where(field), field, raw))
+		out = append(out, fmt.Sprintf("%s%s: %q is plain http: the %s would travel in clear text (use https)", c.Where(field), field, raw, secret))
 	}
 	for i, t := range c.Targets {
 		if t != nil && !t.Disabled {
-			clear(fmt.Sprintf("targets[%d].base_url", i), t.BaseURL, t.APIKeyEnv != "")
+			clear(fmt.Sprintf("targets[%d].base_url", i), t.BaseURL, "key", t.APIKeyEnv != "")
 		}
 	}
 	if g := c.GitHub; g != nil {
-		clear("github.base_url", g.BaseURL, true)
+		clear("github.base_url", g.BaseURL, "token", true)
 	}
 	return out
 }

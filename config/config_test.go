@@ -746,7 +746,7 @@ func TestREADMEExampleConfig(t *testing.T) {
 func TestWarningsPlainHTTP(t *testing.T) {
 	c, err := Parse("w.yaml", []byte(`targets:
   - {name: a, provider: openai, model: m, base_url: "http://api.example.invalid/v1"}
-  - {name: b, provider: openai, model: m, base_url: "http://127.0.0.1:8080/v1"}
+  - {name: b, provider: openai, model: m, base_url: "http://LocalHost:8080/v1"}
   - {name: c, provider: openai, model: m, base_url: "https://api.example.invalid/v1"}
   - {name: d, provider: openai_compatible, model: m, base_url: "http://llm.internal/v1"}
 github: {repo: o/r, base_url: "http://github.example.invalid/api/v3/"}
@@ -756,7 +756,7 @@ github: {repo: o/r, base_url: "http://github.example.invalid/api/v3/"}
 	}
 	w := c.Warnings()
 	if len(w) != 2 || !strings.HasPrefix(w[0], "w.yaml:2: targets[0].base_url: \"http://api.example.invalid/v1\" is plain http") ||
-		!strings.HasPrefix(w[1], "w.yaml:6: github.base_url:") {
+		!strings.HasPrefix(w[1], "w.yaml:6: github.base_url:") || !strings.Contains(w[1], "the token would travel") {
 		t.Errorf("warnings %q", w)
 	}
 }

@@ -585,7 +585,7 @@ func WriteMarkdown(w io.Writer, r *Record) {
 			}
 			fmt.Fprintf(w, "request %s %s, sha256 %s (verified: %v, identical bytes before and after: %s; bytes read from %s)\n\n",
 				p.Request.Method, p.Request.Path, p.Request.SHA256, p.Request.Verified, same, from)
-			fmt.Fprintf(w, "%s\n", ghissue.Fenced(p.Request.Body, 1<<20))
+			fmt.Fprintf(w, "%s(shown for reading, control and bidi characters removed; the exact bytes that hash to the fingerprint are in --json)\n\n", ghissue.Fenced(p.Request.Body, 1<<20))
 		}
 		ep := verdicts[p.Target+"\x00"+p.ProbeID]
 		for _, s := range p.sides() {

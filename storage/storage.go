@@ -119,7 +119,11 @@ func OpenReadCurrent(ctx context.Context, p string) (*DB, error) {
 		return nil, err
 	}
 	cur, err := d.SchemaVersion(ctx)
-	if err == nil && cur < SchemaLatest() {
+	switch {
+	case err == nil && cur == 0:
+		// No migration ever ran: an empty file, or not driftprobe's.
+		err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
+	case err == nil && cur < SchemaLatest():
 		err = fmt.Errorf("%s: %w (schema %d, this driftprobe's %d)", p, ErrOlderSchema, cur, SchemaLatest())
 	}
 	if err != nil {
@@ -128,6 +132,10 @@ func OpenReadCurrent(ctx context.Context, p string) (*DB, error) {
 	}
 	return d, nil
 }
+
+// ErrNotDriftprobe is returned (wrapped) by OpenReadCurrent for a file no
+// driftprobe ever migrated (empty, or another program's database).
+var ErrNotDriftprobe = errors.New("not a driftprobe database")
 
 // SchemaLatest is the schema version this binary migrates to.
 func SchemaLatest() int {

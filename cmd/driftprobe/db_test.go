@@ -327,4 +327,10 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	if _, stderr, code := runIn(t, "events", "--db", db); code != 0 {
 		t.Errorf("events after migrate: exit %d: %s", code, stderr)
 	}
+	// An empty file is not a driftprobe database (not "an older schema").
+	empty := filepath.Join(dir, "empty.db")
+	os.WriteFile(empty, nil, 0o644)
+	if _, stderr, code := runIn(t, "events", "--db", empty); code != 2 || !strings.Contains(stderr, "empty.db: not a driftprobe database") {
+		t.Errorf("events on an empty file: exit %d: %s", code, stderr)
+	}
 }

@@ -48,7 +48,12 @@ variable named by github.private_key_env).`,
 			if all && !dryRun {
 				return cobraUsage{fmt.Errorf("%s: --all needs --dry-run", cmd.CommandPath())}
 			}
-			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			// Listing and rendering only read (never migrate); --send writes.
+			open := func() (*app.Session, error) { return app.OpenRead(ctx, g.config, g.db, app.NoCorpus) }
+			if send {
+				open = func() (*app.Session, error) { return app.Open(ctx, g.config, g.db, false, app.NoCorpus) }
+			}
+			sess, err := open()
 			if err != nil {
 				return err
 			}

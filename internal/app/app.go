@@ -232,6 +232,9 @@ func OpenRead(ctx context.Context, path, dbOverride string, mode CorpusMode) (*S
 		}
 	}
 	if s.Store, err = storage.OpenReadCurrent(ctx, cfg.Database); err != nil {
+		if errors.Is(err, storage.ErrNotDriftprobe) {
+			return nil, Usage(err)
+		}
 		if errors.Is(err, storage.ErrOlderSchema) {
 			return nil, Usage(fmt.Errorf("%w: back it up (driftprobe db backup FILE), then upgrade it with driftprobe db migrate or the next run; driftprobes older than this one cannot open it afterwards", err))
 		}
