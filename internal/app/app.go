@@ -180,11 +180,24 @@ type Session struct {
 // file is a usage error (a mistyped --db must not read as an empty,
 // healthy database).
 func Open(ctx context.Context, path, dbOverride string, needKeys bool, mode CorpusMode) (*Session, error) {
+	s, err := load(path, dbOverride, needKeys, !needKeys, mode)
+	if err != nil {
+		return nil, err
+	}
+	if s.Store, err = OpenStore(ctx, s.Config); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load is the part of opening before the database: the configuration,
+// whether the database file must exist, and the corpus.
+func load(path, dbOverride string, needKeys, mustExist bool, mode CorpusMode) (*Session, error) {
 	cfg, err := LoadConfig(path, dbOverride, needKeys)
 	if err != nil {
 		return nil, err
 	}
-	if !needKeys {
+	if mustExist {
 		if err := requireDatabase(cfg); err != nil {
 			return nil, err
 		}
@@ -194,9 +207,6 @@ func Open(ctx context.Context, path, dbOverride string, needKeys bool, mode Corp
 		if s.Corpus, err = LoadCorpus(cfg, "", mode == LockCorpus); err != nil {
 			return nil, err
 		}
-	}
-	if s.Store, err = OpenStore(ctx, cfg); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -218,20 +228,11 @@ func requireDatabase(cfg *config.Config) error {
 // migrated database locks out the older driftprobe still writing it). An
 // older schema is a usage error saying how to upgrade.
 func OpenRead(ctx context.Context, path, dbOverride string, mode CorpusMode) (*Session, error) {
-	cfg, err := LoadConfig(path, dbOverride, false)
+	s, err := load(path, dbOverride, false, true, mode)
 	if err != nil {
 		return nil, err
 	}
-	if err := requireDatabase(cfg); err != nil {
-		return nil, err
-	}
-	s := &Session{Config: cfg}
-	if mode != NoCorpus {
-		if s.Corpus, err = LoadCorpus(cfg, "", mode == LockCorpus); err != nil {
-			return nil, err
-		}
-	}
-	if s.Store, err = storage.OpenReadCurrent(ctx, cfg.Database); err != nil {
+	if s.Store, err = storage.OpenReadCurrent(ctx, s.Config.Database); err != nil {
 		if errors.Is(err, storage.ErrNotDriftprobe) {
 			return nil, Usage(err)
 		}
@@ -247,18 +248,14 @@ func OpenRead(ctx context.Context, path, dbOverride string, mode CorpusMode) (*S
 // without changing it (storage.OpenReadOnly: no migrations, no journal
 // switch), for `db check`. No corpus is loaded.
 func OpenReadOnly(ctx context.Context, path, dbOverride string) (*Session, error) {
-	cfg, err := LoadConfig(path, dbOverride, false)
+	s, err := load(path, dbOverride, false, true, NoCorpus)
 	if err != nil {
 		return nil, err
 	}
-	if err := requireDatabase(cfg); err != nil {
+	if s.Store, err = storage.OpenReadOnly(ctx, s.Config.Database); err != nil {
 		return nil, err
 	}
-	st, err := storage.OpenReadOnly(ctx, cfg.Database)
-	if err != nil {
-		return nil, err
-	}
-	return &Session{Config: cfg, Store: st}, nil
+	return s, nil
 }
 
 // Close closes the database.
