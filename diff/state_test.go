@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/driftprobe/driftprobe/probes"
 )
 
 func TestStateRoundTrip(t *testing.T) {
@@ -48,4 +50,24 @@ func FuzzDecodeStates(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Score keys are the provider's: '=' and ';' in one cannot split it, so
+// its moves are compared and reported under the key it has.
+func TestScoreKeysWithSeparators(t *testing.T) {
+	res := func(v float64) probes.Result {
+		return probes.Result{Signals: []probes.Signal{
+			{Raw: "a=b", Score: v, HasScore: true}, {Raw: "x;y", Score: 0.1, HasScore: true}, {Raw: "y", Score: 0.2, HasScore: true}, {Raw: "p%3D", Score: 0.3, HasScore: true}}}
+	}
+	before, after := scoreString(res(0.1)), scoreString(res(0.9))
+	if got := maxScoreDelta(before, after); got < 0.79 || got > 0.81 {
+		t.Fatalf("max delta %v, want 0.8 (a=b moved)", got)
+	}
+	if m := parseScores(before); len(m) != 4 || m["y"] != 0.2 {
+		t.Errorf("parsed %v: x;y and y must stay apart", m)
+	}
+	moves := parseScoreMoves(scoreMoves(before, after, 0.15))
+	if len(moves) != 1 || moves[0].Key != "a=b" || moves[0].Before != 0.1 || moves[0].After != 0.9 {
+		t.Errorf("moves %+v", moves)
+	}
 }

@@ -133,12 +133,14 @@ func combine(dirs []string) string {
 	return Unchanged
 }
 
-// scoreString encodes the scored signals of r canonically.
+// scoreString encodes the scored signals of r canonically:
+// "key=score;..." sorted, each key (the provider's raw name) escaped by
+// keyEscaper so that '=' and ';' in it cannot split it.
 func scoreString(r probes.Result) string {
 	var parts []string
 	for _, s := range r.Signals {
 		if s.HasScore {
-			parts = append(parts, s.Raw+"="+trimFloat(s.Score))
+			parts = append(parts, keyEscaper.Replace(s.Raw)+"="+trimFloat(s.Score))
 		}
 	}
 	sort.Strings(parts)
@@ -188,6 +190,13 @@ func maxScoreDelta(a, b string) float64 {
 	}
 	return max
 }
+
+// keyEscaper and keyUnescaper escape the score-string separators in keys
+// (keys without them, every key providers send today, are unchanged).
+var (
+	keyEscaper   = strings.NewReplacer("%", "%25", "=", "%3D", ";", "%3B")
+	keyUnescaper = strings.NewReplacer("%25", "%", "%3D", "=", "%3B", ";")
+)
 
 // ScoreMove is one score a score-drift event saw move on a probe.
 type ScoreMove struct {
@@ -241,7 +250,7 @@ func parseScoreMoves(s string) []ScoreMove {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		out = append(out, ScoreMove{Key: p[:i], Before: bv, After: av})
+		out = append(out, ScoreMove{Key: keyUnescaper.Replace(p[:i]), Before: bv, After: av})
 	}
 	return out
 }
