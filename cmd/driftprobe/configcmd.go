@@ -16,7 +16,9 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Short: "Validate the configuration (and the corpus it names) without running",
 		Long: `Validate the configuration file strictly: unknown fields, wrong types, duplicate
 target names, unknown providers, bad schedules, and (unless --no-keys) missing
-key environment variables are reported as FILE:LINE: FIELD: problem, exit 2.`,
+key environment variables are reported as FILE:LINE: FIELD: problem, exit 2.
+Warnings (a plain-http base_url off loopback that would carry a key or token)
+go to stderr and keep exit 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := app.LoadConfig(g.config, g.db, !noKeys)

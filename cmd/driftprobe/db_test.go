@@ -300,7 +300,8 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"events"}, {"evidence", "1"}, {"diff", "--target", "sim-a"}, {"replay"}, {"db", "stats"}, {"compare", "--from", "sim-a", "--to", "sim-a2"}} {
+	for _, args := range [][]string{{"events"}, {"evidence", "1"}, {"diff", "--target", "sim-a"}, {"replay"}, {"db", "stats"}, {"compare", "--from", "sim-a", "--to", "sim-a2"},
+		{"outbox"}, {"db", "prune", "--dry-run", "--bodies", "1d"}} {
 		_, stderr, code := runIn(t, append(args, "--db", db)...)
 		if code != 2 || !strings.Contains(stderr, fmt.Sprintf("the database schema is older than this driftprobe's (schema 7, this driftprobe's %d)", storage.SchemaLatest())) ||
 			!strings.Contains(stderr, "driftprobe db migrate") {
@@ -330,7 +331,9 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	// An empty file is not a driftprobe database (not "an older schema").
 	empty := filepath.Join(dir, "empty.db")
 	os.WriteFile(empty, nil, 0o644)
-	if _, stderr, code := runIn(t, "events", "--db", empty); code != 2 || !strings.Contains(stderr, "empty.db: not a driftprobe database") {
-		t.Errorf("events on an empty file: exit %d: %s", code, stderr)
+	for _, args := range [][]string{{"events"}, {"db", "check"}} {
+		if _, stderr, code := runIn(t, append(args, "--db", empty)...); code != 2 || !strings.Contains(stderr, "empty.db: not a driftprobe database") {
+			t.Errorf("%v on an empty file: exit %d: %s", args, code, stderr)
+		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 func newDBCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "db",
-		Short: "Database upkeep: size and contents, retention pruning, online backup",
+		Short: "Database upkeep: size and contents, retention pruning, online backup, verification, migration",
 		Long: `  driftprobe db stats     size, runs, observations and stored body bytes
   driftprobe db prune     prune old observations (the config's retention, or flags)
   driftprobe db backup F  a consistent copy of the database, safe while runs write
@@ -95,7 +95,12 @@ needs as much free disk as the database, and holds the lease while it runs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			sess, err := app.Open(ctx, g.config, g.db, false, app.NoCorpus)
+			// A dry run only reads: it never migrates.
+			open := func() (*app.Session, error) { return app.Open(ctx, g.config, g.db, false, app.NoCorpus) }
+			if dryRun {
+				open = func() (*app.Session, error) { return app.OpenRead(ctx, g.config, g.db, app.NoCorpus) }
+			}
+			sess, err := open()
 			if err != nil {
 				return err
 			}
@@ -209,9 +214,10 @@ func newDBMigrateCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
 		Short: "Upgrade the database to this driftprobe's schema (back it up first)",
-		Long: `Applies the migrations this driftprobe has and the database lacks. Runs (run,
-serve, compare --run) migrate too; commands that only read (events, evidence,
-diff, replay, db stats, compare, attribute) never do, and refuse an older
+		Long: `Applies the migrations this driftprobe has and the database lacks. Commands
+that write migrate too (run, serve, compare --run, db prune, outbox --send);
+commands that only read (events, evidence, diff, replay, db stats, compare,
+attribute, outbox, db prune --dry-run) never do, and refuse an older
 schema instead, so looking at a production database with a newer driftprobe
 cannot lock out the older one still writing it. A migrated database cannot be
 opened by an older driftprobe: back it up first (driftprobe db backup FILE).`,
@@ -267,13 +273,23 @@ func newDBCheckCmd(g *globals) *cobra.Command {
 Runs may write meanwhile (no lock is held). Use it after restoring a backup
 (driftprobe --db BACKUP db check) or before citing a database as evidence.
 Exit 0 when everything verifies, 1 when something does not (listed, the
-first --max-problems observations by id), 3 when the database cannot be read.`,
+first --max-problems observations by id) or the file is too damaged to open,
+2 when it is not a driftprobe database (empty, another program's), 3 when the
+database cannot be read otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.MaxProblems < 1 {
 				return cobraUsage{fmt.Errorf("%s: --max-problems must be at least 1", cmd.CommandPath())}
 			}
 			sess, err := app.OpenReadOnly(cmd.Context(), g.config, g.db)
+			if err == nil {
+				// An empty file, or another program's database: not one to
+				// check (every driftprobe database has a schema version).
+				if v, verr := sess.Store.SchemaVersion(cmd.Context()); verr == nil && v == 0 {
+					sess.Close()
+					return app.Usage(fmt.Errorf("db check: %s: %w (no schema)", sess.Config.Database, storage.ErrNotDriftprobe))
+				}
+			}
 			if storage.IsCorrupt(err) {
 				// Too damaged to open is a finding, not a failure to check.
 				return &gateError{fmt.Sprintf("db check: the database does not verify: %v", err)}

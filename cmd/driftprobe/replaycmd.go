@@ -24,7 +24,9 @@ observation whose recorded verdict (class and categories) its stored bytes no
 longer read as, or whose stored body no longer has its recorded SHA-256. It
 shows that a verdict is reproducible from its evidence, and, after an upgrade
 of driftprobe, which recorded verdicts the new classifiers would read
-differently. Exit 1 when any observation differs.`,
+differently. A damaged stored body is listed as unreadable and the replay goes
+on. Exit 1 when any observation differs, 2 when nothing could be replayed
+because the run's targets are not in the config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if run < 0 {
