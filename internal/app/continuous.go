@@ -101,6 +101,10 @@ func StoredAttribution(ctx context.Context, st *storage.DB, w io.Writer) (*attri
 	if err != nil {
 		return nil, err
 	}
+	if ok == nil && latest != nil {
+		// Attempts were made; none succeeded.
+		return nil, Usage(fmt.Errorf("attribute --stored: no successful attribution report stored: the latest attempt, after run %d, failed: %s", latest.RunID, attribution.Safe(latest.Error)))
+	}
 	if ok == nil {
 		return nil, Usage(errors.New("attribute --stored: no attribution report stored (set an attribution: block in the config; every run then stores one)"))
 	}

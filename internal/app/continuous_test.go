@@ -213,3 +213,17 @@ func TestStoredAttribution(t *testing.T) {
 		t.Errorf("after a failed attempt: %v %q", err, w.String())
 	}
 }
+
+// With an attribution block whose every attempt failed, --stored says the
+// attempts failed (and why), not that no block is set.
+func TestStoredAttributionOnlyFailures(t *testing.T) {
+	prom := newPromFake(t)
+	prom.SetFailing(true)
+	e := attrEnv(t, prom)
+	runHourly(t, e, 2)
+	var w strings.Builder
+	_, err := app.StoredAttribution(context.Background(), e.Store, &w)
+	if !app.IsUsage(err) || !strings.Contains(err.Error(), "no successful attribution report stored: the latest attempt, after run 2, failed:") {
+		t.Errorf("only failed attempts: %v", err)
+	}
+}
