@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/driftprobe/driftprobe/storage"
 )
 
 // evidenceEnv writes cfg, runs it n times and returns the config and
@@ -151,31 +147,11 @@ func TestEvidenceQANondeterminismVerifies(t *testing.T) {
 func TestEvidenceQACorruptBody(t *testing.T) {
 	cfg, db := evidenceEnv(t, "targets:\n  - name: a\n    provider: sim\n    model: m\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.3}}]}\n", 4)
 	ev := qaEventOfKind(t, cfg, db, "policy_change")
-	ctx := context.Background()
-	st, err := storage.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var obs int64
-	var body []byte
+	var afters []int64
 	for _, p := range ev.Probes {
-		if err := st.SQL().QueryRowContext(ctx, `SELECT body FROM observations WHERE id = ?`, p.AfterObs).Scan(&body); err != nil {
-			t.Fatal(err)
-		}
-		if bytes.HasPrefix(body, []byte("\xff\x06\x00\x00S2sTwO")) {
-			obs = p.AfterObs
-			break
-		}
+		afters = append(afters, p.AfterObs)
 	}
-	if obs == 0 {
-		st.Close()
-		t.Fatal("no S2-compressed after body to corrupt")
-	}
-	body[len(body)/2] ^= 0xff
-	if _, err := st.SQL().ExecContext(ctx, `UPDATE observations SET body = ? WHERE id = ?`, body, obs); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	obs := corruptS2Body(t, db, afters...)
 	id, obsID := strconv.FormatInt(ev.ID, 10), strconv.FormatInt(obs, 10)
 
 	stdout, stderr, code := runIn(t, "evidence", id, "--json", "--config", cfg, "--db", db)

@@ -50,6 +50,37 @@ func runProc(t *testing.T, env []string, args ...string) (string, string, int) {
 }
 
 // runIn runs the CLI in this process.
+// corruptS2Body flips a byte past the header of the first stored response
+// body that is an S2 stream (bodies from 1 KB), among the observations ids
+// names (any observation when none), and returns that observation's id.
+func corruptS2Body(t *testing.T, db string, ids ...int64) int64 {
+	t.Helper()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	q := `SELECT id, body FROM observations WHERE HEX(SUBSTR(body, 1, 10)) = 'FF06000053327354774F'`
+	var args []any
+	if len(ids) > 0 {
+		q += ` AND id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",") + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	var id int64
+	var body []byte
+	if err := st.SQL().QueryRowContext(ctx, q+` ORDER BY id LIMIT 1`, args...).Scan(&id, &body); err != nil {
+		t.Fatalf("no S2-compressed body to corrupt: %v", err)
+	}
+	body[len(body)/2] ^= 0xff
+	if _, err := st.SQL().ExecContext(ctx, `UPDATE observations SET body = ? WHERE id = ?`, body, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // mustRun makes n runs with args (flags for `run`: --config, --db), failing
 // the test on any exit but 0.
 func mustRun(t *testing.T, n int, args ...string) {

@@ -140,22 +140,7 @@ func TestSmallMaxBodyKeepsVerdicts(t *testing.T) {
 func TestReplayDamagedBody(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "r.db")
 	mustRun(t, 1, "--db", db)
-	ctx := context.Background()
-	st, err := storage.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// An S2 stream (bodies from 1 KB) with a byte flipped past its header.
-	var id int64
-	var body []byte
-	if err := st.SQL().QueryRowContext(ctx, `SELECT id, body FROM observations WHERE HEX(SUBSTR(body, 1, 10)) = 'FF06000053327354774F' ORDER BY id LIMIT 1`).Scan(&id, &body); err != nil {
-		t.Fatal(err)
-	}
-	body[len(body)/2] ^= 0xff
-	if _, err := st.SQL().ExecContext(ctx, `UPDATE observations SET body = ? WHERE id = ?`, body, id); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
+	id := corruptS2Body(t, db)
 	stdout, stderr, code := runIn(t, "replay", "--json", "--db", db)
 	var rep app.ReplayReport
 	if code != 1 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Replayed != 62 || rep.Same != 61 || len(rep.Diffs) != 1 {
