@@ -209,12 +209,14 @@ func TestModelChangeOnFlipsNamesTheirModels(t *testing.T) {
 	for i := 1; i <= 9; i++ {
 		shas = append(shas, strings.Repeat(fmt.Sprint(i), 64))
 	}
-	round := func(flipped bool) {
+	// round runs once with the first flipped probes blocked on the new
+	// model, the rest allowed on the old one.
+	round := func(flipped int) {
 		var os []*storage.Observation
 		for i, sha := range shas {
 			o := obs(fmt.Sprintf("p%d", i), sha, 0, "allowed|")
 			o.Result.ModelFP = "fp_old"
-			if flipped && i < 2 {
+			if i < flipped {
 				o = obs(fmt.Sprintf("p%d", i), sha, 0, "blocked_output|violence")
 				o.Result.ModelID, o.Result.ModelFP = "m-2", "fp_new"
 			}
@@ -222,10 +224,10 @@ func TestModelChangeOnFlipsNamesTheirModels(t *testing.T) {
 		}
 		s.run(storage.TargetComplete, 0, false, os...)
 	}
-	round(false)
-	round(false)
-	round(true)
-	round(true)
+	round(0)
+	round(0)
+	round(2)
+	round(2)
 	evs, err := diff.ListEvents(context.Background(), s.db, diff.Filter{})
 	if err != nil {
 		t.Fatal(err)
@@ -237,21 +239,8 @@ func TestModelChangeOnFlipsNamesTheirModels(t *testing.T) {
 		t.Errorf("model %q → %q, want m|fp_old → m-2|fp_new", e.ModelBefore, e.ModelAfter)
 	}
 	// A third probe joins later: the event still names the flips' model.
-	round = func(bool) {
-		var os []*storage.Observation
-		for i, sha := range shas {
-			o := obs(fmt.Sprintf("p%d", i), sha, 0, "allowed|")
-			o.Result.ModelFP = "fp_old"
-			if i < 3 {
-				o = obs(fmt.Sprintf("p%d", i), sha, 0, "blocked_output|violence")
-				o.Result.ModelID, o.Result.ModelFP = "m-2", "fp_new"
-			}
-			os = append(os, o)
-		}
-		s.run(storage.TargetComplete, 0, false, os...)
-	}
-	round(true)
-	round(true)
+	round(3)
+	round(3)
 	evs, err = diff.ListEvents(context.Background(), s.db, diff.Filter{})
 	if err != nil || len(evs) != 1 || len(evs[0].Probes) != 3 {
 		t.Fatalf("after p2 joined: %+v %v", evs, err)
