@@ -4,10 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-
-	"modernc.org/sqlite"
 
 	"github.com/driftprobe/driftprobe/probes"
 )
@@ -271,15 +268,6 @@ func verifyStored(o *storedObs) string {
 // IsCorrupt reports whether err is SQLite's SQLITE_CORRUPT or SQLITE_NOTADB:
 // the file is damaged.
 func IsCorrupt(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	code := se.Code() & 0xff
+	code := sqliteCode(err)
 	return code == sqliteCorrupt || code == sqliteNotADB
 }
-
-const (
-	sqliteCorrupt = 11 // SQLITE_CORRUPT
-	sqliteNotADB  = 26 // SQLITE_NOTADB
-)

@@ -175,9 +175,19 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 
 // isCantOpen and isReadOnly report SQLite's SQLITE_CANTOPEN and
 // SQLITE_READONLY.
-func isCantOpen(err error) bool { return sqliteCode(err) == 14 }
-func isReadOnly(err error) bool { return sqliteCode(err) == 8 }
+func isCantOpen(err error) bool { return sqliteCode(err) == sqliteCantOpen }
+func isReadOnly(err error) bool { return sqliteCode(err) == sqliteReadOnly }
 
+// SQLite primary result codes driftprobe tells apart.
+const (
+	sqliteBusy     = 5  // SQLITE_BUSY
+	sqliteReadOnly = 8  // SQLITE_READONLY
+	sqliteCorrupt  = 11 // SQLITE_CORRUPT
+	sqliteCantOpen = 14 // SQLITE_CANTOPEN
+	sqliteNotADB   = 26 // SQLITE_NOTADB
+)
+
+// sqliteCode returns err's SQLite primary result code, or -1.
 func sqliteCode(err error) int {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
@@ -190,12 +200,7 @@ func sqliteCode(err error) int {
 const openAttempts = 45
 
 // isBusy reports whether err is SQLite's "database is locked".
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
-}
-
-const sqliteBusy = 5 // SQLITE_BUSY
+func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
 
 // SetClock replaces the clock used for timestamps (tests).
 func (d *DB) SetClock(now func() time.Time) { d.now = func() time.Time { return now().UTC() } }
