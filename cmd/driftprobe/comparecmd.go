@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -62,14 +61,7 @@ than N positive controls (under-blocking; off by default), else 0.`,
 			if runNow {
 				mode = app.LockCorpus
 			}
-			open := app.Open
-			if !runNow {
-				// Reading only: never migrate.
-				open = func(ctx context.Context, path, db string, _ bool, mode app.CorpusMode) (*app.Session, error) {
-					return app.OpenRead(ctx, path, db, mode)
-				}
-			}
-			sess, err := open(ctx, g.config, g.db, runNow, mode)
+			sess, err := openSession(ctx, g, runNow, runNow, mode)
 			if err != nil {
 				return err
 			}

@@ -96,11 +96,7 @@ needs as much free disk as the database, and holds the lease while it runs).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			// A dry run only reads: it never migrates.
-			open := func() (*app.Session, error) { return app.Open(ctx, g.config, g.db, false, app.NoCorpus) }
-			if dryRun {
-				open = func() (*app.Session, error) { return app.OpenRead(ctx, g.config, g.db, app.NoCorpus) }
-			}
-			sess, err := open()
+			sess, err := openSession(ctx, g, !dryRun, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}

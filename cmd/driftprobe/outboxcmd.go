@@ -49,11 +49,7 @@ variable named by github.private_key_env).`,
 				return cobraUsage{fmt.Errorf("%s: --all needs --dry-run", cmd.CommandPath())}
 			}
 			// Listing and rendering only read (never migrate); --send writes.
-			open := func() (*app.Session, error) { return app.OpenRead(ctx, g.config, g.db, app.NoCorpus) }
-			if send {
-				open = func() (*app.Session, error) { return app.Open(ctx, g.config, g.db, false, app.NoCorpus) }
-			}
-			sess, err := open()
+			sess, err := openSession(ctx, g, send, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}

@@ -150,3 +150,14 @@ func wrapArgs(c *cobra.Command) {
 		wrapArgs(sub)
 	}
 }
+
+// openSession opens the config, corpus (mode) and database for a command:
+// one that writes opens it to write (migrating it; sending probes, needKeys,
+// may create it), one that only reads opens it read-only and never
+// migrates it (app.OpenRead).
+func openSession(ctx context.Context, g *globals, writes, needKeys bool, mode app.CorpusMode) (*app.Session, error) {
+	if writes {
+		return app.Open(ctx, g.config, g.db, needKeys, mode)
+	}
+	return app.OpenRead(ctx, g.config, g.db, mode)
+}
