@@ -119,11 +119,7 @@ func OpenReadCurrent(ctx context.Context, p string) (*DB, error) {
 		return nil, err
 	}
 	cur, err := d.SchemaVersion(ctx)
-	switch {
-	case err == nil && cur == 0:
-		// No migration ever ran: an empty file, or not driftprobe's.
-		err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
-	case err == nil && cur < SchemaLatest():
+	if err == nil && cur < SchemaLatest() {
 		err = fmt.Errorf("%s: %w (schema %d, this driftprobe's %d)", p, ErrOlderSchema, cur, SchemaLatest())
 	}
 	if err != nil {
@@ -133,8 +129,9 @@ func OpenReadCurrent(ctx context.Context, p string) (*DB, error) {
 	return d, nil
 }
 
-// ErrNotDriftprobe is returned (wrapped) by OpenReadCurrent for a file no
-// driftprobe ever migrated (empty, or another program's database).
+// ErrNotDriftprobe is returned (wrapped) by OpenReadOnly and
+// OpenReadCurrent for a file no driftprobe ever migrated (empty, or another
+// program's database).
 var ErrNotDriftprobe = errors.New("not a driftprobe database")
 
 // SchemaLatest is the schema version this binary migrates to.
@@ -163,6 +160,9 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 	switch {
 	case err != nil:
 		err = fmt.Errorf("read schema version: %w", err)
+	case cur == 0:
+		// No migration ever ran: an empty file, or not driftprobe's.
+		err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
 	case cur > SchemaLatest():
 		err = fmt.Errorf("%s: %w (schema %d, this binary knows %d)", p, ErrNewerSchema, cur, SchemaLatest())
 	}

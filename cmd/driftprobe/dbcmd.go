@@ -278,14 +278,6 @@ database cannot be read otherwise.`,
 				return cobraUsage{fmt.Errorf("%s: --max-problems must be at least 1", cmd.CommandPath())}
 			}
 			sess, err := app.OpenReadOnly(cmd.Context(), g.config, g.db)
-			if err == nil {
-				// An empty file, or another program's database: not one to
-				// check (every driftprobe database has a schema version).
-				if v, verr := sess.Store.SchemaVersion(cmd.Context()); verr == nil && v == 0 {
-					sess.Close()
-					return app.Usage(fmt.Errorf("db check: %s: %w (no schema)", sess.Config.Database, storage.ErrNotDriftprobe))
-				}
-			}
 			if storage.IsCorrupt(err) {
 				// Too damaged to open is a finding, not a failure to check.
 				return &gateError{fmt.Sprintf("db check: the database does not verify: %v", err)}

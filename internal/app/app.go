@@ -253,6 +253,9 @@ func OpenReadOnly(ctx context.Context, path, dbOverride string) (*Session, error
 		return nil, err
 	}
 	if s.Store, err = storage.OpenReadOnly(ctx, s.Config.Database); err != nil {
+		if errors.Is(err, storage.ErrNotDriftprobe) {
+			return nil, Usage(err)
+		}
 		return nil, err
 	}
 	return s, nil
