@@ -14,17 +14,19 @@ FUZZTIME ?= 2000x
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/driftprobe
 
-## test: vet, every test (race detector on), then a short fuzz of every
+## test: formatting, no build outputs tracked, vet, every test (race detector on), then a short fuzz of every
 ## response parser; offline, loopback only
 test:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && echo "gofmt: files above need formatting" && exit 1)
+	bash scripts/check-tree.sh
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz-short.sh
 
-## lint: formatting and vet
+## lint: formatting, vet, and no build outputs tracked
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && echo "gofmt: files above need formatting" && exit 1)
+	bash scripts/check-tree.sh
 	$(GO) vet ./...
 
 ## bench: the run, detection, classification, storage and attribution benchmarks
