@@ -16,6 +16,12 @@ type Lease struct {
 	Command    string
 	AcquiredAt time.Time
 	ExpiresAt  time.Time
+	// Gone, when set, reports whether another lease's holder is known to
+	// have ended without releasing it (a process killed outright on this
+	// very machine): AcquireLock then takes that lease over at once
+	// instead of refusing until it expires. It must answer false whenever
+	// it cannot be sure. Not stored.
+	Gone func(held Lease) bool
 }
 
 // LockedError is returned when another live process holds the run lock.
@@ -33,8 +39,9 @@ var ErrLocked = errors.New("run lock held")
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
 // AcquireLock takes the run lease for ttl, unless another holder's lease is
-// still valid. An expired lease (a process that died) is taken over. The
-// same holder may re-acquire (renew) its own lease.
+// still valid. An expired lease (a process that died), or one whose
+// holder l.Gone says has ended, is taken over. The same holder may
+// re-acquire (renew) its own lease.
 func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	now := d.now()
 	return d.Tx(ctx, func(tx *sql.Tx) error {
@@ -48,7 +55,7 @@ func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error 
 			return err
 		default:
 			cur.AcquiredAt, cur.ExpiresAt = ParseTime(acq), ParseTime(exp)
-			if cur.Holder != l.Holder && cur.ExpiresAt.After(now) {
+			if cur.Holder != l.Holder && cur.ExpiresAt.After(now) && (l.Gone == nil || !l.Gone(cur)) {
 				return &LockedError{By: cur}
 			}
 			if cur.Holder == l.Holder {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -332,6 +333,72 @@ func TestMetricsTextfileAndPushgateway(t *testing.T) {
 	}
 }
 
+// A run killed outright (SIGKILL, the OOM killer) cannot release its
+// lease. The next run on the same machine sees that the holder has ended
+// and takes the lease over at once instead of failing (exit 3) until the
+// lease expires; the killed run is recorded aborted.
+func TestKilledRunsLeaseTakenOver(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("holder liveness is read from /proc")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	db := filepath.Join(dir, "x.db")
+	os.WriteFile(cfg, []byte("lock_ttl: 1h\ntargets:\n  - {name: s, provider: sim, model: m, concurrency: 2, sim: {error_status: 503, fail_first: 1, retry_after: 120}}\n"), 0o644)
+	cmd := startRunning(t, db, nil, "run", "--config", cfg, "--db", db)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	ok := filepath.Join(dir, "ok.yaml")
+	os.WriteFile(ok, []byte("lock_ttl: 1h\ntargets:\n  - {name: s, provider: sim, model: m}\n"), 0o644)
+	_, stderr, code := runProc(t, nil, "run", "--config", ok, "--db", db)
+	if code != 0 || !strings.Contains(stderr, "taking over the run lease of a process that ended") {
+		t.Fatalf("run after the kill: exit %d: %s", code, stderr)
+	}
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r, err := st.Run(context.Background(), 1); err != nil || r.Status != storage.RunAborted {
+		t.Fatalf("killed run: %+v %v", r, err)
+	}
+	if r, err := st.Run(context.Background(), 2); err != nil || r.Status != storage.RunComplete {
+		t.Fatalf("next run: %+v %v", r, err)
+	}
+}
+
+// startRunning starts the CLI in a child process with args, its stderr
+// to stderr (when not nil), and waits (bounded) until run 1 is recorded
+// running in db.
+func startRunning(t *testing.T, db string, stderr io.Writer, args ...string) *exec.Cmd {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "DRIFTPROBE_ARGS="+string(a))
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st, err := storage.Open(context.Background(), db); err == nil {
+			r, err := st.Run(context.Background(), 1)
+			st.Close()
+			if err == nil && r.Status == storage.RunRunning {
+				return cmd
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("run never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // SIGINT during a run: the process stops cleanly, the run is recorded
 // aborted with what it stored, and the exit code says it did not complete.
 func TestInterruptedRunIsAborted(t *testing.T) {
@@ -341,30 +408,8 @@ func TestInterruptedRunIsAborted(t *testing.T) {
 	// Every first attempt gets a 503 asking to wait two minutes: the run sits in
 	// its backoff until interrupted.
 	os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: m, concurrency: 2, sim: {error_status: 503, fail_first: 1, retry_after: 120}}\n"), 0o644)
-	a, _ := json.Marshal([]string{"run", "--config", cfg, "--db", db})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "DRIFTPROBE_ARGS="+string(a))
 	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Wait (bounded) until the run is recorded as running, then interrupt.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if st, err := storage.Open(context.Background(), db); err == nil {
-			r, err := st.Run(context.Background(), 1)
-			st.Close()
-			if err == nil && r.Status == storage.RunRunning {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("run never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmd := startRunning(t, db, &errb, "run", "--config", cfg, "--db", db)
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	ee, ok := err.(*exec.ExitError)

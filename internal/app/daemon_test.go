@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -227,7 +228,8 @@ func TestBadReloadKeepsOldConfig(t *testing.T) {
 }
 
 // A second process on the same database is refused while the first holds
-// the lease; an expired lease is taken over.
+// the lease; a lease whose holder Gone says has ended, or an expired one,
+// is taken over.
 func TestRunLease(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "d.db")
@@ -259,6 +261,28 @@ func TestRunLease(t *testing.T) {
 	if err := a.AcquireLock(ctx, la, 10*time.Minute); err != nil {
 		t.Fatalf("renewal by the holder: %v", err)
 	}
+	var asked []string
+	lb.Gone = func(h storage.Lease) bool { asked = append(asked, h.Holder); return false }
+	if err := b.AcquireLock(ctx, lb, 10*time.Minute); !errors.Is(err, storage.ErrLocked) {
+		t.Fatalf("holder not gone: %v", err)
+	}
+	if len(asked) != 1 || asked[0] != "A" {
+		t.Fatalf("Gone asked about %q", asked)
+	}
+	lc := storage.Lease{Holder: "C", Host: "host-a", PID: 3, Command: "driftprobe run", Gone: func(h storage.Lease) bool { return h.Holder == "A" }}
+	if err := b.AcquireLock(ctx, lc, 10*time.Minute); err != nil {
+		t.Fatalf("lease of an ended holder not taken over: %v", err)
+	}
+	if err := a.AcquireLock(ctx, la, 10*time.Minute); !errors.Is(err, storage.ErrLocked) {
+		t.Fatalf("A renewed a lease taken over: %v", err)
+	}
+	if err := b.ReleaseLock(ctx, lc); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AcquireLock(ctx, la, 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	lb.Gone = nil
 	mu.Lock()
 	now = now.Add(11 * time.Minute)
 	mu.Unlock()

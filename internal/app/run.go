@@ -2,13 +2,11 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -40,14 +38,6 @@ type RunOptions struct {
 	// (compare --run): it does not attribute production changes, which
 	// concern every target, nor clear stored attribution reports.
 	SubsetRun bool
-}
-
-// NewLease returns a run-lock identity for this process.
-func NewLease(command string) *storage.Lease {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	h := Hostname()
-	return &storage.Lease{Holder: fmt.Sprintf("%s/%d/%x", h, os.Getpid(), b), Host: h, PID: os.Getpid(), Command: command}
 }
 
 // RunResult is a run and what detection made of it.
@@ -186,7 +176,18 @@ const attributionBudget = 2 * time.Minute
 // matching storage.ErrLocked, if the lease is lost (another process took
 // it over after it expired): whatever holds it must stop writing.
 func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl time.Duration, logger *slog.Logger) (held context.Context, release func() error, err error) {
-	if err := st.AcquireLock(ctx, *lease, ttl); err != nil {
+	l := *lease
+	if gone := l.Gone; gone != nil && logger != nil {
+		l.Gone = func(h storage.Lease) bool {
+			if !gone(h) {
+				return false
+			}
+			logger.Warn("taking over the run lease of a process that ended without releasing it",
+				"command", h.Command, "pid", h.PID, "host", h.Host, "since", h.AcquiredAt.Format(time.RFC3339))
+			return true
+		}
+	}
+	if err := st.AcquireLock(ctx, l, ttl); err != nil {
 		return nil, nil, err
 	}
 	held, cancel := context.WithCancelCause(ctx)
@@ -201,7 +202,7 @@ func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 			case <-renewCtx.Done():
 				return
 			case <-t.C:
-				err := st.AcquireLock(renewCtx, *lease, ttl)
+				err := st.AcquireLock(renewCtx, l, ttl)
 				switch {
 				case errors.Is(err, storage.ErrLocked):
 					if logger != nil {
