@@ -493,15 +493,31 @@ func (c *Config) Validate(needKeys bool) error {
 		if info.NeedsKey && t.APIKeyEnv == "" {
 			col.Add(at+".api_key_env", "required for provider %s", t.Provider)
 		}
-		if needKeys && t.APIKeyEnv != "" && !t.Disabled {
+		// The value is not echoed: it might be the key itself.
+		badName := t.APIKeyEnv != "" && (!envName(t.APIKeyEnv) || looksLikeSecret(t.APIKeyEnv))
+		if badName {
+			col.Add(at+".api_key_env", "must name an environment variable holding the key (letters, digits and '_'), not the key itself")
+		}
+		if needKeys && t.APIKeyEnv != "" && !t.Disabled && !badName {
 			if v, set := os.LookupEnv(t.APIKeyEnv); !set {
 				col.Add(at+".api_key_env", "environment variable %s is not set", t.APIKeyEnv)
 			} else if strings.TrimSpace(v) == "" {
 				col.Add(at+".api_key_env", "environment variable %s is empty", t.APIKeyEnv)
 			}
 		}
+		// Credentials in a base URL would be logged, stored as the
+		// target's endpoint and sent in clear on plain http; the URL is
+		// not echoed, since it holds them.
+		withUser := false
+		if u, err := url.Parse(t.BaseURL); t.BaseURL != "" && err == nil && u.User != nil {
+			withUser = true
+			col.Add(at+".base_url", "must not carry credentials (user:password@host): the key comes from api_key_env")
+		}
 		if info.Check != nil {
 			for _, fe := range info.Check(t.ProbeTarget("")) {
+				if withUser && fe.Field == "base_url" {
+					continue // said above
+				}
 				col.Add(at+"."+fe.Field, "%s", fe.Msg)
 			}
 		}
@@ -515,6 +531,10 @@ func (c *Config) Validate(needKeys bool) error {
 		}
 		if g.AppAuth() {
 			g.validateApp(col)
+		}
+		// The value is not echoed: it might be the token itself.
+		if g.TokenEnv != "" && (!envName(g.TokenEnv) || looksLikeSecret(g.TokenEnv)) {
+			col.Add("github.token_env", "must name an environment variable holding the token (letters, digits and '_'), not the token itself")
 		}
 	}
 	if a := c.Attribution; a != nil {
@@ -785,12 +805,39 @@ func (g *GitHub) validateApp(col *yamlx.Collector) {
 		col.Add("github.installation_id", "%d: must be a positive installation id", g.InstallationID)
 	}
 	// The value is not echoed: it might be the key itself.
-	if g.PrivateKeyEnv != "" && !envName(g.PrivateKeyEnv) {
+	if g.PrivateKeyEnv != "" && (!envName(g.PrivateKeyEnv) || looksLikeSecret(g.PrivateKeyEnv)) {
 		col.Add("github.private_key_env", "must name an environment variable holding the PEM private key (letters, digits and '_'), not a file path or the key itself")
 	}
 	if g.TokenEnv != "" {
 		col.Add("github.token_env", "set together with GitHub App auth (%s): use either token_env or app_id/installation_id/private_key_env", strings.Join(set, ", "))
 	}
+}
+
+// secretPrefixes start credentials that are also valid variable names:
+// GitHub tokens (classic, OAuth, user-to-server, installation, refresh,
+// fine-grained), Google API keys, AWS access key ids.
+var secretPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AIza", "AKIA", "ASIA"}
+
+// looksLikeSecret reports whether s, though a valid variable name, looks
+// like a credential pasted where its variable's name belongs: a known
+// credential prefix, or 24+ characters of mixed-case letters and digits
+// with no '_' (a Mistral key, say), which variable names never are.
+func looksLikeSecret(s string) bool {
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(s, p) && len(s) > len(p)+8 {
+			return true
+		}
+	}
+	if len(s) < 24 || strings.Contains(s, "_") {
+		return false
+	}
+	var lower, upper, digit bool
+	for _, r := range s {
+		lower = lower || r >= 'a' && r <= 'z'
+		upper = upper || r >= 'A' && r <= 'Z'
+		digit = digit || r >= '0' && r <= '9'
+	}
+	return lower && upper && digit
 }
 
 // envName reports whether s is a usable environment variable name.
@@ -843,7 +890,11 @@ func (t *Target) ProbeTarget(key string) probes.Target {
 }
 
 // Key returns the target's key from its environment variable ("" when the
-// provider needs none).
+// provider needs none), without surrounding white space: a key read from
+// a file (a Kubernetes secret made with --from-file) often ends in a
+// newline, which no HTTP header can carry, and a server trims white space
+// around a header value anyway, so the trimmed key is what is sent and
+// what must be redacted.
 func (t *Target) Key() (string, error) {
 	if t.APIKeyEnv == "" {
 		return "", nil
@@ -852,7 +903,7 @@ func (t *Target) Key() (string, error) {
 	if !ok {
 		return "", fmt.Errorf("target %s: environment variable %s is not set", t.Name, t.APIKeyEnv)
 	}
-	if strings.TrimSpace(v) == "" {
+	if v = strings.TrimSpace(v); v == "" {
 		return "", fmt.Errorf("target %s: environment variable %s is empty", t.Name, t.APIKeyEnv)
 	}
 	return v, nil
@@ -872,10 +923,18 @@ func (c *Config) Warnings() []string {
 		if strings.EqualFold(h, "localhost") || net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback() {
 			return
 		}
-		out = append(out, fmt.Sprintf("%s%s: %q is plain http: the %s would travel in clear text (use https)", c.Where(field), field, raw, secret))
+		out = append(out, fmt.Sprintf("%s%s: %q is plain http: the %s would travel in clear text (use https)", c.Where(field), field, u.Redacted(), secret))
 	}
 	for i, t := range c.Targets {
-		if t != nil && !t.Disabled {
+		if t == nil || t.Disabled {
+			continue
+		}
+		switch {
+		case t.Provider == "bedrock":
+			// SigV4 signs rather than sends the secret key, but a session
+			// token (and a Bedrock API key) travels as it is.
+			clear(fmt.Sprintf("targets[%d].base_url", i), t.BaseURL, "AWS session token or Bedrock API key", true)
+		default:
 			clear(fmt.Sprintf("targets[%d].base_url", i), t.BaseURL, "key", t.APIKeyEnv != "")
 		}
 	}

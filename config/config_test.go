@@ -50,6 +50,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"unknown-provider", `targets\[1\]\.provider`, "provider: openia", `unknown provider "openia" (want one of anthropic, azure, bedrock, gemini, mistral, openai, openai_compatible, sim)`},
 		{"missing-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + unsetKeyVar + " is not set"},
 		{"empty-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + emptyKeyVar + " is empty"},
+		{"key-env-is-a-key", `targets\[0\]\.api_key_env`, "api_key_env:", "must name an environment variable holding the key (letters, digits and '_'), not the key itself"},
+		{"github-token-env-is-a-token", `github\.token_env`, "token_env:", "must name an environment variable holding the token"},
 		{"schedule-banana", `schedule`, "schedule:", `"@every banana": bad interval`},
 		{"schedule-cron", `schedule`, "schedule:", `"61 * * * *": not "@every DURATION" or a cron expression`},
 		{"schedule-never", `schedule`, "schedule:", `"0 0 30 2 *": the cron expression never fires`},
@@ -749,14 +751,64 @@ func TestWarningsPlainHTTP(t *testing.T) {
   - {name: b, provider: openai, model: m, base_url: "http://LocalHost:8080/v1"}
   - {name: c, provider: openai, model: m, base_url: "https://api.example.invalid/v1"}
   - {name: d, provider: openai_compatible, model: m, base_url: "http://llm.internal/v1"}
+  - {name: e, provider: bedrock, model: m, base_url: "http://10.1.2.3:8081", options: {region: us-east-1}}
 github: {repo: o/r, base_url: "http://github.example.invalid/api/v3/"}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := c.Warnings()
-	if len(w) != 2 || !strings.HasPrefix(w[0], "w.yaml:2: targets[0].base_url: \"http://api.example.invalid/v1\" is plain http") ||
-		!strings.HasPrefix(w[1], "w.yaml:6: github.base_url:") || !strings.Contains(w[1], "the token would travel") {
+	if len(w) != 3 || !strings.HasPrefix(w[0], "w.yaml:2: targets[0].base_url: \"http://api.example.invalid/v1\" is plain http") ||
+		!strings.HasPrefix(w[1], "w.yaml:6: targets[4].base_url:") || !strings.Contains(w[1], "AWS session token") ||
+		!strings.HasPrefix(w[2], "w.yaml:7: github.base_url:") || !strings.Contains(w[2], "the token would travel") {
 		t.Errorf("warnings %q", w)
+	}
+}
+
+// A base URL carrying credentials is refused for every provider, and
+// the credentials are not repeated.
+func TestBaseURLWithCredentials(t *testing.T) {
+	for _, p := range []string{"openai", "anthropic", "gemini", "mistral", "openai_compatible"} {
+		c, err := Parse("u.yaml", []byte("targets:\n  - {name: a, provider: "+p+", model: m, api_key_env: "+setKeyVar+", base_url: \"https://user:pa55word@api.example.invalid/v1\"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(setKeyVar, "k")
+		err = c.Validate(true)
+		if err == nil || !strings.Contains(err.Error(), "u.yaml:2: targets[0].base_url: must not carry credentials") || strings.Contains(err.Error(), "pa55word") ||
+			strings.Count(err.Error(), "base_url") != 1 {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// A key is sent, and so redacted, without the white space around it
+// (a secret file's trailing newline).
+func TestKeyTrimmed(t *testing.T) {
+	t.Setenv(setKeyVar, "  sk-QA-SECRET-123\n")
+	k, err := (&Target{Name: "a", APIKeyEnv: setKeyVar}).Key()
+	if err != nil || k != "sk-QA-SECRET-123" {
+		t.Fatalf("Key() = %q, %v", k, err)
+	}
+}
+
+// A credential pasted where its variable's name belongs is refused
+// without being repeated; ordinary variable names pass.
+func TestLooksLikeSecret(t *testing.T) {
+	for s, want := range map[string]bool{
+		"OPENAI_API_KEY":                         false,
+		"GITHUB_TOKEN":                           false,
+		"my_custom_key_env_2024":                 false,
+		"AzureOpenAIKeyForProduction":            false, // no digit
+		"ghp_QAREALGHTOKEN12345":                 true,
+		"github_pat_11ABCDEFG0123456789_abcdefg": true,
+		"AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv": true,
+		"AKIAIOSFODNN7EXAMPLE":                   true,
+		"aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE":       true, // Mistral-shaped
+		"AKIA":                                   false,
+	} {
+		if got := looksLikeSecret(s); got != want {
+			t.Errorf("looksLikeSecret(%q) = %v, want %v", s, got, want)
+		}
 	}
 }
