@@ -52,3 +52,41 @@ targets:
 		}
 	}
 }
+
+// When the breaker stops a retry, the observation keeps what the provider
+// last answered (status, body, request id), not an empty breaker_open
+// result; probes never sent are breaker_open.
+func TestBreakerStoppingARetryKeepsTheAnswer(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: s
+    provider: sim
+    model: m
+    concurrency: 1
+    max_attempts: 3
+    breaker: {failures: 1, cooldown: 1h}
+    sim: {error_status: 429, error_rate: 1}
+`)
+	res := e.Run()
+	obs, err := e.Store.Observations(context.Background(), res.Summary.RunID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered, notSent := 0, 0
+	for _, o := range obs {
+		switch {
+		case o.HTTPStatus == 429:
+			answered++
+			if o.Result.RequestID == "" || o.BodySHA256 == "" || o.Attempts != 1 || o.Result.Class.IsVerdict() {
+				t.Errorf("%s: request id %q, body %q, attempts %d, class %s", o.ProbeID, o.Result.RequestID, o.BodySHA256, o.Attempts, o.Result.Class)
+			}
+		case o.Result.Reason == runner.ReasonBreakerOpen && o.HTTPStatus == 0:
+			notSent++
+		default:
+			t.Errorf("%s: status %d reason %q", o.ProbeID, o.HTTPStatus, o.Result.Reason)
+		}
+	}
+	if answered != 1 || notSent != len(obs)-1 || e.Sim("s").Total() != 1 {
+		t.Errorf("%d answered, %d breaker_open of %d; sim saw %d requests", answered, notSent, len(obs), e.Sim("s").Total())
+	}
+}

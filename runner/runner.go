@@ -35,6 +35,7 @@ import (
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/wire"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -54,9 +55,16 @@ type Target struct {
 	Prober probes.Prober
 	ID     int64 // storage id, set by Run
 	// Secret is the target's key, used only to redact it from anything
-	// stored: providers sometimes echo a key in an error message.
+	// stored (providers sometimes echo a key in an error message): from
+	// the body and every field of the result, when at least minSecret
+	// long, as the adapters do.
 	Secret string
 }
+
+// minSecret is the shortest key redacted: shorter ones ("x" for a local
+// server that wants any key) are no secret, and replacing every such
+// substring would mangle the stored evidence. wire.Redact uses the same.
+const minSecret = 4
 
 // Options configure a Runner.
 type Options struct {
@@ -687,11 +695,12 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 			return nil, false // a cancelled request is no observation
 		}
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			res = &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}
 			if last != nil {
-				res.attempts = last.attempts
+				// The breaker only stopped a retry: what the provider last
+				// answered (status, body, request id) is the evidence.
+				return last, true
 			}
-			return res, true
+			return &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}, true
 		}
 		res.attempts = attempt
 		last = res
@@ -774,10 +783,9 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 	if rd, ok := t.Prober.(probes.Redactor); ok {
 		resp.Body = rd.Redact(resp.Body)
 	}
-	if t.Secret != "" && len(t.Secret) >= 6 {
+	if len(t.Secret) >= minSecret {
 		resp.Body = bytes.ReplaceAll(resp.Body, []byte(t.Secret), []byte("[REDACTED]"))
-		res.Message = strings.ReplaceAll(res.Message, t.Secret, "[REDACTED]")
-		res.Reason = strings.ReplaceAll(res.Reason, t.Secret, "[REDACTED]")
+		res = wire.Redact(res, t.Secret)
 	}
 	return &attemptResult{resp: resp, result: res, at: r.o.Now()}
 }

@@ -1,0 +1,54 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/driftprobe/driftprobe/internal/testenv"
+)
+
+// A provider echoing the key (in its body and in headers the result
+// records) never gets it stored, from the shortest key redacted (4
+// characters) up; the adapters and the runner agree on that length.
+func TestEchoedKeyRedactedFromBodyAndResult(t *testing.T) {
+	for _, key := range []string{"k9Zq", "k9Zq7", "sk-QA-SECRET-123"} {
+		t.Run(key, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				k := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+				w.Header().Set("x-request-id", "req-"+k)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error","code":"%s"}}`, k, k)
+			}))
+			defer srv.Close()
+			t.Setenv("QA_KEY", key)
+			e := testenv.New(t, fmt.Sprintf(`
+targets:
+  - {name: c, provider: openai_compatible, model: m, api_key_env: QA_KEY, base_url: %q, concurrency: 2}
+`, srv.URL+"/v1"))
+			res := e.Run()
+			obs, err := e.Store.Observations(context.Background(), res.Summary.RunID, 0)
+			if err != nil || len(obs) == 0 {
+				t.Fatal(err)
+			}
+			for _, o := range obs {
+				_, body, err := e.Store.ObservationBodies(context.Background(), o.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := o.Result
+				if bytes.Contains(body, []byte(key)) || strings.Contains(fmt.Sprint(r.Message, r.Reason, r.RequestID, r.Unknown), key) {
+					t.Fatalf("%s: key stored: body %s, result %+v", o.ProbeID, body, r)
+				}
+				if !bytes.Contains(body, []byte("[REDACTED]")) {
+					t.Fatalf("%s: body %s", o.ProbeID, body)
+				}
+			}
+		})
+	}
+}
