@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/probes/sim"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -168,5 +170,26 @@ func TestReplayUnconfiguredTargets(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "nothing replayed: run 1's target(s) sim-a are not in the config") {
 			t.Errorf("replay %v with another config: exit %d: %s", args, code, stderr)
 		}
+	}
+}
+
+// replay sends nothing, so it needs no provider key: a run made with a key
+// replays on a machine without it.
+func TestReplayNeedsNoKeys(t *testing.T) {
+	up := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer up.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	db := filepath.Join(dir, "r.db")
+	os.WriteFile(cfg, []byte("targets:\n  - {name: c, provider: openai_compatible, model: m, api_key_env: DRIFTPROBE_TEST_REPLAY_KEY, base_url: \""+up.URL+"/v1\"}\n"), 0o644)
+	t.Setenv("DRIFTPROBE_TEST_REPLAY_KEY", "sk-replay-test")
+	if _, stderr, code := runIn(t, "run", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	os.Unsetenv("DRIFTPROBE_TEST_REPLAY_KEY")
+	stdout, stderr, code := runIn(t, "replay", "--json", "--config", cfg, "--db", db)
+	var rep app.ReplayReport
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Replayed != 62 || rep.Same != 62 {
+		t.Fatalf("replay without the key: exit %d: %s\n%s", code, stderr, stdout)
 	}
 }

@@ -46,7 +46,9 @@ because the run's targets are not in the config.`,
 					return app.Usage(fmt.Errorf("replay: the database has no runs"))
 				}
 			}
-			targets, closeTargets, err := app.BuildTargets(sess.Config)
+			// Replay classifies stored answers and sends nothing: no keys
+			// needed, so an incident-review machine holds no secrets.
+			targets, closeTargets, err := app.BuildRenderTargets(sess.Config)
 			if err != nil {
 				return err
 			}

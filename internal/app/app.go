@@ -104,7 +104,8 @@ func BuildTargets(c *config.Config) ([]*runner.Target, func(), error) {
 	return buildTargets(c, true)
 }
 
-// BuildRenderTargets builds probers that are only asked to render (`plan`):
+// BuildRenderTargets builds probers that are only asked to render (`plan`)
+// or to classify stored answers (`replay`):
 // a key whose environment variable is unset is empty, since rendering
 // never uses the key (the adapters' conformance tests check that no key is
 // ever rendered). They must not send.
