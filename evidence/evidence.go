@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/driftprobe/driftprobe/diff"
@@ -140,6 +141,15 @@ func Build(ctx context.Context, db *storage.DB, id int64, now time.Time) (*Recor
 		}
 		return rec.Probes[i].ProbeID < rec.Probes[j].ProbeID
 	})
+	// The record is hashed, and returned, in the form a reader of its JSON
+	// gets back: json.Marshal writes invalid UTF-8 (a provider's header,
+	// a proxy's error text) as the escape \ufffd, which reads back as a
+	// valid U+FFFD that Marshal writes as raw bytes, so a hash over the
+	// record as built would never match one recomputed from the file.
+	rec, err = canonical(rec)
+	if err != nil {
+		return nil, err
+	}
 	rec.AllVerified = len(rec.Problems()) == 0
 	sum, err := rec.hash()
 	if err != nil {
@@ -147,6 +157,23 @@ func Build(ctx context.Context, db *storage.DB, id int64, now time.Time) (*Recor
 	}
 	rec.SHA256 = sum
 	return rec, nil
+}
+
+// canonical returns r as it reads back from its JSON. One round trip is a
+// fixed point (strings are then valid UTF-8; control characters, U+2028,
+// U+2029 and HTML characters are escaped and read back the same, however
+// the writer escapes them), so hashing the result hashes exactly what
+// Verify recomputes from a written record.
+func canonical(r *Record) (*Record, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	var c Record
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 type builder struct {
@@ -543,30 +570,36 @@ func text(b []byte) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// WriteMarkdown renders the record for humans. Provider text is fenced, so
-// it cannot render as markup.
+// WriteMarkdown renders the record for humans. Every string it prints from
+// the record (provider request ids, model ids and fingerprints, reasons,
+// target names, probe ids, categories, the corpus version, the event's own
+// fields, the reasons a side or its bytes are absent, problems) is made
+// inert first: control, escape, line-separator and bidi characters never
+// reach the output, and GitHub renders no markup, mention, reference or
+// link from them (identifiers through ghissue.Code, sentences as whole code
+// spans, the request body fenced).
 func WriteMarkdown(w io.Writer, r *Record) {
 	e := r.Event
 	fmt.Fprintf(w, "# driftprobe evidence: event %d\n\n", e.ID)
 	fmt.Fprintf(w, "- kind: %s, direction: %s, status: %s\n- targets: %s (provider %s)\n- runs: first seen %d, confirmed %d\n- corpus: %s (sha256 %s)\n- model: %s → %s\n- new categories: %s\n",
-		e.Kind, e.Direction, e.Status, strings.Join(e.Targets, ", "), e.Provider, e.FirstRun, e.ConfirmedRun, e.CorpusVersion, e.CorpusHash,
-		orDash(e.ModelBefore), orDash(e.ModelAfter), orDash(strings.Join(e.NewCategories, ", ")))
+		code(e.Kind), code(e.Direction), code(e.Status), codes(e.Targets), code(e.Provider), e.FirstRun, e.ConfirmedRun, code(e.CorpusVersion), code(e.CorpusHash),
+		model(e.ModelBefore), model(e.ModelAfter), codes(e.NewCategories))
 	fmt.Fprintf(w, "- all request and response hashes verified: %v\n", r.AllVerified)
 	if obs, reqs, bodies := r.absences(); obs+reqs+bodies > 0 {
 		fmt.Fprintf(w, "- not in this record (absent, so not checked): %d observation(s), %d request(s), %d response body(ies); see the probes\n", obs, reqs, bodies)
 	}
 	for _, p := range r.Problems() {
-		fmt.Fprintf(w, "- does not verify: %s\n", p)
+		fmt.Fprintf(w, "- does not verify: %s\n", span(p))
 	}
-	fmt.Fprintf(w, "- record sha256: %s\n\n", r.SHA256)
+	fmt.Fprintf(w, "- record sha256: %s\n\n", code(r.SHA256))
 	verdicts := map[string]diff.EventProbe{}
 	for _, ep := range e.Probes {
 		verdicts[ep.Target+"\x00"+ep.ProbeID] = ep
 	}
 	for _, p := range r.Probes {
-		fmt.Fprintf(w, "## %s / %s\n\n", p.Target, p.ProbeID)
+		fmt.Fprintf(w, "## %s / %s\n\n", code(p.Target), code(p.ProbeID))
 		if p.Request.Missing != "" {
-			fmt.Fprintf(w, "request sha256 %s: the bytes are not in this record: %s\n\n", p.Request.SHA256, p.Request.Missing)
+			fmt.Fprintf(w, "request sha256 %s: the bytes are not in this record: %s\n\n", code(p.Request.SHA256), span(p.Request.Missing))
 		} else {
 			var same string
 			switch {
@@ -584,7 +617,7 @@ func WriteMarkdown(w io.Writer, r *Record) {
 				from += ", which the event does not cite: the same bytes on the same target"
 			}
 			fmt.Fprintf(w, "request %s %s, sha256 %s (verified: %v, identical bytes before and after: %s; bytes read from %s)\n\n",
-				p.Request.Method, p.Request.Path, p.Request.SHA256, p.Request.Verified, same, from)
+				code(p.Request.Method), code(p.Request.Path), code(p.Request.SHA256), p.Request.Verified, same, from)
 			fmt.Fprintf(w, "%s(shown for reading, control and bidi characters removed; the exact bytes that hash to the fingerprint are in --json)\n\n", ghissue.Fenced(p.Request.Body, 1<<20))
 		}
 		ep := verdicts[p.Target+"\x00"+p.ProbeID]
@@ -597,32 +630,94 @@ func WriteMarkdown(w io.Writer, r *Record) {
 				}
 				verdict := "no verdict"
 				if v.Class != "" {
-					verdict = v.String() + " (as the event recorded it)"
+					verdict = code(v.String()) + " (as the event recorded it)"
 				}
-				fmt.Fprintf(w, "- %s: %s; no observation in this record: %s\n", s.name, verdict, s.absent)
+				fmt.Fprintf(w, "- %s: %s; no observation in this record: %s\n", s.name, verdict, span(s.absent))
 				continue
 			}
-			// Provider text: inert (no markup, no control or bidi characters).
 			fmt.Fprintf(w, "- %s: observation %d, run %d (%s), %s, HTTP %d, provider request id %s, model %s %s, reason %s", s.name, o.ID, o.RunID,
-				o.ObservedAt.Format(time.RFC3339), o.Verdict.String(), o.HTTPStatus, ghissue.Code(o.RequestID), ghissue.Code(o.ModelID), ghissue.Code(o.ModelFP), ghissue.Code(o.Reason))
+				o.ObservedAt.Format(time.RFC3339), code(o.Verdict.String()), o.HTTPStatus, code(o.RequestID), code(o.ModelID), code(o.ModelFP), code(o.Reason))
 			switch {
 			case o.Problem != "":
-				fmt.Fprintf(w, "; DOES NOT VERIFY: %s", o.Problem)
+				fmt.Fprintf(w, "; DOES NOT VERIFY: %s", span(o.Problem))
 			case o.ResponseAbsent != "":
-				fmt.Fprintf(w, "; response body not in this record: %s", o.ResponseAbsent)
+				fmt.Fprintf(w, "; response body not in this record: %s", span(o.ResponseAbsent))
 			}
 			fmt.Fprintln(w)
 		}
 		if p.Nondeterminism != "" {
-			fmt.Fprintf(w, "- note: %s\n", p.Nondeterminism)
+			fmt.Fprintf(w, "- note: %s\n", span(p.Nondeterminism))
 		}
 		fmt.Fprintln(w)
 	}
 }
 
-func orDash(s string) string {
+// oneLine makes untrusted text safe for a terminal and a rendered page:
+// valid UTF-8, control characters (C0, DEL, C1, so escape sequences,
+// newlines and NUL), line and paragraph separators and the BOM become
+// spaces, bidi embeddings, overrides, isolates and marks are dropped.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == '\uFEFF':
+			return ' '
+		case r >= '\u202A' && r <= '\u202E', r >= '\u2066' && r <= '\u2069', r == '\u200E', r == '\u200F', r == '\u061C':
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// code renders an untrusted identifier (a model id, a target name, a
+// category, a hash) inert: ghissue.Code, after oneLine.
+func code(s string) string { return ghissue.Code(oneLine(s)) }
+
+// codes renders a list of identifiers, or "-" for none.
+func codes(ss []string) string {
+	if len(ss) == 0 {
+		return "-"
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = code(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// model renders an event's "model id|fingerprint", or "-" for none.
+func model(s string) string {
 	if s == "" || s == "|" {
 		return "-"
 	}
-	return s
+	id, fp, _ := strings.Cut(s, "|")
+	if fp == "" {
+		return code(id)
+	}
+	return code(id) + " " + code(fp)
+}
+
+// span renders a sentence that carries untrusted parts (a problem naming a
+// target and probe, why a side is absent) whole and inert, as one inline
+// code span: oneLine first, and a backtick fence longer than any backtick
+// run inside, so nothing in it can close the span. GitHub renders neither
+// markup nor mentions, references or links in code.
+func span(s string) string {
+	s = strings.TrimSpace(oneLine(s))
+	if s == "" {
+		return "-"
+	}
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			n++
+			longest = max(longest, n)
+		} else {
+			n = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if s[0] == '`' || s[len(s)-1] == '`' {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
 }
