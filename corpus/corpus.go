@@ -21,6 +21,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes"
@@ -104,6 +106,22 @@ func Load(dir string) (*Corpus, error) {
 	return c, nil
 }
 
+// plainText reports whether s is valid UTF-8 without control or format
+// characters: a corpus name or version is printed on terminals, in logs
+// and in issues, where an escape sequence or a bidirectional override
+// would rewrite what is shown.
+func plainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
+}
+
 var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // LoadFS loads corpus.yaml from fsys; name prefixes file names in errors.
@@ -121,9 +139,13 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 	col := &yamlx.Collector{File: file, Root: root}
 	if strings.TrimSpace(c.Name) == "" {
 		col.Add("name", "required")
+	} else if !plainText(c.Name) {
+		col.Add("name", "%+q: control or formatting characters (escape sequences, bidirectional overrides, line breaks) are not allowed", c.Name)
 	}
 	if strings.TrimSpace(c.Version) == "" {
 		col.Add("version", "required")
+	} else if !plainText(c.Version) {
+		col.Add("version", "%+q: control or formatting characters (escape sequences, bidirectional overrides, line breaks) are not allowed", c.Version)
 	}
 	if len(c.Probes) == 0 {
 		col.Add("probes", "at least one probe is required")

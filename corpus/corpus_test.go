@@ -271,6 +271,8 @@ func TestLoadBad(t *testing.T) {
 		{"bad-unknown-field", `probes\[0\]\.severity`, "severity: high", "unknown field"},
 		{"bad-message-role", `probes\[0\]\.messages\[0\]\.role`, "role: robot", `"robot": want system, user or assistant`},
 		{"bad-missing-version", `version`, "name: bad", "required"},
+		{"bad-name-escape", `name`, "name:", `"evil\x1b[2J": control or formatting characters`},
+		{"bad-version-bidi", `version`, "version:", `"1\u202e2": control or formatting characters`},
 		{"bad-id", `probes\[0\]\.id`, "has space", `"has space": use letters, digits`},
 		{"bad-yaml", ``, "[violence, expect", "invalid YAML: did not find expected ',' or ']'"},
 		{"bad-tags-type", `probes\[0\]\.tags`, "tags: violence", `wrong type: string "violence" where a list expected`},

@@ -16,6 +16,7 @@ import (
 	"github.com/driftprobe/driftprobe/evidence"
 	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 )
 
 // demoConfig scripts the story: sim-prod's provider tightens violence and
@@ -164,8 +165,8 @@ DIR/demo.yaml --production DIR/production.jsonl).`,
 				if len(rec.Probes) > 0 {
 					p := rec.Probes[0]
 					fmt.Fprintf(w, "e.g. %s: %s %s sha256 %.16s…, before run %d %s (provider request id %s), after run %d %s (provider request id %s)\n",
-						p.ProbeID, p.Request.Method, p.Request.Path, p.Request.SHA256, p.Before.RunID, p.Before.Verdict.String(), p.Before.RequestID,
-						p.After.RunID, p.After.Verdict.String(), p.After.RequestID)
+						p.ProbeID, p.Request.Method, p.Request.Path, p.Request.SHA256, p.Before.RunID, p.Before.Verdict.String(), termtext.Clean(p.Before.RequestID),
+						p.After.RunID, p.After.Verdict.String(), termtext.Clean(p.After.RequestID))
 				}
 				section("the GitHub issue driftprobe would open (github block absent: dry run)")
 				var buf strings.Builder

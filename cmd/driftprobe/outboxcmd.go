@@ -9,6 +9,7 @@ import (
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 )
 
 func newOutboxCmd(g *globals) *cobra.Command {
@@ -116,7 +117,7 @@ variable named by github.private_key_env).`,
 				if res != nil {
 					fmt.Fprintf(w, "sent %d, failed %d, deferred %d\n", res.Sent, res.Failed, res.Deferred)
 					for _, e := range res.Errors {
-						fmt.Fprintf(w, "  %s\n", e)
+						fmt.Fprintf(w, "  %s\n", termtext.Safe(e))
 					}
 				}
 				switch {
@@ -137,7 +138,7 @@ variable named by github.private_key_env).`,
 						if p.IssueNumber != 0 {
 							issue = fmt.Sprintf("#%d", p.IssueNumber)
 						}
-						fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", p.ID, p.EventID, p.Target, p.Action, p.Change, p.RunID, issue, p.Attempts, p.Reason)
+						fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", p.ID, p.EventID, p.Target, p.Action, p.Change, p.RunID, issue, p.Attempts, termtext.Safe(p.Reason)) // GitHub's words
 					}
 					tw.Flush()
 				}

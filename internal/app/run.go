@@ -16,6 +16,7 @@ import (
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/wire"
 	"github.com/driftprobe/driftprobe/runner"
@@ -423,7 +424,7 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 		fmt.Fprintf(w, "\nevent %d [%s] %s %s on %s (%s) · runs %d→%d · %s\n", e.ID, strings.ToUpper(e.Kind), e.Direction, categoriesOf(e),
 			strings.Join(e.Targets, ", "), e.Provider, e.FirstRun, e.ConfirmedRun, status)
 		for _, c := range byEvent[e.ID] {
-			fmt.Fprintf(w, "  %s: %s\n", c.Change, c.Detail)
+			fmt.Fprintf(w, "  %s: %s\n", c.Change, termtext.Safe(c.Detail))
 		}
 		if len(e.NewCategories) > 0 {
 			fmt.Fprintf(w, "  NEW CATEGORIES (never fired on this target before): %s\n", strings.Join(e.NewCategories, ", "))
@@ -432,7 +433,8 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 			fmt.Fprintf(w, "  vanished categories: %s\n", strings.Join(e.VanishedCategories, ", "))
 		}
 		if e.ModelBefore != e.ModelAfter {
-			fmt.Fprintf(w, "  model: %s → %s\n", e.ModelBefore, e.ModelAfter)
+			// Model ids and fingerprints are the provider's text.
+			fmt.Fprintf(w, "  model: %s → %s\n", termtext.Clean(e.ModelBefore), termtext.Clean(e.ModelAfter))
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		switch e.Kind {

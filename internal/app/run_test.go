@@ -3,9 +3,11 @@ package app_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/storage"
@@ -71,5 +73,19 @@ func TestLostLeaseAbortsRun(t *testing.T) {
 	}
 	if h, _ := e.Store.LockHolder(ctx); h == nil || h.Holder != "B" {
 		t.Fatalf("the new holder's lease was disturbed: %+v", h)
+	}
+}
+
+// The events text prints the provider's model ids and the changes'
+// details inert: no escape sequence or bidirectional override reaches
+// the terminal.
+func TestWriteEventsEscapesProviderText(t *testing.T) {
+	var b strings.Builder
+	app.WriteEvents(&b, []*diff.Event{{ID: 1, Kind: diff.KindModel, Direction: "stricter", Targets: []string{"t"}, Provider: "openai",
+		ModelBefore: "gpt-x @octocat \x1b]0;pwn\x07", ModelAfter: "gpt-x-2 #9 \x1b[2J|fp_\u202e<i>b</i>"}},
+		[]diff.Change{{EventID: 1, Change: "model_change", Detail: "model gpt-x \x1b[31m→ gpt-x-2"}})
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07\u202e") || !strings.Contains(out, `\x1b[2J`) || !strings.Contains(out, `\u202e`) {
+		t.Fatalf("events text:\n%q", out)
 	}
 }
