@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/probes"
@@ -85,9 +86,13 @@ type Comparison struct {
 // ErrNoCompleteRun is returned when a target has no complete run to compare.
 var ErrNoCompleteRun = errors.New("no complete run")
 
-// ErrNotComparable is returned when fewer than half of the corpus's probes
-// have a verdict on both targets.
+// ErrNotComparable is returned when fewer than half of the probes of the
+// compared runs' corpus have a verdict on both targets.
 var ErrNotComparable = errors.New("not comparable")
+
+// ErrUnknownProbe is returned when a compared probe has no stored record
+// (role and tags) in the database: compare will not guess them.
+var ErrUnknownProbe = errors.New("probe record missing")
 
 // LatestCompleteRun returns the latest run in which the target completed,
 // optionally on a given corpus version ("" for any).
@@ -110,12 +115,21 @@ func LatestCompleteRun(ctx context.Context, db *storage.DB, target, version stri
 }
 
 // Compare compares the latest complete observations of two targets on the
-// same corpus version. Categories come from the probes' tags ("none" for
-// untagged benign controls). maxNewBlocks is the gate: more benign or
-// borderline probes newly blocked by the candidate fails it; so do more
-// positive controls newly allowed than maxLostBlocks, unless it is
-// negative (off).
-func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to string, maxNewBlocks, maxLostBlocks int) (*Comparison, error) {
+// same corpus version. maxNewBlocks is the gate: more benign or borderline
+// probes newly blocked by the candidate fails it; so do more positive
+// controls newly allowed than maxLostBlocks, unless it is negative (off).
+//
+// Everything about the probes comes from the database, as the compared
+// runs recorded them: each probe's role and tags (categories; "none" for
+// untagged benign controls) from the stored record of the exact probe the
+// runs sent (observations carry its SHA-256), and the probe total of the
+// coverage check from the probes the runs answered. The *corpus.Corpus
+// argument (the corpus loaded now; kept for callers) is never read: a
+// corpus bumped since the runs (probes re-roled, added or removed) must
+// not change what the gate counts. A compared probe without a stored
+// record is refused (ErrUnknownProbe), never counted with a guessed role;
+// so is a probe the two runs sent in different forms (ErrNotComparable).
+func Compare(ctx context.Context, db *storage.DB, _ *corpus.Corpus, from, to string, maxNewBlocks, maxLostBlocks int) (*Comparison, error) {
 	fromRun, ver, err := LatestCompleteRun(ctx, db, from, "")
 	if err != nil {
 		return nil, err
@@ -132,11 +146,24 @@ func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to st
 		}
 		ver = tv
 	}
-	fv, err := verdictsOf(ctx, db, fromRun, from)
+	fv, err := answersOf(ctx, db, fromRun, from)
 	if err != nil {
 		return nil, err
 	}
-	tvs, err := verdictsOf(ctx, db, toRun, to)
+	tvs, err := answersOf(ctx, db, toRun, to)
+	if err != nil {
+		return nil, err
+	}
+	// The probe total is the runs' corpus: every probe either run answered
+	// (a complete target-run records one first sample per probe, whatever
+	// the answer).
+	total := len(fv)
+	for id := range tvs {
+		if _, ok := fv[id]; !ok {
+			total++
+		}
+	}
+	recs, err := probeRecords(ctx, db, fv, tvs)
 	if err != nil {
 		return nil, err
 	}
@@ -150,16 +177,22 @@ func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to st
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		a, ok1 := fv[id]
-		b, ok2 := tvs[id]
-		if !ok1 || !ok2 {
+		x, ok1 := fv[id]
+		y, ok2 := tvs[id]
+		if !ok1 || !ok2 || !x.verdict || !y.verdict {
 			continue
 		}
-		p := cp.Probe(id)
-		role, tags := "", []string(nil)
-		if p != nil {
-			role, tags = p.Role, p.Tags
+		if x.sha != y.sha {
+			return nil, fmt.Errorf("%w: probe %s differs between %s (run %d, probe sha256 %s) and %s (run %d, probe sha256 %s): the runs did not send the same corpus",
+				ErrNotComparable, id, from, fromRun, x.sha, to, toRun, y.sha)
 		}
+		rec, ok := recs[x.sha]
+		if !ok {
+			return nil, fmt.Errorf("%w: probe %s (sha256 %s), answered by %s in run %d and %s in run %d, has no stored record in this database, so its role and tags (what the gate counts) are unknown",
+				ErrUnknownProbe, id, x.sha, from, fromRun, to, toRun)
+		}
+		a, b := x.v, y.v
+		role, tags := rec.Role, rec.Tags
 		c.Compared++
 		keys := tags
 		if len(keys) == 0 {
@@ -204,7 +237,7 @@ func Compare(ctx context.Context, db *storage.DB, cp *corpus.Corpus, from, to st
 	}
 	// A gate over too few comparable probes would pass by default (e.g. a
 	// mistyped candidate model answering 404 to everything).
-	if total := len(cp.Probes); c.Compared == 0 || c.Compared*2 < total {
+	if c.Compared == 0 || c.Compared*2 < total {
 		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)", ErrNotComparable, c.Compared, total, from, fromRun, to, toRun)
 	}
 	c.GateFailed = c.OverBlocking > maxNewBlocks || maxLostBlocks >= 0 && c.UnderBlocking > maxLostBlocks
@@ -220,8 +253,16 @@ func catOrder(c string) int {
 	return len(probes.Categories)
 }
 
-// verdictsOf returns probe id -> verdict (first sample) for a target's run.
-func verdictsOf(ctx context.Context, db *storage.DB, run int64, target string) (map[string]Verdict, error) {
+// answer is a probe's first sample in a target's run.
+type answer struct {
+	sha     string  // the probe's SHA-256 (its canonical form: the probes table's key)
+	verdict bool    // the answer is a verdict about the probe (v is set)
+	v       Verdict // the verdict
+}
+
+// answersOf returns probe id -> first sample for a target's run: every
+// probe the run answered, with the verdict when the answer is one.
+func answersOf(ctx context.Context, db *storage.DB, run int64, target string) (map[string]answer, error) {
 	t, err := db.TargetByName(ctx, target)
 	if err != nil {
 		return nil, err
@@ -230,11 +271,58 @@ func verdictsOf(ctx context.Context, db *storage.DB, run int64, target string) (
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]Verdict{}
+	out := map[string]answer{}
 	for _, o := range obs {
+		if o.Sample != 0 {
+			continue
+		}
+		a := answer{sha: o.ProbeSHA256}
 		// Account-level enforcement says nothing about the model's policy.
-		if o.Sample == 0 && o.Result.Class.IsVerdict() && o.Result.Class != probes.AbuseBlock {
-			out[o.ProbeID] = VerdictOf(o.Result)
+		if o.Result.Class.IsVerdict() && o.Result.Class != probes.AbuseBlock {
+			a.verdict, a.v = true, VerdictOf(o.Result)
+		}
+		out[o.ProbeID] = a
+	}
+	return out, nil
+}
+
+// probeRecords reads the stored records (role, tags) of the probes the
+// answers name, by probe SHA-256, in one query.
+func probeRecords(ctx context.Context, db *storage.DB, sets ...map[string]answer) (map[string]storage.ProbeRecord, error) {
+	var shas []any
+	seen := map[string]bool{}
+	for _, set := range sets {
+		for _, a := range set {
+			if a.verdict && !seen[a.sha] {
+				seen[a.sha] = true
+				shas = append(shas, a.sha)
+			}
+		}
+	}
+	out := make(map[string]storage.ProbeRecord, len(shas))
+	// Chunks stay far under SQLite's bound-parameter limit.
+	const per = 500
+	for len(shas) > 0 {
+		chunk := shas[:min(len(shas), per)]
+		shas = shas[len(chunk):]
+		rows, err := db.SQL().QueryContext(ctx, `SELECT sha256, probe_id, corpus_version, role, expect, tags FROM probes WHERE sha256 IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",")+`)`, chunk...)
+		if err != nil {
+			return nil, fmt.Errorf("probe records: %w", err)
+		}
+		for rows.Next() {
+			var p storage.ProbeRecord
+			var tags string
+			if err := rows.Scan(&p.SHA256, &p.ProbeID, &p.CorpusVersion, &p.Role, &p.Expect, &tags); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("probe records: %w", err)
+			}
+			p.Tags = splitList(tags)
+			out[p.SHA256] = p
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("probe records: %w", err)
 		}
 	}
 	return out, nil

@@ -20,8 +20,14 @@ type Params struct {
 	NondeterministicFlips int
 	ScoreTolerance        float64
 	WindowRuns            int
-	// Enqueue reports whether changes to events of a kind are queued for
-	// GitHub delivery; nil queues nothing.
+	// Enqueue reports whether an event of a kind is queued for GitHub
+	// delivery (an issue), asked once, when the event opens, with the kind
+	// it opens as; nil queues nothing. An event queued when it opened has
+	// every later change queued too (comments, the revert that closes it),
+	// whatever its kind has become meanwhile (a policy_change turned
+	// model_change keeps its issue up to date); an event not queued when it
+	// opened stays unqueued, whatever its kind becomes (no comments on an
+	// issue that was never opened).
 	Enqueue func(kind string) bool
 }
 
@@ -659,13 +665,19 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	}
 	mergedNew := probes.SortedUnique(append(splitList(oldNew), newCats...))
 	mergedVan := probes.SortedUnique(append(splitList(oldVan), vanished...))
-	// As when opening: a model change seen only on the flips keeps naming
-	// their model, not the target's unchanged one.
+	// model_before and model_after describe one target, the one that
+	// opened the event: a target that joined it (now or in an earlier run)
+	// reports its own model, and pairing it with the opener's would show a
+	// model change no target made. For the opener, as when opening: a model
+	// change seen only on the flips keeps naming their model, not the
+	// target's unchanged one.
+	var opener int64
 	var modelBefore, modelAfter string
-	if err := d.tx.QueryRowContext(d.ctx, `SELECT model_before, model_after FROM events WHERE id = ?`, eid).Scan(&modelBefore, &modelAfter); err != nil {
+	if err := d.tx.QueryRowContext(d.ctx, `SELECT target_id, model_before, model_after FROM events WHERE id = ?`, eid).Scan(&opener, &modelBefore, &modelAfter); err != nil {
 		return err
 	}
 	switch {
+	case opener != d.t.ID:
 	case newKind != KindModel || modelChanged(modelBefore, d.model):
 		modelAfter = d.model
 	default:
@@ -684,6 +696,15 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	detail := fmt.Sprintf("%d more probe(s) on %s: %s", len(flips), d.t.Name, strings.Join(ids, ", "))
 	if change == ChangeTargetJoined {
 		detail = fmt.Sprintf("target %s changed the same way (%d probes): provider-wide change", d.t.Name, len(flips))
+	}
+	if kind == KindModel && opener != d.t.ID {
+		// The event's model fields are the opener's: name this target's
+		// own model change here.
+		if b, a, ok := flipModels(flips); ok {
+			detail += fmt.Sprintf("; model on %s: %s → %s", d.t.Name, b, a)
+		} else if modelChanged(d.prevModel, d.model) {
+			detail += fmt.Sprintf("; model on %s: %s → %s", d.t.Name, d.prevModel, d.model)
+		}
 	}
 	if newKind != oldKind {
 		detail += fmt.Sprintf("; kind is now %s", newKind)
@@ -716,28 +737,35 @@ func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (int6
 	for _, f := range flips {
 		mine[f.probeID] = move{f.before, f.after}
 	}
+	// Both sides are counted in probes: the event's distinct probes (over
+	// all its targets) and this target's flips; a probe counts once as the
+	// same, however many of the event's targets moved it (in however many
+	// ways), so one shared probe cannot count as two.
 	for _, id := range cands {
 		rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, before, after FROM event_probes WHERE event_id = ?`, id)
 		if err != nil {
 			return 0, err
 		}
-		total, same := 0, 0
+		theirs, same := map[string]bool{}, map[string]bool{}
 		for rows.Next() {
 			var pid, before, after string
 			if err := rows.Scan(&pid, &before, &after); err != nil {
 				rows.Close()
 				return 0, err
 			}
-			total++
+			theirs[pid] = true
 			m, ok := mine[pid]
 			if ok && ParseKey(m.after).Class.IsBlock() == ParseKey(after).Class.IsBlock() &&
 				direction(ParseKey(m.before), ParseKey(m.after)) == direction(ParseKey(before), ParseKey(after)) {
-				same++
+				same[pid] = true
 			}
 		}
 		rows.Close()
-		smaller := min(total, len(mine))
-		if smaller > 0 && same*2 >= smaller {
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		smaller := min(len(theirs), len(mine))
+		if smaller > 0 && len(same)*2 >= smaller {
 			return id, nil
 		}
 	}
@@ -855,7 +883,9 @@ func (d *detector) eventDirection(eid int64) (string, error) {
 	return dir, rows.Err()
 }
 
-// record logs an event change and queues its delivery.
+// record logs an event change and queues its delivery: an opening when
+// Enqueue takes the kind it opens as, a later change when the event's
+// opening was queued (see Params.Enqueue).
 func (d *detector) record(eid int64, kind, change, detail string) error {
 	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_updates (event_id, run_id, change, detail, at) VALUES (?, ?, ?, ?, ?)`, eid, d.in.RunID, change, detail, ts(d.now))
 	if err != nil {
@@ -863,8 +893,22 @@ func (d *detector) record(eid int64, kind, change, detail string) error {
 	}
 	uid, _ := res.LastInsertId()
 	d.res.Changes = append(d.res.Changes, Change{EventID: eid, Change: change, Detail: detail})
-	if d.p.Enqueue == nil || !d.p.Enqueue(kind) {
+	if d.p.Enqueue == nil {
 		return nil
+	}
+	if change == ChangeOpened {
+		if !d.p.Enqueue(kind) {
+			return nil
+		}
+	} else {
+		// Its first update is its opening: queued or not, that decided.
+		var queued bool
+		if err := d.tx.QueryRowContext(d.ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE update_id = (SELECT MIN(id) FROM event_updates WHERE event_id = ?))`, eid).Scan(&queued); err != nil {
+			return err
+		}
+		if !queued {
+			return nil
+		}
 	}
 	action := "comment"
 	switch change {

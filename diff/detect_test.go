@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -391,5 +392,29 @@ targets:
 	}
 	if len(ev.Probes) < 2 {
 		t.Errorf("only %d drifting probes", len(ev.Probes))
+	}
+}
+
+// A provider-wide event's model_before and model_after describe the target
+// that opened it: six targets on six models tightening together are one
+// policy_change whose models are the opener's, never one target's model
+// before and another's after (a model change no target made).
+func TestProviderWideEventKeepsTheOpenersModel(t *testing.T) {
+	var cfg strings.Builder
+	cfg.WriteString("targets:\n")
+	for i := range 6 {
+		fmt.Fprintf(&cfg, "  - {name: t%d, provider: sim, model: sim-large-%d, sim: {policies: [{from_run: 1, model: sim-large-%d-2026-01-01, fingerprint: fp_%d}, {from_run: 3, thresholds: {violence: 0.3}}]}}\n", i, i, i, i)
+	}
+	e := testenv.New(t, cfg.String())
+	e.Runs(5)
+	evs := events(t, e)
+	if len(evs) != 1 || len(evs[0].Targets) != 6 {
+		t.Fatalf("%d events, want one provider-wide event on six targets: %+v", len(evs), evs)
+	}
+	ev := evs[0]
+	n := strings.TrimPrefix(ev.Target, "t")
+	want := "sim-large-" + n + "-2026-01-01|fp_" + n
+	if ev.Kind != diff.KindPolicy || ev.ModelBefore != want || ev.ModelAfter != want {
+		t.Errorf("%s opened by %s: model %q → %q, want %s → %s", ev.Kind, ev.Target, ev.ModelBefore, ev.ModelAfter, want, want)
 	}
 }

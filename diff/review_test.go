@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,8 @@ type synth struct {
 	t   *testing.T
 	db  *storage.DB
 	tid int64
+	// enqueue is Params.Enqueue (nil: GitHub not configured).
+	enqueue func(kind string) bool
 }
 
 func newSynth(t *testing.T) *synth {
@@ -65,7 +68,7 @@ func (s *synth) run(status string, confirmSamples int, fromDB bool, os ...*stora
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := diff.Apply(actx, s.db, diff.Input{RunID: id, CorpusVersion: "1", CorpusHash: "h", Targets: []diff.TargetRun{tr},
-		Params: diff.Params{ConfirmRuns: 2, NondeterministicFlips: 2, WindowRuns: 3}})
+		Params: diff.Params{ConfirmRuns: 2, NondeterministicFlips: 2, WindowRuns: 3, Enqueue: s.enqueue}})
 	if err != nil {
 		s.t.Fatalf("run %d: apply: %v", id, err)
 	}
@@ -307,5 +310,270 @@ func TestProviderWideJoinNeedsTheSameChange(t *testing.T) {
 				t.Errorf("a's event targets %v, want b joined: %v", evs[0].Targets, c.wantJoined)
 			}
 		})
+	}
+}
+
+// Whether an event has an issue is decided when it opens, by the kind it
+// opens as (github.kinds): an event queued then keeps its issue up to date
+// (comments, the revert that closes it) after its kind changes to one not
+// listed; an event not queued then is never queued, even when its kind
+// becomes a listed one.
+func TestEnqueueDecidedWhenEventOpens(t *testing.T) {
+	for _, c := range []struct {
+		kinds []string
+		want  string // outbox actions, in order
+	}{
+		{[]string{diff.KindPolicy}, "open,comment,revert"},
+		{[]string{diff.KindModel}, ""},
+	} {
+		t.Run(strings.Join(c.kinds, ","), func(t *testing.T) {
+			s := newSynth(t)
+			s.enqueue = func(kind string) bool { return slices.Contains(c.kinds, kind) }
+			var shas []string
+			for i := 1; i <= 9; i++ {
+				shas = append(shas, strings.Repeat(fmt.Sprint(i), 64))
+			}
+			// round runs once with the probes of blocked blocked: p0 on
+			// the unchanged model, p1 on a new one (seen only on its
+			// answer: a model change on the flips).
+			round := func(blocked ...int) {
+				var os []*storage.Observation
+				for i, sha := range shas {
+					o := obs(fmt.Sprintf("p%d", i), sha, 0, "allowed|")
+					if slices.Contains(blocked, i) {
+						o = obs(fmt.Sprintf("p%d", i), sha, 0, "blocked_output|violence")
+					}
+					o.Result.ModelFP = "fp_old"
+					if i == 1 && slices.Contains(blocked, i) {
+						o.Result.ModelID, o.Result.ModelFP = "m-2", "fp_new"
+					}
+					os = append(os, o)
+				}
+				s.run(storage.TargetComplete, 0, false, os...)
+			}
+			round()
+			round()
+			round(0)
+			round(0) // confirmed: opens as policy_change
+			round(0, 1)
+			round(0, 1) // p1 joins: the event becomes model_change
+			round()
+			round() // both flip back: reverted
+			evs, err := diff.ListEvents(context.Background(), s.db, diff.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != 1 || evs[0].Kind != diff.KindModel || evs[0].Status != diff.StatusReverted {
+				var got []string
+				for _, e := range evs {
+					got = append(got, e.Kind+"/"+e.Status)
+				}
+				t.Fatalf("events %v, want one model_change, reverted", got)
+			}
+			var changes []string
+			for _, u := range evs[0].Updates {
+				changes = append(changes, u.Change)
+			}
+			if got := strings.Join(changes, ","); got != "opened,probes_added,reverted" {
+				t.Fatalf("updates %s, want opened,probes_added,reverted", got)
+			}
+			rows, err := s.db.SQL().Query(`SELECT action FROM outbox ORDER BY id`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var actions []string
+			for rows.Next() {
+				var a string
+				rows.Scan(&a)
+				actions = append(actions, a)
+			}
+			if got := strings.Join(actions, ","); got != c.want {
+				t.Errorf("kinds %v: outbox %q, want %q", c.kinds, got, c.want)
+			}
+		})
+	}
+}
+
+// multi drives diff.Apply over several targets of one provider (sim) with
+// hand-made observations: nine probes p0…p8 with fixed bytes each.
+type multi struct {
+	t       *testing.T
+	db      *storage.DB
+	names   []string
+	ids     map[string]int64
+	changes []diff.Change // every round's, in order
+}
+
+func newMulti(t *testing.T, names ...string) *multi {
+	t.Helper()
+	db, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	m := &multi{t: t, db: db, names: names, ids: map[string]int64{}}
+	for _, n := range names {
+		if m.ids[n], err = db.EnsureTarget(context.Background(), storage.TargetRow{Name: n, Provider: "sim", Model: n, Endpoint: "chat"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// round records one run, each target answering probe i with answer(target,
+// i): a verdict ("allowed|", "blocked_output|violence", ...) and the model
+// id|fingerprint it reports. Targets are detected in the order given.
+func (m *multi) round(answer func(target string, i int) (verdict, model string)) {
+	m.t.Helper()
+	ctx := context.Background()
+	run, err := m.db.BeginRun(ctx, storage.Run{CorpusName: "c", CorpusVersion: "1", CorpusHash: "h"})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	var trs []diff.TargetRun
+	for _, n := range m.names {
+		var os []*storage.Observation
+		for i := range 9 {
+			v, model := answer(n, i)
+			o := obs(fmt.Sprintf("p%d", i), strings.Repeat(fmt.Sprint(i+1), 64), 0, v)
+			o.Result.ModelID, o.Result.ModelFP, _ = strings.Cut(model, "|")
+			o.RunID, o.TargetID = run, m.ids[n]
+			os = append(os, o)
+		}
+		if err := m.db.InsertObservations(ctx, os); err != nil {
+			m.t.Fatal(err)
+		}
+		trs = append(trs, diff.TargetRun{ID: m.ids[n], Name: n, Provider: "sim", Status: storage.TargetComplete, Observations: os})
+	}
+	res, err := diff.Apply(ctx, m.db, diff.Input{RunID: run, CorpusVersion: "1", CorpusHash: "h", Targets: trs,
+		Params: diff.Params{ConfirmRuns: 2, NondeterministicFlips: 2, WindowRuns: 3}})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.changes = append(m.changes, res.Changes...)
+}
+
+// A target joining a provider-wide event with a model change of its own
+// (seen on its flips) makes the event a model change; the event's model
+// fields stay the opener's, so the join names the joining target's models.
+func TestJoiningTargetsModelChangeNamed(t *testing.T) {
+	m := newMulti(t, "a", "b")
+	round := func(blocked ...int) {
+		t.Helper()
+		m.round(func(n string, i int) (string, string) {
+			switch {
+			case !slices.Contains(blocked, i):
+				return "allowed|", n + "|fp_" + n
+			case n == "b":
+				return "blocked_output|violence", "b-2|fp_b2"
+			}
+			return "blocked_output|violence", n + "|fp_" + n
+		})
+	}
+	round()
+	round()
+	round(0)
+	round(0) // a opens a policy change; b joins with its flips on b-2
+	evs := m.events()
+	if len(evs) != 1 || evs[0].Kind != diff.KindModel || evs[0].ModelBefore != "a|fp_a" || evs[0].ModelAfter != "a|fp_a" {
+		t.Fatalf("events %+v", evs)
+	}
+	var joined []string
+	for _, c := range m.changes {
+		if c.Change == diff.ChangeTargetJoined {
+			joined = append(joined, c.Detail)
+		}
+	}
+	if len(joined) != 1 || !strings.Contains(joined[0], "model on b: b|fp_b → b-2|fp_b2") {
+		t.Fatalf("join details %q", joined)
+	}
+}
+
+func (m *multi) events() []*diff.Event {
+	m.t.Helper()
+	evs, err := diff.ListEvents(context.Background(), m.db, diff.Filter{})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return evs
+}
+
+// model_before/model_after stay the opener's through a provider-wide
+// event's life: a target joining it, and later adding probes to it, never
+// overwrites them; the opener's model change seen only on its flips keeps
+// naming the flips' models after the join and after more of its probes
+// join.
+func TestJoinedTargetKeepsTheOpenersModels(t *testing.T) {
+	m := newMulti(t, "a", "b")
+	// blocked[target] lists the probes blocked in a run. Nine probes, so a
+	// target's most common model is its usual one; a's flips answer on a
+	// new model (a model change seen only on them), b's on its usual one.
+	round := func(blocked map[string][]int) {
+		t.Helper()
+		m.round(func(n string, i int) (string, string) {
+			switch {
+			case !slices.Contains(blocked[n], i):
+				return "allowed|", n + "|fp_" + n
+			case n == "a":
+				return "blocked_output|violence", "a-2|fp_a2"
+			}
+			return "blocked_output|violence", n + "|fp_" + n
+		})
+	}
+	check := func(when string, targets string, probes int) {
+		t.Helper()
+		evs := m.events()
+		if len(evs) != 1 {
+			t.Fatalf("%s: %d events, want one", when, len(evs))
+		}
+		e := evs[0]
+		if got := strings.Join(e.Targets, ","); got != targets || len(e.Probes) != probes {
+			t.Fatalf("%s: targets %s with %d probes, want %s with %d", when, got, len(e.Probes), targets, probes)
+		}
+		if e.Kind != diff.KindModel || e.ModelBefore != "a|fp_a" || e.ModelAfter != "a-2|fp_a2" {
+			t.Errorf("%s: %s, model %q → %q, want model_change a|fp_a → a-2|fp_a2 (the opener's flips)", when, e.Kind, e.ModelBefore, e.ModelAfter)
+		}
+	}
+	round(nil)
+	round(nil)
+	round(map[string][]int{"a": {0}})
+	round(map[string][]int{"a": {0}, "b": {0}}) // a opens
+	check("a opened", "a", 1)
+	round(map[string][]int{"a": {0}, "b": {0}}) // b joins
+	check("b joined", "a,b", 2)
+	round(map[string][]int{"a": {0, 1}, "b": {0, 1}})
+	round(map[string][]int{"a": {0, 1}, "b": {0, 1}}) // both add p1: a first, then b
+	check("both added a probe", "a,b", 4)
+}
+
+// The provider-wide join counts probes, not the event's rows: a probe the
+// event holds twice (moved on two of its targets, into different
+// categories) is one shared probe. Here t-hate tightens hate (p0, p1) and
+// blocks privacy probe p2 for hate; t-privacy tightens p2 and p3 (half of
+// its two flips shared: it joins); t-violence tightens p5, p6 and p2 (one
+// of its three flips shared: less than half, its own event), though the
+// event holds p2 in two rows (blocked for hate, for privacy).
+func TestProviderWideJoinCountsProbes(t *testing.T) {
+	m := newMulti(t, "t-hate", "t-privacy", "t-violence")
+	after := map[string]map[int]string{
+		"t-hate":     {0: "blocked_output|hate", 1: "blocked_output|hate", 2: "blocked_output|hate"},
+		"t-privacy":  {2: "blocked_output|privacy", 3: "blocked_output|privacy"},
+		"t-violence": {5: "blocked_output|violence", 6: "blocked_output|violence", 2: "blocked_output|violence"},
+	}
+	for run := 1; run <= 5; run++ {
+		m.round(func(n string, i int) (string, string) {
+			if v, ok := after[n][i]; ok && run >= 3 {
+				return v, "m|fp"
+			}
+			return "allowed|", "m|fp"
+		})
+	}
+	var got []string
+	for _, e := range m.events() {
+		got = append(got, strings.Join(e.Targets, "+"))
+	}
+	if strings.Join(got, ",") != "t-hate+t-privacy,t-violence" {
+		t.Errorf("events on %v, want t-hate+t-privacy and t-violence alone", got)
 	}
 }
