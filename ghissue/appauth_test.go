@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -197,4 +198,88 @@ func TestGitHubAppAuthErrors(t *testing.T) {
 	}
 	assertNoKey(t, s, f, l, pemText)
 	assertNoKey(t, s, f, l, otherPEM)
+}
+
+// TestEchoedCredentialsAreRedacted: when GitHub's answer echoes the
+// credential the request carried, the row and the log show [redacted]:
+// with a token, and with app auth for every installation token fetched or
+// refreshed and every app JWT signed (the fake hands out a new token
+// before each call).
+func TestEchoedCredentialsAreRedacted(t *testing.T) {
+	for _, mode := range []string{"token", "app"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+			s := fixture(t, f.BaseURL())
+			o := ghissue.Options{}
+			var pemText string
+			if mode == "app" {
+				var key *rsa.PrivateKey
+				key, pemText = newAppKey(t)
+				f.token = ""
+				f.enableApp(testAppID, testInstallationID, &key.PublicKey, installToken)
+				f.mu.Lock()
+				f.app.rotate = true
+				f.mu.Unlock()
+				useApp(t, s)
+				o.Getenv = func(k string) string {
+					if k == appKeyEnv {
+						return pemText
+					}
+					return ""
+				}
+			}
+			// A validation error quoting the request's credentials: its
+			// Authorization and the app JWT of the latest token request.
+			f.addFault(fault{status: 422, match: isCreate,
+				bodyFn: func(reqs []fakeReq) string {
+					jwt := "none"
+					for _, r := range reqs {
+						if r.Path == accessTokensPath {
+							jwt = strings.TrimPrefix(r.Auth, "Bearer ")
+						}
+					}
+					return fmt.Sprintf(`{"message":"Validation Failed for %s (app JWT %s)","errors":[{"resource":"Issue","code":"custom","message":"credential %s is not allowed here"}]}`,
+						reqs[len(reqs)-1].Auth, jwt, reqs[len(reqs)-1].Auth)
+				}})
+			var logs bytes.Buffer
+			o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			res := deliver(t, s, newClock(), o)
+			if res.Failed != 1 || len(res.Errors) != 1 {
+				t.Fatalf("%+v", res)
+			}
+			p := pending(t, s)
+			if !strings.Contains(p[0].LastError, "Validation Failed for ") || strings.Count(p[0].LastError, "[redacted]") < 2 {
+				t.Errorf("last_error %q: want the echo with the credential redacted", p[0].LastError)
+			}
+			if !strings.Contains(logs.String(), "[redacted]") || !strings.Contains(res.Errors[0], "[redacted]") {
+				t.Errorf("no redacted echo in the log or the result: %v\n%s", res.Errors, logs.String())
+			}
+			secrets := map[string]string{"token": testToken}
+			if mode == "app" {
+				app := f.appState()
+				if app.issued < 2 {
+					t.Fatalf("installation tokens issued: %d, want one per call", app.issued)
+				}
+				for i := 1; i <= app.issued; i++ {
+					secrets[fmt.Sprintf("installation token %d", i)] = fmt.Sprintf("%s_%d", installToken, i)
+				}
+				for i, r := range f.requests() {
+					if r.Path == accessTokensPath {
+						secrets[fmt.Sprintf("app JWT of request %d", i)] = strings.TrimPrefix(r.Auth, "Bearer ")
+					}
+				}
+			}
+			db, reqs := dumpDB(t, s.st), f.requests()
+			for what, secret := range secrets {
+				for _, r := range reqs {
+					if strings.Contains(r.Body, secret) || strings.Contains(r.Query, secret) || strings.Contains(r.Path, secret) {
+						t.Errorf("%s in request %s %s", what, r.Method, r.Path)
+					}
+				}
+				if strings.Contains(logs.String(), secret) || strings.Contains(db, secret) || strings.Contains(strings.Join(res.Errors, "\n"), secret) {
+					t.Errorf("%s in the log, the database or the result's errors", what)
+				}
+			}
+		})
+	}
 }

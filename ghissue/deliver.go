@@ -12,7 +12,10 @@
 //     lists the repository's issues labelled "driftprobe" (state all, every
 //     page) and adopts one that carries the marker: an issue created by a
 //     call whose answer was lost, or whose mapping was lost, is found again
-//     instead of doubled.
+//     instead of doubled. GitHub drops the labels of a new issue when the
+//     caller lacks push access, so when an earlier attempt of the row may
+//     have created the issue, the issues created since the row was queued
+//     are searched too, labelled or not.
 //   - Every comment carries <!-- driftprobe:update=ID -->; before posting,
 //     the issue's comments are checked for it.
 //
@@ -29,7 +32,11 @@
 // (github.app_id, installation_id and private_key_env): ghinstallation
 // signs an RS256 JWT with the app's key, exchanges it for an installation
 // token and refreshes that before it expires. Neither the key nor a token
-// is ever logged, stored or put in an issue.
+// is ever logged, stored or put in an issue: besides the configured token or
+// key, every credential that goes out in an Authorization header (each
+// installation token as it is fetched or refreshed, each app JWT) is
+// registered for redaction before the request is sent, so an answer that
+// echoes it is recorded and logged as [redacted].
 package ghissue
 
 import (
@@ -44,8 +51,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
@@ -153,10 +162,9 @@ type deliverer struct {
 	repo   string
 	opts   Options
 	log    *slog.Logger
-	now    time.Time
 	auth   string                   // who calls GitHub, for messages: "the token in $X" or the app installation
-	secret []string                 // redacted from every message
-	index  map[string]*github.Issue // event fingerprint -> issue, from the label listing
+	red    *redactor                // the credentials redacted from every message
+	index  map[string]*github.Issue // event fingerprint -> issue, from the label listing (and findRecent)
 	listed bool
 	seen   map[int]map[string]bool // issue -> update markers present in its comments
 }
@@ -204,9 +212,9 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		return res, nil
 	}
 	g := cfg.GitHub
-	now := opts.Now()
+	now := opts.Now() // which rows are due; claims and retry times read the clock when they happen
 	owner, repo, _ := strings.Cut(g.Repo, "/")
-	client, auth, secret, msg := newClient(g, opts.HTTPClient, opts.Getenv)
+	client, auth, red, msg := newClient(g, opts.HTTPClient, opts.Getenv)
 	if msg != "" {
 		// A configuration problem: nothing is sent, every row says why.
 		log.Warn("github delivery skipped", "reason", msg, "pending", len(rows))
@@ -217,7 +225,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		res.Errors = append(res.Errors, msg)
 		return res, nil
 	}
-	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, now: now, auth: auth, secret: secret,
+	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
 		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}}
 
 	held := map[int64]bool{} // events with an earlier row not delivered
@@ -257,8 +265,10 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			_ = d.release(context.WithoutCancel(ctx), r)
 			return res, ctx.Err()
 		}
-		f := d.classify(err, r.Attempts+1)
-		f.msg = redact(f.msg, d.secret...)
+		// Retry times count from the failure, not from the start of the
+		// pass: a call that timed out after 30s still waits its backoff.
+		f := d.classify(err, r.Attempts+1, d.opts.Now())
+		f.msg = d.red.redact(f.msg)
 		held[r.EventID] = true
 		res.Failed++
 		res.Errors = append(res.Errors, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, f.msg))
@@ -285,9 +295,12 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 }
 
 // claim takes a row for delivery: a compare-and-swap on next_attempt_at.
+// The claim runs ClaimFor from now (the clock read at the claim, not the
+// start of the pass: after slow calls earlier in the pass, a claim counted
+// from the start could already have run out while the row is sent).
 func (d *deliverer) claim(ctx context.Context, r row) (bool, error) {
 	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`,
-		ts(d.now.Add(d.opts.ClaimFor)), r.ID, r.NextAttempt)
+		ts(d.opts.Now().Add(d.opts.ClaimFor)), r.ID, r.NextAttempt)
 	if err != nil {
 		return false, fmt.Errorf("outbox claim: %w", err)
 	}
@@ -316,7 +329,7 @@ func (d *deliverer) fail(ctx context.Context, r row, f failure) error {
 		next = ts(f.until)
 	}
 	_, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = ''`,
-		redact(f.msg, d.secret...), next, r.ID)
+		d.red.redact(f.msg), next, r.ID)
 	if err != nil {
 		return fmt.Errorf("outbox record failure: %w", err)
 	}
@@ -349,38 +362,97 @@ func redact(s string, secrets ...string) string {
 	return s
 }
 
+// redactor holds the credentials kept out of every message: the
+// configured token or private key, and every credential an Authorization
+// header carried (see authRecorder). Safe for concurrent use.
+type redactor struct {
+	mu      sync.Mutex
+	secrets []string // longest first, so no secret is half-replaced by a shorter one inside it
+}
+
+// add registers secrets (empty ones and repeats are ignored).
+func (r *redactor) add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range secrets {
+		if s != "" && !slices.Contains(r.secrets, s) {
+			r.secrets = append(r.secrets, s)
+		}
+	}
+	slices.SortStableFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+}
+
+// redact replaces every registered secret in s with [redacted].
+func (r *redactor) redact(s string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return redact(s, r.secrets...)
+}
+
+// authRecorder registers the credential of every request's Authorization
+// header with red before the request is sent: whatever goes out (an
+// installation token as ghinstallation fetches or refreshes it, the app
+// JWT it signs, a token) is redacted from anything GitHub echoes of it.
+type authRecorder struct {
+	next http.RoundTripper
+	red  *redactor
+}
+
+func (t authRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if h := req.Header.Get("Authorization"); h != "" {
+		t.red.add(credential(h))
+	}
+	return t.next.RoundTrip(req)
+}
+
+// credential returns the secret part of an Authorization value: what
+// follows the scheme ("Bearer", "token"), or the whole value without one.
+func credential(h string) string {
+	h = strings.TrimSpace(h)
+	if _, cred, ok := strings.Cut(h, " "); ok && strings.TrimSpace(cred) != "" {
+		return strings.TrimSpace(cred)
+	}
+	return h
+}
+
 // newClient builds the GitHub client for g's auth mode. It returns who
-// authenticates (for messages), the secrets to keep out of every message,
-// and, instead of a client, a configuration problem to record on the rows.
-func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (client *github.Client, auth string, secret []string, problem string) {
+// authenticates (for messages), the redactor holding the secrets to keep
+// out of every message (the configured token or key now, each credential
+// as it is sent), and, instead of a client, a configuration problem to
+// record on the rows.
+func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (client *github.Client, auth string, red *redactor, problem string) {
+	red = &redactor{}
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	// Every request, the installation token requests included, goes out
+	// through the recorder.
+	rec := authRecorder{next: base, red: red}
 	var itr *ghinstallation.Transport
 	if g.AppAuth() {
 		auth = fmt.Sprintf("GitHub App installation %d (app_id %d)", g.InstallationID, g.AppID)
 		key := getenv(g.PrivateKeyEnv)
 		if key == "" {
-			return nil, auth, nil, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) is not set", g.PrivateKeyEnv)
+			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) is not set", g.PrivateKeyEnv)
 		}
-		secret = append(secret, key)
+		red.add(key)
 		if !strings.Contains(key, "\n") && strings.Contains(key, `\n`) {
 			// A PEM squeezed onto one line with literal \n (env files, CI secrets).
 			key = strings.ReplaceAll(key, `\n`, "\n")
-			secret = append(secret, key)
+			red.add(key)
 		}
 		// Neither message quotes the parser's error: nothing of the key
 		// may reach a row or a log.
 		if blk, _ := pem.Decode([]byte(key)); blk == nil {
-			return nil, auth, secret, fmt.Sprintf("GitHub App private key invalid: environment variable %s (github.private_key_env) does not hold a PEM-encoded private key (-----BEGIN RSA PRIVATE KEY-----)", g.PrivateKeyEnv)
-		}
-		base := hc.Transport
-		if base == nil {
-			base = http.DefaultTransport
+			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: environment variable %s (github.private_key_env) does not hold a PEM-encoded private key (-----BEGIN RSA PRIVATE KEY-----)", g.PrivateKeyEnv)
 		}
 		var err error
-		if itr, err = ghinstallation.New(base, g.AppID, g.InstallationID, []byte(key)); err != nil {
-			return nil, auth, secret, fmt.Sprintf("GitHub App private key invalid: the PEM in environment variable %s (github.private_key_env) is not an RSA private key (PKCS#1 or PKCS#8)", g.PrivateKeyEnv)
+		if itr, err = ghinstallation.New(rec, g.AppID, g.InstallationID, []byte(key)); err != nil {
+			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: the PEM in environment variable %s (github.private_key_env) is not an RSA private key (PKCS#1 or PKCS#8)", g.PrivateKeyEnv)
 		}
 		hc2 := *hc
 		hc2.Transport = itr
@@ -389,15 +461,17 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		auth = "the token in $" + g.TokenEnv
 		token := getenv(g.TokenEnv)
 		if token == "" {
-			return nil, auth, nil, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv)
+			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv)
 		}
-		secret = append(secret, token)
-		client = github.NewClient(hc).WithAuthToken(token)
+		red.add(token)
+		hc2 := *hc
+		hc2.Transport = rec
+		client = github.NewClient(&hc2).WithAuthToken(token)
 	}
 	if g.BaseURL != "" {
 		var err error
 		if client, err = client.WithEnterpriseURLs(g.BaseURL, g.BaseURL); err != nil {
-			return nil, auth, secret, redact(fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err), secret...)
+			return nil, auth, red, red.redact(fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err))
 		}
 		if itr != nil {
 			// Installation tokens come from the same API root:
@@ -405,7 +479,7 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 			itr.BaseURL = strings.TrimSuffix(client.BaseURL.String(), "/")
 		}
 	}
-	return client, auth, secret, ""
+	return client, auth, red, ""
 }
 
 // call bounds one GitHub call by the per-call timeout.
@@ -424,7 +498,7 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 	if err != nil {
 		return dbError{err}
 	}
-	num, err := d.ensureIssue(ctx, ev, ev2)
+	num, err := d.ensureIssue(ctx, r, ev, ev2)
 	if err != nil {
 		return err
 	}
@@ -480,8 +554,13 @@ func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) err
 }
 
 // ensureIssue returns the event's issue number: the mapping, else an
-// issue found by its marker, else a new issue.
-func (d *deliverer) ensureIssue(ctx context.Context, ev *diff.Event, e *Evidence) (int, error) {
+// issue found by its marker, else a new issue. When an earlier attempt of
+// r may have created the issue (its answer lost, or the process gone
+// before recording it), the marker is also looked for among the issues
+// created since r was queued, labelled or not: GitHub silently drops the
+// labels of a new issue when the caller lacks push access, so the label
+// listing alone would miss it and open a second one.
+func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *Evidence) (int, error) {
 	if ev.IssueNumber != 0 {
 		// A mapping into another repository (github.repo changed) does not
 		// count: the issue is looked up in this one.
@@ -494,12 +573,21 @@ func (d *deliverer) ensureIssue(ctx context.Context, ev *diff.Event, e *Evidence
 		return 0, err
 	}
 	if iss, ok := d.index[ev.Fingerprint]; ok {
-		if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
-			return 0, dbError{err}
+		return d.adopt(ctx, ev, iss)
+	}
+	if attempted(r) {
+		since := storage.ParseTime(r.CreatedAt)
+		if !since.IsZero() {
+			since = since.Add(-clockSlack)
 		}
-		ev.IssueNumber, ev.IssueURL = iss.GetNumber(), iss.GetHTMLURL()
-		d.log.Info("github issue found by marker", "event", ev.ID, "issue", iss.GetNumber())
-		return iss.GetNumber(), nil
+		iss, err := d.findRecent(ctx, ev.Fingerprint, since)
+		if err != nil {
+			return 0, err
+		}
+		if iss != nil {
+			d.index[ev.Fingerprint] = iss
+			return d.adopt(ctx, ev, iss)
+		}
 	}
 	labels := Labels(ev, d.cfg.Labels)
 	req := &github.IssueRequest{Title: github.String(Title(ev)), Body: github.String(IssueBody(ev, e)), Labels: &labels}
@@ -519,6 +607,65 @@ func (d *deliverer) ensureIssue(ctx context.Context, ev *diff.Event, e *Evidence
 	ev.IssueNumber, ev.IssueURL = iss.GetNumber(), iss.GetHTMLURL()
 	d.log.Info("github issue opened", "event", ev.ID, "issue", iss.GetNumber(), "url", iss.GetHTMLURL())
 	return iss.GetNumber(), nil
+}
+
+// adopt maps ev to iss, an issue found by its marker.
+func (d *deliverer) adopt(ctx context.Context, ev *diff.Event, iss *github.Issue) (int, error) {
+	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
+		return 0, dbError{err}
+	}
+	ev.IssueNumber, ev.IssueURL = iss.GetNumber(), iss.GetHTMLURL()
+	d.log.Info("github issue found by marker", "event", ev.ID, "issue", iss.GetNumber())
+	return iss.GetNumber(), nil
+}
+
+// clockSlack widens the window of findRecent for clock skew between this
+// host (the row's created_at) and GitHub (the issues' created_at).
+const clockSlack = time.Hour
+
+// attempted reports whether an earlier attempt of r may have reached
+// GitHub: it failed (attempts), or it was claimed or deferred and never
+// recorded (a crash between send and record leaves only the claim).
+func attempted(r row) bool { return r.Attempts > 0 || r.NextAttempt != "" }
+
+// findRecent looks for the issue carrying fingerprint's marker among the
+// repository's issues created at or after since, labelled or not (state
+// all, newest first; paging stops at the first issue created before
+// since, so the listing is bounded by the issues opened since then). The
+// marker rules of the label listing apply: the marker is the first one in
+// the body (markerOf), pull requests do not count, and when several issues
+// carry it the oldest wins (the one driftprobe opened; a human quoting it
+// can only do so later).
+func (d *deliverer) findRecent(ctx context.Context, fingerprint string, since time.Time) (*github.Issue, error) {
+	opt := &github.IssueListByRepoOptions{State: "all", Since: since, Sort: "created", Direction: "desc", ListOptions: github.ListOptions{PerPage: 100}}
+	var found *github.Issue
+	for {
+		var page []*github.Issue
+		var resp *github.Response
+		err := d.call(ctx, func(ctx context.Context) error {
+			var err error
+			page, resp, err = d.gh.Issues.ListByRepo(ctx, d.owner, d.repo, opt)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("looking for the issue of an earlier attempt: %w", err)
+		}
+		for _, iss := range page {
+			if iss.GetCreatedAt().Time.Before(since) {
+				return found, nil // older than the row: the rest is older still
+			}
+			if iss.IsPullRequest() || markerOf(iss.GetBody()) != fingerprint {
+				continue
+			}
+			if found == nil || iss.GetNumber() < found.GetNumber() {
+				found = iss
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			return found, nil
+		}
+		opt.Page = resp.NextPage
+	}
 }
 
 // list indexes the repository's driftprobe issues (open and closed, every
@@ -622,7 +769,10 @@ func backoff(n int) time.Duration {
 	return min(d, time.Hour)
 }
 
-func (d *deliverer) classify(err error, attempts int) failure {
+// classify turns a failed call into the message recorded on its row and
+// when to try again; now is the time of the failure, which waits count
+// from.
+func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 	repo := d.owner + "/" + d.repo
 	var rle *github.RateLimitError
 	var are *github.AbuseRateLimitError
@@ -638,10 +788,10 @@ func (d *deliverer) classify(err error, attempts int) failure {
 		}
 		switch {
 		case st >= 500:
-			until := d.now.Add(backoff(attempts))
+			until := now.Add(backoff(attempts))
 			return failure{msg: fmt.Sprintf("GitHub unavailable (%d) while fetching the installation token of %s", st, d.auth), until: until, global: true}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (ie.Response.Header.Get("Retry-After") != "" || ie.Response.Header.Get("X-Ratelimit-Remaining") == "0")):
-			until := d.secondaryUntil(ie.Response)
+			until := d.secondaryUntil(ie.Response, now)
 			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s while fetching the installation token of %s", st, ts(until), d.auth), until: until, global: true}
 		case st == http.StatusUnauthorized:
 			return failure{msg: fmt.Sprintf("GitHub rejected the app's JWT for %s (401): check github.app_id and that $%s holds that app's current private key", d.auth, d.cfg.PrivateKeyEnv), global: true}
@@ -652,12 +802,12 @@ func (d *deliverer) classify(err error, attempts int) failure {
 		}
 	case errors.As(err, &rle):
 		until := rle.Rate.Reset.Time
-		if until.IsZero() || !until.After(d.now) {
-			until = d.now.Add(time.Minute)
+		if until.IsZero() || !until.After(now) {
+			until = now.Add(time.Minute)
 		}
 		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s: %s", ts(until), rle.Message), until: until, global: true}
 	case errors.As(err, &are):
-		until := d.secondaryUntil(are.Response)
+		until := d.secondaryUntil(are.Response, now)
 		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s: %s", ts(until), are.Message), until: until, global: true}
 	case errors.As(err, &er) && er.Response != nil:
 		st := er.Response.StatusCode
@@ -668,16 +818,16 @@ func (d *deliverer) classify(err error, attempts int) failure {
 		}
 		switch {
 		case (st == http.StatusForbidden || st == http.StatusTooManyRequests) && h.Get("X-Ratelimit-Remaining") == "0" && h.Get("Retry-After") == "":
-			until := d.now.Add(time.Minute)
-			if s, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(d.now) {
+			until := now.Add(time.Minute)
+			if s, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(now) {
 				until = time.Unix(s, 0).UTC()
 			}
 			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s: %s", st, ts(until), msg), until: until, global: true}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (h.Get("Retry-After") != "" || strings.Contains(strings.ToLower(msg), "rate limit"))):
-			until := d.secondaryUntil(er.Response)
+			until := d.secondaryUntil(er.Response, now)
 			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s: %s", st, ts(until), msg), until: until, global: true}
 		case st >= 500:
-			until := d.now.Add(backoff(attempts))
+			until := now.Add(backoff(attempts))
 			return failure{msg: fmt.Sprintf("GitHub unavailable (%d %s)", st, msg), until: until, global: true}
 		case st == http.StatusUnauthorized:
 			return failure{msg: fmt.Sprintf("GitHub rejected %s (401 %s): check that it is valid and not expired", d.auth, msg), global: true}
@@ -686,11 +836,11 @@ func (d *deliverer) classify(err error, attempts int) failure {
 		case st == http.StatusNotFound:
 			return failure{msg: fmt.Sprintf("repository %s not found, or not visible to %s (404): check github.repo and its access", repo, d.auth), global: true}
 		default:
-			until := d.now.Add(backoff(attempts))
+			until := now.Add(backoff(attempts))
 			return failure{msg: fmt.Sprintf("GitHub refused the request (%d %s %v)", st, msg, er.Errors), until: until}
 		}
 	}
-	until := d.now.Add(backoff(attempts))
+	until := now.Add(backoff(attempts))
 	var ne net.Error
 	var ue *url.Error
 	switch {
@@ -702,17 +852,17 @@ func (d *deliverer) classify(err error, attempts int) failure {
 	return failure{msg: err.Error(), until: until}
 }
 
-// secondaryUntil reads a secondary limit's wait from the response with the
-// injected clock: retry-after seconds, else x-ratelimit-reset, else one
-// minute (GitHub's advice).
-func (d *deliverer) secondaryUntil(r *http.Response) time.Time {
+// secondaryUntil reads a secondary limit's wait from the response, counted
+// from now (the injected clock when the answer came): retry-after seconds,
+// else x-ratelimit-reset, else one minute (GitHub's advice).
+func (d *deliverer) secondaryUntil(r *http.Response, now time.Time) time.Time {
 	if r != nil {
 		if s, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("Retry-After")), 10, 64); err == nil && s >= 0 {
-			return d.now.Add(time.Duration(max(s, 1)) * time.Second)
+			return now.Add(time.Duration(max(s, 1)) * time.Second)
 		}
-		if s, err := strconv.ParseInt(r.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(d.now) {
+		if s, err := strconv.ParseInt(r.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(now) {
 			return time.Unix(s, 0).UTC()
 		}
 	}
-	return d.now.Add(time.Minute)
+	return now.Add(time.Minute)
 }

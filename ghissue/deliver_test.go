@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -782,5 +783,196 @@ func expectAllQueued(t *testing.T, s *sys, c *clock, o ghissue.Options, name, wa
 		if !strings.Contains(x.LastError, want) || !strings.Contains(x.Reason, want) {
 			t.Errorf("%s: row %d: last_error %q reason %q, want %q", name, x.ID, x.LastError, x.Reason, want)
 		}
+	}
+}
+
+// TestRetryCountsFromTheFailure: the next attempt after a failed call
+// counts from when the call failed (the injected clock then), not from
+// the start of the pass: a create that times out after 30s waits the
+// full backoff (1 minute) after the timeout; a secondary limit answered
+// after 30s waits its retry-after from the answer.
+func TestRetryCountsFromTheFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		ft   *fault // the answer, or nil: a network timeout
+	}{
+		{"timeout", time.Minute, nil},
+		{"secondary rate limit", 90 * time.Second, func() *fault { ft := secondaryRateLimit(429, 90); return &ft }()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+			s := fixture(t, f.BaseURL())
+			c := newClock()
+			start := c.Now()
+			slow := true
+			hook := &hookTransport{inner: http.DefaultTransport, before: func(r *http.Request) error {
+				if !isCreate(r) || !slow {
+					return nil
+				}
+				slow = false
+				c.Advance(30 * time.Second) // the call takes 30s
+				if tc.ft == nil {
+					return &net.OpError{Op: "read", Net: "tcp", Err: netTimeout{}}
+				}
+				return nil
+			}}
+			if tc.ft != nil {
+				ft := *tc.ft
+				ft.match = isCreate
+				f.addFault(ft)
+			}
+			opts := ghissue.Options{HTTPClient: &http.Client{Transport: hook}}
+			if res := deliver(t, s, c, opts); res.Failed != 1 {
+				t.Fatalf("%+v", res)
+			}
+			want := start.Add(30 * time.Second).Add(tc.wait)
+			for _, p := range pending(t, s) {
+				if p.NextAttemptAt == nil || !p.NextAttemptAt.Equal(want) {
+					t.Errorf("row %d: next attempt %v, want %v (30s call + %s): %s", p.ID, p.NextAttemptAt, want, tc.wait, p.LastError)
+				}
+			}
+			n := len(f.requests())
+			c.Advance(tc.wait - time.Second)
+			if res := deliver(t, s, c, opts); res.Sent+res.Failed != 0 || len(f.requests()) != n {
+				t.Fatalf("attempted before the wait after the failure was over: %+v", res)
+			}
+			c.Advance(time.Second)
+			if res := deliver(t, s, c, opts); res.Sent != 4 {
+				t.Fatalf("after the wait: %+v", res)
+			}
+			checkDelivered(t, s, f)
+		})
+	}
+}
+
+// TestClaimCountsFromTheClaim: a row's claim runs ClaimFor from when it is
+// claimed. After a slow failing call (11 minutes, beyond the 10-minute
+// claim) earlier in the pass, another process delivering while the next
+// row's create is in flight must see that row claimed and leave it: one
+// issue per event.
+func TestClaimCountsFromTheClaim(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	// Event 1's create is refused (422: not global, the pass goes on to
+	// event 2) after 11 minutes.
+	f.addFault(fault{match: isCreate, status: 422, body: `{"message":"Validation Failed"}`})
+	creates := 0
+	var other *ghissue.Result
+	hook := &hookTransport{inner: http.DefaultTransport, before: func(r *http.Request) error {
+		if !isCreate(r) {
+			return nil
+		}
+		creates++
+		switch creates {
+		case 1:
+			c.Advance(11 * time.Minute)
+		case 2: // event 2's create is in flight: another process delivers
+			var err error
+			if other, err = ghissue.Deliver(context.Background(), s.st, s.cfg, ghissue.Options{Now: c.Now, Getenv: env}); err != nil {
+				t.Errorf("other process: %v", err)
+			}
+		}
+		return nil
+	}}
+	res := deliver(t, s, c, ghissue.Options{HTTPClient: &http.Client{Transport: hook}})
+	if res.Failed != 1 || res.Sent != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if other == nil || other.Sent != 0 {
+		t.Errorf("the other process delivered while the row was claimed: %+v", other)
+	}
+	ev2 := events(t, s)[1]
+	n := 0
+	for _, iss := range f.issueList() {
+		if strings.Contains(iss.Body, ghissue.EventMarker(ev2.Fingerprint)) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("event 2: %d issues, want 1", n)
+	}
+}
+
+// TestLostCreateWithoutLabelIsFoundAgain: GitHub drops the labels of a new
+// issue when the caller lacks push access (the token needs only Issues
+// read/write). A create that succeeded on GitHub but whose answer was
+// lost (502) is found again by its marker among the issues created since
+// the row was queued, labelled or not, instead of opened a second time.
+// A human issue quoting the marker later, and an older issue carrying it,
+// are not mistaken for it. The first attempt (the common case) lists only
+// the labelled issues.
+func TestLostCreateWithoutLabelIsFoundAgain(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	f.now, f.dropLabels = c.Now, true
+	evs := events(t, s)
+	marker := ghissue.EventMarker(evs[0].Fingerprint)
+	// An issue opened two days ago, recently updated, carrying event 1's
+	// marker (a pasted dry run, say): older than the outbox row, so never
+	// the issue an attempt created.
+	f.issues = append(f.issues, &fakeIssue{Number: 1, Title: "pasted dry run", Body: marker + "\nwhat driftprobe would file", State: "open",
+		CreatedAt: c.Now().Add(-48 * time.Hour), UpdatedAt: c.Now()})
+	f.addFault(fault{match: isCreate, after: true, status: 502, body: `{"message":"Bad Gateway"}`})
+
+	res := deliver(t, s, c, ghissue.Options{})
+	if res.Failed != 1 || len(f.issueList()) != 2 {
+		t.Fatalf("lost answer: %+v, %d issues", res, len(f.issueList()))
+	}
+	ours := f.issueList()[1]
+	if len(ours.Labels) != 0 || !strings.Contains(ours.Body, marker) {
+		t.Fatalf("the created issue: labels %v", ours.Labels)
+	}
+	for _, r := range f.requests() {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/issues") && !strings.Contains(r.Query, "labels=driftprobe") {
+			t.Errorf("first attempt listed issues without the label: %s", r.Query)
+		}
+	}
+	// Later, a human quotes the marker in a new issue of their own.
+	c.Advance(10 * time.Minute)
+	f.mu.Lock()
+	f.issues = append(f.issues, &fakeIssue{Number: 3, Title: "about #2", Body: "driftprobe's marker was " + marker + ", see #2", State: "open",
+		CreatedAt: c.Now(), UpdatedAt: c.Now()})
+	f.mu.Unlock()
+	c.Advance(time.Hour)
+
+	n := len(f.requests())
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 4 || res.Failed != 0 {
+		t.Fatalf("retry: %+v", res)
+	}
+	evs = events(t, s)
+	if evs[0].IssueNumber != ours.Number {
+		t.Errorf("event 1 mapped to issue #%d, want #%d (the one the lost attempt created)", evs[0].IssueNumber, ours.Number)
+	}
+	for _, ev := range evs {
+		k := 0
+		for _, iss := range f.issueList() {
+			if iss.Title == ghissue.Title(ev) {
+				k++
+			}
+		}
+		if k != 1 {
+			t.Errorf("event %d: %d issues, want 1", ev.ID, k)
+		}
+	}
+	if len(f.commentsOf(1)) != 0 || len(f.commentsOf(3)) != 0 || len(f.commentsOf(ours.Number)) != 2 {
+		t.Errorf("comments on #1, #3, #%d: %d, %d, %d; want 0, 0, 2", ours.Number, len(f.commentsOf(1)), len(f.commentsOf(3)), len(f.commentsOf(ours.Number)))
+	}
+	unlabelled := false
+	for _, r := range f.requests()[n:] {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/issues") && !strings.Contains(r.Query, "labels=") {
+			unlabelled = true
+			if !strings.Contains(r.Query, "since=") || !strings.Contains(r.Query, "state=all") {
+				t.Errorf("unlabelled listing without since and state=all: %s", r.Query)
+			}
+		}
+	}
+	if !unlabelled {
+		t.Error("the retry did not look beyond the labelled issues")
+	}
+	if p := pending(t, s); len(p) != 0 {
+		t.Errorf("pending: %+v", p)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,12 @@ type fakeGitHub struct {
 	reqs     []fakeReq
 	faults   []fault  // consumed in order by matching requests
 	app      *fakeApp // GitHub App installation auth, when enabled
+	// dropLabels makes creation ignore the labels asked for, as GitHub
+	// does for a caller without push access.
+	dropLabels bool
+	// now stamps created_at/updated_at (default time.Now; tests inject
+	// their clock).
+	now func() time.Time
 }
 
 // fakeApp is one GitHub App installation: POST
@@ -48,6 +55,10 @@ type fakeApp struct {
 	token            string
 	issued           int      // installation tokens handed out
 	rejected         []string // why JWTs were refused
+	// rotate hands out a new token (token_N) on every request, valid for
+	// 30s, so ghinstallation refreshes it before every call.
+	rotate  bool
+	current string // the token that authorizes now
 }
 
 type fakeIssue struct {
@@ -57,6 +68,9 @@ type fakeIssue struct {
 	State       string   `json:"state"`
 	StateReason string   `json:"state_reason,omitempty"`
 	Labels      []string `json:"-"`
+	// CreatedAt and UpdatedAt are GitHub's timestamps (zero for issues a
+	// test put in place: created long ago).
+	CreatedAt, UpdatedAt time.Time `json:"-"`
 }
 
 type fakeComment struct {
@@ -72,13 +86,15 @@ type fakeReq struct {
 
 // fault scripts one response. match selects the request (nil: any);
 // after=true processes the request first and then answers with the fault
-// (the "created, but the answer was lost" case).
+// (the "created, but the answer was lost" case). bodyFn, when set, builds
+// the body from the requests seen so far (this one included).
 type fault struct {
 	match  func(r *http.Request) bool
 	after  bool
 	status int
 	header map[string]string
 	body   string
+	bodyFn func(reqs []fakeReq) string
 }
 
 func newFakeGitHub(t testing.TB, owner, repo, token string) *fakeGitHub {
@@ -152,7 +168,17 @@ func (f *fakeGitHub) issueJSON(i *fakeIssue) map[string]any {
 	if i.StateReason != "" {
 		m["state_reason"] = i.StateReason
 	}
+	m["created_at"] = i.CreatedAt.UTC().Format(time.RFC3339)
+	m["updated_at"] = i.UpdatedAt.UTC().Format(time.RFC3339)
 	return m
+}
+
+// clock is the server's time.
+func (f *fakeGitHub) clock() time.Time {
+	if f.now != nil {
+		return f.now().UTC()
+	}
+	return time.Now().UTC()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -190,6 +216,9 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 			f.faults = append(f.faults[:i], f.faults[i+1:]...)
 			break
 		}
+	}
+	if ft != nil && ft.bodyFn != nil {
+		ft.body = ft.bodyFn(append(append([]fakeReq(nil), f.reqs...), rec))
 	}
 	if ft != nil && !ft.after {
 		rec.Status = ft.status
@@ -234,7 +263,7 @@ func (f *fakeGitHub) authorized(h string) bool {
 	if f.token != "" && h == "Bearer "+f.token {
 		return true
 	}
-	return f.app != nil && f.app.issued > 0 && (h == "token "+f.app.token || h == "Bearer "+f.app.token)
+	return f.app != nil && f.app.current != "" && (h == "token "+f.app.current || h == "Bearer "+f.app.current)
 }
 
 // verifyJWT checks what GitHub checks of an app's JWT: RS256, signed by
@@ -301,9 +330,14 @@ func (f *fakeGitHub) accessToken(w http.ResponseWriter, r *http.Request, id stri
 		return
 	}
 	f.app.issued++
+	ttl := time.Hour
+	f.app.current = f.app.token
+	if f.app.rotate {
+		f.app.current, ttl = fmt.Sprintf("%s_%d", f.app.token, f.app.issued), 30*time.Second
+	}
 	writeJSON(w, 201, map[string]any{
-		"token":                f.app.token,
-		"expires_at":           time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"token":                f.app.current,
+		"expires_at":           time.Now().Add(ttl).UTC().Format(time.RFC3339),
 		"permissions":          map[string]string{"issues": "write", "metadata": "read"},
 		"repository_selection": "selected",
 	})
@@ -342,7 +376,12 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 				writeJSON(w, 422, map[string]any{"message": "Validation Failed", "errors": []map[string]any{{"resource": "Issue", "code": "custom", "field": "body", "message": "body is too long (maximum is 65536 characters)"}}})
 				return
 			}
-			iss := &fakeIssue{Number: len(f.issues) + 1, Title: req.Title, Body: req.Body, State: "open", Labels: req.Labels}
+			labels := req.Labels
+			if f.dropLabels {
+				labels = nil
+			}
+			now := f.clock()
+			iss := &fakeIssue{Number: len(f.issues) + 1, Title: req.Title, Body: req.Body, State: "open", Labels: labels, CreatedAt: now, UpdatedAt: now}
 			f.issues = append(f.issues, iss)
 			writeJSON(w, 201, f.issueJSON(iss))
 		case http.MethodGet:
@@ -351,9 +390,20 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			if state == "" {
 				state = "open"
 			}
+			var since time.Time
+			if v := q.Get("since"); v != "" {
+				var err error
+				if since, err = time.Parse(time.RFC3339, v); err != nil {
+					writeJSON(w, 422, map[string]any{"message": "Validation Failed: since " + v})
+					return
+				}
+			}
 			var sel []*fakeIssue
 			for _, i := range f.issues {
 				if state != "all" && i.State != state {
+					continue
+				}
+				if i.UpdatedAt.Before(since) {
 					continue
 				}
 				if lbl := q.Get("labels"); lbl != "" {
@@ -369,10 +419,20 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 				}
 				sel = append(sel, i)
 			}
-			// newest first, as GitHub sorts by default
-			for a, b := 0, len(sel)-1; a < b; a, b = a+1, b-1 {
-				sel[a], sel[b] = sel[b], sel[a]
+			// sort=created|updated (default created), direction=desc|asc
+			// (default desc): newest first, as GitHub sorts by default.
+			key := func(i *fakeIssue) time.Time { return i.CreatedAt }
+			if q.Get("sort") == "updated" {
+				key = func(i *fakeIssue) time.Time { return i.UpdatedAt }
 			}
+			asc := q.Get("direction") == "asc"
+			sort.SliceStable(sel, func(a, b int) bool {
+				ka, kb := key(sel[a]), key(sel[b])
+				if !ka.Equal(kb) {
+					return ka.Before(kb) == asc
+				}
+				return (sel[a].Number < sel[b].Number) == asc
+			})
 			page, items := f.paginate(w, r, len(sel))
 			out := []map[string]any{}
 			for _, i := range sel[items[0]:items[1]] {
@@ -401,6 +461,7 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			f.nextCID++
 			c := &fakeComment{ID: f.nextCID, Body: req.Body}
 			f.comments[n] = append(f.comments[n], c)
+			f.issues[n-1].UpdatedAt = f.clock()
 			writeJSON(w, 201, c)
 		case http.MethodGet:
 			cs := f.comments[n]
@@ -444,6 +505,7 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			if req.Body != nil {
 				iss.Body = *req.Body
 			}
+			iss.UpdatedAt = f.clock()
 			writeJSON(w, 200, f.issueJSON(iss))
 		default:
 			writeJSON(w, 405, map[string]any{"message": "Method Not Allowed"})
@@ -561,4 +623,25 @@ func (t *timeoutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return nil, &net.OpError{Op: "read", Net: "tcp", Err: netTimeout{}}
+}
+
+// hookTransport runs before on every request (the test's stand-in for
+// what happens while a call is in flight: a slow answer advancing the
+// injected clock, another process delivering); a non-nil error fails the
+// request without sending it.
+type hookTransport struct {
+	inner  http.RoundTripper
+	before func(r *http.Request) error
+}
+
+func (t *hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := t.before(r); err != nil {
+		return nil, err
+	}
+	return t.inner.RoundTrip(r)
+}
+
+// isCreate reports whether r opens an issue.
+func isCreate(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/issues")
 }

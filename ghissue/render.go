@@ -558,10 +558,12 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 		}
 		h.WriteString("\n\n")
 	}
-	// The probes this update is about: confirmed or reverted in its run.
+	// The probes this update is about: on its target, flipped (or flipped
+	// back) in its run.
 	var rows, msgs []string
+	target := updateTarget(ev, u)
 	for _, p := range ev.Probes {
-		if p.ConfirmedRun == u.RunID || p.RevertedRun == u.RunID {
+		if inUpdate(p, u, target) {
 			rows = append(rows, probeRow(ev, e, p))
 			if u.Change != diff.ChangeReverted && u.Change != diff.ChangePartialRevert {
 				if m := messageBlock(p, e); m != "" {
@@ -576,6 +578,60 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 	}
 	tail := fmt.Sprintf("\n<sub>driftprobe event `%s`, update %d.</sub>\n", ev.Fingerprint, u.ID)
 	return assemble(h.String(), table, rows, msgs, tail, ev)
+}
+
+// updateTarget returns the target update u is about, as diff records it
+// in the detail: "target T changed the same way (…)" (target_joined), "N
+// more probe(s) on T: …" (probes_added), "N probe(s) on T flipped back: …"
+// (partially_reverted, reverted). Target names hold no spaces or colons
+// (config.validName). It returns "" when the detail names none of the
+// event's targets (another change, or a detail in another form).
+func updateTarget(ev *diff.Event, u diff.EventUpdate) string {
+	var rest string
+	var ok bool
+	switch u.Change {
+	case diff.ChangeTargetJoined:
+		rest, ok = strings.CutPrefix(u.Detail, "target ")
+	case diff.ChangeProbesAdded, diff.ChangePartialRevert, diff.ChangeReverted:
+		_, rest, ok = strings.Cut(u.Detail, " on ")
+	}
+	if !ok {
+		return ""
+	}
+	name := rest
+	if i := strings.IndexAny(rest, " :"); i >= 0 {
+		name = rest[:i]
+	}
+	if name == "" || !hasTarget(ev, name) {
+		return ""
+	}
+	return name
+}
+
+// hasTarget reports whether name is one of ev's targets (or the target of
+// one of its probes).
+func hasTarget(ev *diff.Event, name string) bool {
+	if name == ev.Target || slices.Contains(ev.Targets, name) {
+		return true
+	}
+	return slices.ContainsFunc(ev.Probes, func(p diff.EventProbe) bool { return p.Target == name })
+}
+
+// inUpdate reports whether p is one of the probes update u is about: on
+// target (any target when target is ""), flipped back in u's run for a
+// revert, flipped (confirmed) in u's run for more probes or a joining
+// target, either for any other change.
+func inUpdate(p diff.EventProbe, u diff.EventUpdate, target string) bool {
+	if target != "" && p.Target != target {
+		return false
+	}
+	switch u.Change {
+	case diff.ChangeReverted, diff.ChangePartialRevert:
+		return p.RevertedRun == u.RunID
+	case diff.ChangeProbesAdded, diff.ChangeTargetJoined:
+		return p.ConfirmedRun == u.RunID
+	}
+	return p.ConfirmedRun == u.RunID || p.RevertedRun == u.RunID
 }
 
 // sortedUpdates returns ev's updates by id.

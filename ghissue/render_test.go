@@ -257,3 +257,58 @@ func TestInert(t *testing.T) {
 		t.Errorf("fence: %q", got)
 	}
 }
+
+// TestCommentBodyListsTheUpdatesTarget: in a provider-wide event, an
+// update's comment lists the probes of the target the update is about
+// (as diff names it in the detail), flipped (or, for reverts, flipped
+// back) in its run; a target whose name extends another's is not
+// confused with it; a detail naming no target of the event falls back to
+// every probe of the run.
+func TestCommentBodyListsTheUpdatesTarget(t *testing.T) {
+	ev := &diff.Event{ID: 3, Fingerprint: "00ff", Target: "t-a", Targets: []string{"t-a", "t-a2", "t-b"}, Provider: "sim",
+		Kind: diff.KindPolicy, Direction: diff.Tightened, Status: "reverted", FirstRun: 11, ConfirmedRun: 12, RevertedRun: 15}
+	add := func(target, id string, confirmed, reverted int64) {
+		ev.Probes = append(ev.Probes, diff.EventProbe{Target: target, ProbeID: id, RequestSHA256: "ab",
+			Before: diff.Verdict{Class: probes.Allowed}, After: diff.Verdict{Class: probes.BlockedInput, Categories: []string{"violence"}},
+			FirstRun: confirmed - 1, ConfirmedRun: confirmed, Reverted: reverted > 0, RevertedRun: reverted})
+	}
+	add("t-a", "pa1", 12, 15)
+	add("t-a", "pa2", 12, 15)
+	add("t-a", "pa3", 14, 15)
+	add("t-a2", "pa1", 12, 15)
+	add("t-a2", "pa2", 12, 15)
+	add("t-b", "pb1", 12, 14)
+	add("t-b", "pb2", 12, 14)
+	for _, tc := range []struct {
+		u    diff.EventUpdate
+		want string
+	}{
+		{diff.EventUpdate{ID: 2, RunID: 12, Change: diff.ChangeTargetJoined, Detail: "target t-a2 changed the same way (2 probes): provider-wide change"},
+			"t-a2/pa1 t-a2/pa2"},
+		{diff.EventUpdate{ID: 3, RunID: 12, Change: diff.ChangeTargetJoined, Detail: "target t-b changed the same way (2 probes): provider-wide change; kind is now model_change"},
+			"t-b/pb1 t-b/pb2"},
+		{diff.EventUpdate{ID: 4, RunID: 14, Change: diff.ChangeProbesAdded, Detail: "1 more probe(s) on t-a: pa3"},
+			"t-a/pa3"},
+		{diff.EventUpdate{ID: 5, RunID: 14, Change: diff.ChangePartialRevert, Detail: "2 probe(s) on t-b flipped back: pb1, pb2"},
+			"t-b/pb1 t-b/pb2"},
+		{diff.EventUpdate{ID: 6, RunID: 15, Change: diff.ChangePartialRevert, Detail: "2 probe(s) on t-a2 flipped back: pa1, pa2"},
+			"t-a2/pa1 t-a2/pa2"},
+		{diff.EventUpdate{ID: 7, RunID: 15, Change: diff.ChangeReverted, Detail: "3 probe(s) on t-a flipped back: pa1, pa2, pa3"},
+			"t-a/pa1 t-a/pa2 t-a/pa3"},
+		// No target of the event named: every probe flipped in the run.
+		{diff.EventUpdate{ID: 8, RunID: 12, Change: diff.ChangeTargetJoined, Detail: "target t-z changed the same way (2 probes)"},
+			"t-a/pa1 t-a/pa2 t-a2/pa1 t-a2/pa2 t-b/pb1 t-b/pb2"},
+	} {
+		body := CommentBody(ev, tc.u, &Evidence{}, false)
+		var got []string
+		for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([^`]+)` \\|").FindAllStringSubmatch(body, -1) {
+			got = append(got, m[1]+"/"+m[2])
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("update %d (%s): rows %q, want %q", tc.u.ID, tc.u.Detail, g, tc.want)
+		}
+		if n := len(strings.Fields(tc.want)); !strings.Contains(body, fmt.Sprintf("#### Probes in this update (%d)", n)) {
+			t.Errorf("update %d: heading does not count %d probes", tc.u.ID, n)
+		}
+	}
+}
