@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -330,6 +334,36 @@ func TestMetricsTextfileAndPushgateway(t *testing.T) {
 	}
 	if path != "/metrics/job/driftprobe" || len(pushed) == 0 {
 		t.Fatalf("pushgateway got %q (%d bytes)", path, len(pushed))
+	}
+}
+
+// A metrics export that fails after a run completed neither fails the run
+// (a CronJob would send and pay for the whole corpus again) nor hides its
+// result: the JSON is printed, the failure logged, exit 0.
+func TestFailedExportKeepsTheRunsResult(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	url := dead.URL
+	dead.Close() // nothing listens there any more
+	gw500 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
+	defer gw500.Close()
+	for _, gw := range []string{url, gw500.URL} {
+		stdout, stderr, code := runProc(t, nil, "run", "--json", "--db", filepath.Join(t.TempDir(), "x.db"), "--pushgateway", gw)
+		var out runOut
+		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || out.Status != "complete" || !strings.Contains(stderr, "metrics not exported") {
+			t.Errorf("push to %s failing: exit %d, stdout %q, stderr %s", gw, code, stdout, stderr)
+		}
+	}
+}
+
+// A Pushgateway that accepts and never answers gives up when the context
+// (or PushTimeout) ends instead of holding a finished run open.
+func TestPushGivesUp(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hang.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := app.ExportMetrics(ctx, prometheus.NewRegistry(), "", hang.URL); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("push to a hanging gateway: %v", err)
 	}
 }
 

@@ -76,9 +76,6 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 					}
 				}
 			}
-			if err := app.ExportMetrics(ctx, reg, textfile, pushgateway); err != nil {
-				return err
-			}
 			if asJSON {
 				if err := writeJSON(g.stdout, res.JSON()); err != nil {
 					return err
@@ -88,6 +85,13 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 				if res.Detection != nil {
 					app.WriteEvents(g.stdout, res.Events, res.Detection.Changes)
 				}
+			}
+			// After the output: an export that fails must not hide the run's
+			// result, nor fail a run that did its work (a CronJob would run
+			// and pay for the whole corpus again). It is logged; the metrics'
+			// staleness alert notices exports that keep failing.
+			if err := app.ExportMetrics(ctx, reg, textfile, pushgateway); err != nil {
+				log.Error("metrics not exported; the run is stored and its exit status is unchanged", "err", err)
 			}
 			if res.Summary.Status == storage.RunAborted {
 				// Interrupted: what was stored is kept, but the run did not complete.
