@@ -38,6 +38,12 @@ held is skipped (driftprobe_run_lock_skips_total).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := app.Logger(g.logLevel)
+			// From the start: a SIGHUP's default action ends the process, and
+			// a reload sent while the daemon opens its database (systemctl
+			// reload right after start) must wait for it instead.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			d, err := app.NewDaemon(ctx, app.DaemonOptions{ConfigPath: g.config, DBOverride: g.db, Logger: log, RunAtStart: !noInitial, Runtime: true,
 				AfterRun: afterRunHook(g, log)})
 			if err != nil {
@@ -63,9 +69,6 @@ held is skipped (driftprobe_run_lock_skips_total).`,
 				return err
 			}
 			fmt.Fprintf(g.stderr, "driftprobe serve: schedule %q, metrics on http://%s/metrics\n", d.Config().Schedule, ln.Addr())
-			hup := make(chan os.Signal, 1)
-			signal.Notify(hup, syscall.SIGHUP)
-			defer signal.Stop(hup)
 			for {
 				select {
 				case <-hup:

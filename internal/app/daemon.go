@@ -52,11 +52,18 @@ type Daemon struct {
 	reg   *prometheus.Registry
 	m     *metrics.Metrics
 
-	mu      sync.Mutex // guards cfg, cp, targets while a run uses them
+	mu      sync.Mutex // guards cfg, cp, targets, closeT; held only briefly
 	cfg     *config.Config
 	cp      *corpus.Corpus
 	targets []*runner.Target
 	closeT  func()
+
+	// runMu is held by a run for its whole length. A reload swaps the
+	// config at once (it never waits for a run, so SIGTERM stays
+	// responsive) and closes the replaced targets once the run using them
+	// has ended; closing counts those pending closes for Shutdown.
+	runMu   sync.Mutex
+	closing sync.WaitGroup
 
 	sched   gocron.Scheduler
 	job     gocron.Job
@@ -177,9 +184,11 @@ func (d *Daemon) tick(ctx context.Context) {
 			break
 		}
 	}
+	d.runMu.Lock()
+	defer d.runMu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	cfg := d.cfg
+	cfg, cp, targets := d.cfg, d.cp, d.targets
+	d.mu.Unlock()
 	if _, every := interval(cfg.Schedule); !every && cfg.Jitter > 0 {
 		// Cron schedules have no built-in jitter: wait a random part of it.
 		select {
@@ -190,7 +199,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	}
 	o := RunOptions{Logger: d.log, Lease: d.lease, Sleep: d.o.Sleep, Note: "serve"}
 	Instrument(d.m, &o)
-	res, err := RunOnce(ctx, cfg, d.cp, d.st, d.targets, o)
+	res, err := RunOnce(ctx, cfg, cp, d.st, targets, o)
 	switch {
 	case errors.Is(err, storage.ErrLocked):
 		d.m.LockSkips.Inc()
@@ -245,11 +254,19 @@ func (d *Daemon) Reload() error {
 		}
 		d.job = j
 	}
-	d.mu.Lock() // waits for a run in progress
+	d.mu.Lock()
 	oldClose := d.closeT
 	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
 	d.mu.Unlock()
-	oldClose()
+	// A run in progress keeps the config and targets it started with; the
+	// replaced targets close once it ends (the next run uses the new ones).
+	d.closing.Add(1)
+	go func() {
+		defer d.closing.Done()
+		d.runMu.Lock()
+		defer d.runMu.Unlock()
+		oldClose()
+	}()
 	ConfigLoaded(d.m, cfg, d.clock.Now())
 	d.log.Info("config reloaded", "targets", len(targets), "schedule", cfg.Schedule)
 	return nil
@@ -287,6 +304,9 @@ func (d *Daemon) Shutdown() error {
 	if d.sched != nil {
 		err = d.sched.Shutdown()
 	}
+	d.closing.Wait()
+	d.runMu.Lock() // a run still ending past the scheduler's stop timeout ends first
+	defer d.runMu.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closeT != nil {

@@ -395,3 +395,70 @@ driftprobe_abuse_blocks{target="a"} 62
 		t.Errorf("%d event series after abuse blocks (%v), want none", n, err)
 	}
 }
+
+// A reload during a run does not wait for the run (the serve loop would
+// stop answering SIGTERM until the run ended): the new config is in force
+// at once, the run in progress keeps its own, and shutdown still aborts it.
+func TestReloadDuringRunDoesNotWait(t *testing.T) {
+	dir := t.TempDir()
+	body := `
+database: %DB%
+schedule: "@every 10m"
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim: {error_status: 503, fail_first: 1}
+`
+	cfgPath := writeCfg(t, dir, body)
+	clock := clockwork.NewFakeClock()
+	waiting := make(chan struct{}, 1000)
+	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: clock,
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			waiting <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Minute)
+	select {
+	case <-waiting: // a run is in progress, blocked in its retry wait
+	case <-ctx.Done():
+		t.Fatal("run never started")
+	}
+	writeCfg(t, dir, body+"  - {name: b, provider: sim, model: m}\n")
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- d.Reload() }()
+	select {
+	case err := <-reloaded:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("reload waited for the run in progress")
+	}
+	if n := len(d.Config().Targets); n != 2 {
+		t.Fatalf("config in force has %d targets, want 2", n)
+	}
+	if err := d.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.Open(context.Background(), filepath.Join(dir, "d.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if run, err := st.Run(context.Background(), 1); err != nil || run.Status != storage.RunAborted {
+		t.Fatalf("run %+v %v, want aborted", run, err)
+	}
+}
