@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -34,19 +37,67 @@ type Request struct {
 	Path   string      // path and query, part of the fingerprint
 	Header http.Header // non-secret headers (content type, API version)
 	Body   []byte      // exact body bytes
+	// Pinned names the headers of Header that change what the provider
+	// does (an API version sent as a header, e.g. anthropic-version): each
+	// one present is part of the fingerprint (see PinnedHeaders). Adapters
+	// whose semantics live in the path, query or body pin nothing.
+	Pinned []string
 }
 
-// SHA256 returns the request fingerprint: the hex SHA-256 of the method, the
-// path (with query) and the body bytes, separated by newlines. Hosts and
+// PinnedHeaders is the canonical text of the pinned headers present in
+// Header: one "name: value\n" line per value, the name lower-cased, lines
+// sorted by name (values of one header in their order). It is "" when no
+// pinned header is present, so a request pinning nothing (or whose pinned
+// headers are absent) has the fingerprint it always had. Storage that
+// re-hashes requests keeps this text beside method, path and body and
+// passes it to Fingerprint.
+func (r *Request) PinnedHeaders() string {
+	if len(r.Pinned) == 0 || len(r.Header) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(r.Pinned))
+	for _, n := range r.Pinned {
+		names = append(names, strings.ToLower(n))
+	}
+	sort.Strings(names)
+	names = slices.Compact(names)
+	var b strings.Builder
+	for _, n := range names {
+		for _, v := range r.Header.Values(n) {
+			b.WriteString(n)
+			b.WriteString(": ")
+			b.WriteString(v)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// SHA256 returns the request fingerprint: Fingerprint of the method, the
+// path (with query), the body bytes and the pinned headers. Hosts and other
 // headers are not part of it, so the same request sent to a loopback test
 // server and to the real API has the same fingerprint.
 func (r *Request) SHA256() string {
+	return Fingerprint(r.Method, r.Path, r.Body, r.PinnedHeaders())
+}
+
+// Fingerprint is the request fingerprint: the hex SHA-256 of the method,
+// the path (with query) and the body bytes, separated by newlines, and,
+// only when pinned (Request.PinnedHeaders) is not empty, a NUL byte and
+// pinned. A JSON body never holds a raw NUL, so no request without pinned
+// headers hashes like one with them, and every request without them keeps
+// the fingerprint it had before headers could be pinned.
+func Fingerprint(method, path string, body []byte, pinned string) string {
 	h := sha256.New()
-	h.Write([]byte(r.Method))
+	h.Write([]byte(method))
 	h.Write([]byte{'\n'})
-	h.Write([]byte(r.Path))
+	h.Write([]byte(path))
 	h.Write([]byte{'\n'})
-	h.Write(r.Body)
+	h.Write(body)
+	if pinned != "" {
+		h.Write([]byte{0})
+		h.Write([]byte(pinned))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -12,6 +12,10 @@
 //     that a short plain-text refusal in the text content is a model_refusal
 //     decided by heuristic (wire.IsRefusal, Heuristic=true). An unknown
 //     stop_reason is allowed and recorded in Result.Unknown.
+//   - 400 invalid_request_error "Output blocked by content filtering policy"
+//     (the output content filter; matched exactly, case-insensitively,
+//     trailing punctuation ignored) is an output-stage block
+//     (blocked_output, reason "400:output_blocked", no category).
 //   - The error envelope {type:"error", error:{type,message}, request_id}:
 //     429 rate_limit_error, 500 api_error, 529 overloaded_error (any 5xx) are
 //     transient with the wait from Retry-After/retry-after-ms, or on a 429
@@ -24,7 +28,9 @@
 //     sends no separate fingerprint). Tokens: usage.input_tokens and
 //     usage.output_tokens.
 //
-// Anthropic has no input-side filter signal and reports no scores. A 200 whose
+// Anthropic has no input-side filter signal and reports no scores. The
+// anthropic-version header is pinned (probes.Request.Pinned): it is part of
+// the request fingerprint. A 200 whose
 // body is not a Messages object (an SSE stream, garbage, a cut body) is
 // transient "malformed_response" (or "truncated_response"), never a verdict.
 // The API key is added by Authorize as x-api-key and is never part of the
@@ -39,6 +45,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/wire"
@@ -54,6 +61,9 @@ const (
 	Path = "/v1/messages"
 	// OptVersion is the option naming the anthropic-version header value.
 	OptVersion = "anthropic_version"
+	// VersionHeader is the header carrying the API version; it is pinned
+	// (probes.Request.Pinned), so it is part of the request fingerprint.
+	VersionHeader = "Anthropic-Version"
 	// defaultMaxTokens is used when a target has no max_tokens (the config
 	// layer always sets one; the API requires the field).
 	defaultMaxTokens = 64
@@ -67,6 +77,7 @@ func init() {
 		NeedsKey:  true,
 		Signals: []string{
 			"stop_reason=refusal + stop_details{category,explanation} (output)",
+			"400 invalid_request_error \"Output blocked by content filtering policy\" (output)",
 			"plain-text refusal in content[].text (heuristic)",
 			"error.type authentication_error/permission_error/invalid_request_error with an account-disabled message (abuse)",
 			"429 rate_limit_error, 500 api_error, 529 overloaded_error with Retry-After / anthropic-ratelimit-*-reset",
@@ -178,8 +189,11 @@ func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
 		return nil, fmt.Errorf("anthropic: render body: %w", err)
 	}
 	h := wire.JSONHeader()
-	h.Set("Anthropic-Version", p.version)
-	return &probes.Request{Method: http.MethodPost, URL: p.base + Path, Path: Path, Header: h, Body: b}, nil
+	h.Set(VersionHeader, p.version)
+	// The API version decides how the request is read and answered, so it
+	// is part of the fingerprint: a version bump is an input change, never
+	// a provider policy change.
+	return &probes.Request{Method: http.MethodPost, URL: p.base + Path, Path: Path, Header: h, Body: b, Pinned: []string{VersionHeader}}, nil
 }
 
 // Authorize adds the API key header.
@@ -318,6 +332,11 @@ func classifyError(r probes.Result, resp *probes.Response, mr *messageResponse, 
 		}
 	}
 	switch {
+	case status == 400 && isOutputBlocked(e):
+		// The output content filter withheld the answer: a policy verdict
+		// on these bytes, never retried. Anthropic names no category.
+		r.Class, r.Stage = probes.BlockedOutput, probes.StageOutput
+		r.Reason = fmt.Sprintf("%d:%s", status, outputBlockedReason)
 	case status >= 400 && status < 500 && status != 429 && wire.IsAbuse(e.Type, "", e.Message):
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
 	default:
@@ -327,6 +346,30 @@ func classifyError(r probes.Result, resp *probes.Response, mr *messageResponse, 
 		r.RetryAfter = retryAfter(resp.Header, now, status)
 	}
 	return r
+}
+
+// outputBlockedMessage is the message of Anthropic's output content filter
+// (400 invalid_request_error "Output blocked by content filtering policy",
+// reported in anthropics/claude-code#43487, #37547, #58367 and #6195; see
+// testdata/error_400_output_blocked_content_filter.meta.yaml), and
+// outputBlockedReason the Result.Reason it is kept as.
+const (
+	outputBlockedMessage = "output blocked by content filtering policy"
+	outputBlockedReason  = "output_blocked"
+)
+
+// isOutputBlocked reports whether e is the output content filter's error:
+// type invalid_request_error and exactly that message, case-insensitively,
+// with runs of white space read as one space and trailing punctuation
+// ignored. Nothing
+// looser: another 400 that mentions content is our request's problem.
+func isOutputBlocked(e apiError) bool {
+	if e.Type != "invalid_request_error" {
+		return false
+	}
+	m := strings.Join(strings.Fields(e.Message), " ")
+	m = strings.TrimRightFunc(m, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+	return strings.EqualFold(m, outputBlockedMessage)
 }
 
 // retryAfter reads Retry-After / retry-after-ms; on a 429 without them it

@@ -73,6 +73,34 @@ func TestConformance(t *testing.T) {
 		{Name: "sse_refusal_delta", Fixture: "stream_refusal_message_delta.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"},
 			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
 
+		// The output content filter (testdata/*.meta.yaml: observed, with
+		// sources): blocked_output, never a client error.
+		{Name: "400_output_blocked_content_filter", Fixture: "error_400_output_blocked_content_filter.json", Status: 400,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "400:output_blocked",
+				RequestID: "req_011CZibekJwDaAz4R8V6Qc5m", Categories: nil}},
+		{Name: "400_output_blocked_details_null", Status: 400, // anthropics/claude-code#58367's later shape
+			Body: `{"type":"error","error":{"details":null,"type":"invalid_request_error","message":"Output blocked by content filtering policy"},"request_id":null}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "400:output_blocked"}},
+		{Name: "400_output_blocked_case_and_punctuation", Status: 400,
+			Body: `{"type":"error","error":{"type":"invalid_request_error","message":"  OUTPUT blocked by content  filtering\n policy. "}}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "400:output_blocked"}},
+		{Name: "200_error_envelope_output_blocked",
+			Body: `{"type":"error","error":{"type":"invalid_request_error","message":"Output blocked by content filtering policy"}}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "200:output_blocked"}},
+		// Matched narrowly: other 400s that mention content stay client errors.
+		{Name: "400_other_content_message_is_client_error", Status: 400,
+			Body: `{"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content: Input blocked by content filtering policy"}}`,
+			Want: probestest.Want{Class: probes.ClientError, Reason: "400:invalid_request_error"}},
+		{Name: "400_output_blocked_prefix_only_is_client_error", Status: 400,
+			Body: `{"type":"error","error":{"type":"invalid_request_error","message":"Output blocked by content filtering policy for field x"}}`,
+			Want: probestest.Want{Class: probes.ClientError, Reason: "400:invalid_request_error"}},
+		{Name: "400_output_blocked_other_type_is_client_error", Status: 400,
+			Body: `{"type":"error","error":{"type":"permission_error","message":"Output blocked by content filtering policy"}}`,
+			Want: probestest.Want{Class: probes.ClientError, Reason: "400:permission_error"}},
+		{Name: "500_output_blocked_is_transient", Status: 500,
+			Body: `{"type":"error","error":{"type":"invalid_request_error","message":"Output blocked by content filtering policy"}}`,
+			Want: probestest.Want{Class: probes.Transient}},
+
 		// Synthesized from the docs (error types and envelope in
 		// error_400_invalid_request.meta.yaml; no verbatim bodies exist).
 		{Name: "401_authentication_error", Status: 401, Header: map[string]string{"request-id": "req_401"},
@@ -278,5 +306,32 @@ func TestCheckAndRegistry(t *testing.T) {
 	}
 	if errs := Check(probes.Target{Provider: "anthropic", Model: "m", Endpoint: "chat"}); len(errs) != 0 {
 		t.Errorf("good target: %+v", errs)
+	}
+}
+
+// TestUnknownSanitized: provider-controlled values recorded in Unknown
+// (category, content type, stop reason, error type, stop_details.type)
+// never carry the comma storage joins the list with, nor a control
+// character: "category:new,cat" would read back as two entries.
+func TestUnknownSanitized(t *testing.T) {
+	p := newTestProber(t, "", nil)
+	for _, c := range []struct {
+		status int
+		body   string
+		want   []string
+	}{
+		{200, `{"type":"message","model":"m","content":[{"type":"weird,type","x":1}],"stop_reason":"refusal","stop_details":{"type":"refusal\nx","category":"new,cat","a,b":1}}`,
+			[]string{"content_type:weird_type", "category:new_cat", "stop_details.type:refusal_x", "stop_details.a_b"}},
+		{200, `{"type":"message\u0000","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"odd,\r\nstop\u0085"}`,
+			[]string{"type:message_", "stop_reason:odd___stop_"}},
+		{418, `{"type":"error","error":{"type":"teapot,\terror","message":"x"}}`, []string{"error_type:teapot__error"}},
+	} {
+		r := p.Classify(nil, &probes.Response{Status: c.status, Header: http.Header{}, Body: []byte(c.body)})
+		for _, u := range r.Unknown {
+			if strings.ContainsAny(u, ",\n\r\t\x00\u0085") {
+				t.Errorf("unsanitized Unknown entry %q in %q", u, r.Unknown)
+			}
+		}
+		probestest.Check(t, r, probestest.Want{Class: r.Class, Unknown: c.want, NoCheckCategories: true})
 	}
 }

@@ -560,3 +560,38 @@ func TestSecretsNeverStored(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownSanitized: provider-controlled values recorded in Unknown
+// (stop reason, guardrail action, filter types and confidences, new
+// assessment keys, error type) never carry the comma storage joins the
+// list with, nor a control character.
+func TestUnknownSanitized(t *testing.T) {
+	setCreds(t)
+	chat, guard := chatProber(t, "https://bedrock.invalid").(*Prober), guardrailProber(t, "https://bedrock.invalid").(*Prober)
+	for _, c := range []struct {
+		p      *Prober
+		status int
+		header http.Header
+		body   string
+		want   []string
+	}{
+		{chat, 200, nil, `{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"brand,new\nreason","usage":{"inputTokens":1,"outputTokens":1}}`,
+			[]string{"stop_reason:brand_new_reason"}},
+		{guard, 200, nil, `{"action":"GUARDRAIL_INTERVENED","assessments":[{"contentPolicy":{"filters":[{"action":"BLOCKED","confidence":"EXTREME,\tX","type":"SELF,HARM"}]},"brand,New":{}}],"outputs":[]}`,
+			[]string{"confidence:EXTREME__X", "filter_type:SELF_HARM", "assessment_key:brand_New"}},
+		{guard, 200, nil, `{"action":"GUARDRAIL,WARNED","assessments":[]}`, []string{"action:GUARDRAIL_WARNED"}},
+		{guard, 502, http.Header{"X-Amzn-Errortype": {"Brand,NewException"}}, `{"message":"x"}`, []string{"error_type:Brand_NewException"}},
+	} {
+		h := c.header
+		if h == nil {
+			h = http.Header{}
+		}
+		r := c.p.Classify(nil, &probes.Response{Status: c.status, Header: h, Body: []byte(c.body)})
+		for _, u := range r.Unknown {
+			if strings.ContainsAny(u, ",\n\r\t") {
+				t.Errorf("unsanitized Unknown entry %q in %q", u, r.Unknown)
+			}
+		}
+		probestest.Check(t, r, probestest.Want{Class: r.Class, Stage: r.Stage, Unknown: c.want, NoCheckCategories: true, Heuristic: r.Heuristic})
+	}
+}

@@ -427,7 +427,8 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 	r.Message = redact(r.Message, key)
 	r.Reason = redact(r.Reason, key)
 	r = wire.Redact(r, key)
-	r.Unknown = probes.SortedUnique(r.Unknown)
+	// Sanitized before de-duplication: two values may sanitize alike.
+	r.Unknown = probes.SortedUnique(wire.CleanUnknown(r.Unknown))
 	return wire.Finish(r)
 }
 

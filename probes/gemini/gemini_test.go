@@ -453,3 +453,34 @@ func TestUnspecifiedBlockReasonBesideCandidates(t *testing.T) {
 		Body: []byte(`{"promptFeedback":{"blockReason":"BLOCKED_REASON_UNSPECIFIED"}}`)})
 	probestest.Check(t, got, probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "BLOCKED_REASON_UNSPECIFIED", Categories: []string{probes.CatOther}})
 }
+
+// TestUnknownSanitized: provider-controlled values recorded in Unknown
+// (finish and block reasons, rating enums, error status, new keys) never
+// carry the comma storage joins the list with, nor a control character,
+// and two values that sanitize alike are recorded once.
+func TestUnknownSanitized(t *testing.T) {
+	p := newTestProber(t, "", nil, nil)
+	for _, c := range []struct {
+		status int
+		body   string
+		want   []string
+	}{
+		{200, `{"candidates":[{"content":{"parts":[{"text":"ok"}]},"finishReason":"NEW,REASON","safetyRatings":[{"category":"HARM_CATEGORY_A,B","probability":"VERY\nHIGH"},{"category":"HARM_CATEGORY_A_B","probability":"LOW"}]}],"new,key":1}`,
+			[]string{"finish_reason:NEW_REASON", "category:HARM_CATEGORY_A_B", "probability:VERY_HIGH", "field:new_key"}},
+		{200, `{"promptFeedback":{"blockReason":"FAKE,\tBLOCK"}}`, []string{"block_reason:FAKE__BLOCK"}},
+		{400, `{"error":{"code":400,"message":"?","status":"NEW,STATUS\r"}}`, []string{"error_status:NEW_STATUS_"}},
+	} {
+		r := p.Classify(nil, &probes.Response{Status: c.status, Header: http.Header{}, Body: []byte(c.body)})
+		seen := map[string]bool{}
+		for _, u := range r.Unknown {
+			if strings.ContainsAny(u, ",\n\r\t") {
+				t.Errorf("unsanitized Unknown entry %q in %q", u, r.Unknown)
+			}
+			if seen[u] {
+				t.Errorf("Unknown entry %q twice in %q", u, r.Unknown)
+			}
+			seen[u] = true
+		}
+		probestest.Check(t, r, probestest.Want{Class: r.Class, Stage: r.Stage, Unknown: c.want, NoCheckCategories: true, Heuristic: r.Heuristic})
+	}
+}

@@ -14,8 +14,10 @@
 // Default base https://api.mistral.ai. Both return {id, model, results:
 // [{categories: {NAME: bool}, category_scores: {NAME: float}}]} with no
 // flagged field: any category true is blocked_input at stage input (the
-// classifier's verdict), otherwise allowed. Every category is kept as a
-// Signal with its score. Categories map as sexual→sexual,
+// classifier's verdict), otherwise allowed; a category value that is not
+// true or false (a string, an object, null) makes the answer unreadable:
+// transient "malformed_response", never a verdict. Every category is kept
+// as a Signal with its score. Categories map as sexual→sexual,
 // hate_and_discrimination→hate, violence_and_threats→violence,
 // dangerous_and_criminal_content→illicit, selfharm→self_harm,
 // health/financial/law→other, pii→privacy, jailbreaking→jailbreak, and the

@@ -72,10 +72,32 @@ func common() []probestest.Case {
 				Raw: []string{"criminal", "jailbreaking"}, Scores: map[string]float64{"brand_new": 0.2}, Unknown: []string{"category:brand_new"},
 				RequestID: "corr-2603", ModelID: "mistral-moderation-2603"},
 		},
+		// Category values that are not true/false: the classifier's decision
+		// cannot be read, so no verdict (never allowed).
 		{
 			Name: "synth_null_and_odd_values",
 			Body: `{"id":"x","model":"m","results":[{"categories":{"sexual":null,"pii":"maybe"},"category_scores":{"sexual":null,"pii":0.4}}],"usage":{"prompt_tokens":3}}`,
-			Want: probestest.Want{Class: probes.Allowed, Scores: map[string]float64{"pii": 0.4}, Unknown: []string{"value:pii", "key:usage"}},
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Scores: map[string]float64{"pii": 0.4}, Unknown: []string{"value:pii", "value:sexual", "key:usage"}},
+		},
+		{
+			Name: "synth_string_true_values",
+			Body: `{"id":"x","model":"m","results":[{"categories":{"violence_and_threats":"true","selfharm":"false"},"category_scores":{"violence_and_threats":0.97,"selfharm":0.01}}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: []string{"value:violence_and_threats", "value:selfharm"}},
+		},
+		{
+			Name: "synth_object_values",
+			Body: `{"id":"x","model":"m","results":[{"categories":{"violence_and_threats":{"flagged":true}},"category_scores":{"violence_and_threats":0.97}}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: []string{"value:violence_and_threats"}},
+		},
+		{
+			Name: "synth_null_value_only",
+			Body: `{"id":"x","model":"m","results":[{"categories":{"violence_and_threats":null,"selfharm":false},"category_scores":{"violence_and_threats":0.97,"selfharm":0.01}}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: []string{"value:violence_and_threats"}},
+		},
+		{
+			Name: "synth_scores_without_categories",
+			Body: `{"id":"x","model":"m","results":[{"category_scores":{"violence_and_threats":0.97,"selfharm":0.01}}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"},
 		},
 		{
 			Name: "synth_401", Status: 401, Body: `{"message":"Unauthorized","request_id":"a1b2c3d4"}`,

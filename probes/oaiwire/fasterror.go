@@ -20,7 +20,9 @@ package oaiwire
 // is not an object or null, a filter entry that is not an object or that
 // carries a non-null "error" (or whose fields have unexpected types), a
 // set-level filter "error", the same category name in both
-// content_filter_result and content_filter_results, and any body that does
+// content_filter_result and content_filter_results, a metadata or
+// provider_specific_fields member of the error object (gateways' additions,
+// which the reference reads with gatewayFields), and any body that does
 // not parse as sent nor after ParseLenient's repairs. It never reads a body
 // the reference cannot parse (decodeError's error), so the unparseable
 // branches of errorResult stay with classifyErrorSlow. Declining is always
@@ -160,7 +162,7 @@ func (c *errReader) finish(r probes.Result) probes.Result {
 		return finish(r)
 	}
 	if len(r.Unknown) > 0 {
-		u := probes.SortedUnique(r.Unknown)
+		u := probes.SortedUnique(wire.CleanUnknown(r.Unknown))
 		for i, s := range u {
 			u[i] = wire.Truncate(s, 120)
 		}
@@ -262,7 +264,7 @@ func rawBreakInString(b []byte) bool {
 // these under case folding but not exactly one makes the reader decline.
 var (
 	foldErrTop   = foldSet("error", "message", "type", "code", "detail", "request_id")
-	foldAPIError = foldSet("message", "type", "code", "param", "innererror")
+	foldAPIError = foldSet("message", "type", "code", "param", "innererror", "metadata", "provider_specific_fields")
 	foldInner    = foldSet("code", "content_filter_result", "content_filter_results")
 )
 
@@ -336,6 +338,11 @@ func (c *errReader) readAPIError() bool {
 			return true, c.readInner()
 		case "param":
 			return true, c.skip()
+		case "metadata", "provider_specific_fields":
+			// Gateways' additions (OpenRouter's moderation metadata,
+			// LiteLLM's forwarded innererror): the reference reads them
+			// (gatewayFields); decline.
+			return true, false
 		}
 		return false, true
 	}, nil)

@@ -47,9 +47,12 @@ func errFastSlowDiff(resp *probes.Response) (accepted bool, diff string) {
 }
 
 // classifyErrorOrig is ClassifyError as it was before the fast path
-// (commit e2b8722), verbatim but for the name and retryWaitOrig: the
-// refactored reference (classifyErrorSlow, errorResult, statusReason,
-// innerFilters, RetryWait's hasRetryAfter) must still return what it did.
+// (commit e2b8722), verbatim but for the name, retryWaitOrig and the
+// gateway rules added since (marked "gateway"; decodeError reads LiteLLM's
+// provider_specific_fields.innererror into e.Inner and OpenRouter's
+// moderation metadata itself): the refactored reference
+// (classifyErrorSlow, errorResult, statusReason, innerFilters, RetryWait's
+// hasRetryAfter) must still return what it did.
 func classifyErrorOrig(resp *probes.Response, now time.Time) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
@@ -64,8 +67,11 @@ func classifyErrorOrig(resp *probes.Response, now time.Time) probes.Result {
 	r.Reason = strings.Trim(fmt.Sprintf("%d:%s:%s", resp.Status, e.Type, e.Code), ":")
 	ok2xx := resp.Status >= 200 && resp.Status < 300
 	switch {
-	case (resp.Status == 400 || ok2xx) && (e.Code == "content_filter" || (e.Inner != nil && e.Inner.Code == "ResponsibleAIPolicyViolation")):
+	case (resp.Status == 400 || ok2xx) && (e.Code == "content_filter" || (e.Inner != nil && e.Inner.Code == "ResponsibleAIPolicyViolation") || GatewayContentPolicy(e.Message)):
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "content_filter"
+		if e.Code != "content_filter" && (e.Inner == nil || e.Inner.Code != "ResponsibleAIPolicyViolation") { // gateway
+			r.Reason = "content_policy_violation"
+		}
 		if e.Inner != nil {
 			fs := filterSet{}
 			for k, v := range e.Inner.ContentFilterResult {
@@ -84,6 +90,11 @@ func classifyErrorOrig(resp *probes.Response, now time.Time) probes.Result {
 		r.Unknown = append(r.Unknown, "unparseable_body")
 	case (resp.Status == 400 || ok2xx) && promptBlockCodes[e.Code]:
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, e.Code
+	case (resp.Status >= 400 && resp.Status < 500 && resp.Status != 429 || ok2xx) && wire.IsPromptFlagged(e.Message): // gateway
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "invalid_prompt"
+	case (resp.Status == 403 || resp.Status == 400 || ok2xx) && e.moderation: // gateway
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "moderation"
+		r.Signals, r.Unknown = moderationSignals(e.reasons, r.Signals, r.Unknown)
 	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
 	case resp.Status == 429 && (e.Code == "insufficient_quota" || e.Type == "insufficient_quota"):
@@ -212,6 +223,8 @@ func TestFastErrorVerdicts(t *testing.T) {
 		{"../azure/testdata/prompt_filtered_400_docs_fragment.json", 400, probes.BlockedInput, "content_filter", nil, 0},
 		{"../openai/testdata/error_400_invalid_prompt_observed.json", 400, probes.BlockedInput, "invalid_prompt", nil, 0},
 		{"../openai/testdata/error_429_rate_limit_tokens.json", 429, probes.Transient, "429:tokens:rate_limit_exceeded", nil, 0},
+		{"../openaicompat/testdata/litellm_400_azure_content_policy.json", 400, probes.BlockedInput, "content_policy_violation", nil, 0},
+		{"../openaicompat/testdata/litellm_400_openai_invalid_prompt.json", 400, probes.BlockedInput, "invalid_prompt", nil, 0},
 	} {
 		body, err := os.ReadFile(c.path)
 		if err != nil {
@@ -370,6 +383,32 @@ func TestFastErrorEdgeCases(t *testing.T) {
 		{"missing braces folded", `"Error":"a"`, no},
 		{"missing brace at end", `{"error":{"message":"m"}`, no},
 		{"past the depth limit", `{"x":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `,"error":"e"}`, no},
+
+		// Gateways: message-only rules are read by both; the members the
+		// reference reads again (gatewayFields) make the fast reader decline.
+		{"litellm content policy", `{"error":{"message":"litellm.BadRequestError: litellm.ContentPolicyViolationError: AzureException - The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","type":null,"param":null,"code":"400"}}`, yes},
+		{"azure prompt message alone", `{"error":{"message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy.","code":"400"}}`, yes},
+		{"litellm invalid prompt", `{"error":{"message":"litellm.BadRequestError: OpenAIException - Invalid prompt: your prompt was flagged as potentially violating our usage policy.","type":null,"param":null,"code":"400"}}`, yes},
+		{"invalid prompt and account phrase", `{"error":{"message":"Invalid prompt: your prompt was flagged as potentially violating our usage policy. Your account has been suspended.","code":"400"}}`, yes},
+		{"invalid prompt abuse code", `{"error":{"message":"Invalid prompt: your prompt was flagged","code":"account_deactivated"}}`, yes},
+		{"usage policy alone", `{"error":{"message":"Your access was terminated due to violation of our usage policies.","type":"invalid_request_error"}}`, yes},
+		{"psf innererror", `{"error":{"message":"m","code":"400","provider_specific_fields":{"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":` + entry + `,"sexual":` + safe + `}}}}}`, no},
+		{"psf and innererror", `{"error":{"message":"m","code":"400","innererror":{"code":"Other"},"provider_specific_fields":{"innererror":{"code":"ResponsibleAIPolicyViolation"}}}}`, no},
+		{"psf innererror not rai", `{"error":{"message":"litellm.ContentPolicyViolationError","code":"400","provider_specific_fields":{"innererror":{"code":"Other","content_filter_results":{"violence":` + entry + `}}}}}`, no},
+		{"psf odd shapes", `{"error":{"message":"m","provider_specific_fields":{"innererror":"x"}}}`, no},
+		{"psf innererror bad code", `{"error":{"message":"m","provider_specific_fields":{"innererror":{"code":1}}}}`, no},
+		{"psf null", `{"error":{"message":"m","provider_specific_fields":null}}`, no},
+		{"psf array", `{"error":{"message":"m","provider_specific_fields":[1]}}`, no},
+		{"openrouter moderation", `{"error":{"code":403,"message":"flagged","metadata":{"reasons":["violence","hate"],"flagged_input":"x","provider_name":"P","model_slug":"m"}}}`, no},
+		{"openrouter reasons empty", `{"error":{"code":403,"message":"flagged","metadata":{"reasons":[]}}}`, no},
+		{"openrouter reasons odd", `{"error":{"code":403,"message":"flagged","metadata":{"reasons":["a,b",null,3,{"x":1},"violence","violence"]}}}`, no},
+		{"openrouter flagged input only", `{"error":{"code":403,"message":"flagged","metadata":{"flagged_input":"x"}}}`, no},
+		{"openrouter reasons string", `{"error":{"code":403,"message":"flagged","metadata":{"reasons":"violence","flagged_input":null}}}`, no},
+		{"openrouter provider error", `{"error":{"code":502,"message":"Provider returned error","metadata":{"provider_name":"P","raw":"{}"}}}`, no},
+		{"metadata string", `{"error":{"message":"m","metadata":"x"}}`, no},
+		{"folded metadata", `{"error":{"message":"m","Metadata":{"reasons":["violence"]}}}`, no},
+		{"folded psf", `{"error":{"message":"m","Provider_Specific_Fields":{"innererror":{"code":"ResponsibleAIPolicyViolation"}}}}`, no},
+		{"top-level metadata is unknown", `{"error":{"message":"m"},"metadata":{"reasons":["violence"]}}`, yes},
 	}
 	for _, c := range cases {
 		for _, st := range errStatuses {
@@ -700,6 +739,11 @@ var errGenSeeds = []errGen{
 	{0x0d00c000, "sexual", "score", "12", "safe", "insufficient_quota", "quota", "type"},
 	{0x00600801, "error", "filtered", "\"\xff\"", "safe", "content_filter", "m", "k"},
 	{0x00500801, "hate", "filtered", "{\"a\":1,\"a\":2}", "safe", "content_filter", "m", "k"},
+	// Gateway members (bit 12 adds the key, with the raw value at
+	// position 9): OpenRouter's moderation metadata, LiteLLM's forwarded
+	// innererror.
+	{0x09000000, "hate", "filtered", "{\"reasons\":[\"violence\",\"x,y\"],\"flagged_input\":\"t\"}", "safe", "400", "flagged", "metadata"},
+	{0x09000a00, "hate", "filtered", "{\"innererror\":{\"code\":\"ResponsibleAIPolicyViolation\",\"content_filter_result\":{\"hate\":{\"filtered\":true}}}}", "safe", "400", "litellm.ContentPolicyViolationError", "provider_specific_fields"},
 }
 
 // TestFastErrorGenerator runs FuzzFastError's seeds (each under every

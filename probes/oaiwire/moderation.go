@@ -53,9 +53,13 @@ type Normalizer func(raw string) (cat string, known bool)
 // "applied:image+text"; "applied:none" for an empty list). With several
 // results (several inputs) they are merged: fired if any fired, the highest
 // score, and "results:N" is noted in Unknown. Unknown category names map to
-// "other" with "category:NAME" in Unknown; non-boolean category values,
-// non-numeric scores and new keys are noted there too. Non-2xx answers are
-// read by ClassifyError.
+// "other" with "category:NAME" in Unknown; non-numeric scores and new keys
+// are noted there too. A category value that is not true or false (a
+// string such as "true", a number, an object, null: "value:NAME" in
+// Unknown), or a result with neither flagged nor a categories object,
+// makes the answer unreadable: transient "malformed_response", never a
+// verdict, whatever flagged says (the categories are half the verdict).
+// Non-2xx answers are read by ClassifyError.
 func ClassifyModeration(resp *probes.Response, now time.Time, norm Normalizer) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
@@ -107,19 +111,27 @@ func ClassifyModeration(resp *probes.Response, now time.Time, norm Normalizer) p
 		return a
 	}
 	flagKnown, flagged := false, false
+	// unreadable: a category value that is not true or false (a string, a
+	// number, an object, null), or a result with neither a flag nor a
+	// categories object. What the classifier decided cannot be read from
+	// such an answer, so it is no verdict (see below).
+	unreadable := false
 	for _, res := range mr.Results {
 		if res.Flagged != nil {
 			flagKnown = true
 			flagged = flagged || *res.Flagged
+		} else if res.Categories == nil {
+			unreadable = true
 		}
 		for k, raw := range res.Categories {
 			a := get(k)
 			var b *bool
-			if err := json.Unmarshal(raw, &b); err != nil {
+			if err := json.Unmarshal(raw, &b); err != nil || b == nil {
 				r.Unknown = append(r.Unknown, "value:"+sanitize(k))
+				unreadable = true
 				continue
 			}
-			if b != nil && *b {
+			if *b {
 				a.fired = true
 			}
 		}
@@ -178,6 +190,12 @@ func ClassifyModeration(resp *probes.Response, now time.Time, norm Normalizer) p
 	if len(r.Signals) == 0 && !flagKnown {
 		// Results without a single category or flag say nothing.
 		r.Class, r.Reason = probes.Transient, "no_categories"
+		return finish(r)
+	}
+	if unreadable {
+		// Parser garbage never becomes a verdict: the answer reads as
+		// malformed (transient), its signals and Unknown entries kept.
+		r.Class, r.Reason = probes.Transient, "malformed_response"
 		return finish(r)
 	}
 	block := anyFired

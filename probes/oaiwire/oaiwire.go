@@ -209,10 +209,10 @@ func newKeys(raw []byte, known map[string]bool, prefix string) []string {
 	return wire.KeysNotIn(m, known, prefix)
 }
 
-// sanitize keeps Unknown entries free of the list separator used in storage.
-func sanitize(s string) string {
-	return strings.NewReplacer(",", "_", "\n", "_", "\r", "_").Replace(s)
-}
+// sanitize keeps Unknown entries free of the list separator used in
+// storage and of control characters: wire.SanitizeUnknown, the sanitizer
+// every adapter shares.
+func sanitize(s string) string { return wire.SanitizeUnknown(s) }
 
 func chatNewKeys(body []byte) []string {
 	// One pass over the top level; choices and message are sub-slices.
@@ -426,13 +426,18 @@ func hasRetryAfter(h http.Header) bool {
 	return len(h["Retry-After-Ms"]) > 0 || len(h["Retry-After"]) > 0
 }
 
-// apiError is the error object in its several dialects.
+// apiError is the error object in its several dialects. Metadata
+// (OpenRouter) and ProviderSpecific (LiteLLM's provider_specific_fields)
+// are read again by gatewayFields; as raw values, a shape they do not
+// expect never fails the error object's decoding.
 type apiError struct {
-	Message    json.RawMessage `json:"message"`
-	Type       json.RawMessage `json:"type"`
-	Code       json.RawMessage `json:"code"`
-	Param      json.RawMessage `json:"param"`
-	InnerError *innerError     `json:"innererror"`
+	Message          json.RawMessage `json:"message"`
+	Type             json.RawMessage `json:"type"`
+	Code             json.RawMessage `json:"code"`
+	Param            json.RawMessage `json:"param"`
+	InnerError       *innerError     `json:"innererror"`
+	Metadata         json.RawMessage `json:"metadata"`
+	ProviderSpecific json.RawMessage `json:"provider_specific_fields"`
 }
 
 // innerError is Azure's innererror object.
@@ -447,6 +452,56 @@ type errInfo struct {
 	Message, Type, Code, RequestID string
 	Inner                          *innerError
 	present                        bool // an error was found in the body
+
+	moderation bool     // OpenRouter's moderation metadata (see gatewayFields)
+	reasons    []string // its reasons
+}
+
+// gatewayFields reads what gateways add to the error object: LiteLLM's
+// provider_specific_fields.innererror (Azure's innererror, forwarded:
+// BerriAI/litellm#12324, #16231), taken when the error object has no
+// innererror of its own, and OpenRouter's moderation metadata
+// ({reasons: [...], flagged_input, provider_name, model_slug}:
+// openrouter.ai/docs/api-reference/errors), which is a moderation verdict
+// when it carries reasons (an array) or flagged_input (a string). Only
+// the reasons are kept; flagged_input (the probe's own text, echoed) never
+// is. Shapes it does not expect are ignored.
+func gatewayFields(e *errInfo, ae *apiError) {
+	if ae.InnerError == nil && len(ae.ProviderSpecific) > 0 {
+		var psf struct {
+			InnerError json.RawMessage `json:"innererror"`
+		}
+		if json.Unmarshal(ae.ProviderSpecific, &psf) == nil {
+			if raw := bytes.TrimSpace(psf.InnerError); len(raw) > 0 && raw[0] == '{' {
+				var in innerError
+				if json.Unmarshal(raw, &in) == nil {
+					e.Inner = &in
+				}
+			}
+		}
+	}
+	if len(ae.Metadata) > 0 {
+		var md struct {
+			Reasons      json.RawMessage `json:"reasons"`
+			FlaggedInput json.RawMessage `json:"flagged_input"`
+		}
+		if json.Unmarshal(ae.Metadata, &md) != nil {
+			return
+		}
+		var reasons []json.RawMessage
+		if raw := bytes.TrimSpace(md.Reasons); len(raw) > 0 && raw[0] == '[' && json.Unmarshal(raw, &reasons) == nil {
+			e.moderation = true
+			for _, r := range reasons {
+				var s string
+				if json.Unmarshal(r, &s) == nil && s != "" {
+					e.reasons = append(e.reasons, s)
+				}
+			}
+		}
+		if raw := bytes.TrimSpace(md.FlaggedInput); len(raw) > 0 && raw[0] == '"' {
+			e.moderation = true
+		}
+	}
 }
 
 // decodeError reads an error body: {"error":{message,type,code,param,
@@ -474,6 +529,7 @@ func decodeError(body []byte) (errInfo, error) {
 		if json.Unmarshal(raw, &ae) == nil {
 			e.Message, e.Type, e.Code, e.Inner = text(ae.Message), text(ae.Type), text(ae.Code), ae.InnerError
 			e.present = true
+			gatewayFields(&e, &ae)
 		}
 	case len(raw) > 0 && raw[0] == '"':
 		e.Message, e.present = text(raw), true
@@ -510,6 +566,18 @@ var promptBlockCodes = wire.Set("invalid_prompt", "content_policy_violation")
 // error, and anything else follows wire.StatusClass. The raw reason is kept
 // as "STATUS:TYPE:CODE".
 //
+// Gateways in front of providers are read too: LiteLLM's
+// ContentPolicyViolationError (or Azure's prompt-filter message without
+// its code; GatewayContentPolicy) on a 400 is an input block
+// ("content_policy_violation"), with Azure's per-category results when
+// LiteLLM forwards the innererror in error.provider_specific_fields (then
+// read exactly as Azure's, "content_filter"); OpenAI's "Invalid prompt:
+// your prompt was flagged" message (wire.IsPromptFlagged) on any 4xx but
+// 429 is an input block ("invalid_prompt") whatever the code, and never
+// abuse_block; OpenRouter's moderation error (403, error.metadata with
+// reasons or flagged_input) is an input block ("moderation") whose reasons
+// are the categories (NormalizeReason), flagged_input never kept.
+//
 // The body is first given to the single-pass reader classifyErrorFast
 // (fasterror.go), which either returns exactly what classifyErrorSlow
 // returns or declines; anything it declines is read by classifyErrorSlow.
@@ -534,7 +602,7 @@ func ClassifyError(resp *probes.Response, now time.Time) probes.Result {
 func classifyErrorSlow(resp *probes.Response, now time.Time) probes.Result {
 	r := probes.Result{RequestID: RequestID(resp.Header)}
 	e, perr := decodeError(resp.Body)
-	f := errFields{Message: e.Message, Type: e.Type, Code: e.Code, RequestID: e.RequestID}
+	f := errFields{Message: e.Message, Type: e.Type, Code: e.Code, RequestID: e.RequestID, moderation: e.moderation, reasons: e.reasons}
 	if e.Inner != nil {
 		f.inner, f.innerRAI = true, e.Inner.Code == "ResponsibleAIPolicyViolation"
 	}
@@ -574,8 +642,11 @@ func (f innerFilters) read(r *probes.Result) (unavailable bool) {
 type errFields struct {
 	Message, Type, Code, RequestID string
 
-	inner    bool // the error object has an innererror object
+	inner    bool // the error object has an innererror object (its own, or LiteLLM's provider_specific_fields one)
 	innerRAI bool // whose code is ResponsibleAIPolicyViolation
+
+	moderation bool     // OpenRouter's moderation metadata (the fast reader declines it)
+	reasons    []string // its reasons
 }
 
 // errorResult is ClassifyError's verdict on a decoded error body, before
@@ -591,8 +662,11 @@ func errorResult(resp *probes.Response, now time.Time, r probes.Result, e *errFi
 	r.Message = e.Message
 	ok2xx := resp.Status >= 200 && resp.Status < 300
 	switch {
-	case (resp.Status == 400 || ok2xx) && (e.Code == "content_filter" || e.innerRAI):
+	case (resp.Status == 400 || ok2xx) && (e.Code == "content_filter" || e.innerRAI || GatewayContentPolicy(e.Message)):
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "content_filter"
+		if e.Code != "content_filter" && !e.innerRAI {
+			r.Reason = "content_policy_violation"
+		}
 		if e.inner && filters.read(&r) && !anyFired(r.Signals) {
 			// The filter did not run and nothing it did run fired.
 			r.Class, r.Stage = probes.FilterUnavailable, probes.StageNone
@@ -605,6 +679,16 @@ func errorResult(resp *probes.Response, now time.Time, r probes.Result, e *errFi
 		r.Unknown = append(r.Unknown, "unparseable_body")
 	case (resp.Status == 400 || ok2xx) && promptBlockCodes[e.Code]:
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, e.Code
+	case (resp.Status >= 400 && resp.Status < 500 && resp.Status != 429 || ok2xx) && wire.IsPromptFlagged(e.Message):
+		// OpenAI's invalid-prompt input block forwarded by a gateway
+		// without its code (LiteLLM: code "400"): per request, never
+		// account enforcement, though it speaks of the usage policy.
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "invalid_prompt"
+	case (resp.Status == 403 || resp.Status == 400 || ok2xx) && e.moderation:
+		// OpenRouter's moderation: the input was flagged before any model
+		// ran; the reasons are the categories.
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "moderation"
+		r.Signals, r.Unknown = moderationSignals(e.reasons, r.Signals, r.Unknown)
 	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
 		r.Reason = statusReason(resp.Status, e)
@@ -637,6 +721,69 @@ func statusReason(status int, e *errFields) string {
 	return string(bytes.Trim(b, ":"))
 }
 
+// GatewayContentPolicy reports whether an error message is a gateway's
+// rendering of a provider's content-policy input block without the
+// provider's code: LiteLLM's ContentPolicyViolationError
+// ("litellm.BadRequestError: litellm.ContentPolicyViolationError: ...",
+// code "400", meta-llama/PurpleLlama#109) or Azure's prompt-filter message
+// ("The response was filtered due to the prompt triggering Azure OpenAI's
+// content management policy") forwarded on its own.
+func GatewayContentPolicy(message string) bool {
+	m := strings.ToLower(message)
+	return strings.Contains(m, "contentpolicyviolationerror") ||
+		strings.Contains(m, "response was filtered due to the prompt triggering")
+}
+
+// NormalizeReason maps a moderation reason a gateway names (OpenRouter's
+// metadata.reasons: OpenAI moderation categories, or Azure-style names) to
+// the normalized vocabulary: NormalizeModeration, else NormalizeAzure.
+func NormalizeReason(raw string) (string, bool) {
+	if c, ok := NormalizeModeration(raw); ok {
+		return c, true
+	}
+	return NormalizeAzure(raw)
+}
+
+// moderationSignals appends a fired signal per reason (sorted, unique) and
+// a "category:NAME" Unknown entry per reason NormalizeReason does not know.
+func moderationSignals(reasons []string, sigs []probes.Signal, unk []string) ([]probes.Signal, []string) {
+	for _, raw := range probes.SortedUnique(reasons) {
+		cat, known := NormalizeReason(raw)
+		if !known {
+			unk = append(unk, "category:"+sanitize(raw))
+		}
+		sigs = append(sigs, probes.Signal{Category: cat, Raw: raw, Fired: true})
+	}
+	return sigs, unk
+}
+
+// moderationCategories maps OpenAI moderation category names (omni and
+// legacy text-moderation models) to the normalized vocabulary.
+var moderationCategories = map[string]string{
+	"harassment":             probes.CatHarassment,
+	"harassment/threatening": probes.CatHarassment,
+	"hate":                   probes.CatHate,
+	"hate/threatening":       probes.CatHate,
+	"self-harm":              probes.CatSelfHarm,
+	"self-harm/intent":       probes.CatSelfHarm,
+	"self-harm/instructions": probes.CatSelfHarm,
+	"sexual":                 probes.CatSexual,
+	"sexual/minors":          probes.CatSexualMinors,
+	"violence":               probes.CatViolence,
+	"violence/graphic":       probes.CatViolence,
+	"illicit":                probes.CatIllicit,
+	"illicit/violent":        probes.CatIllicit,
+}
+
+// NormalizeModeration maps an OpenAI moderation category; unknown names are
+// "other" with known false.
+func NormalizeModeration(raw string) (string, bool) {
+	if c, ok := moderationCategories[raw]; ok {
+		return c, true
+	}
+	return probes.CatOther, false
+}
+
 func anyFired(ss []probes.Signal) bool {
 	for _, s := range ss {
 		if s.Fired {
@@ -646,10 +793,11 @@ func anyFired(ss []probes.Signal) bool {
 	return false
 }
 
-// finish de-duplicates and sorts Unknown and applies wire.Finish.
+// finish sanitizes (wire.CleanUnknown: a backstop, entries are built
+// sanitized), de-duplicates and sorts Unknown and applies wire.Finish.
 func finish(r probes.Result) probes.Result {
 	if len(r.Unknown) > 0 {
-		u := probes.SortedUnique(r.Unknown)
+		u := probes.SortedUnique(wire.CleanUnknown(r.Unknown))
 		for i, s := range u {
 			u[i] = wire.Truncate(s, 120)
 		}

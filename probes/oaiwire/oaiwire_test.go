@@ -3,6 +3,9 @@ package oaiwire
 import (
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +144,60 @@ func TestGarbageNeverAVerdict(t *testing.T) {
 		r := ClassifyChat(&probes.Response{Status: c.status, Body: []byte(c.body), Truncated: c.truncated}, now)
 		if r.Class != c.want {
 			t.Errorf("%d %q: %s (%s), want %s", c.status, c.body, r.Class, r.Reason, c.want)
+		}
+	}
+}
+
+// TestGatewayErrors: what gateways in front of providers (LiteLLM,
+// OpenRouter) send for a provider's policy block is a block, never a
+// client error, and OpenAI's invalid-prompt wording is never account
+// enforcement; under other statuses the usual rules hold. Bodies from
+// ../openaicompat/testdata (sources in the meta files) and edits of them.
+func TestGatewayErrors(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("../openaicompat/testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	older, newer := read("litellm_400_azure_content_policy.json"), read("litellm_400_azure_content_policy_provider_specific_fields.json")
+	invalid, openrouter := read("litellm_400_openai_invalid_prompt.json"), read("openrouter_403_moderation.json")
+	for _, c := range []struct {
+		name   string
+		status int
+		body   string
+		class  probes.Class
+		reason string
+		cats   []string
+	}{
+		{"litellm azure older", 400, older, probes.BlockedInput, "content_policy_violation", nil},
+		{"litellm azure older 2xx", 200, older, probes.BlockedInput, "content_policy_violation", nil},
+		{"litellm azure older 500", 500, older, probes.Transient, "500::400", nil},
+		{"litellm azure provider_specific_fields", 400, newer, probes.BlockedInput, "content_filter", []string{"hate"}},
+		{"litellm azure psf, direct innererror wins", 400, strings.Replace(newer, `"code": "400",`, `"code": "400", "innererror": {"code": "ResponsibleAIPolicyViolation", "content_filter_result": {"violence": {"filtered": true, "severity": "medium"}}},`, 1), probes.BlockedInput, "content_filter", []string{"violence"}},
+		{"litellm azure psf, filter did not run", 400, `{"error":{"message":"litellm.ContentPolicyViolationError: x","code":"400","provider_specific_fields":{"innererror":{"code":"Other","content_filter_result":{"hate":{"filtered":false,"error":{"code":"e","message":"not run"}}}}}}}`, probes.FilterUnavailable, "filter_error:e", nil},
+		{"litellm invalid prompt", 400, invalid, probes.BlockedInput, "invalid_prompt", nil},
+		{"litellm invalid prompt 403", 403, invalid, probes.BlockedInput, "invalid_prompt", nil},
+		{"litellm invalid prompt 429", 429, invalid, probes.Transient, "429::400", nil},
+		{"openrouter moderation", 403, openrouter, probes.BlockedInput, "moderation", []string{"harassment", "violence"}},
+		{"openrouter moderation 400", 400, openrouter, probes.BlockedInput, "moderation", []string{"harassment", "violence"}},
+		{"openrouter moderation 2xx", 200, openrouter, probes.BlockedInput, "moderation", []string{"harassment", "violence"}},
+		{"openrouter moderation 500", 500, openrouter, probes.Transient, "500::403", nil},
+		{"openrouter moderation no reasons", 403, `{"error":{"code":403,"message":"flagged","metadata":{"reasons":[],"flagged_input":"x"}}}`, probes.BlockedInput, "moderation", nil},
+		{"openrouter metadata without moderation", 403, `{"error":{"code":403,"message":"m","metadata":{"reasons":"violence","provider_name":"P"}}}`, probes.ClientError, "403::403", nil},
+		// Account enforcement still pages, with or without a gateway.
+		{"openai abuse", 403, `{"error":{"message":"Your organization has been suspended.","type":"invalid_request_error","code":"organization_suspended"}}`, probes.AbuseBlock, "403:invalid_request_error:organization_suspended", nil},
+		{"gateway abuse", 403, `{"error":{"message":"litellm.PermissionDeniedError: Your account has been suspended for repeated violations of our usage policies.","code":"403"}}`, probes.AbuseBlock, "403::403", nil},
+	} {
+		resp := &probes.Response{Status: c.status, Body: []byte(c.body)}
+		for _, r := range []probes.Result{ClassifyError(resp, time.Now()), ClassifyChat(resp, time.Now())} {
+			if r.Class != c.class || r.Reason != c.reason || strings.Join(r.Categories, ",") != strings.Join(c.cats, ",") {
+				t.Errorf("%s: %s %q %v, want %s %q %v", c.name, r.Class, r.Reason, r.Categories, c.class, c.reason, c.cats)
+			}
+			if strings.Contains(r.Message+strings.Join(r.Unknown, ",")+r.Reason, "[probe text echoed back]") {
+				t.Errorf("%s: flagged_input copied into the result: %+v", c.name, r)
+			}
 		}
 	}
 }

@@ -20,7 +20,9 @@
 // results[0].flagged (flagged → blocked_input at stage input: the moderation
 // endpoint's flag is the classifier's verdict), categories (Fired),
 // category_scores (Score) and category_applied_input_types (Severity
-// "applied:image+text"), and the response model.
+// "applied:image+text"), and the response model. A category value that is
+// not true or false makes the answer unreadable (transient
+// "malformed_response"), never a verdict.
 //
 // Both read the x-request-id header (falling back to the body id), the error
 // envelope {error:{message,type,param,code}} (account enforcement such as
@@ -166,29 +168,7 @@ func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Resul
 	return oaiwire.Redact(oaiwire.ClassifyChat(resp, p.now()), p.target.APIKey)
 }
 
-// moderationCategories maps OpenAI moderation category names (omni and
-// legacy text-moderation models) to the normalized vocabulary.
-var moderationCategories = map[string]string{
-	"harassment":             probes.CatHarassment,
-	"harassment/threatening": probes.CatHarassment,
-	"hate":                   probes.CatHate,
-	"hate/threatening":       probes.CatHate,
-	"self-harm":              probes.CatSelfHarm,
-	"self-harm/intent":       probes.CatSelfHarm,
-	"self-harm/instructions": probes.CatSelfHarm,
-	"sexual":                 probes.CatSexual,
-	"sexual/minors":          probes.CatSexualMinors,
-	"violence":               probes.CatViolence,
-	"violence/graphic":       probes.CatViolence,
-	"illicit":                probes.CatIllicit,
-	"illicit/violent":        probes.CatIllicit,
-}
-
-// NormalizeModeration maps an OpenAI moderation category; unknown names are
+// NormalizeModeration maps an OpenAI moderation category (omni and legacy
+// text-moderation models: oaiwire.NormalizeModeration); unknown names are
 // "other" with known false.
-func NormalizeModeration(raw string) (string, bool) {
-	if c, ok := moderationCategories[raw]; ok {
-		return c, true
-	}
-	return probes.CatOther, false
-}
+func NormalizeModeration(raw string) (string, bool) { return oaiwire.NormalizeModeration(raw) }

@@ -222,10 +222,27 @@ func TestConformanceModeration(t *testing.T) {
 		},
 		{
 			Name: "synth_new_category_and_key",
-			Body: `{"id":"modr-2","model":"omni-moderation-latest","results":[{"flagged":true,"categories":{"hate":false,"extremism":true,"weird":"yes"},"category_scores":{"hate":0.01,"extremism":0.93,"weird":"high"},"new_field":1}],"usage":{}}`,
+			Body: `{"id":"modr-2","model":"omni-moderation-latest","results":[{"flagged":true,"categories":{"hate":false,"extremism":true},"category_scores":{"hate":0.01,"extremism":0.93,"weird":"high"},"new_field":1}],"usage":{}}`,
 			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Categories: []string{probes.CatOther}, Raw: []string{"extremism"},
 				Scores:  map[string]float64{"extremism": 0.93},
-				Unknown: []string{"category:extremism", "category:weird", "value:weird", "score:weird", "key:usage", "result_key:new_field"}},
+				Unknown: []string{"category:extremism", "category:weird", "score:weird", "key:usage", "result_key:new_field"}},
+		},
+		// A category value that is not true/false: unreadable, never a
+		// verdict, flagged or not (the categories are half the verdict).
+		{
+			Name: "synth_unreadable_value_flagged",
+			Body: `{"id":"modr-2","model":"omni-moderation-latest","results":[{"flagged":true,"categories":{"hate":false,"extremism":true,"weird":"yes"},"category_scores":{"hate":0.01,"extremism":0.93}}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: []string{"category:weird", "value:weird"}},
+		},
+		{
+			Name: "synth_unreadable_values_no_flag",
+			Body: `{"id":"modr-4","model":"omni-moderation-latest","results":[{"categories":{"hate":"true","violence":{"v":true},"sexual":null},"category_scores":{"hate":0.9,"violence":0.9,"sexual":0.9}}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: []string{"value:hate", "value:violence", "value:sexual"}},
+		},
+		{
+			Name: "synth_null_value_no_flag",
+			Body: `{"id":"modr-5","model":"omni-moderation-latest","results":[{"categories":{"hate":false,"violence":null},"category_scores":{"hate":0.01,"violence":0.99}}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: []string{"value:violence"}},
 		},
 		{
 			Name: "synth_self_harm_minors",

@@ -13,8 +13,13 @@
 // (output block, with Azure-style content_filter_results when a gateway
 // passes them through), message.refusal and plain-text refusals (model
 // refusal, the latter heuristic), Azure-style 400 content_filter errors and
-// OpenAI's 400 invalid_prompt (input block), account enforcement wording
-// (abuse_block), the error envelope in the OpenAI, {"error":"text"},
+// OpenAI's 400 invalid_prompt (input block), what gateways make of provider
+// blocks (input blocks: LiteLLM's ContentPolicyViolationError, with Azure's
+// per-category results when it forwards them in
+// error.provider_specific_fields.innererror; OpenAI's "Invalid prompt: your
+// prompt was flagged" message whatever the code; OpenRouter's 403
+// moderation error, its metadata.reasons the categories), account
+// enforcement wording (abuse_block, never on the invalid-prompt wording), the error envelope in the OpenAI, {"error":"text"},
 // top-level {message,type,code} and FastAPI {"detail":...} shapes, a 2xx
 // carrying only an error (transient), Retry-After / retry-after-ms /
 // x-ratelimit-reset-* and the x-request-id header (fallback: body id).
@@ -46,6 +51,7 @@ func Info() probes.Info {
 			"choices[0].finish_reason=content_filter (+ content_filter_results when present) (output block)",
 			"choices[0].message.refusal; plain-text refusal opening (model refusal, the latter heuristic)",
 			"400 error.code=content_filter / invalid_prompt (input block)",
+			"gateways: LiteLLM ContentPolicyViolationError (+ provider_specific_fields.innererror), \"Invalid prompt: your prompt was flagged\" with any code, OpenRouter 403 metadata.reasons (input block)",
 			"account enforcement wording in error type/code/message (abuse_block)",
 			"error envelopes: {error:{...}}, {error:\"...\"}, {message,type,code}, {detail}",
 			"429/5xx with Retry-After, retry-after-ms, x-ratelimit-reset-*",

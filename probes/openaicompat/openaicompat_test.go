@@ -47,6 +47,48 @@ func TestConformance(t *testing.T) {
 			Want: probestest.Want{Class: probes.Transient, RetryAfter: 6 * time.Minute},
 		},
 
+		// Gateways in front of providers (testdata/*.meta.yaml give sources).
+		{
+			Name: "litellm_azure_content_policy_older", Fixture: "litellm_400_azure_content_policy.json", Status: 400,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "content_policy_violation", Categories: nil},
+		},
+		{
+			Name: "litellm_azure_content_policy_provider_specific_fields", Fixture: "litellm_400_azure_content_policy_provider_specific_fields.json", Status: 400,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "content_filter",
+				Categories: []string{probes.CatHate}, Raw: []string{"hate"}, Severities: map[string]string{"hate": "high", "violence": "safe", "jailbreak": "not_detected"}},
+		},
+		{
+			Name: "litellm_openai_invalid_prompt_is_not_abuse", Fixture: "litellm_400_openai_invalid_prompt.json", Status: 400,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "invalid_prompt", Categories: nil},
+		},
+		{
+			Name: "openrouter_403_moderation", Fixture: "openrouter_403_moderation.json", Status: 403,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "moderation",
+				Categories: []string{probes.CatHarassment, probes.CatViolence}, Raw: []string{"violence", "harassment/threatening"}},
+		},
+		{
+			Name: "openrouter_403_moderation_unknown_reason", Status: 403,
+			Body: `{"error":{"code":403,"message":"flagged","metadata":{"reasons":["self-harm","brand,new",7],"flagged_input":"x","provider_name":"P","model_slug":"m"}}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "moderation",
+				Categories: []string{probes.CatOther, probes.CatSelfHarm}, Unknown: []string{"category:brand_new"}},
+		},
+		{
+			Name: "openrouter_403_other_metadata_is_client_error", Status: 403,
+			Body: `{"error":{"code":403,"message":"Key limit exceeded","metadata":{"provider_name":"P","raw":"x"}}}`,
+			Want: probestest.Want{Class: probes.ClientError, Reason: "403::403"},
+		},
+		{
+			// Real account enforcement through a gateway still pages.
+			Name: "litellm_account_suspended_is_abuse", Status: 403,
+			Body: `{"error":{"message":"litellm.PermissionDeniedError: OpenAIException - Your account has been suspended for repeated violations of our usage policies.","type":null,"param":null,"code":"403"}}`,
+			Want: probestest.Want{Class: probes.AbuseBlock, Stage: probes.StageAccount},
+		},
+		{
+			Name: "litellm_other_400_is_client_error", Status: 400,
+			Body: `{"error":{"message":"litellm.BadRequestError: OpenAIException - Unrecognized request argument supplied: content_policy","type":null,"param":null,"code":"400"}}`,
+			Want: probestest.Want{Class: probes.ClientError, Reason: "400::400"},
+		},
+
 		// Synthesized from the vLLM / FastAPI / gateway docs' error shapes.
 		{
 			Name: "synth_vllm_200", Body: `{"id":"chatcmpl-abc","object":"chat.completion","created":1,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"message":{"role":"assistant","content":"Hi.","reasoning_content":null,"tool_calls":[]},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"usage":{"prompt_tokens":9,"total_tokens":11,"completion_tokens":2},"prompt_logprobs":null}`,

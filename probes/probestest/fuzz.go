@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -265,6 +266,20 @@ func SyntheticBodies() [][]byte {
 		`{"action":"` + k + `","actionReason":"` + k + `","outputs":[{"text":"` + k + `"}],"assessments":[{"` + k + `":{},"wordPolicy":{"managedWordLists":[{"type":"` + k + `","action":"BLOCKED"}]}}]}`,
 		`{"message":"` + k + `","__type":"` + k + `","Message":"` + k + `","code":"` + k + `"}`,
 		`{"message":"Your account has been suspended: ` + k + `","__type":"AccessDeniedException"}`,
+		// Provider blocks that read like ordinary errors, and
+		// provider-controlled values with commas and control characters
+		// (Unknown entries must come out sanitized).
+		`{"type":"error","error":{"type":"invalid_request_error","message":"Output blocked by content filtering policy"},"request_id":"` + k + `"}`,
+		`{"type":"message","model":"m","content":[{"type":"weird,type"}],"stop_reason":"refusal","stop_details":{"type":"refusal
+","category":"new,cat","a,b":1}}`,
+		`{"error":{"message":"litellm.BadRequestError: litellm.ContentPolicyViolationError: ` + k + `","type":null,"param":null,"code":"400","provider_specific_fields":{"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":true,"severity":"high"},"` + k + `,x":{"filtered":true,"severity":"a,b"}}}}}}`,
+		`{"error":{"message":"litellm.BadRequestError: OpenAIException - Invalid prompt: your prompt was flagged as potentially violating our usage policy.","type":null,"param":null,"code":"400"}}`,
+		`{"error":{"code":403,"message":"` + k + `","metadata":{"reasons":["violence","` + k + `","a,b
+"],"flagged_input":"` + k + `","provider_name":"` + k + `","model_slug":"m"}}}`,
+		`{"id":"modr","model":"m","results":[{"categories":{"hate":"true","violence":null,"sexual":{"x":1},"a,b\t\u0000":false},"category_scores":{"hate":0.9}}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"ok"}]},"finishReason":"NEW,REASON","safetyRatings":[{"category":"HARM_CATEGORY_A,B","probability":"VERY
+HIGH","severity":"X,Y"}]}],"promptFeedback":{"blockReason":"B,R"},"new,key":1}`,
+		`{"output":{"message":{"content":[{"text":"ok"}]}},"stopReason":"brand,new","trace":{"guardrail":{"inputAssessment":{"g":{"contentPolicy":{"filters":[{"type":"SELF,HARM","confidence":"EXTREME	","action":"BLOCKED"}]},"brand,New":{}}}}}}`,
 	}
 	out := make([][]byte, len(bodies))
 	for i, b := range bodies {
@@ -366,8 +381,9 @@ func clip(b []byte) string {
 
 // CheckResult returns every invariant r breaks: a known class; categories
 // only on blocks, sorted, unique and in the normalized vocabulary; signal
-// categories in the vocabulary; a bounded message; no negative wait; and
-// key in no string field.
+// categories in the vocabulary; a bounded message; no negative wait;
+// Unknown entries sanitized (wire.SanitizeUnknown); and key in no string
+// field.
 func CheckResult(r probes.Result, key string) []string {
 	var bad []string
 	if _, err := probes.ParseClass(string(r.Class)); err != nil {
@@ -394,6 +410,13 @@ func CheckResult(r probes.Result, key string) []string {
 	}
 	if r.RetryAfter < 0 {
 		bad = append(bad, "negative RetryAfter "+r.RetryAfter.String())
+	}
+	for _, u := range r.Unknown {
+		// Storage joins the list with commas: an entry must not hold one
+		// (it would read back as two), nor a control character.
+		if wire.SanitizeUnknown(u) != u {
+			bad = append(bad, fmt.Sprintf("unsanitized Unknown entry %q", u))
+		}
 	}
 	if key != "" {
 		fields := map[string]string{"Reason": r.Reason, "Message": r.Message, "RequestID": r.RequestID, "ModelID": r.ModelID, "ModelFP": r.ModelFP, "Class": string(r.Class), "Stage": string(r.Stage)}

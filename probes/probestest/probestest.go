@@ -225,7 +225,8 @@ func Check(t testing.TB, got probes.Result, w Want) {
 }
 
 // Dump renders a request as golden-file text: method and path, the
-// non-secret headers sorted, a blank line, and the body bytes.
+// non-secret headers sorted, the names of the pinned headers (only when
+// one is present), the fingerprint, a blank line, and the body bytes.
 func Dump(r *probes.Request) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s\n", r.Method, r.Path)
@@ -236,6 +237,17 @@ func Dump(r *probes.Request) []byte {
 	sort.Strings(keys)
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(r.Header[k], ", "))
+	}
+	if p := r.PinnedHeaders(); p != "" {
+		// The headers folded into the fingerprint, named (their values
+		// are in the header lines above).
+		var names []string
+		for _, line := range strings.Split(strings.TrimSuffix(p, "\n"), "\n") {
+			if n, _, _ := strings.Cut(line, ":"); len(names) == 0 || names[len(names)-1] != n {
+				names = append(names, n)
+			}
+		}
+		fmt.Fprintf(&b, "pinned: %s\n", strings.Join(names, ", "))
 	}
 	fmt.Fprintf(&b, "sha256: %s\n\n", r.SHA256())
 	b.Write(r.Body)

@@ -5,11 +5,66 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
-// keySanitizer keeps Unknown entries free of the list separator storage
-// uses and of line breaks.
-var keySanitizer = strings.NewReplacer(",", "_", "\n", "_", "\r", "_")
+// unknownClean reports whether SanitizeUnknown leaves s as it is: valid
+// UTF-8 with no comma and no control character.
+func unknownClean(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == ',' || c < 0x20 || c == 0x7f {
+			return false
+		}
+		if c >= utf8.RuneSelf {
+			// Multi-byte: decode the rest (C1 controls, invalid bytes).
+			for _, r := range s[i:] {
+				if r == ',' || r == utf8.RuneError || unicode.IsControl(r) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return true
+}
+
+// SanitizeUnknown is the one sanitizer of Result.Unknown entries, keys and
+// provider-controlled values alike: a comma (the separator storage joins
+// the list with, so "category:a,b" would read back as two entries) and
+// every control character (line breaks, tabs, NUL, DEL, C1) become "_";
+// invalid UTF-8 becomes U+FFFD. A clean string is returned as it is,
+// without allocating.
+func SanitizeUnknown(s string) string {
+	if unknownClean(s) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r == ',' || unicode.IsControl(r) {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// CleanUnknown applies SanitizeUnknown to every entry of u, in order. It
+// returns u itself when every entry is clean, else a sanitized copy (u
+// may be shared with a caller).
+func CleanUnknown(u []string) []string {
+	for i, s := range u {
+		if unknownClean(s) {
+			continue
+		}
+		out := make([]string, len(u))
+		copy(out, u)
+		for j := i; j < len(out); j++ {
+			out[j] = SanitizeUnknown(out[j])
+		}
+		return out
+	}
+	return u
+}
 
 // KeysNotIn lists m's keys missing from known, sanitized, at most 64 bytes,
 // prefixed and sorted. A provider adding a key is itself a signal: adapters
@@ -18,7 +73,7 @@ func KeysNotIn(m map[string]json.RawMessage, known map[string]bool, prefix strin
 	var out []string
 	for k := range m {
 		if !known[k] {
-			out = append(out, prefix+Truncate(keySanitizer.Replace(k), 64))
+			out = append(out, prefix+Truncate(SanitizeUnknown(k), 64))
 		}
 	}
 	sort.Strings(out)

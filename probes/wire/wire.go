@@ -189,19 +189,58 @@ var abuseTypes = map[string]bool{
 	"user_suspended":           true,
 }
 
-// IsAbuse reports whether an error's type/code and message denote
-// account-level enforcement rather than a per-request problem.
-func IsAbuse(typ, code, message string) bool {
-	if abuseTypes[strings.ToLower(typ)] || abuseTypes[strings.ToLower(code)] {
-		return true
-	}
+// promptFlaggedPhrases are the openings of OpenAI's per-request input
+// block (reasoning models, 400 invalid_request_error invalid_prompt):
+// "Invalid prompt: your prompt was flagged as potentially violating our
+// usage policy. Please try again with a different prompt: ...". Gateways
+// (LiteLLM: "litellm.BadRequestError: OpenAIException - Invalid prompt:
+// ...", code "400") forward the message without the code.
+var promptFlaggedPhrases = []string{
+	"invalid prompt: your prompt was flagged",
+	"your prompt was flagged as potentially violating",
+}
+
+// IsPromptFlagged reports whether message is OpenAI's invalid-prompt input
+// block, whatever error code came with it.
+func IsPromptFlagged(message string) bool {
 	m := strings.ToLower(message)
-	for _, p := range abusePhrases {
+	for _, p := range promptFlaggedPhrases {
 		if strings.Contains(m, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// IsAbuse reports whether an error's type/code and message denote
+// account-level enforcement rather than a per-request problem. OpenAI's
+// invalid-prompt wording ("your prompt was flagged as potentially
+// violating our usage policy", IsPromptFlagged) is a per-request input
+// block, never enforcement, though it contains "violating our usage
+// polic": in such a message the usage-policy phrases do not count (an
+// enforcement type or code, or an account phrase, still does).
+func IsAbuse(typ, code, message string) bool {
+	if abuseTypes[strings.ToLower(typ)] || abuseTypes[strings.ToLower(code)] {
+		return true
+	}
+	m := strings.ToLower(message)
+	flagged := IsPromptFlagged(m)
+	for _, p := range abusePhrases {
+		if flagged && usagePolicyPhrases[p] {
+			continue
+		}
+		if strings.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// usagePolicyPhrases are the abusePhrases OpenAI's invalid-prompt message
+// also contains.
+var usagePolicyPhrases = map[string]bool{
+	"violation of our usage polic": true,
+	"violating our usage polic":    true,
 }
 
 // refusalOpeners are the openings of plain-text refusals. The heuristic is
@@ -279,7 +318,8 @@ const MaxMessage = 1024
 
 // Finish fills derived fields of r: for a block, sorted unique fired
 // categories (from Signals when Categories is empty); for anything else, no
-// categories; and a bounded message and reason.
+// categories; every Unknown entry sanitized (SanitizeUnknown, order kept);
+// and a bounded message and reason.
 func Finish(r probes.Result) probes.Result {
 	if !r.Class.IsBlock() {
 		r.Categories = nil
@@ -293,6 +333,7 @@ func Finish(r probes.Result) probes.Result {
 		r.Categories = cats
 	}
 	r.Categories = probes.SortedUnique(r.Categories)
+	r.Unknown = CleanUnknown(r.Unknown)
 	r.Message = Truncate(r.Message, MaxMessage)
 	r.Reason = Truncate(r.Reason, 200)
 	return r

@@ -63,3 +63,69 @@ func TestRedact(t *testing.T) {
 		t.Errorf("message %d bytes after redacting a short key", len(r.Message))
 	}
 }
+
+func TestIsAbuseNotOnInvalidPrompt(t *testing.T) {
+	const invalid = "Invalid prompt: your prompt was flagged as potentially violating our usage policy. Please try again with a different prompt: https://platform.openai.com/docs/guides/reasoning#advice-on-prompting"
+	for _, c := range []struct {
+		typ, code, msg string
+		abuse          bool
+	}{
+		// OpenAI's per-request input block, direct or through a gateway
+		// without its code: never account enforcement.
+		{"invalid_request_error", "invalid_prompt", invalid, false},
+		{"", "400", "litellm.BadRequestError: OpenAIException - " + invalid, false},
+		{"", "", "INVALID PROMPT: Your prompt was flagged as potentially violating our usage policies", false},
+		// Account enforcement still is.
+		{"", "", "Your account has been suspended for repeated violations of our usage policies.", true},
+		{"", "", "Your access was terminated due to violation of our usage policies.", true},
+		{"", "", "This key is violating our usage policy and has been restricted.", true},
+		{"invalid_request_error", "", "This organization has been disabled.", true},
+		{"", "account_deactivated", invalid, true},
+		{"", "", invalid + " Your account has been suspended.", true},
+		// Ordinary errors are not.
+		{"invalid_request_error", "", "messages: roles must alternate", false},
+	} {
+		if got := IsAbuse(c.typ, c.code, c.msg); got != c.abuse {
+			t.Errorf("IsAbuse(%q, %q, %q) = %v, want %v", c.typ, c.code, c.msg, got, c.abuse)
+		}
+	}
+	if !IsPromptFlagged(invalid) || IsPromptFlagged("Your account has been suspended.") {
+		t.Error("IsPromptFlagged")
+	}
+}
+
+func TestSanitizeUnknown(t *testing.T) {
+	for in, want := range map[string]string{
+		"category:hate":          "category:hate",
+		"category:new,cat":       "category:new_cat",
+		"content_type:a\nb\r\tc": "content_type:a_b__c",
+		"x\x00y\x7fz\u0085w":     "x_y_z_w",
+		"ünïcode:ok é":           "ünïcode:ok é",
+		"bad:\xff":               "bad:\uFFFD",
+		"":                       "",
+	} {
+		if got := SanitizeUnknown(in); got != want {
+			t.Errorf("SanitizeUnknown(%q) = %q, want %q", in, got, want)
+		}
+		if got := SanitizeUnknown(SanitizeUnknown(in)); got != want {
+			t.Errorf("not idempotent on %q: %q", in, got)
+		}
+	}
+	clean := []string{"a", "b:c"}
+	if got := CleanUnknown(clean); &got[0] != &clean[0] {
+		t.Error("CleanUnknown copied a clean list")
+	}
+	dirty := []string{"a", "b,c", "d\ne"}
+	got := CleanUnknown(dirty)
+	if strings.Join(got, "|") != "a|b_c|d_e" || dirty[1] != "b,c" {
+		t.Errorf("CleanUnknown = %q (input now %q)", got, dirty)
+	}
+	if n := testing.AllocsPerRun(100, func() { SanitizeUnknown("category:hate") }); n != 0 {
+		t.Errorf("%v allocations sanitizing a clean entry", n)
+	}
+	// Finish sanitizes every entry, whatever the adapter put there.
+	r := Finish(probes.Result{Class: probes.Allowed, Unknown: []string{"category:new,cat", "content_type:weird,type"}})
+	if strings.Join(r.Unknown, ",") != "category:new_cat,content_type:weird_type" {
+		t.Errorf("Finish left %q", r.Unknown)
+	}
+}
