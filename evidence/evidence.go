@@ -1,10 +1,10 @@
 // Package evidence builds the self-contained, hash-verifiable record of an
 // event for incident reviews: for every flipped probe, the exact request
-// bytes and their SHA-256 (recomputed and checked), the probe's canonical
-// corpus form, and the before and after observations with provider request
-// ids, timestamps, model fingerprints, verdicts, categories, signals and
-// the stored response bodies with their hashes. The record carries a
-// SHA-256 over its own canonical JSON.
+// bytes and pinned headers and their SHA-256 (recomputed and checked), the
+// probe's canonical corpus form, and the before and after observations
+// with provider request ids, timestamps, model fingerprints, verdicts,
+// categories, signals and the stored response bodies with their hashes.
+// The record carries a SHA-256 over its own canonical JSON.
 //
 // What the database cannot supply is said, never papered over: a side of a
 // flip with no stored observation is absent (Probe.BeforeAbsent,
@@ -42,19 +42,25 @@ const Format = "driftprobe-evidence/1"
 
 // Request is the exact request of a probe on a target.
 type Request struct {
-	Method   string `json:"method"`
-	Path     string `json:"path"`
-	Body     string `json:"body"`
-	SHA256   string `json:"sha256"`   // the event's request fingerprint
-	Verified bool   `json:"verified"` // sha256(method \n path \n body) equals the fingerprint
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// PinnedHeaders are the request's pinned headers as stored
+	// (probes.Request.PinnedHeaders: "name: value\n" lines, e.g.
+	// anthropic-version), part of the fingerprint; omitted when the
+	// request pins none, as every record written before headers could be
+	// pinned.
+	PinnedHeaders string `json:"pinned_headers,omitempty"`
+	Body          string `json:"body"`
+	SHA256        string `json:"sha256"`   // the event's request fingerprint
+	Verified      bool   `json:"verified"` // probes.Fingerprint(method, path, body, pinned_headers) equals the fingerprint
 	// ObservationID is the stored observation the bytes were read from:
 	// the before observation, else the after one, else (when neither
 	// holds readable bytes) another observation of the same bytes on the
 	// same target.
 	ObservationID int64 `json:"observation_id,omitempty"`
-	// Missing says why the record holds no request bytes (Method, Path
-	// and Body are then empty and Verified false): no stored observation
-	// holds them any more. Not a mismatch.
+	// Missing says why the record holds no request bytes (Method, Path,
+	// PinnedHeaders and Body are then empty and Verified false): no stored
+	// observation holds them any more. Not a mismatch.
 	Missing string `json:"missing,omitempty"`
 }
 
@@ -200,7 +206,7 @@ type side struct {
 	out    *Observation
 	obs    *storage.Observation
 	absent string
-	req    []byte // the stored request bytes, read and hashing to obs.RequestSHA256
+	req    []byte // the stored request body, read and hashing (with obs's method, path and pinned headers) to obs.RequestSHA256
 	reqOK  bool
 }
 
@@ -252,7 +258,7 @@ func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
 	}
 	if before.out != nil && after.out != nil {
 		p.SameBytes = before.obs.RequestSHA256 == ep.RequestSHA256 && after.obs.RequestSHA256 == ep.RequestSHA256
-		if before.reqOK && after.reqOK && !bytes.Equal(before.req, after.req) {
+		if before.reqOK && after.reqOK && (!bytes.Equal(before.req, after.req) || before.obs.RequestPinned != after.obs.RequestPinned) {
 			p.SameBytes = false
 		}
 	}
@@ -273,7 +279,7 @@ func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
 }
 
 func request(o *storage.Observation, body []byte) Request {
-	return Request{Method: o.RequestMethod, Path: o.RequestPath, Body: text(body), SHA256: o.RequestSHA256, Verified: true, ObservationID: o.ID}
+	return Request{Method: o.RequestMethod, Path: o.RequestPath, PinnedHeaders: o.RequestPinned, Body: text(body), SHA256: o.RequestSHA256, Verified: true, ObservationID: o.ID}
 }
 
 // side loads the observation obsID cites (0: none).
@@ -305,8 +311,7 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 		}
 		problems = append(problems, err.Error()) // storage.ErrUnreadableBody: "stored body unreadable: ..."
 	} else {
-		req := probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: rq}
-		if got := req.SHA256(); got != o.RequestSHA256 {
+		if got := o.RequestFingerprint(rq); got != o.RequestSHA256 {
 			problems = append(problems, fmt.Sprintf("stored request bytes hash to %s, recorded %s", got, o.RequestSHA256))
 		} else {
 			s.req, s.reqOK = rq, true
@@ -378,8 +383,7 @@ next:
 			}
 			return nil, nil, err
 		}
-		req := probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: rq}
-		if req.SHA256() == ep.RequestSHA256 {
+		if o.RequestFingerprint(rq) == ep.RequestSHA256 {
 			return o, rq, nil
 		}
 	}
@@ -501,13 +505,13 @@ func Verify(r *Record) error {
 	// a forger who recomputes every hash.
 	for _, p := range r.Probes {
 		q := p.Request
+		carries := q.Method != "" || q.Path != "" || q.PinnedHeaders != "" || q.Body != ""
 		if q.Missing != "" {
-			if q.Method != "" || q.Path != "" || q.Body != "" || q.Verified {
+			if carries || q.Verified {
 				return fmt.Errorf("%s/%s: request marked missing (%s) but carries bytes or is marked verified", p.Target, p.ProbeID, q.Missing)
 			}
-		} else if q.Method != "" || q.Path != "" || q.Body != "" || q.Verified {
-			req := probes.Request{Method: q.Method, Path: q.Path, Body: []byte(q.Body)}
-			if got := req.SHA256(); got != q.SHA256 && q.Verified {
+		} else if carries || q.Verified {
+			if got := probes.Fingerprint(q.Method, q.Path, []byte(q.Body), q.PinnedHeaders); got != q.SHA256 && q.Verified {
 				return fmt.Errorf("%s/%s: request sha256 %s, recorded %s", p.Target, p.ProbeID, got, q.SHA256)
 			} else if got == q.SHA256 && !q.Verified {
 				return fmt.Errorf("%s/%s: request bytes hash to the fingerprint but are marked unverified", p.Target, p.ProbeID)
@@ -616,8 +620,17 @@ func WriteMarkdown(w io.Writer, r *Record) {
 			if (p.Before == nil || p.Before.ID != p.Request.ObservationID) && (p.After == nil || p.After.ID != p.Request.ObservationID) {
 				from += ", which the event does not cite: the same bytes on the same target"
 			}
-			fmt.Fprintf(w, "request %s %s, sha256 %s (verified: %v, identical bytes before and after: %s; bytes read from %s)\n\n",
-				code(p.Request.Method), code(p.Request.Path), code(p.Request.SHA256), p.Request.Verified, same, from)
+			var pinned string
+			if p.Request.PinnedHeaders != "" {
+				// One inert code span per "name: value" line.
+				var lines []string
+				for l := range strings.Lines(p.Request.PinnedHeaders) {
+					lines = append(lines, span(strings.TrimSuffix(l, "\n")))
+				}
+				pinned = ", pinned headers " + strings.Join(lines, ", ")
+			}
+			fmt.Fprintf(w, "request %s %s%s, sha256 %s (verified: %v, identical bytes before and after: %s; bytes read from %s)\n\n",
+				code(p.Request.Method), code(p.Request.Path), pinned, code(p.Request.SHA256), p.Request.Verified, same, from)
 			fmt.Fprintf(w, "%s(shown for reading, control and bidi characters removed; the exact bytes that hash to the fingerprint are in --json)\n\n", ghissue.Fenced(p.Request.Body, 1<<20))
 		}
 		ep := verdicts[p.Target+"\x00"+p.ProbeID]

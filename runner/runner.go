@@ -521,6 +521,7 @@ func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *co
 	ob.Attempts = a.attempts
 	ob.RequestBody = req.Body
 	ob.RequestMethod, ob.RequestPath = req.Method, req.Path
+	ob.RequestPinned = req.PinnedHeaders()
 	ob.Body = a.resp.Body
 	ob.BodyTruncated = a.resp.Truncated
 	if keep > 0 && len(ob.Body) > keep {

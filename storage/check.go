@@ -81,7 +81,8 @@ const checkChunk = 512
 
 // Check verifies the database: SQLite's own structure check, foreign keys,
 // and, unless opts.SkipBodies, every stored body against its fingerprint:
-// the request bytes (method, path, body) must hash to request_sha256 and
+// the request (method, path, body and pinned headers, probes.Fingerprint)
+// must hash to request_sha256 and
 // the response body to body_sha256, both after decompression. It only
 // reads, holds no lock across chunks (runs may write meanwhile; rows they
 // add may or may not be seen), and returns an error only when the database
@@ -164,7 +165,7 @@ func (d *DB) foreignKeyProblems(ctx context.Context) ([]ForeignKeyProblem, error
 type storedObs struct {
 	id, run, target       int64
 	probe, reqSHA, method string
-	path, bodySHA         string
+	path, pinned, bodySHA string
 	reqBody, body         []byte
 	pruned                bool
 }
@@ -179,16 +180,18 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
 		names[t.ID] = t.Name
 	}
 	// A database read as it is (OpenReadOnly) may predate bodies_pruned
-	// (migration 0005): nothing was pruned then.
-	pruned := "0"
-	var has bool
-	if err := d.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info('observations') WHERE name = 'bodies_pruned')`).Scan(&has); err != nil {
+	// (migration 0005): nothing was pruned then; and request_pinned
+	// (migration 0010): no header was pinned then, every request hashed
+	// over method, path and body alone.
+	pruned, err := d.columnOr(ctx, "observations", "bodies_pruned", "0")
+	if err != nil {
 		return fmt.Errorf("check: observations: %w", err)
 	}
-	if has {
-		pruned = "bodies_pruned"
+	pinned, err := d.columnOr(ctx, "observations", "request_pinned", "''")
+	if err != nil {
+		return fmt.Errorf("check: observations: %w", err)
 	}
-	q := `SELECT id, run_id, target_id, probe_id, request_sha256, request_method, request_path, request_body, body_sha256, body, ` + pruned + `
+	q := `SELECT id, run_id, target_id, probe_id, request_sha256, request_method, request_path, ` + pinned + `, request_body, body_sha256, body, ` + pruned + `
 			FROM observations WHERE id > ? ORDER BY id LIMIT ?`
 	chunk := make([]storedObs, 0, checkChunk)
 	for last := int64(0); ; {
@@ -199,7 +202,7 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
 		}
 		for rows.Next() {
 			var o storedObs
-			if err := rows.Scan(&o.id, &o.run, &o.target, &o.probe, &o.reqSHA, &o.method, &o.path, &o.reqBody, &o.bodySHA, &o.body, &o.pruned); err != nil {
+			if err := rows.Scan(&o.id, &o.run, &o.target, &o.probe, &o.reqSHA, &o.method, &o.path, &o.pinned, &o.reqBody, &o.bodySHA, &o.body, &o.pruned); err != nil {
 				rows.Close()
 				return fmt.Errorf("check: observations: %w", err)
 			}
@@ -236,15 +239,27 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
 	}
 }
 
+// columnOr returns column when table has it, else or (an SQL expression
+// standing for the value every row had before the column was added).
+func (d *DB) columnOr(ctx context.Context, table, column, or string) (string, error) {
+	var has bool
+	if err := d.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pragma_table_info(?) WHERE name = ?)`, table, column).Scan(&has); err != nil {
+		return "", err
+	}
+	if has {
+		return column, nil
+	}
+	return or, nil
+}
+
 // verifyStored returns what is wrong with o's stored bytes, or "".
 func verifyStored(o *storedObs) string {
-	if o.reqSHA != "" && !(o.reqSHA == RenderError && o.method == "" && o.path == "" && len(o.reqBody) == 0) {
+	if o.reqSHA != "" && !(o.reqSHA == RenderError && o.method == "" && o.path == "" && o.pinned == "" && len(o.reqBody) == 0) {
 		body, err := decodeBody(o.reqBody)
 		if err != nil {
 			return fmt.Sprintf("%s: %v", ProblemRequestUnreadable, err)
 		}
-		req := probes.Request{Method: o.method, Path: o.path, Body: body}
-		if req.SHA256() != o.reqSHA {
+		if probes.Fingerprint(o.method, o.path, body, o.pinned) != o.reqSHA {
 			return ProblemRequestMismatch
 		}
 	}

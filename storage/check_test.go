@@ -14,13 +14,13 @@ import (
 )
 
 // checkedObservations are testObservations with true fingerprints, as a
-// run records them: request_sha256 over method, path and body, and
-// body_sha256 of the response body (none without one).
+// run records them: request_sha256 over method, path, body and (for a
+// quarter of them) pinned headers, and body_sha256 of the response body
+// (none without one).
 func checkedObservations(runID, targetID int64, n int) []*Observation {
 	obs := testObservations(runID, targetID, n)
 	for _, o := range obs {
-		req := probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: o.RequestBody}
-		o.RequestSHA256 = req.SHA256()
+		o.RequestSHA256 = probes.Fingerprint(o.RequestMethod, o.RequestPath, o.RequestBody, o.RequestPinned)
 		o.BodySHA256 = ""
 		if o.Body != nil {
 			s := sha256.Sum256(o.Body)
@@ -87,6 +87,11 @@ func TestCheckFindsTamperedEvidence(t *testing.T) {
 	exec(`UPDATE observations SET request_body = ? WHERE id = 14`, encodeBody([]byte(`{"model":"other"}`)))
 	exec(`UPDATE observations SET request_path = '/v2/chat' WHERE id = 8`)
 	exec(`UPDATE observations SET body = ? WHERE id = 11`, []byte(`an answer appeared`))
+	// Pinned headers are part of the fingerprint: 2 (i=1) and 10 (i=9)
+	// pinned one, 3 (i=2) none.
+	exec(`UPDATE observations SET request_pinned = 'anthropic-version: 1999-01-01'||char(10) WHERE id = 2`)
+	exec(`UPDATE observations SET request_pinned = '' WHERE id = 10`)
+	exec(`UPDATE observations SET request_pinned = 'anthropic-version: 2023-06-01'||char(10) WHERE id = 3`)
 	// A row whose parent is gone (written with foreign keys off).
 	exec(`PRAGMA foreign_keys = OFF`)
 	exec(`INSERT INTO run_targets (run_id, target_id, status) VALUES (?, 999, 'complete')`, run)
@@ -109,13 +114,16 @@ func TestCheckFindsTamperedEvidence(t *testing.T) {
 		14: ProblemRequestMismatch,
 		8:  ProblemRequestMismatch,
 		11: ProblemResponseMismatch + " (none recorded)",
+		2:  ProblemRequestMismatch,
+		10: ProblemRequestMismatch,
+		3:  ProblemRequestMismatch,
 	}
 	for id, w := range want {
 		if !strings.HasPrefix(got[id], w) {
 			t.Errorf("observation %d: problem %q, want %q", id, got[id], w)
 		}
 	}
-	if rep.OK || rep.ProblemCount != 5 || len(got) != 5 {
+	if rep.OK || rep.ProblemCount != 8 || len(got) != 8 {
 		t.Errorf("report: %+v", rep)
 	}
 	if len(rep.ForeignKeys) != 1 || rep.ForeignKeys[0].Table != "run_targets" || rep.ForeignKeys[0].Parent != "targets" {
@@ -124,7 +132,7 @@ func TestCheckFindsTamperedEvidence(t *testing.T) {
 
 	// The list is capped; the count is not.
 	rep, err = d.Check(ctx, CheckOptions{MaxProblems: 2})
-	if err != nil || len(rep.Problems) != 2 || rep.ProblemCount != 5 || rep.Problems[0].ObservationID != 4 {
+	if err != nil || len(rep.Problems) != 2 || rep.ProblemCount != 8 || rep.Problems[0].ObservationID != 2 {
 		t.Errorf("capped: %+v, %v", rep, err)
 	}
 }

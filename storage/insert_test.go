@@ -68,9 +68,13 @@ func testObservations(runID, targetID int64, n int) []*Observation {
 		if i%13 == 0 {
 			req = bytes.Repeat(req, 12) // a large request body, compressed
 		}
+		var pinned string
+		if i%4 == 1 { // a pinned header (an API version), as Anthropic's requests carry
+			pinned = fmt.Sprintf("anthropic-version: 2023-06-%02d\n", 1+i%28)
+		}
 		out[i] = &Observation{
 			RunID: runID, TargetID: targetID, ProbeID: fmt.Sprintf("p%05d", i/2), ProbeSHA256: fmt.Sprintf("%064x", i/2), Sample: i % 2,
-			RequestSHA256: fmt.Sprintf("%064x", i*3), RequestMethod: "POST", RequestPath: "/v1/chat/completions", RequestBody: req,
+			RequestSHA256: fmt.Sprintf("%064x", i*3), RequestMethod: "POST", RequestPath: "/v1/chat/completions", RequestBody: req, RequestPinned: pinned,
 			Result: probes.Result{Class: probes.Allowed, Stage: "output", Categories: fired, Signals: sigs, Reason: "stop", Message: fmt.Sprintf("msg %d \"quoted\" <b>", i),
 				Heuristic: i%17 == 0, RequestID: fmt.Sprintf("req-%d", i), ModelID: "sim-1-2026", ModelFP: "fp_abc", TokensIn: 31, TokensOut: 64 + i%9, Unknown: unknown},
 			HTTPStatus: 200, Latency: time.Duration(i)*time.Millisecond + time.Duration(i%4)*250*time.Microsecond, CostUSD: float64(i) / 1e5, Attempts: 1 + i%3,
@@ -84,10 +88,10 @@ func testObservations(runID, targetID int64, n int) []*Observation {
 // batched insert must store exactly what it stored.
 func insertObservationsReference(ctx context.Context, d *DB, obs []*Observation) error {
 	return d.Tx(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO observations (run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_body,
+		st, err := tx.PrepareContext(ctx, `INSERT INTO observations (run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_body, request_pinned,
 			class, stage, categories, signals, reason, message, heuristic, unknown, http_status, request_id, model_id, model_fp,
 			latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body, body_truncated, observed_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -98,7 +102,7 @@ func insertObservationsReference(ctx context.Context, d *DB, obs []*Observation)
 			if len(r.Signals) > 0 {
 				sig = appendSignals(nil, r.Signals)
 			}
-			res, err := st.ExecContext(ctx, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, encodeBody(o.RequestBody),
+			res, err := st.ExecContext(ctx, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, encodeBody(o.RequestBody), o.RequestPinned,
 				string(r.Class), string(r.Stage), strings.Join(r.Categories, ","), sig, r.Reason, r.Message, b2i(r.Heuristic),
 				strings.Join(r.Unknown, ","), o.HTTPStatus, r.RequestID, r.ModelID, r.ModelFP,
 				float64(o.Latency)/1e6, r.TokensIn, r.TokensOut, o.CostUSD, o.Attempts, o.BodySHA256, encodeBody(o.Body), b2i(o.BodyTruncated), ts(o.ObservedAt))
@@ -115,7 +119,7 @@ func insertObservationsReference(ctx context.Context, d *DB, obs []*Observation)
 // SQLite storage type, as text.
 func dumpObservations(t *testing.T, d *DB) []string {
 	t.Helper()
-	cols := []string{"id", "run_id", "target_id", "probe_id", "probe_sha256", "sample", "request_sha256", "request_method", "request_path", "request_body",
+	cols := []string{"id", "run_id", "target_id", "probe_id", "probe_sha256", "sample", "request_sha256", "request_method", "request_path", "request_body", "request_pinned",
 		"class", "stage", "categories", "signals", "reason", "message", "heuristic", "unknown", "http_status", "request_id", "model_id", "model_fp",
 		"latency_ms", "tokens_in", "tokens_out", "cost_usd", "attempts", "body_sha256", "body", "body_truncated", "observed_at"}
 	var sel []string

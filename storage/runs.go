@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +93,11 @@ type Observation struct {
 	RequestMethod string
 	RequestPath   string
 	RequestBody   []byte // exact bytes (stored compressed)
+	// RequestPinned is the request's pinned headers
+	// (probes.Request.PinnedHeaders), part of RequestSHA256 (see
+	// RequestFingerprint): "" for requests pinning nothing and for every
+	// observation stored before headers could be pinned (migration 0010).
+	RequestPinned string
 	Result        probes.Result
 	HTTPStatus    int
 	Latency       time.Duration
@@ -109,6 +116,38 @@ type Observation struct {
 
 // Categories returns the observation's sorted normalized categories.
 func (o *Observation) Categories() []string { return o.Result.Categories }
+
+// RequestFingerprint returns the fingerprint of the stored request with
+// body as its bytes (the request body, decompressed): probes.Fingerprint
+// of the method, path, body and pinned headers. For sound evidence it
+// equals RequestSHA256.
+func (o *Observation) RequestFingerprint(body []byte) string {
+	return probes.Fingerprint(o.RequestMethod, o.RequestPath, body, o.RequestPinned)
+}
+
+// Request rebuilds the stored request with body as its bytes: method,
+// path, body, and the pinned headers as Header and Pinned, so that a
+// classifier sees them as sent and, for pinned text as
+// probes.Request.PinnedHeaders writes it, SHA256 equals
+// RequestFingerprint. Nothing else of the request is stored: the URL
+// (host), other headers and credentials are absent.
+func (o *Observation) Request(body []byte) *probes.Request {
+	req := &probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: body}
+	for line := range strings.Lines(o.RequestPinned) {
+		name, value, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ": ")
+		if !ok || name == "" {
+			continue // not as PinnedHeaders writes it; RequestFingerprint still hashes the text as stored
+		}
+		if req.Header == nil {
+			req.Header = http.Header{}
+		}
+		if !slices.Contains(req.Pinned, name) {
+			req.Pinned = append(req.Pinned, name)
+		}
+		req.Header.Add(name, value)
+	}
+	return req
+}
 
 // ErrNotFound is returned when a requested row does not exist.
 var ErrNotFound = errors.New("not found")
@@ -281,13 +320,13 @@ func (d *DB) Probe(ctx context.Context, sha string) (ProbeRecord, error) {
 const insertRows = 32
 
 // obsParams is the number of values bound per observation row.
-const obsParams = 31
+const obsParams = 32
 
-const insertHead = `INSERT INTO observations (id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_body,
+const insertHead = `INSERT INTO observations (id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_body, request_pinned,
 	class, stage, categories, signals, reason, message, heuristic, unknown, http_status, request_id, model_id, model_fp,
 	latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body, body_truncated, observed_at) VALUES `
 
-const insertRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertSQL returns the INSERT statement for rows observations.
 func insertSQL(rows int) string { return valuesSQL(insertHead, insertRow, rows) }
@@ -403,7 +442,7 @@ func (d *DB) appendObsArgs(args []any, sig []byte, o *Observation, id any) ([]an
 	}
 	reqBody, body := o.reqZ.stored(o.RequestBody), o.bodyZ.stored(o.Body)
 	o.reqZ, o.bodyZ = compressed{}, compressed{} // used; don't keep it alive
-	return append(args, id, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, reqBody,
+	return append(args, id, o.RunID, o.TargetID, o.ProbeID, o.ProbeSHA256, o.Sample, o.RequestSHA256, o.RequestMethod, o.RequestPath, reqBody, o.RequestPinned,
 		string(r.Class), string(r.Stage), strings.Join(r.Categories, ","), signals, r.Reason, r.Message, b2i(r.Heuristic),
 		strings.Join(r.Unknown, ","), o.HTTPStatus, r.RequestID, r.ModelID, r.ModelFP,
 		float64(o.Latency)/1e6, r.TokensIn, r.TokensOut, o.CostUSD, o.Attempts, o.BodySHA256, body, b2i(o.BodyTruncated), ts(o.ObservedAt)), sig
@@ -446,7 +485,7 @@ func sameSlice(a, b []byte) bool {
 	return cap(a) == 0 || &a[:1][0] == &b[:1][0]
 }
 
-const obsCols = `id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, class, stage, categories, signals, reason, message,
+const obsCols = `id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_pinned, class, stage, categories, signals, reason, message,
 	heuristic, unknown, http_status, request_id, model_id, model_fp, latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body_truncated, observed_at, bodies_pruned`
 
 func scanObs(rows interface{ Scan(...any) error }) (*Observation, error) {
@@ -454,7 +493,7 @@ func scanObs(rows interface{ Scan(...any) error }) (*Observation, error) {
 	var class, stage, cats, sig, unknown, at string
 	var heur, trunc, pruned int
 	var lat float64
-	err := rows.Scan(&o.ID, &o.RunID, &o.TargetID, &o.ProbeID, &o.ProbeSHA256, &o.Sample, &o.RequestSHA256, &o.RequestMethod, &o.RequestPath, &class, &stage, &cats, &sig,
+	err := rows.Scan(&o.ID, &o.RunID, &o.TargetID, &o.ProbeID, &o.ProbeSHA256, &o.Sample, &o.RequestSHA256, &o.RequestMethod, &o.RequestPath, &o.RequestPinned, &class, &stage, &cats, &sig,
 		&o.Result.Reason, &o.Result.Message, &heur, &unknown, &o.HTTPStatus, &o.Result.RequestID, &o.Result.ModelID, &o.Result.ModelFP,
 		&lat, &o.Result.TokensIn, &o.Result.TokensOut, &o.CostUSD, &o.Attempts, &o.BodySHA256, &trunc, &at, &pruned)
 	if err != nil {

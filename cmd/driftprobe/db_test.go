@@ -285,12 +285,12 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "d.db")
 	mustRun(t, 2, "--db", db)
-	// Make it a schema-7 database: before migration 0008 and 0009.
+	// Make it a schema-7 database: before migrations 0008, 0009 and 0010.
 	st, err := storage.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `PRAGMA user_version = 7`} {
+	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `PRAGMA user_version = 7`} {
 		if _, err := st.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -262,7 +262,7 @@ func newDBCheckCmd(g *globals) *cobra.Command {
                 every index entry against its table; slower)
   foreign keys  every row's parent row exists
   evidence      every stored request and response body decompresses, the request
-                bytes (method, path, body) hash to the observation's request_sha256
+                bytes (method, path, body, pinned headers) hash to its request_sha256
                 and the response body to its body_sha256; bodies retention pruned
                 are counted, not checked (--no-bodies skips this part)
 

@@ -72,13 +72,13 @@ because the run's targets are not in the config.`,
 				fmt.Fprintln(g.stdout, rep)
 				if len(rep.Diffs) > 0 {
 					tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "OBSERVATION\tTARGET\tPROBE\tSAMPLE\tRECORDED\tREPLAYED\tBODY INTACT")
+					fmt.Fprintln(tw, "OBSERVATION\tTARGET\tPROBE\tSAMPLE\tRECORDED\tREPLAYED\tREQUEST INTACT\tBODY INTACT")
 					for _, d := range rep.Diffs {
 						replayed := verdictText(d.Replayed)
 						if d.Unreadable != "" {
 							replayed = "unreadable: " + d.Unreadable
 						}
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ObservationID, d.Target, d.ProbeID, d.Sample, verdictText(d.Stored), replayed, yn(d.BodyIntact))
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ObservationID, d.Target, d.ProbeID, d.Sample, verdictText(d.Stored), replayed, yn(d.RequestIntact), yn(d.BodyIntact))
 					}
 					tw.Flush()
 				}

@@ -34,7 +34,9 @@ func (v Verdict) equal(w Verdict) bool {
 }
 
 // ReplayDiff is one observation whose stored answer no longer reads as the
-// verdict recorded for it, or whose stored body no longer has its hash.
+// verdict recorded for it, whose stored body no longer has its hash, or
+// whose stored request (method, path, body, pinned headers) no longer has
+// its fingerprint.
 type ReplayDiff struct {
 	ObservationID int64   `json:"observation_id"`
 	Target        string  `json:"target"`
@@ -43,6 +45,9 @@ type ReplayDiff struct {
 	Stored        Verdict `json:"stored"`
 	Replayed      Verdict `json:"replayed"`
 	BodyIntact    bool    `json:"body_intact"` // the stored body still hashes to body_sha256
+	// RequestIntact: the stored request (method, path, body and pinned
+	// headers, probes.Fingerprint) still hashes to request_sha256.
+	RequestIntact bool `json:"request_intact"`
 	// Unreadable says why the stored bodies could not be read back
 	// (damaged, not decompressible); Replayed is then empty.
 	Unreadable string `json:"unreadable,omitempty"`
@@ -75,9 +80,12 @@ type ReplayReport struct {
 // Replay re-classifies every stored answer of run runID (of one target when
 // only is not "") with the configured targets' current classifiers, offline,
 // and reports each observation whose recorded verdict (class and categories)
-// the stored bytes no longer read as. It shows that a verdict is reproducible
-// from its evidence, and what a classifier change would re-read differently.
-// Headers are not stored, so request ids and Retry-After are not compared.
+// the stored bytes no longer read as, or whose stored bytes no longer hash
+// to their fingerprints. It shows that a verdict is reproducible from its
+// evidence, and what a classifier change would re-read differently. The
+// classifier is given the request as stored: method, path, body and the
+// pinned headers (storage.Observation.Request). Response headers are not
+// stored, so request ids and Retry-After are not compared.
 func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.Target, only string) (*ReplayReport, error) {
 	run, err := st.Run(ctx, runID)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -143,15 +151,16 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 			}
 			sum := sha256.Sum256(body)
 			intact := o.BodySHA256 == "" || hex.EncodeToString(sum[:]) == o.BodySHA256
-			req := &probes.Request{Method: o.RequestMethod, Path: o.RequestPath, Body: reqBody}
-			got := verdictOf(runner.Classify(t.Prober, req, &probes.Response{Status: o.HTTPStatus, Body: body, Truncated: o.BodyTruncated}))
+			reqIntact := o.RequestFingerprint(reqBody) == o.RequestSHA256
+			got := verdictOf(runner.Classify(t.Prober, o.Request(reqBody), &probes.Response{Status: o.HTTPStatus, Body: body, Truncated: o.BodyTruncated}))
 			want := verdictOf(o.Result)
 			rep.Replayed++
-			if intact && got.equal(want) {
+			if intact && reqIntact && got.equal(want) {
 				rep.Same++
 				continue
 			}
-			rep.Diffs = append(rep.Diffs, ReplayDiff{ObservationID: o.ID, Target: rt.Target, ProbeID: o.ProbeID, Sample: o.Sample, Stored: want, Replayed: got, BodyIntact: intact})
+			rep.Diffs = append(rep.Diffs, ReplayDiff{ObservationID: o.ID, Target: rt.Target, ProbeID: o.ProbeID, Sample: o.Sample, Stored: want, Replayed: got,
+				BodyIntact: intact, RequestIntact: reqIntact})
 		}
 	}
 	if only != "" && !found {
