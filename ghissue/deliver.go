@@ -637,8 +637,27 @@ func attempted(r row) bool { return r.Attempts > 0 || r.NextAttempt != "" }
 // carry it the oldest wins (the one driftprobe opened; a human quoting it
 // can only do so later).
 func (d *deliverer) findRecent(ctx context.Context, fingerprint string, since time.Time) (*github.Issue, error) {
-	opt := &github.IssueListByRepoOptions{State: "all", Since: since, Sort: "created", Direction: "desc", ListOptions: github.ListOptions{PerPage: 100}}
+	opt := &github.IssueListByRepoOptions{State: "all", Since: since, Sort: "created", Direction: "desc"}
 	var found *github.Issue
+	err := d.eachIssue(ctx, opt, func(iss *github.Issue) bool {
+		if iss.GetCreatedAt().Time.Before(since) {
+			return false // older than the row: the rest is older still
+		}
+		if !iss.IsPullRequest() && markerOf(iss.GetBody()) == fingerprint && (found == nil || iss.GetNumber() < found.GetNumber()) {
+			found = iss
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("looking for the issue of an earlier attempt: %w", err)
+	}
+	return found, nil
+}
+
+// eachIssue calls fn with every issue the listing opt selects, page by
+// page (100 per page), until fn returns false or the pages end.
+func (d *deliverer) eachIssue(ctx context.Context, opt *github.IssueListByRepoOptions, fn func(*github.Issue) bool) error {
+	opt.PerPage = 100
 	for {
 		var page []*github.Issue
 		var resp *github.Response
@@ -648,21 +667,15 @@ func (d *deliverer) findRecent(ctx context.Context, fingerprint string, since ti
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("looking for the issue of an earlier attempt: %w", err)
+			return err
 		}
 		for _, iss := range page {
-			if iss.GetCreatedAt().Time.Before(since) {
-				return found, nil // older than the row: the rest is older still
-			}
-			if iss.IsPullRequest() || markerOf(iss.GetBody()) != fingerprint {
-				continue
-			}
-			if found == nil || iss.GetNumber() < found.GetNumber() {
-				found = iss
+			if !fn(iss) {
+				return nil
 			}
 		}
 		if resp == nil || resp.NextPage == 0 {
-			return found, nil
+			return nil
 		}
 		opt.Page = resp.NextPage
 	}
@@ -674,32 +687,20 @@ func (d *deliverer) list(ctx context.Context) error {
 	if d.listed {
 		return nil
 	}
-	opt := &github.IssueListByRepoOptions{State: "all", Labels: []string{Label}, ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		var page []*github.Issue
-		var resp *github.Response
-		err := d.call(ctx, func(ctx context.Context) error {
-			var err error
-			page, resp, err = d.gh.Issues.ListByRepo(ctx, d.owner, d.repo, opt)
-			return err
-		})
-		if err != nil {
-			return err
+	opt := &github.IssueListByRepoOptions{State: "all", Labels: []string{Label}}
+	err := d.eachIssue(ctx, opt, func(iss *github.Issue) bool {
+		if iss.IsPullRequest() {
+			return true
 		}
-		for _, iss := range page {
-			if iss.IsPullRequest() {
-				continue
-			}
-			if fp := markerOf(iss.GetBody()); fp != "" {
-				if old, dup := d.index[fp]; !dup || iss.GetNumber() < old.GetNumber() {
-					d.index[fp] = iss // the oldest issue wins if a human copied the marker
-				}
+		if fp := markerOf(iss.GetBody()); fp != "" {
+			if old, dup := d.index[fp]; !dup || iss.GetNumber() < old.GetNumber() {
+				d.index[fp] = iss // the oldest issue wins if a human copied the marker
 			}
 		}
-		if resp == nil || resp.NextPage == 0 {
-			break
-		}
-		opt.Page = resp.NextPage
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	d.listed = true
 	return nil

@@ -304,41 +304,7 @@ func TestRunLease(t *testing.T) {
 // the lease released, and nothing is half-written.
 func TestShutdownAbortsRunCleanly(t *testing.T) {
 	dir := t.TempDir()
-	cfgPath := writeCfg(t, dir, `
-database: %DB%
-schedule: "@every 10m"
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim: {error_status: 503, fail_first: 1}
-`)
-	clock := clockwork.NewFakeClock()
-	waiting := make(chan struct{}, 1000)
-	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: clock,
-		// Every first attempt gets a 503; the backoff wait blocks until shutdown.
-		Sleep: func(ctx context.Context, _ time.Duration) error {
-			waiting <- struct{}{}
-			<-ctx.Done()
-			return ctx.Err()
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := clock.BlockUntilContext(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(10 * time.Minute)
-	select {
-	case <-waiting: // a run is in progress, waiting to retry
-	case <-ctx.Done():
-		t.Fatal("run never started")
-	}
+	d := startBlockedRun(t, dir, blockedRunCfg)
 	st, err := storage.Open(context.Background(), filepath.Join(dir, "d.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -401,42 +367,10 @@ driftprobe_abuse_blocks{target="a"} 62
 // at once, the run in progress keeps its own, and shutdown still aborts it.
 func TestReloadDuringRunDoesNotWait(t *testing.T) {
 	dir := t.TempDir()
-	body := `
-database: %DB%
-schedule: "@every 10m"
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim: {error_status: 503, fail_first: 1}
-`
-	cfgPath := writeCfg(t, dir, body)
-	clock := clockwork.NewFakeClock()
-	waiting := make(chan struct{}, 1000)
-	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: clock,
-		Sleep: func(ctx context.Context, _ time.Duration) error {
-			waiting <- struct{}{}
-			<-ctx.Done()
-			return ctx.Err()
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
+	d := startBlockedRun(t, dir, blockedRunCfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := clock.BlockUntilContext(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(10 * time.Minute)
-	select {
-	case <-waiting: // a run is in progress, blocked in its retry wait
-	case <-ctx.Done():
-		t.Fatal("run never started")
-	}
-	writeCfg(t, dir, body+"  - {name: b, provider: sim, model: m}\n")
+	writeCfg(t, dir, blockedRunCfg+"  - {name: b, provider: sim, model: m}\n")
 	reloaded := make(chan error, 1)
 	go func() { reloaded <- d.Reload() }()
 	select {
@@ -461,4 +395,50 @@ targets:
 	if run, err := st.Run(context.Background(), 1); err != nil || run.Status != storage.RunAborted {
 		t.Fatalf("run %+v %v, want aborted", run, err)
 	}
+}
+
+// blockedRunCfg is a daemon config whose run sits in its first retry wait:
+// every first attempt gets a 503.
+const blockedRunCfg = `
+database: %DB%
+schedule: "@every 10m"
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim: {error_status: 503, fail_first: 1}
+`
+
+// startBlockedRun starts a daemon on body (written in dir) and returns once
+// its first scheduled run is in progress, blocked in a retry wait that
+// ends only when the run's context does (shutdown).
+func startBlockedRun(t *testing.T, dir, body string) *app.Daemon {
+	t.Helper()
+	cfgPath := writeCfg(t, dir, body)
+	clock := clockwork.NewFakeClock()
+	waiting := make(chan struct{}, 1000)
+	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: clock,
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			waiting <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Minute)
+	select {
+	case <-waiting:
+	case <-ctx.Done():
+		t.Fatal("run never started")
+	}
+	return d
 }
