@@ -27,7 +27,7 @@ const (
 
 // histograms are the exported families that also expose _bucket, _sum and
 // _count series.
-var histograms = []string{metrics.RunDuration}
+var histograms = []string{metrics.RunDuration, metrics.RecordedRunDuration}
 
 // loadDashboard decodes the dashboard into generic maps: Grafana's schema is
 // large and version-dependent, so the test checks the properties that

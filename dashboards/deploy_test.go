@@ -545,6 +545,16 @@ func TestSystemdUnits(t *testing.T) {
 	if tf == "" || !slices.Contains(strings.Fields(strings.Join(svc["Service.ReadWritePaths"], " ")), filepath.Dir(tf)) {
 		t.Errorf("driftprobe.service: --metrics-textfile %q must be in ReadWritePaths %v (ProtectSystem=strict)", tf, svc["Service.ReadWritePaths"])
 	}
+	// A DynamicUser can write the textfile directory only through a group
+	// the install steps give it: the unit names the group, and its install
+	// steps (and the README's) create the directory with it.
+	group := one(svc, "Service.SupplementaryGroups")
+	raw, _ := os.ReadFile(filepath.Join(systemdDir, "driftprobe.service"))
+	readme, _ := os.ReadFile("../README.md")
+	mk := "install -d -m 2775 -g " + group + " " + filepath.Dir(tf)
+	if one(svc, "Service.DynamicUser") == "yes" && (group == "" || !strings.Contains(string(raw), mk) || !strings.Contains(string(readme), mk)) {
+		t.Errorf("driftprobe.service: SupplementaryGroups %q; the unit's and README's install steps must run %q", group, mk)
+	}
 
 	timer := unit(t, "driftprobe.timer")
 	check2 := map[string]string{"Timer.OnCalendar": "hourly", "Timer.Persistent": "true", "Install.WantedBy": "timers.target"}

@@ -21,7 +21,7 @@ const (
 	CostUSDTotal      = "driftprobe_cost_usd_total"             // counter {target}
 	OutboxPending     = "driftprobe_outbox_pending"             // gauge
 	AbuseBlocks       = "driftprobe_abuse_blocks"               // gauge {target}: probes answered with account-level enforcement in the last run
-	TargetDegraded    = "driftprobe_target_degraded"            // gauge {target}: 1 when the last run on the target was degraded
+	TargetDegraded    = "driftprobe_target_degraded"            // gauge {target}: 1 when the target's latest finished (not aborted) run was degraded
 	ConfigReloadOK    = "driftprobe_config_last_reload_successful"
 	ConfigReloadTime  = "driftprobe_config_last_reload_success_timestamp_seconds"
 	LockSkipsTotal    = "driftprobe_run_lock_skips_total" // counter: scheduled runs skipped because another process held the lock
@@ -36,6 +36,27 @@ const (
 	UncoveredCategories  = "driftprobe_uncovered_categories"          // gauge {target,category} 1: production blocks it, no corpus probe is tagged with it
 	AttributionTimestamp = "driftprobe_attribution_timestamp_seconds" // gauge: time of the latest successful report
 	AttributionSuccess   = "driftprobe_attribution_success"           // gauge 1/0: whether the latest attempt succeeded
+
+	// Database-backed, so they mean the same in every deployment: a
+	// one-shot run (textfile, Pushgateway) exports what every run so far
+	// recorded, not only its own process's counts.
+	LastEventTimestamp  = "driftprobe_last_event_timestamp_seconds"  // gauge {target,kind,direction}: when the latest event (as opened) was recorded on the target
+	LastRunProbes       = "driftprobe_last_run_probes"               // gauge {target,outcome}: the target's latest finished run's answers by outcome
+	RecordedProbes      = "driftprobe_recorded_probes_total"         // counter {target,outcome}: answers recorded by every run
+	RecordedRequests    = "driftprobe_recorded_requests_total"       // counter {target}: request attempts recorded by every run
+	RecordedRetries     = "driftprobe_recorded_retries_total"        // counter {target}
+	RecordedTokens      = "driftprobe_recorded_tokens_total"         // counter {target,direction}
+	RecordedCostUSD     = "driftprobe_recorded_cost_usd_total"       // counter {target}
+	RecordedRunDuration = "driftprobe_recorded_run_duration_seconds" // histogram: wall time of every finished run
+)
+
+// Outcomes of driftprobe_last_run_probes and driftprobe_recorded_probes_total:
+// how a probe's first sample was answered.
+const (
+	OutcomeVerdict     = "verdict"            // allowed, blocked_*, model_refusal, abuse_block
+	OutcomeTransient   = "transient"          // 429, 5xx, timeouts, breaker open (after retries)
+	OutcomeClientError = "client_error"       // 400 not a filter, 401, 404, render errors
+	OutcomeUnavailable = "filter_unavailable" // the provider's filter did not run
 )
 
 // Exported lists every metric family name driftprobe exports (histograms
@@ -45,4 +66,6 @@ var Exported = []string{
 	RequestsTotal, RetriesTotal, BreakerOpen, TokensTotal, CostUSDTotal, OutboxPending, AbuseBlocks,
 	TargetDegraded, ConfigReloadOK, ConfigReloadTime, LockSkipsTotal, BuildInfo, ScheduleIntervalS,
 	DatabaseSize, DatabaseFree, ProductionChanges, UncoveredCategories, AttributionTimestamp, AttributionSuccess,
+	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
+	RecordedRunDuration,
 }

@@ -200,6 +200,9 @@ func (d *Daemon) tick(ctx context.Context) {
 	o := RunOptions{Logger: d.log, Lease: d.lease, Sleep: d.o.Sleep, Note: "serve"}
 	Instrument(d.m, &o)
 	res, err := RunOnce(ctx, cfg, cp, d.st, targets, o)
+	if res != nil || (err != nil && !errors.Is(err, storage.ErrLocked)) {
+		ObserveRun(d.m, res) // the run is over: its totals, and every breaker back to 0
+	}
 	switch {
 	case errors.Is(err, storage.ErrLocked):
 		d.m.LockSkips.Inc()
@@ -207,7 +210,6 @@ func (d *Daemon) tick(ctx context.Context) {
 	case err != nil:
 		d.log.Error("run failed", "err", err)
 	default:
-		ObserveRun(d.m, res)
 		d.log.Info("run finished", "run", res.Summary.RunID, "status", res.Summary.Status, "events", len(res.Events))
 		if d.o.AfterRun != nil {
 			d.o.AfterRun(ctx, cfg, d.st, res)

@@ -23,22 +23,28 @@ func Instrument(m *metrics.Metrics, o *RunOptions) {
 			m.Retries.WithLabelValues(t.Config.Name).Inc()
 		}
 	}
+	// Live during a run only: ObserveRun sets every breaker back to 0.
 	o.Hooks.OnBreaker = func(t *runner.Target, open bool) {
-		v := 0.0
-		if open {
-			v = 1
-		}
-		m.Breaker.WithLabelValues(t.Config.Name).Set(v)
+		m.SetBreaker(t.Config.Name, open)
 	}
 }
 
-// ObserveRun records a finished run's totals.
+// ObserveRun records a finished run's totals, and that the run is over:
+// breakers exist only within a run, so after it none is open and
+// driftprobe_breaker_open reads 0 for every target (a breaker that opened
+// during the run is in the run's record: the target-run is degraded).
+// Call it after every RunOnce that ran, failed ones too (res may be nil).
 func ObserveRun(m *metrics.Metrics, res *RunResult) {
-	if m == nil || res == nil {
+	if m == nil {
+		return
+	}
+	if res == nil || res.Summary == nil {
+		m.RunEnded()
 		return
 	}
 	s := res.Summary
 	m.RunDuration.Observe(s.Duration.Seconds())
+	names := make([]string, 0, len(s.Targets))
 	for _, t := range s.Targets {
 		// Present from the first run (0 until one happens), so rate() and
 		// alerts see a series rather than nothing.
@@ -46,27 +52,35 @@ func ObserveRun(m *metrics.Metrics, res *RunResult) {
 		m.Tokens.WithLabelValues(t.Target, "input").Add(float64(t.TokensIn))
 		m.Tokens.WithLabelValues(t.Target, "output").Add(float64(t.TokensOut))
 		m.Cost.WithLabelValues(t.Target).Add(t.CostUSD)
-		if !t.BreakerOpened {
-			m.Breaker.WithLabelValues(t.Target).Set(0)
-		}
+		names = append(names, t.Target)
 	}
+	m.RunEnded(names...)
 }
 
 // NewRegistry builds a registry with driftprobe's metrics and the database
-// collector.
+// collector. Once ConfigLoaded has recorded a configuration, the collector
+// exports per-target series only for its enabled targets.
 func NewRegistry(st *storage.DB, runtime bool) (*prometheus.Registry, *metrics.Metrics) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, Version)
-	reg.MustRegister(metrics.NewDBCollector(st.SQL()))
+	reg.MustRegister(metrics.NewDBCollector(st.SQL()).OnlyTargets(m.Configured))
 	if runtime {
 		metrics.RegisterRuntime(reg)
 	}
 	return reg, m
 }
 
-// ConfigLoaded records a successful configuration load and the schedule's
-// interval (used by staleness alerts, also for one-shot runs).
+// ConfigLoaded records a successful configuration load, the schedule's
+// interval (used by staleness alerts, also for one-shot runs) and the
+// targets it runs: only enabled targets keep per-target series, so a
+// target removed or disabled (a suspended account's, say) stops alerting.
 func ConfigLoaded(m *metrics.Metrics, cfg *config.Config, now time.Time) {
+	enabled := cfg.Enabled()
+	names := make([]string, len(enabled))
+	for i, t := range enabled {
+		names[i] = t.Name
+	}
+	m.SetConfigured(names)
 	m.ReloadOK.Set(1)
 	m.ReloadTime.Set(float64(now.UnixNano()) / 1e9)
 	if iv, ok := interval(cfg.Schedule); ok {

@@ -1,0 +1,348 @@
+package app_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/testenv"
+	"github.com/driftprobe/driftprobe/metrics"
+	"github.com/driftprobe/driftprobe/runner"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// process is one driftprobe process's metrics, wired as `run` and `serve`
+// wire them: a registry over the store, the config recorded, the runner's
+// hooks instrumented.
+type process struct {
+	reg *prometheus.Registry
+	m   *metrics.Metrics
+}
+
+func newProcess(e *testenv.Env, cfg *config.Config) *process {
+	reg, m := app.NewRegistry(e.Store, false)
+	app.ConfigLoaded(m, cfg, time.Now())
+	return &process{reg, m}
+}
+
+// run runs once at `at` (injected clocks) and observes the result.
+func (p *process) run(t *testing.T, ctx context.Context, e *testenv.Env, cfg *config.Config, targets []*runner.Target, at time.Time,
+	sleep func(context.Context, time.Duration) error, hook func(o *app.RunOptions)) *app.RunResult {
+	t.Helper()
+	e.Store.SetClock(func() time.Time { return at })
+	if sleep == nil {
+		sleep = e.Sleep
+	}
+	o := app.RunOptions{Sleep: sleep, Now: func() time.Time { return at }}
+	app.Instrument(p.m, &o)
+	if hook != nil {
+		hook(&o)
+	}
+	res, err := app.RunOnce(ctx, cfg, e.Corpus, e.Store, targets, o)
+	if err != nil {
+		t.Fatalf("run at %v: %v", at, err)
+	}
+	app.ObserveRun(p.m, res)
+	return res
+}
+
+// lines returns "name{l=v,...} value" per series of p's registry whose
+// family is in names (all when none is given), sorted.
+func (p *process) lines(t *testing.T, names ...string) []string {
+	t.Helper()
+	mfs, err := p.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		if len(names) > 0 && !slices.Contains(names, mf.GetName()) {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			out = append(out, mf.GetName()+"{"+strings.Join(ls, ",")+"} "+strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ofTarget(lines []string, target string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, "target="+target+",") || strings.Contains(l, "target="+target+"}") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func value(t *testing.T, lines []string, series string) float64 {
+	t.Helper()
+	for _, l := range lines {
+		if s, v, _ := strings.Cut(l, "} "); s+"}" == series {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	t.Errorf("no series %s in\n  %s", series, strings.Join(lines, "\n  "))
+	return -1
+}
+
+// A target disabled or removed from the config exports nothing any more,
+// from the database (abuse blocks: DriftprobeAbuseBlock pages with for:
+// 0m, degradation, verdicts, categories) or from the process (requests,
+// the breaker gauge), once the config that drops it is loaded; enabled
+// again, it is back.
+func TestMetricsOnlyForConfiguredTargets(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: sim-a, provider: sim, model: m, sim: {abuse_from_run: 3}}
+  - {name: sim-b, provider: sim, model: m}
+`)
+	ctx := context.Background()
+	p := newProcess(e, e.Config)
+	for i := range 3 {
+		p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Duration(i)*time.Hour), nil, nil)
+	}
+	// A breaker reported open during a run (its series stays, at 0).
+	o := app.RunOptions{}
+	app.Instrument(p.m, &o)
+	o.Hooks.OnBreaker(&runner.Target{Config: e.Config.Target("sim-a")}, true)
+	app.ObserveRun(p.m, nil)
+	all := p.lines(t)
+	if v := value(t, all, `driftprobe_abuse_blocks{target=sim-a}`); v != float64(len(e.Corpus.Probes)) {
+		t.Fatalf("abuse blocks on sim-a: %v, want every probe", v)
+	}
+	families := func(lines []string) []string {
+		var out []string
+		for _, l := range lines {
+			n, _, _ := strings.Cut(l, "{")
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	for _, f := range []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.ProbeVerdicts, metrics.CategoryActive, metrics.LastRunProbes,
+		metrics.RecordedProbes, metrics.RequestsTotal, metrics.RetriesTotal, metrics.TokensTotal, metrics.CostUSDTotal, metrics.BreakerOpen} {
+		if !slices.Contains(families(ofTarget(all, "sim-a")), f) {
+			t.Errorf("before: sim-a has no %s series", f)
+		}
+	}
+
+	// The suspended account's target is disabled: nothing of it remains,
+	// also after a run of the new config.
+	disabled := *e.Config
+	disabled.Targets = nil
+	for _, tc := range e.Config.Targets {
+		c := *tc
+		c.Disabled = c.Name == "sim-a"
+		disabled.Targets = append(disabled.Targets, &c)
+	}
+	app.ConfigLoaded(p.m, &disabled, time.Now())
+	if got := ofTarget(p.lines(t), "sim-a"); len(got) != 0 {
+		t.Errorf("sim-a disabled, yet exported:\n  %s", strings.Join(got, "\n  "))
+	}
+	targets, closeT, err := app.BuildTargets(&disabled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeT()
+	p.run(t, ctx, e, &disabled, targets, testenv.AttributionT0.Add(3*time.Hour), nil, nil)
+	all = p.lines(t)
+	if got := ofTarget(all, "sim-a"); len(got) != 0 {
+		t.Errorf("sim-a disabled, after a run:\n  %s", strings.Join(got, "\n  "))
+	}
+	if value(t, all, `driftprobe_target_degraded{target=sim-b}`) != 0 || len(ofTarget(all, "sim-b")) < 20 {
+		t.Errorf("sim-b lost its series:\n  %s", strings.Join(ofTarget(all, "sim-b"), "\n  "))
+	}
+
+	// Removed from the file altogether: the same.
+	removed := disabled
+	removed.Targets = []*config.Target{disabled.Target("sim-b")}
+	app.ConfigLoaded(p.m, &removed, time.Now())
+	if got := ofTarget(p.lines(t), "sim-a"); len(got) != 0 {
+		t.Errorf("sim-a removed, yet exported:\n  %s", strings.Join(got, "\n  "))
+	}
+	// Enabled again: its database series are back.
+	app.ConfigLoaded(p.m, e.Config, time.Now())
+	if v := value(t, p.lines(t), `driftprobe_abuse_blocks{target=sim-a}`); v != float64(len(e.Corpus.Probes)) {
+		t.Errorf("sim-a enabled again: abuse blocks %v", v)
+	}
+}
+
+// A fresh target (confirm_runs: 2) exports its verdicts after its first
+// run and no category_active series; after the second, when its baselines
+// confirm, every category, its positive controls' at 1. Exporting 0 after
+// run 1 made DriftprobeNewCategoryActive page for each of them.
+func TestCategoryActiveAppearsWhenBaselinesConfirm(t *testing.T) {
+	e := testenv.New(t, "targets:\n  - {name: fresh, provider: sim, model: m}\n")
+	ctx := context.Background()
+	p := newProcess(e, e.Config)
+	p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0, nil, nil)
+	if got := p.lines(t, metrics.CategoryActive); len(got) != 0 {
+		t.Errorf("after run 1: %v, want no category_active series", got)
+	}
+	if got := p.lines(t, metrics.ProbeVerdicts); len(got) == 0 {
+		t.Error("after run 1: no verdicts")
+	}
+	p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Hour), nil, nil)
+	got := p.lines(t, metrics.CategoryActive)
+	active := 0
+	for _, l := range got {
+		if strings.HasSuffix(l, " 1") {
+			active++
+		}
+	}
+	if len(got) != 11 || active == 0 || active == len(got) {
+		t.Errorf("after run 2: %d categories, %d active:\n  %s", len(got), active, strings.Join(got, "\n  "))
+	}
+}
+
+// One-shot runs (CronJob, timer) are one process each: the per-process
+// driftprobe_requests_total says the same every run, so
+// DriftprobeClientErrors reads what the database recorded. Its series say
+// what each run found and only grow across processes.
+func TestOneShotRunsExportRecordedClientErrors(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: sim-badkey, provider: sim, model: m, sim: {error_status: 401, error_rate: 1}}
+  - {name: sim-ok, provider: sim, model: m}
+`)
+	ctx := context.Background()
+	n := float64(len(e.Corpus.Probes))
+	for i := 1; i <= 2; i++ {
+		p := newProcess(e, e.Config) // a new process every run
+		p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Duration(i)*time.Hour), nil, nil)
+		all := p.lines(t)
+		if v := value(t, all, `driftprobe_requests_total{outcome=client_error,target=sim-badkey}`); v != n {
+			t.Errorf("process %d: requests_total %v, want this run's %v (the same every run)", i, v, n)
+		}
+		for series, want := range map[string]float64{
+			`driftprobe_last_run_probes{outcome=client_error,target=sim-badkey}`:         n,
+			`driftprobe_last_run_probes{outcome=verdict,target=sim-badkey}`:              0,
+			`driftprobe_last_run_probes{outcome=client_error,target=sim-ok}`:             0,
+			`driftprobe_last_run_probes{outcome=verdict,target=sim-ok}`:                  n,
+			`driftprobe_recorded_probes_total{outcome=client_error,target=sim-badkey}`:   n * float64(i),
+			`driftprobe_recorded_requests_total{target=sim-badkey}`:                      n * float64(i),
+			`driftprobe_recorded_probes_total{outcome=verdict,target=sim-ok}`:            n * float64(i),
+			`driftprobe_recorded_run_duration_seconds{}`:                                 float64(i),
+			`driftprobe_recorded_tokens_total{direction=input,target=sim-badkey}`:        0,
+			`driftprobe_recorded_probes_total{outcome=filter_unavailable,target=sim-ok}`: 0,
+		} {
+			if v := value(t, all, series); v != want {
+				t.Errorf("process %d: %s = %v, want %v", i, series, v, want)
+			}
+		}
+	}
+}
+
+// driftprobe_last_event_timestamp_seconds is when detection recorded the
+// event (the store's clock), so alerts can tell a new event from an old
+// one seen again after a gap.
+func TestEventTimestampMetric(t *testing.T) {
+	e := testenv.New(t, testenv.AttributionConfig)
+	ctx := context.Background()
+	p := newProcess(e, e.Config)
+	for i := range 5 {
+		p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Duration(i)*time.Hour), nil, nil)
+	}
+	// sim-a tightens from run 4; confirmed in run 5, at T0+4h.
+	all := p.lines(t, metrics.LastEventTimestamp, metrics.EventsTotal)
+	want := []string{
+		"driftprobe_events_total{direction=tightened,kind=policy_change,target=sim-a} 1",
+		"driftprobe_last_event_timestamp_seconds{direction=tightened,kind=policy_change,target=sim-a} " +
+			strconv.FormatFloat(float64(testenv.AttributionT0.Add(4*time.Hour).Unix()), 'g', -1, 64),
+	}
+	if !slices.Equal(all, want) {
+		t.Errorf("got\n  %s\nwant\n  %s", strings.Join(all, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// An interrupted run (SIGTERM, a deadline) marks no target degraded and
+// clears none: driftprobe_target_degraded is the latest finished run's.
+func TestAbortedRunIsNotDegraded(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: ok, provider: sim, model: m, concurrency: 1, sim: {error_status: 503, fail_first: 1}}
+  - {name: down, provider: sim, model: m, concurrency: 1, sim: {error_status: 503, error_rate: 1}}
+`)
+	ctx := context.Background()
+	p := newProcess(e, e.Config)
+	res := p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0, nil, nil)
+	if got := res.Summary.Targets; got[0].Status != storage.TargetDegraded || got[1].Status != storage.TargetComplete {
+		t.Fatalf("run 1: %s %s, want down degraded, ok complete", got[0].Status, got[1].Status)
+	}
+	// Run 2 is interrupted at its first retry wait.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res = p.run(t, runCtx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Hour), func(ctx context.Context, _ time.Duration) error {
+		cancel()
+		return context.Canceled
+	}, nil)
+	if res.Summary.Status != storage.RunAborted || res.Summary.Targets[0].Status != storage.TargetAborted || res.Summary.Targets[1].Status != storage.TargetAborted {
+		t.Fatalf("run 2: %s, want aborted", res.Summary.Status)
+	}
+	all := p.lines(t, metrics.TargetDegraded)
+	want := []string{"driftprobe_target_degraded{target=down} 1", "driftprobe_target_degraded{target=ok} 0"}
+	if !slices.Equal(all, want) {
+		t.Errorf("after the interrupted run:\n  %s\nwant\n  %s", strings.Join(all, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// Breakers exist only within a run. The gauge reads 1 while one is open
+// during the run and 0 once the run is over, also when it ended with the
+// breaker open (the target-run is degraded: that is the record), and also
+// after a run that failed (ObserveRun with no result).
+func TestBreakerGaugeZeroAfterRun(t *testing.T) {
+	e := testenv.New(t, "targets:\n  - {name: down, provider: sim, model: m, concurrency: 1, sim: {error_status: 503, error_rate: 1}}\n")
+	ctx := context.Background()
+	p := newProcess(e, e.Config)
+	var sawOpen atomic.Bool
+	res := p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0, nil, func(o *app.RunOptions) {
+		live := o.Hooks.OnBreaker
+		o.Hooks.OnBreaker = func(tg *runner.Target, open bool) {
+			live(tg, open)
+			if open && testutil.ToFloat64(p.m.Breaker.WithLabelValues(tg.Config.Name)) == 1 {
+				sawOpen.Store(true)
+			}
+		}
+	})
+	if !res.Summary.Targets[0].BreakerOpened || res.Summary.Targets[0].Status != storage.TargetDegraded {
+		t.Fatalf("the breaker never opened: %+v", res.Summary.Targets[0].RunTarget)
+	}
+	if !sawOpen.Load() {
+		t.Error("the gauge never read 1 while the breaker was open")
+	}
+	if got := p.lines(t, metrics.BreakerOpen); !slices.Equal(got, []string{"driftprobe_breaker_open{target=down} 0"}) {
+		t.Errorf("after the run: %v, want the breaker at 0", got)
+	}
+	if v := value(t, p.lines(t), `driftprobe_target_degraded{target=down}`); v != 1 {
+		t.Errorf("degraded %v, want 1", v)
+	}
+
+	// A run that fails after the breaker opened (detection error, lost
+	// lease) has no result; it is over all the same.
+	o := app.RunOptions{}
+	app.Instrument(p.m, &o)
+	o.Hooks.OnBreaker(&runner.Target{Config: e.Config.Target("down")}, true)
+	app.ObserveRun(p.m, nil)
+	if got := p.lines(t, metrics.BreakerOpen); !slices.Equal(got, []string{"driftprobe_breaker_open{target=down} 0"}) {
+		t.Errorf("after a failed run: %v, want the breaker at 0", got)
+	}
+}
