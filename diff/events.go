@@ -36,6 +36,10 @@ type EventUpdate struct {
 	Change string    `json:"change"`
 	Detail string    `json:"detail"`
 	At     time.Time `json:"at"`
+	// Target is the target the update is about (the one that joined,
+	// added probes or flipped back); "" for updates recorded before
+	// databases kept it.
+	Target string `json:"target,omitempty"`
 }
 
 // Event is a confirmed change, in the contract's JSON shape (plus extras).
@@ -169,7 +173,8 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 		e.Probes = append(e.Probes, p)
 	}
 	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT id, run_id, change, detail, at FROM event_updates WHERE event_id = ? ORDER BY id`, e.ID)
+	rows, err = db.QueryContext(ctx, `SELECT u.id, u.run_id, u.change, u.detail, u.at, COALESCE(t.name, '') FROM event_updates u
+		LEFT JOIN targets t ON t.id = u.target_id WHERE u.event_id = ? ORDER BY u.id`, e.ID)
 	if err != nil {
 		return err
 	}
@@ -177,7 +182,7 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	for rows.Next() {
 		var u EventUpdate
 		var at string
-		if err := rows.Scan(&u.ID, &u.RunID, &u.Change, &u.Detail, &at); err != nil {
+		if err := rows.Scan(&u.ID, &u.RunID, &u.Change, &u.Detail, &at, &u.Target); err != nil {
 			return err
 		}
 		u.At = storage.ParseTime(at)

@@ -103,6 +103,9 @@ func TestProviderWideCommentsListOnlyTheirTarget(t *testing.T) {
 		} else {
 			t.Fatalf("update %d: unexpected detail %q", u.ID, u.Detail)
 		}
+		if u.Target != target {
+			t.Errorf("update %d (%s): recorded target %q, the detail names %q", u.ID, u.Change, u.Target, target)
+		}
 		rows := tableRowRe.FindAllStringSubmatch(body, -1)
 		var got []string
 		for _, r := range rows {

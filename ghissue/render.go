@@ -580,13 +580,17 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 	return assemble(h.String(), table, rows, msgs, tail, ev)
 }
 
-// updateTarget returns the target update u is about, as diff records it
-// in the detail: "target T changed the same way (…)" (target_joined), "N
-// more probe(s) on T: …" (probes_added), "N probe(s) on T flipped back: …"
-// (partially_reverted, reverted). Target names hold no spaces or colons
-// (config.validName). It returns "" when the detail names none of the
-// event's targets (another change, or a detail in another form).
+// updateTarget returns the target update u is about: u.Target, as the
+// database records it. An update recorded before databases kept it names
+// its target only in the detail: "target T changed the same way (…)"
+// (target_joined), "N more probe(s) on T: …" (probes_added), "N probe(s)
+// on T flipped back: …" (partially_reverted, reverted); target names hold
+// no spaces or colons (config.validName). It returns "" when neither names
+// one of the event's targets.
 func updateTarget(ev *diff.Event, u diff.EventUpdate) string {
+	if u.Target != "" && hasTarget(ev, u.Target) {
+		return u.Target
+	}
 	var rest string
 	var ok bool
 	switch u.Change {

@@ -298,6 +298,11 @@ func TestCommentBodyListsTheUpdatesTarget(t *testing.T) {
 		// No target of the event named: every probe flipped in the run.
 		{diff.EventUpdate{ID: 8, RunID: 12, Change: diff.ChangeTargetJoined, Detail: "target t-z changed the same way (2 probes)"},
 			"t-a/pa1 t-a/pa2 t-a2/pa1 t-a2/pa2 t-b/pb1 t-b/pb2"},
+		// The recorded target wins over whatever the detail says.
+		{diff.EventUpdate{ID: 9, RunID: 12, Change: diff.ChangeTargetJoined, Detail: "a detail in a form of some later version", Target: "t-b"},
+			"t-b/pb1 t-b/pb2"},
+		{diff.EventUpdate{ID: 10, RunID: 14, Change: diff.ChangeProbesAdded, Detail: "1 more probe(s) on t-b: pa3", Target: "t-a"},
+			"t-a/pa3"},
 	} {
 		body := CommentBody(ev, tc.u, &Evidence{}, false)
 		var got []string

@@ -144,8 +144,8 @@ func TestSchema9DatabaseUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if v, _ := d.SchemaVersion(ctx); v != 10 || SchemaLatest() != 10 {
-		t.Fatalf("migrated to schema %d, latest %d; want 10", v, SchemaLatest())
+	if v, _ := d.SchemaVersion(ctx); v != SchemaLatest() || v < 10 {
+		t.Fatalf("migrated to schema %d, latest %d", v, SchemaLatest())
 	}
 	obs, err := d.Observations(ctx, run, 0)
 	if err != nil || len(obs) != n {

@@ -290,7 +290,7 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `PRAGMA user_version = 7`} {
+	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `PRAGMA user_version = 7`} {
 		if _, err := st.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}
