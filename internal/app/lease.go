@@ -52,11 +52,19 @@ func holderID(holder string) (procID, bool) {
 // leaseHolderGone reports whether held's holder has certainly ended: it
 // recorded its identity, ran on this host, in this boot and in this pid
 // namespace (so its pid means the same process here), and that pid is
-// now free, a zombie, or another process (a different start time). Any
-// doubt — another machine or container, an older driftprobe that did not
-// record its identity, an unreadable /proc — answers false, and the lease
-// is only taken over once it expires.
-func leaseHolderGone(held storage.Lease) bool {
+// now free (the kernel says so: kill(pid, 0) fails with ESRCH), a
+// zombie, or another process (a different start time). Any doubt —
+// another machine or container, an older driftprobe that did not record
+// its identity, a process this user may not see (/proc mounted
+// hidepid=2, systemd ProtectProc=invisible: a live holder's /proc entry
+// is then missing too) — answers false, and the lease is only taken over
+// once it expires.
+func leaseHolderGone(held storage.Lease) bool { return holderGone(held, processExists, procStat) }
+
+// holderGone is leaseHolderGone asking the kernel through exists and /proc
+// through stat (tests stand in for what they cannot arrange, such as a
+// /proc that hides other users' processes).
+func holderGone(held storage.Lease, exists func(pid int) existence, stat func(pid int) (start string, state byte, err error)) bool {
 	id, ok := holderID(held.Holder)
 	if !ok || held.PID <= 0 || held.Host != Hostname() {
 		return false
@@ -68,14 +76,27 @@ func leaseHolderGone(held storage.Lease) bool {
 	if held.PID == os.Getpid() {
 		return id.start != self.start // this pid, an earlier process
 	}
-	start, state, err := procStat(held.PID)
-	switch {
-	case os.IsNotExist(err):
+	switch exists(held.PID) {
+	case noProcess:
 		return true
-	case err != nil:
+	case unknown:
 		return false
+	}
+	start, state, err := stat(held.PID)
+	switch {
+	case err != nil:
+		return false // alive, but not visible here: cannot compare
 	case state == 'Z' || state == 'X':
 		return true // killed, not yet reaped
 	}
 	return start != id.start
 }
+
+// existence is what the kernel says about a pid.
+type existence int
+
+const (
+	unknown    existence = iota
+	noProcess            // no such process
+	hasProcess           // a process (perhaps another user's) has it
+)

@@ -2,10 +2,13 @@ package app
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // processIdentity is this process's procID, or the zero procID when /proc
@@ -19,8 +22,13 @@ var processIdentity = sync.OnceValue(func() procID {
 	if err != nil || !strings.HasPrefix(ns, "pid:[") || !strings.HasSuffix(ns, "]") {
 		return procID{}
 	}
+	// /proc must be this pid namespace's: in one entered without
+	// remounting /proc, /proc/self is another process's view.
 	start, _, err := procStat(os.Getpid())
 	if err != nil {
+		return procID{}
+	}
+	if b, err := os.ReadFile("/proc/self/stat"); err != nil || !bytes.HasPrefix(b, []byte(strconv.Itoa(os.Getpid())+" ")) {
 		return procID{}
 	}
 	b := strings.TrimSpace(string(boot))
@@ -50,4 +58,17 @@ func procStat(pid int) (start string, state byte, err error) {
 		return "", 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
 	}
 	return f[19], f[0][0], nil
+}
+
+// processExists asks the kernel whether pid exists (kill with signal 0
+// sends nothing): ESRCH means no such process; EPERM means one exists that
+// this user may not signal.
+func processExists(pid int) existence {
+	switch err := syscall.Kill(pid, 0); {
+	case err == nil, errors.Is(err, syscall.EPERM):
+		return hasProcess
+	case errors.Is(err, syscall.ESRCH):
+		return noProcess
+	}
+	return unknown
 }

@@ -116,3 +116,27 @@ func TestProcStatOddCommandName(t *testing.T) {
 		t.Fatalf("start %q state %q: %v", start, state, err)
 	}
 }
+
+// A live holder this user may not see in /proc (hidepid=2, systemd
+// ProtectProc=invisible: its /proc entry is missing, kill(pid, 0) says
+// EPERM) is never taken for gone; only the kernel's "no such process" is.
+func TestLeaseHolderHiddenInProcIsAlive(t *testing.T) {
+	self := processIdentity()
+	if self == (procID{}) {
+		t.Skip("no /proc identity here")
+	}
+	held := leaseOf(4242, procID{boot: self.boot, pidNS: self.pidNS, start: "777"})
+	hidden := func(int) (string, byte, error) { return "", 0, os.ErrNotExist }
+	if holderGone(held, func(int) existence { return hasProcess }, hidden) {
+		t.Error("a live holder hidden from /proc was taken for gone")
+	}
+	if holderGone(held, func(int) existence { return unknown }, hidden) {
+		t.Error("an unknown answer was taken for gone")
+	}
+	if !holderGone(held, func(int) existence { return noProcess }, hidden) {
+		t.Error("no such process, yet not gone")
+	}
+	if processExists(os.Getpid()) != hasProcess {
+		t.Error("this process does not exist")
+	}
+}

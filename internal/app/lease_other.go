@@ -9,3 +9,5 @@ import "errors"
 func processIdentity() procID { return procID{} }
 
 func procStat(int) (string, byte, error) { return "", 0, errors.New("no /proc") }
+
+func processExists(int) existence { return unknown }
