@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -813,22 +814,30 @@ func (g *GitHub) validateApp(col *yamlx.Collector) {
 	}
 }
 
-// secretPrefixes start credentials that are also valid variable names:
-// GitHub tokens (classic, OAuth, user-to-server, installation, refresh,
-// fine-grained), Google API keys, AWS access key ids.
-var secretPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AIza", "AKIA", "ASIA"}
+// secretShapes are credentials that are also valid variable names, by
+// their documented shapes: GitHub tokens (classic, OAuth, user-to-server,
+// installation, refresh: a prefix and 36 letters or digits; fine-grained:
+// github_pat_ and 82 more), Google API keys (AIza and 35 more), AWS access
+// key ids (AKIA or ASIA and 16 capitals or digits). A variable named
+// ASIA_OPENAI_API_KEY or ghp_token_for_issues is not one of them.
+var secretShapes = []*regexp.Regexp{
+	regexp.MustCompile(`^gh[pousr]_[A-Za-z0-9]{36}$`),
+	regexp.MustCompile(`^github_pat_[A-Za-z0-9_]{82}$`),
+	regexp.MustCompile(`^AIza[A-Za-z0-9_-]{35}$`),
+	regexp.MustCompile(`^(AKIA|ASIA)[A-Z0-9]{16}$`),
+}
 
 // looksLikeSecret reports whether s, though a valid variable name, looks
-// like a credential pasted where its variable's name belongs: a known
-// credential prefix, or 24+ characters of mixed-case letters and digits
-// with no '_' (a Mistral key, say), which variable names never are.
+// like a credential pasted where its variable's name belongs: one of the
+// known credential shapes, or 32+ characters of mixed-case letters and
+// digits with no '_' (a Mistral key, say), which variable names are not.
 func looksLikeSecret(s string) bool {
-	for _, p := range secretPrefixes {
-		if strings.HasPrefix(s, p) && len(s) > len(p)+8 {
+	for _, re := range secretShapes {
+		if re.MatchString(s) {
 			return true
 		}
 	}
-	if len(s) < 24 || strings.Contains(s, "_") {
+	if len(s) < 32 || strings.Contains(s, "_") {
 		return false
 	}
 	var lower, upper, digit bool

@@ -796,16 +796,24 @@ func TestKeyTrimmed(t *testing.T) {
 // without being repeated; ordinary variable names pass.
 func TestLooksLikeSecret(t *testing.T) {
 	for s, want := range map[string]bool{
-		"OPENAI_API_KEY":                         false,
-		"GITHUB_TOKEN":                           false,
-		"my_custom_key_env_2024":                 false,
-		"AzureOpenAIKeyForProduction":            false, // no digit
-		"ghp_QAREALGHTOKEN12345":                 true,
-		"github_pat_11ABCDEFG0123456789_abcdefg": true,
-		"AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv": true,
-		"AKIAIOSFODNN7EXAMPLE":                   true,
-		"aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE":       true, // Mistral-shaped
-		"AKIA":                                   false,
+		"OPENAI_API_KEY":                   false,
+		"GITHUB_TOKEN":                     false,
+		"my_custom_key_env_2024":           false,
+		"AzureOpenAIKeyForProduction":      false, // no digit
+		"AzureOpenAIKeyEastUS2Prod":        false, // 25 characters: a name
+		"ASIA_PACIFIC_OPENAI_KEY":          false,
+		"ASIA_OPENAI_API_KEY":              false,
+		"AKIA_KEY_FOR_BEDROCK":             false,
+		"AIzaSyD_GEMINI_KEY_PROD":          false,
+		"ghp_token_for_issues":             false,
+		"github_pat_for_issues":            false,
+		"ghp_" + strings.Repeat("aB3", 12): true, // classic token: 36 after the prefix
+		"ghs_" + strings.Repeat("Zz9", 12): true,
+		"github_pat_" + strings.Repeat("A1", 11) + "_" + strings.Repeat("b2c", 19) + "d3": true,
+		"AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW":                                         true,
+		"AKIAIOSFODNN7EXAMPLE":             true,
+		"aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE": true, // Mistral-shaped, 32
+		"AKIA":                             false,
 	} {
 		if got := looksLikeSecret(s); got != want {
 			t.Errorf("looksLikeSecret(%q) = %v, want %v", s, got, want)
