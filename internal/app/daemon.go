@@ -64,6 +64,11 @@ type Daemon struct {
 	// has ended; closing counts those pending closes for Shutdown.
 	runMu   sync.Mutex
 	closing sync.WaitGroup
+	// runCtx is every run's context, cancelled only by Shutdown: the
+	// scheduler's job context also ends when a reload replaces the job's
+	// schedule, which must not abort the run in progress.
+	runCtx   context.Context
+	stopRuns context.CancelFunc
 
 	sched   gocron.Scheduler
 	job     gocron.Job
@@ -96,6 +101,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	}
 	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
 	d.reg, d.m = NewRegistry(d.st, o.Runtime)
+	d.runCtx, d.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
 	ConfigLoaded(d.m, cfg, d.clock.Now())
 	return d, nil
 }
@@ -174,8 +180,10 @@ func (d *Daemon) Start() error {
 	return nil
 }
 
-// tick is one scheduled run.
-func (d *Daemon) tick(ctx context.Context) {
+// tick is one scheduled run. It runs under the daemon's runCtx, not the
+// scheduler's job context (see runCtx).
+func (d *Daemon) tick(context.Context) {
+	ctx := d.runCtx
 	n := d.running.Add(1)
 	defer d.running.Add(-1)
 	for {
@@ -302,6 +310,7 @@ func (d *Daemon) Handler() http.Handler {
 // then recorded as aborted) and releases everything.
 func (d *Daemon) Shutdown() error {
 	d.ready.Store(false)
+	d.stopRuns() // a run in progress ends, recorded aborted
 	var err error
 	if d.sched != nil {
 		err = d.sched.Shutdown()

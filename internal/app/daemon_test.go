@@ -413,13 +413,20 @@ targets:
 // its first scheduled run is in progress, blocked in a retry wait that
 // ends only when the run's context does (shutdown).
 func startBlockedRun(t *testing.T, dir, body string) *app.Daemon {
+	d, _ := startBlockedRunCtx(t, dir, body)
+	return d
+}
+
+// startBlockedRunCtx is startBlockedRun also returning the blocked run's
+// context.
+func startBlockedRunCtx(t *testing.T, dir, body string) (*app.Daemon, context.Context) {
 	t.Helper()
 	cfgPath := writeCfg(t, dir, body)
 	clock := clockwork.NewFakeClock()
-	waiting := make(chan struct{}, 1000)
+	waiting := make(chan context.Context, 1000)
 	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: clock,
 		Sleep: func(ctx context.Context, _ time.Duration) error {
-			waiting <- struct{}{}
+			waiting <- ctx
 			<-ctx.Done()
 			return ctx.Err()
 		}})
@@ -436,9 +443,33 @@ func startBlockedRun(t *testing.T, dir, body string) *app.Daemon {
 	}
 	clock.Advance(10 * time.Minute)
 	select {
-	case <-waiting:
+	case runCtx := <-waiting:
+		return d, runCtx
 	case <-ctx.Done():
 		t.Fatal("run never started")
 	}
-	return d
+	return nil, nil
+}
+
+// A reload that changes the schedule (gocron replaces the job, ending its
+// job context) does not abort the run in progress.
+func TestScheduleReloadKeepsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	d, runCtx := startBlockedRunCtx(t, dir, blockedRunCfg)
+	writeCfg(t, dir, strings.Replace(blockedRunCfg, "@every 10m", "@every 20m", 1))
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if d.Config().Schedule != "@every 20m" {
+		t.Fatalf("schedule %q", d.Config().Schedule)
+	}
+	if runCtx.Err() != nil {
+		t.Fatal("the reload cancelled the run in progress")
+	}
+	if err := d.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if runCtx.Err() == nil {
+		t.Fatal("shutdown left the run's context alive")
+	}
 }
