@@ -11,7 +11,7 @@ limit=$((1 << 20))
 bad=0
 while IFS= read -r -d '' f; do
   [ -f "$f" ] || continue # deleted in the work tree
-  size=$(stat -c %s -- "$f")
+  size=$(wc -c <"$f" | tr -d " ")
   if [ "$size" -gt "$limit" ]; then
     echo "check-tree: $f is $size bytes (over 1 MiB): a build output or data that belongs elsewhere" >&2
     bad=1

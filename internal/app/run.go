@@ -424,7 +424,7 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 		fmt.Fprintf(w, "\nevent %d [%s] %s %s on %s (%s) · runs %d→%d · %s\n", e.ID, strings.ToUpper(e.Kind), e.Direction, categoriesOf(e),
 			strings.Join(e.Targets, ", "), e.Provider, e.FirstRun, e.ConfirmedRun, status)
 		for _, c := range byEvent[e.ID] {
-			fmt.Fprintf(w, "  %s: %s\n", c.Change, termtext.Safe(c.Detail))
+			fmt.Fprintf(w, "  %s: %s\n", c.Change, termtext.SafeLong(c.Detail)) // probe lists are long
 		}
 		if len(e.NewCategories) > 0 {
 			fmt.Fprintf(w, "  NEW CATEGORIES (never fired on this target before): %s\n", strings.Join(e.NewCategories, ", "))

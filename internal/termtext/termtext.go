@@ -14,14 +14,21 @@ import (
 // characters (including escape sequences' ESC, bidirectional overrides
 // and line breaks) and invalid UTF-8 are escaped (\n, \x1b, \u202e), and
 // text beyond 300 runes is cut.
-func Clean(s string) string { return clean(s, true) }
+func Clean(s string) string { return clean(s, true, maxRunes) }
 
 // Safe makes text that may already hold Clean's escapes (an error message
 // built from Clean'd parts) safe for a terminal without escaping it twice:
 // like Clean, but backslashes are left as they are.
-func Safe(s string) string { return clean(s, false) }
+func Safe(s string) string { return clean(s, false, maxRunes) }
 
-func clean(s string, escBackslash bool) string {
+// SafeLong is Safe without the length cap, for text that is long by
+// design (a change's list of probe ids) and must be printed whole.
+func SafeLong(s string) string { return clean(s, false, -1) }
+
+// maxRunes is where Clean and Safe cut text.
+const maxRunes = 300
+
+func clean(s string, escBackslash bool, limit int) string {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(s); {
@@ -41,7 +48,7 @@ func clean(s string, escBackslash bool) string {
 		}
 		i += w
 		n++
-		if n >= 300 && i < len(s) {
+		if limit >= 0 && n >= limit && i < len(s) {
 			b.WriteString("…")
 			break
 		}

@@ -26,4 +26,8 @@ func TestClean(t *testing.T) {
 	if got := Clean(strings.Repeat("é", 400)); !strings.HasSuffix(got, "…") || strings.Count(got, "é") != 300 {
 		t.Errorf("long text not cut at 300 runes: %d runes", strings.Count(got, "é"))
 	}
+	long := strings.Repeat("p1234, ", 100) + "\x1b"
+	if got := SafeLong(long); strings.Contains(got, "…") || !strings.HasSuffix(got, `\x1b`) || len(got) != len(long)+3 {
+		t.Errorf("SafeLong cut or left raw: %d bytes from %d", len(got), len(long))
+	}
 }

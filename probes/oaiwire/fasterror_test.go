@@ -90,13 +90,13 @@ func classifyErrorOrig(resp *probes.Response, now time.Time) probes.Result {
 		r.Unknown = append(r.Unknown, "unparseable_body")
 	case (resp.Status == 400 || ok2xx) && promptBlockCodes[e.Code]:
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, e.Code
+	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
+		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount // before the gateway's message rules
 	case (resp.Status >= 400 && resp.Status < 500 && resp.Status != 429 || ok2xx) && wire.IsPromptFlagged(e.Message): // gateway
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "invalid_prompt"
 	case (resp.Status == 403 || resp.Status == 400 || ok2xx) && e.moderation: // gateway
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "moderation"
 		r.Signals, r.Unknown = moderationSignals(e.reasons, r.Signals, r.Unknown)
-	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
-		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
 	case resp.Status == 429 && (e.Code == "insufficient_quota" || e.Type == "insufficient_quota"):
 		r.Class = probes.ClientError
 	case ok2xx:

@@ -679,6 +679,13 @@ func errorResult(resp *probes.Response, now time.Time, r probes.Result, e *errFi
 		r.Unknown = append(r.Unknown, "unparseable_body")
 	case (resp.Status == 400 || ok2xx) && promptBlockCodes[e.Code]:
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, e.Code
+	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
+		// Before the message-based input blocks: an enforcement type or
+		// code is account enforcement whatever the message says (IsAbuse
+		// itself ignores the usage-policy words of an invalid-prompt
+		// message).
+		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
+		r.Reason = statusReason(resp.Status, e)
 	case (resp.Status >= 400 && resp.Status < 500 && resp.Status != 429 || ok2xx) && wire.IsPromptFlagged(e.Message):
 		// OpenAI's invalid-prompt input block forwarded by a gateway
 		// without its code (LiteLLM: code "400"): per request, never
@@ -689,9 +696,6 @@ func errorResult(resp *probes.Response, now time.Time, r probes.Result, e *errFi
 		// ran; the reasons are the categories.
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "moderation"
 		r.Signals, r.Unknown = moderationSignals(e.reasons, r.Signals, r.Unknown)
-	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
-		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
-		r.Reason = statusReason(resp.Status, e)
 	case resp.Status == 429 && (e.Code == "insufficient_quota" || e.Type == "insufficient_quota"):
 		r.Class = probes.ClientError
 		r.Reason = statusReason(resp.Status, e)

@@ -179,6 +179,10 @@ func TestGatewayErrors(t *testing.T) {
 		{"litellm azure psf, filter did not run", 400, `{"error":{"message":"litellm.ContentPolicyViolationError: x","code":"400","provider_specific_fields":{"innererror":{"code":"Other","content_filter_result":{"hate":{"filtered":false,"error":{"code":"e","message":"not run"}}}}}}}`, probes.FilterUnavailable, "filter_error:e", nil},
 		{"litellm invalid prompt", 400, invalid, probes.BlockedInput, "invalid_prompt", nil},
 		{"litellm invalid prompt 403", 403, invalid, probes.BlockedInput, "invalid_prompt", nil},
+		// An enforcement code or account wording is account enforcement,
+		// whatever else the message says.
+		{"invalid prompt, account code", 400, `{"error":{"message":"Invalid prompt: your prompt was flagged","code":"account_deactivated"}}`, probes.AbuseBlock, "400::account_deactivated", nil},
+		{"invalid prompt, account suspended", 400, `{"error":{"message":"Invalid prompt: your prompt was flagged as potentially violating our usage policy. Your account has been suspended.","code":"400"}}`, probes.AbuseBlock, "400::400", nil},
 		{"litellm invalid prompt 429", 429, invalid, probes.Transient, "429::400", nil},
 		{"openrouter moderation", 403, openrouter, probes.BlockedInput, "moderation", []string{"harassment", "violence"}},
 		{"openrouter moderation 400", 400, openrouter, probes.BlockedInput, "moderation", []string{"harassment", "violence"}},
