@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,6 +158,10 @@ type Target struct {
 	Sim            *sim.Config       `yaml:"sim"`
 	Disabled       bool              `yaml:"disabled"`
 }
+
+// EventKinds are the event kinds detection records (diff.Kind*), the
+// values github.kinds accepts.
+var EventKinds = []string{"policy_change", "model_change", "score_drift", "nondeterminism"}
 
 // GitHub configures issue filing. It authenticates either with a token
 // (TokenEnv, default GITHUB_TOKEN) or as a GitHub App installation (AppID,
@@ -532,6 +537,16 @@ func (c *Config) Validate(needKeys bool) error {
 		}
 		if g.AppAuth() {
 			g.validateApp(col)
+		}
+		for i, k := range g.Kinds {
+			if !slices.Contains(EventKinds, k) {
+				col.Add(fmt.Sprintf("github.kinds[%d]", i), "%q: want one of %s", k, strings.Join(EventKinds, ", "))
+			}
+		}
+		for i, l := range g.Labels {
+			if strings.TrimSpace(l) == "" || len(l) > 50 || strings.Contains(l, ",") {
+				col.Add(fmt.Sprintf("github.labels[%d]", i), "%q: a GitHub label is 1–50 characters, no comma", l)
+			}
 		}
 		// The value is not echoed: it might be the token itself.
 		if g.TokenEnv != "" && (!envName(g.TokenEnv) || looksLikeSecret(g.TokenEnv)) {

@@ -356,27 +356,35 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	if err != nil {
 		return nil, err
 	}
-	if to == 0 || from == 0 {
-		rows, err := db.SQL().QueryContext(ctx, `SELECT run_id FROM run_targets WHERE target_id = ? ORDER BY run_id DESC LIMIT 2`, t.ID)
-		if err != nil {
+	// Defaults: --to the target's latest run, --from the target's run
+	// before --to (not before its latest).
+	prev := func(before int64) (int64, error) {
+		q, args := `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ?`, []any{t.ID}
+		if before > 0 {
+			q, args = q+` AND run_id < ?`, append(args, before)
+		}
+		var id int64
+		err := db.SQL().QueryRowContext(ctx, q, args...).Scan(&id)
+		return id, err
+	}
+	if to == 0 {
+		if to, err = prev(0); err != nil {
 			return nil, err
 		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			rows.Scan(&id)
-			ids = append(ids, id)
+		if to == 0 {
+			return nil, fmt.Errorf("target %s: need two runs to diff (found none)", target)
 		}
-		rows.Close()
-		if to == 0 && len(ids) > 0 {
-			to = ids[0]
+	}
+	if from == 0 {
+		if from, err = prev(to); err != nil {
+			return nil, err
 		}
-		if from == 0 && len(ids) > 1 {
-			from = ids[1]
+		if from == 0 {
+			return nil, fmt.Errorf("target %s: no run before run %d to diff it with", target, to)
 		}
-		if from == 0 || to == 0 {
-			return nil, fmt.Errorf("target %s: need two runs to diff (found %d)", target, len(ids))
-		}
+	}
+	if from == to {
+		return nil, fmt.Errorf("--from and --to are both run %d: nothing to compare", from)
 	}
 	// A run that does not exist, or did not probe the target, is an
 	// error, never "0 probes differ".

@@ -829,18 +829,17 @@ func (d *detector) open(kind string, flips []flip, newCats, vanished []string) e
 	return d.record(eid, kind, ChangeOpened, detail)
 }
 
+// scoreDirection is the direction of the score moves past the tolerance
+// (the moves a score-drift event reports): moves within the tolerance are
+// noise and never make a one-way drift "mixed".
 func scoreDirection(flips []flip) string {
 	up, down := 0, 0
 	for _, f := range flips {
-		b, a, _ := strings.Cut(f.scores, " -> ")
-		bm, am := parseScores(b), parseScores(a)
-		for k, bv := range bm {
-			if av, ok := am[k]; ok {
-				if av > bv {
-					up++
-				} else if av < bv {
-					down++
-				}
+		for _, m := range parseScoreMoves(f.moves) {
+			if m.After > m.Before {
+				up++
+			} else if m.After < m.Before {
+				down++
 			}
 		}
 	}

@@ -239,7 +239,8 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			res.Deferred++
 			continue
 		}
-		ok, err := d.claim(ctx, r)
+		claimedAt := d.opts.Now()
+		ok, err := d.claim(ctx, r, claimedAt)
 		if err != nil {
 			return res, err
 		}
@@ -258,11 +259,11 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		}
 		var dbe dbError
 		if errors.As(err, &dbe) {
-			_ = d.release(context.WithoutCancel(ctx), r)
+			_ = d.release(context.WithoutCancel(ctx), r, claimedAt)
 			return res, err
 		}
 		if ctx.Err() != nil {
-			_ = d.release(context.WithoutCancel(ctx), r)
+			_ = d.release(context.WithoutCancel(ctx), r, claimedAt)
 			return res, ctx.Err()
 		}
 		// Retry times count from the failure, not from the start of the
@@ -295,12 +296,12 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 }
 
 // claim takes a row for delivery: a compare-and-swap on next_attempt_at.
-// The claim runs ClaimFor from now (the clock read at the claim, not the
+// The claim runs ClaimFor from now, the clock read at the claim (not the
 // start of the pass: after slow calls earlier in the pass, a claim counted
 // from the start could already have run out while the row is sent).
-func (d *deliverer) claim(ctx context.Context, r row) (bool, error) {
+func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, error) {
 	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`,
-		ts(d.opts.Now().Add(d.opts.ClaimFor)), r.ID, r.NextAttempt)
+		ts(now.Add(d.opts.ClaimFor)), r.ID, r.NextAttempt)
 	if err != nil {
 		return false, fmt.Errorf("outbox claim: %w", err)
 	}
@@ -308,9 +309,21 @@ func (d *deliverer) claim(ctx context.Context, r row) (bool, error) {
 	return n == 1, nil
 }
 
-// release undoes a claim (interrupted pass).
-func (d *deliverer) release(ctx context.Context, r row) error {
-	_, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = ''`, r.NextAttempt, r.ID)
+// release undoes the claim taken at claimedAt (an interrupted pass: ctx
+// cancelled, or a database error) and leaves the row due at once. It never
+// puts back an empty next_attempt_at: the interrupted attempt may have
+// sent a create whose answer, or the recording of it, was lost, and
+// attempted must tell the next pass so, or that pass would look only
+// through the labelled issues and open a second one next to an issue
+// GitHub created without its labels. A first attempt is released to its
+// claim time (already past, so the row is due); a row that was already
+// waiting keeps its time.
+func (d *deliverer) release(ctx context.Context, r row, claimedAt time.Time) error {
+	next := r.NextAttempt
+	if next == "" {
+		next = ts(claimedAt)
+	}
+	_, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = ''`, next, r.ID)
 	return err
 }
 
@@ -435,9 +448,16 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 	var itr *ghinstallation.Transport
 	if g.AppAuth() {
 		auth = fmt.Sprintf("GitHub App installation %d (app_id %d)", g.InstallationID, g.AppID)
-		key := getenv(g.PrivateKeyEnv)
-		if key == "" {
+		raw := getenv(g.PrivateKeyEnv)
+		if raw == "" {
 			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) is not set", g.PrivateKeyEnv)
+		}
+		// Without surrounding white space (see the token below): a
+		// one-line key read from a file ends in a real newline, which
+		// must not stop the literal \n from being taken for line breaks.
+		key := strings.TrimSpace(raw)
+		if key == "" {
+			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) holds only white space", g.PrivateKeyEnv)
 		}
 		red.add(key)
 		if !strings.Contains(key, "\n") && strings.Contains(key, `\n`) {
@@ -459,9 +479,18 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		client = github.NewClient(&hc2)
 	} else {
 		auth = "the token in $" + g.TokenEnv
-		token := getenv(g.TokenEnv)
-		if token == "" {
+		raw := getenv(g.TokenEnv)
+		if raw == "" {
 			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv)
+		}
+		// Without surrounding white space, like a provider key
+		// (config.Target.Key): a token read from a file (a Kubernetes
+		// secret made with --from-file) ends in a newline, which no
+		// header can carry. The trimmed token is what is sent, so it is
+		// what is redacted (it is inside the raw value too).
+		token := strings.TrimSpace(raw)
+		if token == "" {
+			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) holds only white space", g.TokenEnv)
 		}
 		red.add(token)
 		hc2 := *hc
@@ -625,7 +654,8 @@ const clockSlack = time.Hour
 
 // attempted reports whether an earlier attempt of r may have reached
 // GitHub: it failed (attempts), or it was claimed or deferred and never
-// recorded (a crash between send and record leaves only the claim).
+// recorded (a crash between send and record leaves only the claim; an
+// interrupted pass releases the claim to its claim time, never to empty).
 func attempted(r row) bool { return r.Attempts > 0 || r.NextAttempt != "" }
 
 // findRecent looks for the issue carrying fingerprint's marker among the

@@ -70,6 +70,10 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 			p.Reason = fmt.Sprintf("being delivered (claimed until %s)", ts(*p.NextAttemptAt))
 		case p.LastError != "":
 			p.Reason = "retried on the next delivery: " + p.LastError
+		case p.NextAttemptAt != nil:
+			// Released by an interrupted pass, or claimed by one that
+			// never came back: it may have reached GitHub.
+			p.Reason = "retried on the next delivery: an earlier delivery was interrupted before its outcome was recorded"
 		default:
 			p.Reason = "queued: not attempted yet (delivered after the next run, or now with `driftprobe outbox --send`)"
 		}

@@ -32,6 +32,11 @@ func TestDiffMissingRun(t *testing.T) {
 		{[]string{"--target", "sim-b", "--from", "1", "--to", "2"}, 2, "diff: run 2 did not probe target sim-b"},
 		{[]string{"--target", "sim-b", "--from", "1", "--to", "3"}, 0, "sim-b: run 1 → run 3: 0 probe(s) differ"},
 		{[]string{"--target", "sim-a"}, 0, "sim-a: run 2 → run 3: 0 probe(s) differ"},
+		// --to alone: from the target's run before it, not before its latest.
+		{[]string{"--target", "sim-a", "--to", "2"}, 0, "sim-a: run 1 → run 2: 0 probe(s) differ"},
+		{[]string{"--target", "sim-b", "--to", "3"}, 0, "sim-b: run 1 → run 3: 0 probe(s) differ"},
+		{[]string{"--target", "sim-a", "--to", "1"}, 2, "no run before run 1"},
+		{[]string{"--target", "sim-a", "--from", "1", "--to", "1"}, 2, "nothing to compare"},
 		// A run killed outright stored observations but no run_targets row.
 		{[]string{"--target", "sim-a", "--from", "2", "--to", "3"}, 0, "sim-a: run 2 → run 3: 0 probe(s) differ"},
 	} {
@@ -65,6 +70,10 @@ func TestEventsDisplayByKind(t *testing.T) {
 	}{
 		{"drift", "{policies: [{from_run: 3, score_shift: {privacy: -0.2}}]}", 5,
 			[]string{"[SCORE_DRIFT] loosened (privacy, prompt.privacy)", "SCORES MOVED", "privacy 0.", "→0."}, []string{"harassment"}},
+		// A move within score_tolerance is noise: it neither shows nor
+		// makes the drift "mixed".
+		{"drift-one-way", "{policies: [{from_run: 3, score_shift: {privacy: -0.2, violence: 0.01}}]}", 5,
+			[]string{"[SCORE_DRIFT] loosened (privacy, prompt.privacy)"}, []string{"mixed", "violence 0."}},
 		{"noise", "{noise: 0.5, noise_band: 0.3}", 6,
 			[]string{"[NONDETERMINISM]", "BASELINE", "LATEST", "FLIP_RATE", "%"}, nil},
 	} {
