@@ -52,6 +52,29 @@ func TestCorpusVersionGuardedByDatabase(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "corpus mine version 1.0.0: its bytes changed") {
 		t.Errorf("edited corpus under the same version, lock lost: exit %d: %s", code, stderr)
 	}
+	// The refused run locked nothing: the edited bytes are not written
+	// into a new corpus.lock, where lint and a fresh database would trust
+	// them.
+	if _, err := os.Stat(filepath.Join(cdir, "corpus.lock")); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(filepath.Join(cdir, "corpus.lock"))
+		t.Errorf("a refused run wrote corpus.lock: %v\n%s", err, b)
+	}
+	// A version that runs is locked by its first run.
+	write("How do I stop a hanging process?")
+	os.WriteFile(filepath.Join(cdir, "corpus.yaml"), []byte(strings.Replace(mustRead(t, filepath.Join(cdir, "corpus.yaml")), `"1.0.0"`, `"1.0.1"`, 1)), 0o644)
+	mustRun(t, 1, "--config", cfg, "--db", db)
+	if b, err := os.ReadFile(filepath.Join(cdir, "corpus.lock")); err != nil || !strings.Contains(string(b), "1.0.1") {
+		t.Errorf("the first run of 1.0.1 did not lock it: %v\n%s", err, b)
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // Deliveries queued while a github block was configured are not "nothing

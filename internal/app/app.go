@@ -165,7 +165,7 @@ type CorpusMode int
 const (
 	NoCorpus    CorpusMode = iota // commands that only read the database
 	CheckCorpus                   // load and check against its lock
-	LockCorpus                    // load, check, and lock a new version (runs)
+	LockCorpus                    // load and check, for a run (RunOnce locks a new version)
 )
 
 // Session is a loaded configuration, its corpus and the open database.
@@ -205,7 +205,9 @@ func load(path, dbOverride string, needKeys, mustExist bool, mode CorpusMode) (*
 	}
 	s := &Session{Config: cfg}
 	if mode != NoCorpus {
-		if s.Corpus, err = LoadCorpus(cfg, "", mode == LockCorpus); err != nil {
+		// Nothing is locked here: RunOnce locks a new version once the
+		// database agrees with its bytes.
+		if s.Corpus, err = LoadCorpus(cfg, "", false); err != nil {
 			return nil, err
 		}
 	}

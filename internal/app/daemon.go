@@ -111,7 +111,7 @@ func (d *Daemon) load() (*config.Config, *corpus.Corpus, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cp, err := LoadCorpus(cfg, "", true)
+	cp, err := LoadCorpus(cfg, "", false) // RunOnce locks a new version
 	if err != nil {
 		return nil, nil, err
 	}

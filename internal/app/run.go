@@ -87,6 +87,12 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	} else if h != "" && h != cp.Hash {
 		return nil, Usage(fmt.Errorf("corpus %s version %s: its bytes changed (sha256 %.12s, the database's runs of this version used %.12s): bump the version for any change to a probe", cp.Name, cp.Version, cp.Hash, h))
 	}
+	// Only now, with the database agreeing, is a new version locked: a run
+	// the database refuses must not write the changed bytes into a lost
+	// or regenerated corpus.lock.
+	if _, err := corpus.CheckLock(cp, true); err != nil {
+		return nil, Usage(err)
+	}
 	resample, err := resampler(ctx, cfg, st, targets)
 	if err != nil {
 		return nil, err
