@@ -49,6 +49,10 @@ func AttributionOptions(a *config.Attribution) attribution.Options {
 	}
 }
 
+// storeBudget bounds storing an attribution outcome, apart from the
+// attribution's own budget.
+const storeBudget = 30 * time.Second
+
 // maxErrorText bounds the error text stored with a failed attempt.
 const maxErrorText = 2000
 
@@ -81,7 +85,11 @@ func AttributeAfterRun(ctx context.Context, s *Session, runID int64, end time.Ti
 		logger.Info("attribution", "run", runID, "series", rep.Series, "provider", sum.Changes[attribution.Provider],
 			"traffic", sum.Changes[attribution.Traffic], "inconclusive", sum.Changes[attribution.Inconclusive], "uncovered", sum.Uncovered)
 	}
-	id, err := s.Store.SaveAttributionReport(ctx, row, storage.AttributionReportsKept)
+	// Stored even when the attribution ran out of its budget (a hung
+	// Prometheus): the failure is what the metrics and alerts must see.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeBudget)
+	defer cancel()
+	id, err := s.Store.SaveAttributionReport(sctx, row, storage.AttributionReportsKept)
 	if err != nil {
 		logger.Error("attribution report not stored", "run", runID, "err", err)
 		if sum.Error == "" {

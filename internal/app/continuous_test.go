@@ -227,3 +227,22 @@ func TestStoredAttributionOnlyFailures(t *testing.T) {
 		t.Errorf("only failed attempts: %v", err)
 	}
 }
+
+// An attribution that runs out of its budget (a Prometheus that never
+// answers) is still stored as a failed attempt, so the failing alert and
+// `attribute --stored` see it.
+func TestAttributionOutOfBudgetIsStored(t *testing.T) {
+	prom := newPromFake(t)
+	e := attrEnv(t, prom)
+	runHourly(t, e, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the budget is spent before the first query
+	sum := app.AttributeAfterRun(ctx, &app.Session{Config: e.Config, Corpus: e.Corpus, Store: e.Store}, 1, testenv.AttributionT0.Add(10*time.Hour), nil)
+	if sum.Error == "" || sum.ReportID == 0 {
+		t.Fatalf("summary %+v: want a stored failed attempt", sum)
+	}
+	var w strings.Builder
+	if _, err := app.StoredAttribution(context.Background(), e.Store, &w); err != nil || !strings.Contains(w.String(), "failed") {
+		t.Errorf("stored attribution after the spent budget: %v\n%s", err, w.String())
+	}
+}
