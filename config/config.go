@@ -432,6 +432,12 @@ func (c *Config) Validate(needKeys bool) error {
 	checkDuration(col, "lock_ttl", c.LockTTL, MinLockTTL, MaxLockTTL, DefaultLockTTL)
 	if c.Jitter < 0 {
 		col.Add("jitter", "%s: must be positive (or 0: none)", c.Jitter.D())
+	} else if rest, ok := strings.CutPrefix(strings.TrimSpace(c.Schedule), "@every "); ok && c.Jitter > 0 {
+		// The daemon spreads an @every schedule by ±jitter: a jitter of
+		// the whole interval or more would be ignored, not honoured.
+		if iv, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil && c.Jitter.D() >= iv {
+			col.Add("jitter", "%s: must be shorter than the schedule's interval (%s)", c.Jitter.D(), iv)
+		}
 	}
 	if c.Retention.Bodies < 0 {
 		col.Add("retention.bodies", "must be positive (or 0: keep forever)")

@@ -52,6 +52,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"empty-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + emptyKeyVar + " is empty"},
 		{"key-env-is-a-key", `targets\[0\]\.api_key_env`, "api_key_env:", "must name an environment variable holding the key (letters, digits and '_'), not the key itself"},
 		{"github-token-env-is-a-token", `github\.token_env`, "token_env:", "must name an environment variable holding the token"},
+		{"jitter-interval", `jitter`, "jitter:", "10m0s: must be shorter than the schedule's interval (10m0s)"},
 		{"github-kinds", `github\.kinds\[0\]`, "kinds:", `"policy-change": want one of policy_change, model_change, score_drift, nondeterminism`},
 		{"github-label-empty", `github\.labels\[0\]`, "labels:", `"": a GitHub label is 1–50 characters, no comma`},
 		{"schedule-banana", `schedule`, "schedule:", `"@every banana": bad interval`},

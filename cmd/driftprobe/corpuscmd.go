@@ -74,14 +74,20 @@ default corpus.`,
 			if err != nil {
 				return err
 			}
-			if cp.Dir == "" {
+			embedded := cp.Dir == ""
+			if !embedded {
+				if err := corpus.WriteLock(cp); err != nil {
+					return app.Usage(err)
+				}
+			}
+			switch {
+			case asJSON:
+				return writeJSON(g.stdout, map[string]any{"name": cp.Name, "version": cp.Version, "sha256": cp.Hash, "locked": true, "embedded": embedded})
+			case embedded:
 				fmt.Fprintf(g.stdout, "embedded corpus %s %s is locked at build time (sha256 %s)\n", cp.Name, cp.Version, cp.Hash)
-				return nil
+			default:
+				fmt.Fprintf(g.stdout, "locked %s %s -> %s\n", cp.Name, cp.Version, cp.Hash)
 			}
-			if err := corpus.WriteLock(cp); err != nil {
-				return app.Usage(err)
-			}
-			fmt.Fprintf(g.stdout, "locked %s %s -> %s\n", cp.Name, cp.Version, cp.Hash)
 			return nil
 		},
 	}

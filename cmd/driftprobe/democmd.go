@@ -76,7 +76,7 @@ DIR/demo.yaml --production DIR/production.jsonl).`,
 				defer os.RemoveAll(tmp)
 				dir = tmp
 			} else if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
+				return app.Usage(fmt.Errorf("demo: --dir %s: %w", dir, err)) // a file there, or no permission
 			}
 			db := filepath.Join(dir, "demo.db")
 			if _, err := os.Stat(db); err == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +94,25 @@ func TestOutboxWithoutGitHubBlockNamesQueuedRows(t *testing.T) {
 	stdout, stderr, code := runIn(t, "outbox", "--config", without, "--db", db)
 	if code != 0 || !strings.Contains(stdout, "were queued while they were: they are not sent until a github block is back") || strings.Contains(stdout, "nothing is queued") {
 		t.Errorf("outbox without a github block: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// corpus lock --json answers in JSON, for a directory and for the
+// embedded corpus.
+func TestCorpusLockJSON(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "corpus.yaml"), []byte("name: mine\nversion: \"1\"\nprobes:\n  - {id: p1, prompt: \"Summarize a news article.\", tags: [], expect: allow, role: benign_control}\n"), 0o644)
+	for _, args := range [][]string{{"corpus", "lock", dir, "--json"}, {"corpus", "lock", "--json"}} {
+		stdout, stderr, code := runIn(t, args...)
+		var out struct {
+			Name, Version, SHA256 string
+			Locked, Embedded      bool
+		}
+		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || !out.Locked || out.SHA256 == "" || out.Embedded != (len(args) == 3) {
+			t.Errorf("%v: exit %d: %q %s", args, code, stdout, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "corpus.lock")); err != nil {
+		t.Errorf("corpus lock --json wrote no lock: %v", err)
 	}
 }
