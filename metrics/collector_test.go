@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,7 +22,7 @@ import (
 
 var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 
-func openStore(t *testing.T) *storage.DB {
+func openStore(t testing.TB) *storage.DB {
 	t.Helper()
 	st, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
 	if err != nil {
@@ -31,7 +32,7 @@ func openStore(t *testing.T) *storage.DB {
 	return st
 }
 
-func ensureTarget(t *testing.T, st *storage.DB, name string) int64 {
+func ensureTarget(t testing.TB, st *storage.DB, name string) int64 {
 	t.Helper()
 	id, err := st.EnsureTarget(context.Background(), storage.TargetRow{Name: name, Provider: "sim"})
 	if err != nil {
@@ -181,8 +182,15 @@ func TestLatestRunMetrics(t *testing.T) {
 		storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 10, Verdicts: 3, ClientErrors: 7},
 		storage.RunTarget{TargetID: b, Status: storage.TargetComplete, Observations: 10, Verdicts: 10},
 		storage.RunTarget{TargetID: c, Status: storage.TargetAborted})
-	got := gathered(t, reg, names...)
+	got := gathered(t, reg, append(names, metrics.PreviousRunProbes)...)
 	for _, w := range []string{
+		// The finished run before the latest: a's and b's run 1 (run 2
+		// was interrupted); c's latest finished run is run 1, so c has
+		// no previous one.
+		"driftprobe_previous_run_probes{outcome=verdict,target=a} 10",
+		"driftprobe_previous_run_probes{outcome=client_error,target=a} 0",
+		"driftprobe_previous_run_probes{outcome=transient,target=b} 7",
+		"driftprobe_previous_run_probes{outcome=filter_unavailable,target=b} 1",
 		"driftprobe_abuse_blocks{target=c} 2",
 		"driftprobe_last_run_probes{outcome=client_error,target=a} 7",
 		"driftprobe_last_run_probes{outcome=verdict,target=a} 3",
@@ -191,6 +199,11 @@ func TestLatestRunMetrics(t *testing.T) {
 	} {
 		if !slices.Contains(got, w) {
 			t.Errorf("after run 3: no %s in\n  %s", w, strings.Join(got, "\n  "))
+		}
+	}
+	for _, l := range got {
+		if strings.HasPrefix(l, metrics.PreviousRunProbes) && (strings.Contains(l, "target=c}") || strings.Contains(l, "target=d}")) {
+			t.Errorf("after run 3: %s, but c and d have no finished run before their latest", l)
 		}
 	}
 }
@@ -249,10 +262,70 @@ func TestRecordedMetrics(t *testing.T) {
 	}
 }
 
+// The collector sums each finished run once and keeps the sums: a scrape
+// reads only the runs that finished since the last one (its cost must not
+// grow with history), including a run that was still running at the last
+// scrape and runs that finish out of id order. A process that starts
+// afresh (a one-shot run's) computes the very same values, so the
+// counters never go backwards between processes.
+func TestRecordedSumsEachFinishedRunOnce(t *testing.T) {
+	st := openStore(t)
+	a := ensureTarget(t, st, "a")
+	reg := collectorRegistry(metrics.NewDBCollector(st.SQL()))
+	names := []string{metrics.RecordedRequests, metrics.RecordedCostUSD, metrics.RecordedRunDuration, metrics.RunsTotal, metrics.LastRunTimestamp}
+	rt := func(requests int, cost float64) storage.RunTarget {
+		return storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Verdicts: requests, Requests: requests, CostUSD: cost}
+	}
+	end := func(h, m int) string {
+		return strconv.FormatFloat(float64(t0.Add(time.Duration(h)*time.Hour+time.Duration(m)*time.Minute).Unix()), 'g', -1, 64)
+	}
+	check := func(what string, requests, cost string, runs int, durSum string, complete string) {
+		t.Helper()
+		want := []string{
+			"driftprobe_last_run_timestamp_seconds{status=complete} " + complete,
+			"driftprobe_recorded_cost_usd_total{target=a} " + cost,
+			"driftprobe_recorded_requests_total{target=a} " + requests,
+			"driftprobe_recorded_run_duration_seconds_count{} " + strconv.Itoa(runs),
+			"driftprobe_recorded_run_duration_seconds_sum{} " + durSum,
+			"driftprobe_runs_total{status=complete} " + strconv.Itoa(runs),
+		}
+		got := gathered(t, reg, names...)
+		diffLines(t, what, got, want)
+		// A fresh collector (a new process) says exactly the same.
+		diffLines(t, what+" (a fresh collector)", gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), names...), got)
+	}
+
+	r1 := beginRun(t, st, t0)
+	finish(t, st, r1, t0, time.Minute, storage.RunComplete, rt(10, 0.1))
+	check("run 1", "10", "0.1", 1, "60", end(0, 1))
+	// Run 2 is in progress at the next scrape; run 3, started by another
+	// process once run 2's lease was lost, finishes first.
+	r2 := beginRun(t, st, t0.Add(time.Hour))
+	check("run 2 running", "10", "0.1", 1, "60", end(0, 1))
+	r3 := beginRun(t, st, t0.Add(2*time.Hour))
+	finish(t, st, r3, t0.Add(2*time.Hour), 2*time.Minute, storage.RunComplete, rt(30, 0.2))
+	check("run 3 finished before run 2", "40", "0.3", 2, "180", end(2, 2))
+	finish(t, st, r2, t0.Add(time.Hour), 3*time.Hour, storage.RunComplete, rt(20, 0.3))
+	check("run 2 finished", "60", "0.6", 3, "10980", end(4, 0))
+	check("scraped again", "60", "0.6", 3, "10980", end(4, 0))
+
+	// Summed runs are not read again: a change to a finished run's row
+	// (which nothing in driftprobe makes) shows in a fresh collector only.
+	if _, err := st.SQL().Exec(`UPDATE run_targets SET requests = requests + 1000 WHERE run_id = ?`, r1); err != nil {
+		t.Fatal(err)
+	}
+	if got := gathered(t, reg, metrics.RecordedRequests); !slices.Equal(got, []string{"driftprobe_recorded_requests_total{target=a} 60"}) {
+		t.Errorf("after rewriting run 1: %v, want the sum of the first scrapes (finished runs are read once)", got)
+	}
+	if got := gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), metrics.RecordedRequests); !slices.Equal(got, []string{"driftprobe_recorded_requests_total{target=a} 1060"}) {
+		t.Errorf("a fresh collector: %v", got)
+	}
+}
+
 // addEvent stores an event of kind/direction opened on opener at `opened`
 // in run openRun, which target `joiner` (0: none) joined in run joinRun at
 // `joined`.
-func addEvent(t *testing.T, st *storage.DB, fp string, opener int64, kind, dir string, openRun int64, opened string, joiner, joinRun int64, joined string) {
+func addEvent(t *testing.T, st *storage.DB, fp string, opener int64, kind, dir string, openRun int64, opened string, joiner, joinRun int64, joined string) int64 {
 	t.Helper()
 	db := st.SQL()
 	res, err := db.Exec(`INSERT INTO events (fingerprint, target_id, provider, kind, direction, opened_kind, opened_direction, first_run, confirmed_run, last_run, corpus_version, corpus_hash, created_at, updated_at)
@@ -272,6 +345,29 @@ func addEvent(t *testing.T, st *storage.DB, fp string, opener int64, kind, dir s
 	if joiner != 0 {
 		exec(`INSERT INTO event_targets (event_id, target_id, joined_run) VALUES (?, ?, ?)`, eid, joiner, joinRun)
 		exec(`INSERT INTO event_updates (event_id, run_id, change, at) VALUES (?, ?, 'target_joined', ?)`, eid, joinRun, joined)
+	}
+	return eid
+}
+
+// introduce records, as detection does, that event eid's flips on target
+// in run made category fire there for the first time: the event lists it
+// in new_categories, a flipped probe of the target blocks with it, and the
+// target's composition history dates it to that run.
+func introduce(t *testing.T, st *storage.DB, eid, target, run int64, category string) {
+	t.Helper()
+	db := st.SQL()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`UPDATE events SET new_categories = CASE WHEN new_categories = '' THEN ? ELSE new_categories || ',' || ? END WHERE id = ?`, []any{category, category, eid}},
+		{`INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, first_run, confirmed_run) VALUES (?, ?, ?, 'r', 'allowed|', ?, ?, ?)`,
+			[]any{eid, target, "p-" + category, "blocked_input|" + category, run, run}},
+		{`INSERT INTO target_categories (target_id, category, first_run) VALUES (?, ?, ?)`, []any{target, category, run}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -327,8 +423,9 @@ func applyRun(t *testing.T, st *storage.DB, tid int64, at time.Time, verdicts ma
 // A target's categories are exported only once it has confirmed
 // baselines: before that nothing is known to be active or not, and a 0
 // would make its first confirmed baselines look like categories that
-// started blocking (DriftprobeNewCategoryActive would page on every new
-// target). From then on every category is 0 or 1.
+// started blocking on the dashboard. From then on every category is 0 or
+// 1. (A dashboard gauge: what pages is a category a confirmed flip
+// introduced, TestNewCategoryTimestamps.)
 func TestCategoryActiveOnlyWithConfirmedBaselines(t *testing.T) {
 	st := openStore(t)
 	a := ensureTarget(t, st, "a")
@@ -373,8 +470,10 @@ func TestOnlyTargets(t *testing.T) {
 	finish(t, st, r, t0.Add(2*time.Hour), time.Minute, storage.RunPartial,
 		storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 1, Verdicts: 1},
 		storage.RunTarget{TargetID: b, Status: storage.TargetDegraded, Observations: 4, Verdicts: 4})
-	addEvent(t, st, "e1", a, "policy_change", "tightened", 1, "2026-11-20T10:00:00Z", b, 2, "2026-11-20T11:00:00Z")
+	e1 := addEvent(t, st, "e1", a, "policy_change", "tightened", 1, "2026-11-20T10:00:00Z", b, 2, "2026-11-20T11:00:00Z")
 	addEvent(t, st, "e2", b, "model_change", "mixed", 2, "2026-11-20T11:00:00Z", 0, 0, "")
+	introduce(t, st, e1, a, 1, "hate")
+	introduce(t, st, e1, b, 2, "sexual")
 	if _, err := st.SaveAttributionReport(ctx, storage.AttributionReport{RunID: r, Report: []byte(`{"changes":[
 		{"target":"a","category":"violence","direction":"up","attribution":"provider"},
 		{"target":"b","category":"violence","direction":"up","attribution":"provider"}],
@@ -403,7 +502,7 @@ func TestOnlyTargets(t *testing.T) {
 	}
 	perTarget := []string{metrics.ProbeVerdicts, metrics.CategoryActive, metrics.EventsTotal, metrics.EventsOpen, metrics.AbuseBlocks, metrics.TargetDegraded,
 		metrics.ProductionChanges, metrics.UncoveredCategories, metrics.LastEventTimestamp, metrics.LastRunProbes, metrics.RecordedProbes,
-		metrics.RecordedRequests, metrics.RecordedRetries, metrics.RecordedTokens, metrics.RecordedCostUSD}
+		metrics.RecordedRequests, metrics.RecordedRetries, metrics.RecordedTokens, metrics.RecordedCostUSD, metrics.PreviousRunProbes, metrics.NewCategoryTimestamp}
 
 	set := &metrics.TargetSet{}
 	for _, c := range []struct {
@@ -419,13 +518,15 @@ func TestOnlyTargets(t *testing.T) {
 		}
 	}
 	reg := collectorRegistry(metrics.NewDBCollector(st.SQL()).OnlyTargets(set))
-	if gone := set.Set([]string{"a"}); len(gone) != 0 {
+	if gone := set.Set([]string{"a"}, t0.Add(150*time.Minute)); len(gone) != 0 {
 		t.Errorf("first Set returned %v", gone)
 	}
 	all := gathered(t, reg)
 	if got := of(all, "b"); len(got) != 0 {
 		t.Errorf("b is not configured, yet exported:\n  %s", strings.Join(got, "\n  "))
 	}
+	// a was in the first Set: enabled since forever, its runs (all
+	// before that Set) count.
 	if got := families(of(all, "a")); len(got) != len(perTarget) {
 		t.Errorf("a's families %v, want all of %v", got, perTarget)
 	}
@@ -434,14 +535,180 @@ func TestOnlyTargets(t *testing.T) {
 			t.Errorf("no %s: series without a target are not filtered", w)
 		}
 	}
-	// b enabled again: back, with everything the database kept.
-	if gone := set.Set([]string{"a", "b"}); len(gone) != 0 {
+
+	// b enabled again at 3h: back, with everything the database kept,
+	// except what its latest runs found (its abuse blocks, degradation and
+	// outcomes, of a run before it was disabled, perhaps months old): those
+	// come only from runs started since. A run that started just before
+	// (with the config that did not run b) does not count either.
+	latestRun := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes}
+	r = beginRun(t, st, t0.Add(3*time.Hour-time.Minute))
+	if gone := set.Set([]string{"a", "b"}, t0.Add(3*time.Hour)); len(gone) != 0 {
 		t.Errorf("Set returned %v", gone)
 	}
-	if got := families(of(gathered(t, reg), "b")); len(got) != len(perTarget) {
-		t.Errorf("b enabled again: families %v", got)
+	finish(t, st, r, t0.Add(3*time.Hour-time.Minute), 2*time.Minute, storage.RunComplete,
+		storage.RunTarget{TargetID: b, Status: storage.TargetDegraded, Observations: 4, Verdicts: 4})
+	var want []string
+	for _, f := range perTarget {
+		if !slices.Contains(latestRun, f) {
+			want = append(want, f)
+		}
 	}
-	if gone := set.Set(nil); !slices.Equal(gone, []string{"a", "b"}) {
+	slices.Sort(want)
+	if got := families(of(gathered(t, reg), "b")); !slices.Equal(got, want) {
+		t.Errorf("b enabled again: families %v, want %v", got, want)
+	}
+	if got := families(of(gathered(t, reg), "a")); len(got) != len(perTarget) {
+		t.Errorf("a kept in the set: families %v, want all of %v", got, perTarget)
+	}
+	// Its first run since: the latest run's series, no previous run yet.
+	r = beginRun(t, st, t0.Add(4*time.Hour))
+	abuseObservations(t, st, r, b, 1)
+	finish(t, st, r, t0.Add(4*time.Hour), time.Minute, storage.RunComplete,
+		storage.RunTarget{TargetID: b, Status: storage.TargetComplete, Observations: 4, Verdicts: 4})
+	got := gathered(t, reg, latestRun...)
+	diffLines(t, "b after its first run since", of(got, "b"), []string{
+		"driftprobe_abuse_blocks{target=b} 1",
+		"driftprobe_last_run_probes{outcome=client_error,target=b} 0",
+		"driftprobe_last_run_probes{outcome=filter_unavailable,target=b} 0",
+		"driftprobe_last_run_probes{outcome=transient,target=b} 0",
+		"driftprobe_last_run_probes{outcome=verdict,target=b} 4",
+		"driftprobe_target_degraded{target=b} 0",
+	})
+	if gone := set.Set(nil, t0); !slices.Equal(gone, []string{"a", "b"}) {
 		t.Errorf("Set(nil) returned %v, want [a b]", gone)
+	}
+}
+
+// targetAnswers is one target's answers in a run: probe -> verdict (class
+// or class|categories).
+type targetAnswers struct {
+	id      int64
+	name    string
+	answers map[string]string
+}
+
+// detectRun stores a run at `at` in which each target answered as given
+// and applies detection to it (every target on provider "sim", so flips of
+// the same probes join one provider-wide event).
+func detectRun(t *testing.T, st *storage.DB, at time.Time, targets ...targetAnswers) {
+	t.Helper()
+	ctx := context.Background()
+	run := beginRun(t, st, at)
+	var rts []storage.RunTarget
+	var in []diff.TargetRun
+	for _, ta := range targets {
+		var obs []*storage.Observation
+		for id, v := range ta.answers {
+			cls, cats, _ := strings.Cut(v, "|")
+			r := probes.Result{Class: probes.Class(cls)}
+			if cats != "" {
+				r.Categories = strings.Split(cats, ",")
+			}
+			obs = append(obs, &storage.Observation{RunID: run, TargetID: ta.id, ProbeID: id, ProbeSHA256: "s" + id, RequestSHA256: "r" + id, Result: r, ObservedAt: at})
+		}
+		if err := st.InsertObservations(ctx, obs); err != nil {
+			t.Fatal(err)
+		}
+		rts = append(rts, storage.RunTarget{TargetID: ta.id, Status: storage.TargetComplete, Observations: len(obs), Verdicts: len(obs)})
+		in = append(in, diff.TargetRun{ID: ta.id, Name: ta.name, Provider: "sim", Status: storage.TargetComplete, Observations: obs})
+	}
+	finish(t, st, run, at, time.Minute, storage.RunComplete, rts...)
+	st.SetClock(func() time.Time { return at })
+	if _, err := diff.Apply(ctx, st, diff.Input{RunID: run, CorpusVersion: "1", CorpusHash: "h", Params: diff.Params{ConfirmRuns: 2}, Targets: in}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// driftprobe_new_category_timestamp_seconds has a series only for a
+// category a confirmed flip on identical bytes made fire on a target for
+// the first time (the event's new_categories): never for a target's first
+// baselines, a probe whose baseline confirms late (its first answer was a
+// 429) or a probe a new corpus version adds, although each turns a
+// driftprobe_category_active series 0 -> 1. Its value is when the event
+// recorded the target's flips, and it never changes. A target that joins
+// a provider-wide event gets the categories new on it, not the event's
+// others.
+func TestNewCategoryTimestamps(t *testing.T) {
+	st := openStore(t)
+	a, b := ensureTarget(t, st, "a"), ensureTarget(t, st, "b")
+	reg := collectorRegistry(metrics.NewDBCollector(st.SQL()))
+	hour := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	stamp := func(h int) string { return strconv.FormatFloat(float64(hour(h).Unix()), 'g', -1, 64) }
+	active := func(target, category string) string {
+		for _, l := range gathered(t, reg, metrics.CategoryActive) {
+			if strings.HasPrefix(l, "driftprobe_category_active{category="+category+",target="+target+"} ") {
+				return l[strings.LastIndexByte(l, ' ')+1:]
+			}
+		}
+		return "none"
+	}
+	ansA := map[string]string{"ctl": "blocked_input|violence", "ok": "allowed", "x": "allowed", "y": "allowed", "late": "transient"}
+	ansB := map[string]string{"ctl": "blocked_input|violence", "ok": "allowed"}
+	run := func(h int) {
+		t.Helper()
+		detectRun(t, st, hour(h), targetAnswers{a, "a", maps.Clone(ansA)}, targetAnswers{b, "b", maps.Clone(ansB)})
+	}
+	// Runs 1-2: the first baselines confirm.
+	run(0)
+	run(1)
+	// Runs 3-4: "late" answers for the first time (its run-1 answer was a
+	// 429) and confirms harassment; "bump" (a new corpus version) confirms
+	// privacy. Both categories go 0 -> 1 without any provider change.
+	ansA["late"] = "blocked_output|harassment"
+	ansA["bump"] = "blocked_input|privacy"
+	run(2)
+	if got := active("a", "harassment"); got != "0" {
+		t.Fatalf("harassment active %s before the late baseline confirmed", got)
+	}
+	run(3)
+	for _, c := range []string{"harassment", "privacy"} {
+		if got := active("a", c); got != "1" {
+			t.Errorf("%s active %s after its baseline confirmed, want 1", c, got)
+		}
+	}
+	if got := gathered(t, reg, metrics.NewCategoryTimestamp); len(got) != 0 {
+		t.Errorf("late baseline, corpus bump: %v, want no new-category series", got)
+	}
+	// Runs 5-6: the provider starts blocking "ok" on both targets, with
+	// self_harm and hate on a, self_harm on b: an event opens on a in run
+	// 6 (new: hate, self_harm) and b joins it. On b, "hb" (a probe whose
+	// first answer came in run 5) confirms hate in the same run 6 by
+	// baseline: hate is in the event's new_categories, yet not brought to
+	// b by a flip.
+	ansA["ok"] = "blocked_input|hate,self_harm"
+	ansB["ok"] = "blocked_input|self_harm"
+	ansB["hb"] = "blocked_output|hate"
+	run(4)
+	run(5)
+	want := []string{
+		"driftprobe_new_category_timestamp_seconds{category=hate,target=a} " + stamp(5),
+		"driftprobe_new_category_timestamp_seconds{category=self_harm,target=a} " + stamp(5),
+		"driftprobe_new_category_timestamp_seconds{category=self_harm,target=b} " + stamp(5),
+	}
+	diffLines(t, "after the event", gathered(t, reg, metrics.NewCategoryTimestamp), want)
+	if got := active("b", "hate"); got != "1" {
+		t.Errorf("hate on b: active %s, want 1", got)
+	}
+	// Runs 7-8: more probes flip within the event's window: "x" brings
+	// weapons (merged into the event's new_categories), "y" violence, which
+	// a already blocked: no new series for it. The earlier ones keep their
+	// time.
+	ansA["x"] = "blocked_output|weapons"
+	ansA["y"] = "blocked_input|violence"
+	run(6)
+	run(7)
+	want = append(want, "driftprobe_new_category_timestamp_seconds{category=weapons,target=a} "+stamp(7))
+	slices.Sort(want)
+	diffLines(t, "after more flips joined the event", gathered(t, reg, metrics.NewCategoryTimestamp), want)
+	events, err := diff.ListEvents(context.Background(), st, diff.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || strings.Join(events[0].NewCategories, ",") != "hate,self_harm,weapons" || strings.Join(events[0].Targets, ",") != "a,b" {
+		t.Errorf("%d events, want one on a and b with new categories hate,self_harm,weapons", len(events))
+		for _, e := range events {
+			t.Logf("  %+v", *e)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -22,6 +24,12 @@ import (
 // Metrics holds driftprobe's process-level instruments. State that must
 // survive restarts and one-shot runs (verdict composition, events, runs,
 // outbox) is read from the database at scrape time by a DBCollector.
+//
+// Update the per-target instruments through ObserveAttempt,
+// ObserveTargetRun, SetBreaker and RunEnded: they record nothing for a
+// target the configuration in force does not run, so a run still in
+// flight with the configuration a reload replaced cannot bring back the
+// series SetConfigured deleted.
 type Metrics struct {
 	Requests       *prometheus.CounterVec
 	Retries        *prometheus.CounterVec
@@ -39,35 +47,50 @@ type Metrics struct {
 	// exports per-target series for these targets only.
 	Configured *TargetSet
 
+	// live orders per-target updates (read-locked: check Configured, then
+	// update) against SetConfigured (locked: change the set, delete the
+	// series), so no update lands between the two.
+	live     sync.RWMutex
 	mu       sync.Mutex
 	breakers map[string]bool // targets whose breaker state was reported
 }
 
 // TargetSet is the set of target names the configuration in force runs:
-// configured and enabled. Until Set is first called it holds every name,
-// so callers that never load a configuration see every target.
+// configured and enabled, with when each was (re)enabled. Until Set is
+// first called it holds every name, so callers that never load a
+// configuration see every target.
 type TargetSet struct {
 	mu    sync.RWMutex
-	names map[string]bool // nil until Set: every name
-	ever  map[string]bool // every name Set ever held
+	names map[string]time.Time // nil until Set: every name; the time it was (re)enabled, zero: since the first Set
+	ever  map[string]bool      // every name Set ever held
 }
 
-// Set replaces the set and returns the names an earlier Set held that it
-// no longer does (sorted).
-func (s *TargetSet) Set(names []string) []string {
+// Set replaces the set at now and returns the names an earlier Set held
+// that it no longer does (sorted). The names of the first Set are enabled
+// since forever (a restarted process exports what the database holds of
+// them); a name a later Set adds, or adds back, is enabled from now.
+func (s *TargetSet) Set(names []string, now time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.names = make(map[string]bool, len(names))
+	first, prev := s.names == nil, s.names
+	s.names = make(map[string]time.Time, len(names))
 	if s.ever == nil {
 		s.ever = map[string]bool{}
 	}
 	for _, n := range names {
-		s.names[n] = true
+		since, kept := prev[n]
+		switch {
+		case first:
+			since = time.Time{}
+		case !kept:
+			since = now
+		}
+		s.names[n] = since
 		s.ever[n] = true
 	}
 	var gone []string
 	for n := range s.ever {
-		if !s.names[n] {
+		if _, ok := s.names[n]; !ok {
 			gone = append(gone, n)
 		}
 	}
@@ -78,20 +101,36 @@ func (s *TargetSet) Set(names []string) []string {
 // Has reports whether name is in the set (always, before the first Set,
 // and for a nil set).
 func (s *TargetSet) Has(name string) bool {
+	_, ok := s.EnabledSince(name)
+	return ok
+}
+
+// EnabledSince reports whether name is in the set and since when: the
+// zero time when it has been since the first Set (and before the first
+// Set, and for a nil set), else the time of the Set that (re)enabled it.
+func (s *TargetSet) EnabledSince(name string) (time.Time, bool) {
 	if s == nil {
-		return true
+		return time.Time{}, true
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.names == nil || s.names[name]
+	if s.names == nil {
+		return time.Time{}, true
+	}
+	since, ok := s.names[name]
+	return since, ok
 }
 
 // SetConfigured records the targets the configuration in force runs (its
-// enabled targets). The DB collector stops exporting series of any other
-// target (a removed or disabled target's abuse blocks or degradation must
-// not alert forever), and the process instruments drop their series.
-func (m *Metrics) SetConfigured(names []string) {
-	for _, n := range m.Configured.Set(names) {
+// enabled targets), loaded at now. The DB collector stops exporting series
+// of any other target (a removed or disabled target's abuse blocks or
+// degradation must not alert forever), and the process instruments drop
+// their series. A target enabled again exports the database's latest-run
+// series only from runs started after now (see TargetSet.Set).
+func (m *Metrics) SetConfigured(names []string, now time.Time) {
+	m.live.Lock()
+	defer m.live.Unlock()
+	for _, n := range m.Configured.Set(names, now) {
 		l := prometheus.Labels{"target": n}
 		m.Requests.DeletePartialMatch(l)
 		m.Retries.DeletePartialMatch(l)
@@ -104,11 +143,48 @@ func (m *Metrics) SetConfigured(names []string) {
 	}
 }
 
-// SetBreaker records a change of the target's circuit breaker during a run.
+// ObserveAttempt counts a request attempt to target answered with outcome
+// (its class), and a retry when it was one. Nothing is recorded for a
+// target the configuration in force does not run.
+func (m *Metrics) ObserveAttempt(target, outcome string, retried bool) {
+	m.live.RLock()
+	defer m.live.RUnlock()
+	if !m.Configured.Has(target) {
+		return
+	}
+	m.Requests.WithLabelValues(target, outcome).Inc()
+	if retried {
+		m.Retries.WithLabelValues(target).Inc()
+	}
+}
+
+// ObserveTargetRun adds a finished run's tokens and spend on target (and
+// creates its retries series at 0, so rate() has one from the first run).
+// Nothing is recorded for a target the configuration in force does not
+// run.
+func (m *Metrics) ObserveTargetRun(target string, tokensIn, tokensOut int, costUSD float64) {
+	m.live.RLock()
+	defer m.live.RUnlock()
+	if !m.Configured.Has(target) {
+		return
+	}
+	m.Retries.WithLabelValues(target)
+	m.Tokens.WithLabelValues(target, "input").Add(float64(tokensIn))
+	m.Tokens.WithLabelValues(target, "output").Add(float64(tokensOut))
+	m.Cost.WithLabelValues(target).Add(costUSD)
+}
+
+// SetBreaker records a change of the target's circuit breaker during a
+// run (nothing for a target the configuration in force does not run).
 func (m *Metrics) SetBreaker(target string, open bool) {
 	v := 0.0
 	if open {
 		v = 1
+	}
+	m.live.RLock()
+	defer m.live.RUnlock()
+	if !m.Configured.Has(target) {
+		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -122,15 +198,20 @@ func (m *Metrics) SetBreaker(target string, open bool) {
 // RunEnded records that no run is in progress. Breakers exist only within
 // a run, so none is open any more: every breaker series reads 0 (and
 // DriftprobeBreakerOpen, which looks at this gauge, cannot fire between
-// runs on the state the last run ended in).
+// runs on the state the last run ended in). targets (the run's) get a
+// series at 0 unless the configuration in force no longer runs them.
 func (m *Metrics) RunEnded(targets ...string) {
+	m.live.RLock()
+	defer m.live.RUnlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.breakers == nil {
 		m.breakers = map[string]bool{}
 	}
 	for _, t := range targets {
-		m.breakers[t] = true
+		if m.Configured.Has(t) {
+			m.breakers[t] = true
+		}
 	}
 	for t := range m.breakers {
 		m.Breaker.WithLabelValues(t).Set(0)
@@ -180,6 +261,14 @@ func RegisterRuntime(reg prometheus.Registerer) {
 }
 
 // DBCollector reads current state from the database at scrape time.
+//
+// A scrape holds the store's single connection, so run writes wait for it:
+// its cost must not grow with run history. Per-target latest runs are read
+// through the run_targets (target_id, run_id) index, and everything summed
+// over finished runs (the recorded_* counters, the run-duration histogram,
+// runs by status and the latest run per status) is kept in the collector
+// and extended by the runs that finished since the last scrape: a finished
+// run never changes, and runs and run_targets are never pruned.
 type DBCollector struct {
 	db      *sql.DB
 	timeout time.Duration
@@ -188,13 +277,16 @@ type DBCollector struct {
 	verdicts, active, events, open, runs, lastRun, outbox, abuse, degraded, dbSize, dbFree *prometheus.Desc
 	changes, uncovered, attrTime, attrOK                                                   *prometheus.Desc
 	lastEvent, lastRunProbes, probes, requests, retries, tokens, cost, duration            *prometheus.Desc
+	newCategory, prevRunProbes                                                             *prometheus.Desc
+
+	cache runCache
 }
 
 // NewDBCollector returns a collector over db.
 func NewDBCollector(db *sql.DB) *DBCollector {
 	return &DBCollector{db: db, timeout: 10 * time.Second,
 		verdicts: prometheus.NewDesc(ProbeVerdicts, "Probes whose latest verdict is this class, per normalized category (\"none\" for verdicts without one); a probe with two categories counts in both. Account-level enforcement (driftprobe_abuse_blocks) leaves the latest verdict as it was.", []string{"target", "verdict", "category"}, nil),
-		active:   prometheus.NewDesc(CategoryActive, "1 when at least one probe's confirmed baseline on the target is blocked with this category, else 0. Exported only once the target has a confirmed baseline (confirm_runs), so a new target's categories appear established, never as a 0 -> 1 change.", []string{"target", "category"}, nil),
+		active:   prometheus.NewDesc(CategoryActive, "1 when at least one probe's confirmed baseline on the target is blocked with this category, else 0 (a dashboard gauge: a probe whose baseline confirms late, or a probe a new corpus version adds, can turn a category 1 without any provider change; driftprobe_new_category_timestamp_seconds is what pages). Exported only once the target has a confirmed baseline (confirm_runs).", []string{"target", "category"}, nil),
 		events:   prometheus.NewDesc(EventsTotal, "Change events recorded, by the kind and direction they opened with (so the counter never decreases as an event grows).", []string{"target", "kind", "direction"}, nil),
 		open:     prometheus.NewDesc(EventsOpen, "Events not reverted.", []string{"target", "kind"}, nil),
 		runs:     prometheus.NewDesc(RunsTotal, "Runs recorded, by status.", []string{"status"}, nil),
@@ -217,11 +309,15 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		tokens:        prometheus.NewDesc(RecordedTokens, "Tokens billed in every recorded run, by direction.", []string{"target", "direction"}, nil),
 		cost:          prometheus.NewDesc(RecordedCostUSD, "Estimated spend of every recorded run from the target's price table, in USD.", []string{"target"}, nil),
 		duration:      prometheus.NewDesc(RecordedRunDuration, "Wall time of every finished run (runs abandoned by a process that died excluded).", nil, nil),
+		newCategory:   prometheus.NewDesc(NewCategoryTimestamp, "Time the event whose confirmed flips (identical request bytes) first made this category fire on the target was recorded there (its new_categories): opened, joined or extended in that run. A category that starts firing through a baseline (a probe confirming late, a new corpus version) has no series.", []string{"target", "category"}, nil),
+		prevRunProbes: prometheus.NewDesc(PreviousRunProbes, "Probes of the finished (not aborted) run before the target's latest finished run, by how their first sample was answered (as driftprobe_last_run_probes).", []string{"target", "outcome"}, nil),
 	}
 }
 
 // OnlyTargets limits the per-target series to the targets in s (see
-// Metrics.SetConfigured); series of the attribution report included.
+// Metrics.SetConfigured); series of the attribution report included. The
+// latest-run series of a target s enabled again after its first Set come
+// only from runs started since (TargetSet.EnabledSince).
 func (c *DBCollector) OnlyTargets(s *TargetSet) *DBCollector {
 	c.targets = s
 	return c
@@ -230,7 +326,8 @@ func (c *DBCollector) OnlyTargets(s *TargetSet) *DBCollector {
 // Describe implements prometheus.Collector.
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.degraded, c.dbSize, c.dbFree,
-		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration} {
+		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration,
+		c.newCategory, c.prevRunProbes} {
 		ch <- d
 	}
 }
@@ -246,8 +343,9 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[key]float64{}
 	active := map[[2]string]float64{}
 	baselined := map[string]bool{}
-	names := map[int64]string{}
-	rows, err := c.db.QueryContext(ctx, `SELECT id, name FROM targets`)
+	names := map[int64]string{} // the configured targets'
+	var ids []int64             // every target's
+	rows, err := c.db.QueryContext(ctx, qTargets)
 	if err != nil {
 		fail(c.verdicts, err)
 		return
@@ -255,7 +353,11 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	for rows.Next() {
 		var id int64
 		var n string
-		if rows.Scan(&id, &n) == nil && c.targets.Has(n) {
+		if rows.Scan(&id, &n) != nil {
+			continue
+		}
+		ids = append(ids, id)
+		if c.targets.Has(n) {
 			names[id] = n
 		}
 	}
@@ -294,38 +396,19 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.verdicts, prometheus.GaugeValue, v, k.target, k.verdict, k.category)
 	}
 	// Until a target has a confirmed baseline no category is known to be
-	// active or not: exporting 0 then would make the first confirmed
-	// baselines of a new target look like categories that started blocking.
+	// active or not, so a target has no series before. A dashboard gauge:
+	// what pages is a category a confirmed flip introduced
+	// (collectNewCategories).
 	for t := range baselined {
 		for _, cat := range probes.Categories {
 			ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active[[2]string{t, cat}], t, cat)
 		}
 	}
+	c.collectNewCategories(ctx, ch, names)
 
 	c.grouped(ctx, ch, c.events, prometheus.CounterValue, `SELECT t.name, e.opened_kind, e.opened_direction, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2, 3`, 3, true)
 	c.grouped(ctx, ch, c.open, prometheus.GaugeValue, `SELECT t.name, e.kind, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id WHERE e.status = 'open' GROUP BY 1, 2`, 2, true)
 	c.collectLastEvents(ctx, ch)
-	c.grouped(ctx, ch, c.runs, prometheus.CounterValue, `SELECT status, COUNT(*) FROM runs WHERE status != 'running' GROUP BY 1`, 1, false)
-	// Stored times are RFC 3339 with trailing zeros trimmed, so text order
-	// is wrong within a second ("…:05Z" sorts after "…:05.5Z"): take the
-	// row with the latest instant (SQLite returns the other column from
-	// the row MAX picked) and read its exact text.
-	rows, err = c.db.QueryContext(ctx, `SELECT status, finished_at, MAX(unixepoch(finished_at, 'subsec')) FROM runs WHERE status != 'running' GROUP BY 1`)
-	if err != nil {
-		fail(c.lastRun, err)
-	} else {
-		for rows.Next() {
-			var st, fin string
-			var epoch sql.NullFloat64
-			if rows.Scan(&st, &fin, &epoch) == nil {
-				if t, err := time.Parse(time.RFC3339Nano, fin); err == nil {
-					ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(t.UnixNano())/1e9, st)
-				}
-			}
-		}
-		rows.Close()
-	}
-	c.collectRunDurations(ctx, ch)
 	var pages, free, pageSize float64
 	if err := c.db.QueryRowContext(ctx, `SELECT page_count, freelist_count, page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()`).Scan(&pages, &free, &pageSize); err != nil {
 		fail(c.dbSize, err)
@@ -334,151 +417,479 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.dbFree, prometheus.GaugeValue, free*pageSize)
 	}
 	var pending float64
-	if err := c.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox WHERE sent_at = ''`).Scan(&pending); err != nil {
+	if err := c.db.QueryRowContext(ctx, qOutboxPending).Scan(&pending); err != nil {
 		fail(c.outbox, err)
 	} else {
 		ch <- prometheus.MustNewConstMetric(c.outbox, prometheus.GaugeValue, pending)
 	}
-	c.collectRecorded(ctx, ch)
-	c.collectLatestRuns(ctx, ch)
+	c.collectRuns(ctx, ch, ids, names)
+	c.collectLatestRuns(ctx, ch, names)
 }
 
-// collectLatestRuns exports, per target, what its latest finished run
-// found: degradation, answers by outcome and account-level enforcement.
-// A finished run is one not aborted: an interrupted run (SIGTERM, a
-// deadline, a full disk) stopped before it could answer for the target,
-// so it neither marks the target degraded nor clears what the run before
-// it found. Abuse blocks are the exception: enforcement seen by an
-// interrupted run is still enforcement, so the interrupted run's count
-// counts when it is the larger.
-func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheus.Metric) {
-	rows, err := c.db.QueryContext(ctx, `SELECT t.name, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable,
-		(SELECT COUNT(*) FROM observations o WHERE o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.class = 'abuse_block' AND o.sample = 0)
-		FROM run_targets rt JOIN targets t ON t.id = rt.target_id
-		WHERE rt.run_id = (SELECT MAX(run_id) FROM run_targets r2 WHERE r2.target_id = rt.target_id)
-		   OR rt.run_id = (SELECT MAX(run_id) FROM run_targets r2 WHERE r2.target_id = rt.target_id AND r2.status != 'aborted')`)
+// The queries a scrape runs whose cost could grow with history; each must
+// be an index search, never a table scan (TestScrapeQueryPlans).
+const (
+	qTargets       = `SELECT id, name FROM targets`
+	qOutboxPending = `SELECT COUNT(*) FROM outbox WHERE sent_at = ''`
+	// The highest run id (a database replaced by an older copy has a
+	// lower one than the cache summed: start over).
+	qMaxRun = `SELECT COALESCE(MAX(id), 0) FROM runs`
+	// Runs after the cache's watermark, in id order.
+	qRunsAfter = `SELECT id, status, COALESCE(finished_at, ''), unixepoch(finished_at, 'subsec'),
+		unixepoch(finished_at, 'subsec') - unixepoch(started_at, 'subsec'), note FROM runs WHERE id > ? ORDER BY id`
+	// A target's summaries of a range of runs, added up. Integers only
+	// (spend in nano-dollars), so sums are exact whatever runs they are
+	// split into: every process computes the same counters.
+	qTargetRunsSum = `SELECT COUNT(*), COALESCE(SUM(verdicts), 0), COALESCE(SUM(transient), 0), COALESCE(SUM(client_errors), 0), COALESCE(SUM(unavailable), 0),
+		COALESCE(SUM(requests), 0), COALESCE(SUM(retries), 0), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), COALESCE(SUM(CAST(round(cost_usd * 1e9) AS INTEGER)), 0)
+		FROM run_targets WHERE target_id = ? AND run_id > ? AND run_id <= ?`
+	// One run's summaries (a run finished while one before it still runs).
+	qRunTargetsOf = `SELECT target_id, verdicts, transient, client_errors, unavailable, requests, retries, tokens_in, tokens_out, CAST(round(cost_usd * 1e9) AS INTEGER)
+		FROM run_targets WHERE run_id = ?`
+	// A target's latest run of any status, and its latest two finished
+	// (not aborted) runs.
+	qLatestRun = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at
+		FROM run_targets rt JOIN runs r ON r.id = rt.run_id WHERE rt.target_id = ? ORDER BY rt.run_id DESC LIMIT 1`
+	qLatestFinished = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at
+		FROM run_targets rt JOIN runs r ON r.id = rt.run_id WHERE rt.target_id = ? AND rt.status != 'aborted' ORDER BY rt.run_id DESC LIMIT 2`
+	// Account-level enforcement in one target-run (first samples).
+	qAbuse = `SELECT COUNT(*) FROM observations WHERE run_id = ? AND target_id = ? AND class = 'abuse_block' AND sample = 0`
+	// Categories a confirmed flip introduced on a target: the category
+	// was first seen firing on the target (target_categories.first_run)
+	// in a run where an event recorded the target's flips, the event
+	// lists it in new_categories, and one of the target's flipped probes
+	// in the event fires with it. The time is the event's first update
+	// about the target in that run (target_id 0: an update written before
+	// migration 0011, which did not record it). CROSS JOIN fixes the join
+	// order: from the composition history (targets x vocabulary) through
+	// each target's events, never a scan of event_probes.
+	qNewCategories = `SELECT tc.target_id, tc.category, ep.after,
+		COALESCE((SELECT u.at FROM event_updates u WHERE u.event_id = e.id AND u.run_id = tc.first_run AND u.target_id IN (tc.target_id, 0) ORDER BY u.id LIMIT 1), '')
+		FROM target_categories tc CROSS JOIN event_targets et CROSS JOIN events e CROSS JOIN event_probes ep
+		WHERE et.target_id = tc.target_id AND e.id = et.event_id AND ep.event_id = e.id AND ep.target_id = tc.target_id
+		  AND instr(',' || e.new_categories || ',', ',' || tc.category || ',') > 0
+		  AND instr(',' || substr(ep.after, instr(ep.after, '|') + 1) || ',', ',' || tc.category || ',') > 0`
+)
+
+// collectNewCategories exports, per target and category, when the event
+// whose confirmed flips first made the category fire on the target was
+// recorded there: composition changes on identical bytes, which page
+// (DriftprobeNewCategoryActive, gap-proof like the event timestamps). A
+// category a baseline brings (a probe whose first answers were 429s and
+// confirms late, a probe added by a new corpus version) is learned by
+// detection without a flip and has no series; a category is new on a
+// target once, so its series never changes. Label values are bounded: the
+// configured targets and the normalized vocabulary.
+func (c *DBCollector) collectNewCategories(ctx context.Context, ch chan<- prometheus.Metric, names map[int64]string) {
+	rows, err := c.db.QueryContext(ctx, qNewCategories)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.abuse, err)
+		ch <- prometheus.NewInvalidMetric(c.newCategory, err)
 		return
 	}
 	defer rows.Close()
-	type latest struct {
-		finished                                   bool
-		status                                     string
-		verdicts, transient, clientErrors, unavail float64
-		abuse                                      float64
-	}
-	byTarget := map[string]*latest{}
+	latest := map[[2]string]time.Time{}
 	for rows.Next() {
-		var t, st string
-		var v, tr, ce, un, abuse float64
-		if rows.Scan(&t, &st, &v, &tr, &ce, &un, &abuse) != nil || !c.targets.Has(t) {
+		var id int64
+		var cat, after, at string
+		if err := rows.Scan(&id, &cat, &after, &at); err != nil {
+			ch <- prometheus.NewInvalidMetric(c.newCategory, err)
+			return
+		}
+		t, ok := names[id]
+		if !ok || !slices.Contains(probes.Categories, cat) {
 			continue
 		}
-		l := byTarget[t]
-		if l == nil {
-			l = &latest{}
-			byTarget[t] = l
+		if cls, cats := split(after); !probes.Class(cls).IsBlock() || !slices.Contains(cats, cat) {
+			continue
 		}
-		l.abuse = max(l.abuse, abuse)
-		if st != "aborted" {
-			l.finished, l.status, l.verdicts, l.transient, l.clientErrors, l.unavail = true, st, v, tr, ce, un
+		when, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			continue
+		}
+		k := [2]string{t, cat}
+		if prev, ok := latest[k]; !ok || when.After(prev) {
+			latest[k] = when
 		}
 	}
 	if err := rows.Err(); err != nil {
-		ch <- prometheus.NewInvalidMetric(c.abuse, err)
+		ch <- prometheus.NewInvalidMetric(c.newCategory, err)
 		return
 	}
-	for t, l := range byTarget {
-		deg := 0.0
-		if l.status == "degraded" {
-			deg = 1
+	for k, at := range latest {
+		ch <- prometheus.MustNewConstMetric(c.newCategory, prometheus.GaugeValue, float64(at.UnixNano())/1e9, k[0], k[1])
+	}
+}
+
+// latestRow is one target-run summary.
+type latestRow struct {
+	run                                        int64
+	status                                     string
+	verdicts, transient, clientErrors, unavail float64
+	started                                    time.Time
+}
+
+// latestRows runs q (qLatestRun, qLatestFinished) for a target and keeps
+// the rows of runs started at or after since.
+func (c *DBCollector) latestRows(ctx context.Context, q string, target int64, since time.Time) ([]latestRow, error) {
+	rows, err := c.db.QueryContext(ctx, q, target)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []latestRow
+	for rows.Next() {
+		var r latestRow
+		var started string
+		if err := rows.Scan(&r.run, &r.status, &r.verdicts, &r.transient, &r.clientErrors, &r.unavail, &started); err != nil {
+			return nil, err
 		}
-		ch <- prometheus.MustNewConstMetric(c.abuse, prometheus.GaugeValue, l.abuse, t)
-		ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, deg, t)
-		if !l.finished {
-			continue
+		if !since.IsZero() {
+			at, err := time.Parse(time.RFC3339Nano, started)
+			if err != nil || at.Before(since) {
+				continue
+			}
 		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// collectLatestRuns exports, per configured target, what its latest
+// finished runs found: degradation, answers by outcome (the latest and the
+// one before) and account-level enforcement. A finished run is one not
+// aborted: an interrupted run (SIGTERM, a deadline, a full disk) stopped
+// before it could answer for the target, so it neither marks the target
+// degraded nor clears what the run before it found. Abuse blocks are the
+// exception: enforcement seen by an interrupted run is still enforcement,
+// so the interrupted run's count counts when it is the larger.
+//
+// A target enabled again in this process (TargetSet.EnabledSince) has
+// these series only from runs started since: its last run before it was
+// disabled, months old perhaps, must not page again.
+func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheus.Metric, names map[int64]string) {
+	fail := func(err error) { ch <- prometheus.NewInvalidMetric(c.abuse, err) }
+	abuseOf := func(run, target int64) (float64, error) {
+		var n float64
+		err := c.db.QueryRowContext(ctx, qAbuse, run, target).Scan(&n)
+		return n, err
+	}
+	outcomes := func(d *prometheus.Desc, r latestRow, t string) {
 		for _, o := range []struct {
 			outcome string
 			v       float64
-		}{{OutcomeVerdict, l.verdicts}, {OutcomeTransient, l.transient}, {OutcomeClientError, l.clientErrors}, {OutcomeUnavailable, l.unavail}} {
-			ch <- prometheus.MustNewConstMetric(c.lastRunProbes, prometheus.GaugeValue, o.v, t, o.outcome)
+		}{{OutcomeVerdict, r.verdicts}, {OutcomeTransient, r.transient}, {OutcomeClientError, r.clientErrors}, {OutcomeUnavailable, r.unavail}} {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, o.v, t, o.outcome)
 		}
 	}
-}
-
-// collectRecorded exports counters summed over every recorded run of each
-// target. Run summaries are never pruned, so they only grow, whichever
-// process exports them: a one-shot run's textfile or push carries every
-// run so far and increase() works as it does on serve's /metrics.
-func (c *DBCollector) collectRecorded(ctx context.Context, ch chan<- prometheus.Metric) {
-	rows, err := c.db.QueryContext(ctx, `SELECT t.name, SUM(rt.verdicts), SUM(rt.transient), SUM(rt.client_errors), SUM(rt.unavailable),
-		SUM(rt.requests), SUM(rt.retries), SUM(rt.tokens_in), SUM(rt.tokens_out), TOTAL(rt.cost_usd)
-		FROM run_targets rt JOIN targets t ON t.id = rt.target_id GROUP BY rt.target_id`)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.requests, err)
-		return
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var t string
-		var v, tr, ce, un, req, ret, tin, tout, cost float64
-		if err := rows.Scan(&t, &v, &tr, &ce, &un, &req, &ret, &tin, &tout, &cost); err != nil {
-			ch <- prometheus.NewInvalidMetric(c.requests, err)
+	for id, t := range names {
+		since, ok := c.targets.EnabledSince(t)
+		if !ok {
+			continue
+		}
+		latest, err := c.latestRows(ctx, qLatestRun, id, since)
+		if err != nil {
+			fail(err)
 			return
 		}
-		if !c.targets.Has(t) {
-			continue
+		if len(latest) == 0 {
+			continue // no run since it was (re)enabled: run ids follow start times
 		}
-		ch <- prometheus.MustNewConstMetric(c.probes, prometheus.CounterValue, v, t, OutcomeVerdict)
-		ch <- prometheus.MustNewConstMetric(c.probes, prometheus.CounterValue, tr, t, OutcomeTransient)
-		ch <- prometheus.MustNewConstMetric(c.probes, prometheus.CounterValue, ce, t, OutcomeClientError)
-		ch <- prometheus.MustNewConstMetric(c.probes, prometheus.CounterValue, un, t, OutcomeUnavailable)
-		ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, req, t)
-		ch <- prometheus.MustNewConstMetric(c.retries, prometheus.CounterValue, ret, t)
-		ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.CounterValue, tin, t, "input")
-		ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.CounterValue, tout, t, "output")
-		ch <- prometheus.MustNewConstMetric(c.cost, prometheus.CounterValue, cost, t)
+		finished, err := c.latestRows(ctx, qLatestFinished, id, since)
+		if err != nil {
+			fail(err)
+			return
+		}
+		abuse, err := abuseOf(latest[0].run, id)
+		if err != nil {
+			fail(err)
+			return
+		}
+		deg := 0.0
+		if len(finished) > 0 {
+			if finished[0].run != latest[0].run {
+				n, err := abuseOf(finished[0].run, id)
+				if err != nil {
+					fail(err)
+					return
+				}
+				abuse = max(abuse, n)
+			}
+			if finished[0].status == "degraded" {
+				deg = 1
+			}
+			outcomes(c.lastRunProbes, finished[0], t)
+			if len(finished) > 1 {
+				outcomes(c.prevRunProbes, finished[1], t)
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(c.abuse, prometheus.GaugeValue, abuse, t)
+		ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, deg, t)
 	}
 }
 
-// collectRunDurations exports the wall time of every finished run as a
-// histogram with the process histogram's buckets. Runs a dead process
-// left running and a later run marked aborted are left out: their end is
-// when they were found, not when they stopped.
-func (c *DBCollector) collectRunDurations(ctx context.Context, ch chan<- prometheus.Metric) {
-	rows, err := c.db.QueryContext(ctx, `SELECT unixepoch(finished_at, 'subsec') - unixepoch(started_at, 'subsec') FROM runs
-		WHERE status != 'running' AND finished_at IS NOT NULL AND note NOT LIKE 'abandoned:%'`)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.duration, err)
+// runCache holds what the collector summed over finished runs, so a
+// scrape reads only the runs that finished since the last one. Every run
+// with an id up to upTo is finished and in base; above holds the finished
+// runs after a run that was still running at a scrape (a lost lease's
+// overlap; normally none), each read once, added at export until the
+// watermark passes them. Sums are integers (spend in nano-dollars,
+// durations in microseconds), exact in any order: every process (a
+// one-shot run's, a restarted serve) computes the same values, and the
+// counters never go backwards.
+type runCache struct {
+	mu    sync.Mutex
+	upTo  int64
+	base  runTotals
+	above map[int64]*runSummary
+}
+
+// runTotals is what a set of finished runs adds up to.
+type runTotals struct {
+	targets map[int64]*targetTotals
+	byState map[string]float64 // runs by status
+	last    map[string]lastFinish
+	durN    uint64
+	durUS   int64    // total wall time, microseconds
+	durCum  []uint64 // per runBuckets: runs at most that long
+}
+
+// targetTotals is what a target's summaries (run_targets rows) add up to.
+type targetTotals struct {
+	rows                                                                         int64
+	verdicts, transient, clientErrors, unavail, requests, retries, in, out, nUSD int64
+}
+
+func (t *targetTotals) add(o targetTotals) {
+	t.rows += o.rows
+	t.verdicts += o.verdicts
+	t.transient += o.transient
+	t.clientErrors += o.clientErrors
+	t.unavail += o.unavail
+	t.requests += o.requests
+	t.retries += o.retries
+	t.in += o.in
+	t.out += o.out
+	t.nUSD += o.nUSD
+}
+
+type lastFinish struct {
+	epoch float64
+	text  string
+}
+
+// runSummary is one finished run: its status, end and duration, and (for
+// a run kept in above) its per-target summaries.
+type runSummary struct {
+	id          int64
+	status, fin string
+	epoch, took sql.NullFloat64
+	abandoned   bool
+	targets     map[int64]targetTotals
+}
+
+func newRunTotals() runTotals {
+	return runTotals{targets: map[int64]*targetTotals{}, byState: map[string]float64{}, last: map[string]lastFinish{}, durCum: make([]uint64, len(runBuckets))}
+}
+
+// clone returns a copy of t that adding to leaves t as it was.
+func (t *runTotals) clone() runTotals {
+	c := runTotals{targets: make(map[int64]*targetTotals, len(t.targets)), byState: maps.Clone(t.byState), last: maps.Clone(t.last),
+		durN: t.durN, durUS: t.durUS, durCum: slices.Clone(t.durCum)}
+	for id, v := range t.targets {
+		vv := *v
+		c.targets[id] = &vv
+	}
+	return c
+}
+
+// addTarget adds summaries of a target.
+func (t *runTotals) addTarget(id int64, v targetTotals) {
+	if v.rows == 0 {
 		return
 	}
-	defer rows.Close()
-	buckets := make(map[float64]uint64, len(runBuckets))
-	for _, b := range runBuckets {
-		buckets[b] = 0 // every bucket present, also when empty
+	if t.targets[id] == nil {
+		t.targets[id] = &targetTotals{}
 	}
-	var n uint64
-	var sum float64
-	for rows.Next() {
-		var d sql.NullFloat64
-		if rows.Scan(&d) != nil || !d.Valid {
-			continue
+	t.targets[id].add(v)
+}
+
+// addRun adds a finished run's status, end and duration (its per-target
+// summaries are added separately).
+func (t *runTotals) addRun(r *runSummary) {
+	t.byState[r.status]++
+	if r.epoch.Valid && r.fin != "" {
+		if l, ok := t.last[r.status]; !ok || r.epoch.Float64 > l.epoch {
+			t.last[r.status] = lastFinish{r.epoch.Float64, r.fin}
 		}
-		n++
-		sum += d.Float64
-		for _, b := range runBuckets {
-			if d.Float64 <= b {
-				buckets[b]++
+	}
+	// A run a dead process left running ends when it was found, not when
+	// it stopped: not a duration.
+	if r.took.Valid && r.fin != "" && !r.abandoned {
+		t.durN++
+		t.durUS += int64(math.Round(r.took.Float64 * 1e6))
+		for i, b := range runBuckets {
+			if r.took.Float64 <= b {
+				t.durCum[i]++
 			}
 		}
 	}
+}
+
+// update reads the runs that finished since the last scrape and returns
+// the totals of every finished run. targets are every target's id. The
+// cache changes only when every query succeeded.
+func (c *DBCollector) update(ctx context.Context, targets []int64) (runTotals, error) {
+	rc := &c.cache
+	var maxID int64
+	if err := c.db.QueryRowContext(ctx, qMaxRun).Scan(&maxID); err != nil {
+		return runTotals{}, err
+	}
+	if maxID < rc.upTo || rc.base.targets == nil {
+		// First scrape, or a database replaced by an older copy.
+		rc.upTo, rc.base, rc.above = 0, newRunTotals(), map[int64]*runSummary{}
+	}
+	rows, err := c.db.QueryContext(ctx, qRunsAfter, rc.upTo)
+	if err != nil {
+		return runTotals{}, err
+	}
+	// prefix: the finished runs before the first one still running (the
+	// watermark moves to the last of them); beyond: new finished runs
+	// after it.
+	var prefix, beyond []*runSummary
+	blocked := false
+	for rows.Next() {
+		r := &runSummary{}
+		var note string
+		if err := rows.Scan(&r.id, &r.status, &r.fin, &r.epoch, &r.took, &note); err != nil {
+			rows.Close()
+			return runTotals{}, err
+		}
+		r.abandoned = strings.HasPrefix(note, "abandoned:")
+		switch {
+		case r.status == "running":
+			blocked = true
+		case !blocked:
+			prefix = append(prefix, r)
+		case rc.above[r.id] == nil:
+			beyond = append(beyond, r)
+		}
+	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		ch <- prometheus.NewInvalidMetric(c.duration, err)
+		return runTotals{}, err
+	}
+	// Every target's summaries of the prefix, in one indexed range each
+	// (runs kept in above included: their rows were not added to base).
+	// A finished run's summaries were written with its status, and runs
+	// started later have higher ids: the range holds exactly the prefix.
+	add := map[int64]targetTotals{}
+	if len(prefix) > 0 {
+		hi := prefix[len(prefix)-1].id
+		for _, id := range targets {
+			var v targetTotals
+			if err := c.db.QueryRowContext(ctx, qTargetRunsSum, id, rc.upTo, hi).Scan(&v.rows, &v.verdicts, &v.transient, &v.clientErrors, &v.unavail,
+				&v.requests, &v.retries, &v.in, &v.out, &v.nUSD); err != nil {
+				return runTotals{}, err
+			}
+			add[id] = v
+		}
+	}
+	for _, r := range beyond {
+		r.targets = map[int64]targetTotals{}
+		rows, err := c.db.QueryContext(ctx, qRunTargetsOf, r.id)
+		if err != nil {
+			return runTotals{}, err
+		}
+		for rows.Next() {
+			var id int64
+			v := targetTotals{rows: 1}
+			if err := rows.Scan(&id, &v.verdicts, &v.transient, &v.clientErrors, &v.unavail, &v.requests, &v.retries, &v.in, &v.out, &v.nUSD); err != nil {
+				rows.Close()
+				return runTotals{}, err
+			}
+			r.targets[id] = v
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return runTotals{}, err
+		}
+	}
+
+	// Every query succeeded: move the watermark over the prefix, keep the
+	// runs beyond it.
+	for _, r := range prefix {
+		if kept := rc.above[r.id]; kept != nil {
+			r = kept
+			delete(rc.above, r.id)
+		}
+		rc.base.addRun(r)
+		rc.upTo = r.id
+	}
+	for id, v := range add {
+		rc.base.addTarget(id, v)
+	}
+	for _, r := range beyond {
+		rc.above[r.id] = r
+	}
+	if len(rc.above) == 0 {
+		return rc.base, nil
+	}
+	total := rc.base.clone()
+	for _, r := range rc.above {
+		total.addRun(r)
+		for id, v := range r.targets {
+			total.addTarget(id, v)
+		}
+	}
+	return total, nil
+}
+
+// collectRuns exports what is summed over finished runs: runs by status
+// and the latest end per status, the recorded_* counters per configured
+// target and the run-duration histogram. Run summaries are never pruned,
+// so these only grow, whichever process exports them: a one-shot run's
+// textfile or push carries every run so far and increase() works as it
+// does on serve's /metrics. targets are every target's id, names the
+// configured ones'.
+func (c *DBCollector) collectRuns(ctx context.Context, ch chan<- prometheus.Metric, targets []int64, names map[int64]string) {
+	c.cache.mu.Lock()
+	defer c.cache.mu.Unlock()
+	tot, err := c.update(ctx, targets)
+	if err != nil {
+		for _, d := range []*prometheus.Desc{c.runs, c.requests, c.duration} {
+			ch <- prometheus.NewInvalidMetric(d, err)
+		}
 		return
 	}
-	ch <- prometheus.MustNewConstHistogram(c.duration, n, sum, buckets)
+	for st, n := range tot.byState {
+		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, n, st)
+	}
+	for st, l := range tot.last {
+		if t, err := time.Parse(time.RFC3339Nano, l.text); err == nil {
+			ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(t.UnixNano())/1e9, st)
+		}
+	}
+	for id, v := range tot.targets {
+		t, ok := names[id]
+		if !ok {
+			continue
+		}
+		f := func(n int64) float64 { return float64(n) }
+		ch <- prometheus.MustNewConstMetric(c.probes, prometheus.CounterValue, f(v.verdicts), t, OutcomeVerdict)
+		ch <- prometheus.MustNewConstMetric(c.probes, prometheus.CounterValue, f(v.transient), t, OutcomeTransient)
+		ch <- prometheus.MustNewConstMetric(c.probes, prometheus.CounterValue, f(v.clientErrors), t, OutcomeClientError)
+		ch <- prometheus.MustNewConstMetric(c.probes, prometheus.CounterValue, f(v.unavail), t, OutcomeUnavailable)
+		ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, f(v.requests), t)
+		ch <- prometheus.MustNewConstMetric(c.retries, prometheus.CounterValue, f(v.retries), t)
+		ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.CounterValue, f(v.in), t, "input")
+		ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.CounterValue, f(v.out), t, "output")
+		ch <- prometheus.MustNewConstMetric(c.cost, prometheus.CounterValue, f(v.nUSD)/1e9, t)
+	}
+	buckets := make(map[float64]uint64, len(runBuckets))
+	for i, b := range runBuckets {
+		buckets[b] = tot.durCum[i] // every bucket present, also when empty
+	}
+	ch <- prometheus.MustNewConstHistogram(c.duration, tot.durN, float64(tot.durUS)/1e6, buckets)
 }
 
 // collectLastEvents exports, per target, kind and direction (as opened,

@@ -48,9 +48,16 @@ const (
 	RecordedTokens      = "driftprobe_recorded_tokens_total"         // counter {target,direction}
 	RecordedCostUSD     = "driftprobe_recorded_cost_usd_total"       // counter {target}
 	RecordedRunDuration = "driftprobe_recorded_run_duration_seconds" // histogram: wall time of every finished run
+	PreviousRunProbes   = "driftprobe_previous_run_probes"           // gauge {target,outcome}: the finished run before the target's latest finished run
+
+	// NewCategoryTimestamp is what DriftprobeNewCategoryActive pages on: a
+	// composition change seen as confirmed flips on identical bytes (an
+	// event's new_categories), never a baseline confirming late.
+	NewCategoryTimestamp = "driftprobe_new_category_timestamp_seconds" // gauge {target,category}: when the event that introduced the category on the target was recorded there
 )
 
-// Outcomes of driftprobe_last_run_probes and driftprobe_recorded_probes_total:
+// Outcomes of driftprobe_last_run_probes, driftprobe_previous_run_probes and
+// driftprobe_recorded_probes_total:
 // how a probe's first sample was answered.
 const (
 	OutcomeVerdict     = "verdict"            // allowed, blocked_*, model_refusal, abuse_block
@@ -67,5 +74,5 @@ var Exported = []string{
 	TargetDegraded, ConfigReloadOK, ConfigReloadTime, LockSkipsTotal, BuildInfo, ScheduleIntervalS,
 	DatabaseSize, DatabaseFree, ProductionChanges, UncoveredCategories, AttributionTimestamp, AttributionSuccess,
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
-	RecordedRunDuration,
+	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp,
 }

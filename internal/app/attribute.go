@@ -30,7 +30,7 @@ func Attribute(ctx context.Context, s *Session, src attribution.Source, o attrib
 		}
 		return nil, err
 	}
-	h, err := LoadHistory(ctx, s.Store, s.Corpus, s.Config.ConfirmRuns)
+	h, err := LoadHistory(ctx, s.Store, s.Corpus, s.Config.ConfirmRuns, s.Config.Detection.ScoreTolerance)
 	if err != nil {
 		return nil, fmt.Errorf("attribute: reading the probe history: %w", err)
 	}
@@ -57,8 +57,10 @@ func OpenProduction(path string, stdin io.Reader) (attribution.Source, func(), e
 // LoadHistory reads what attribution needs from the store: every run with
 // its per-target statuses, every event with its flipped probes (their
 // corpus tags from cp, else from the probes the store kept), and the
-// corpus coverage per category.
-func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirmRuns int) (*attribution.History, error) {
+// corpus coverage per category. A score drift's per-category directions
+// count only moves beyond tol (detection.score_tolerance), as detection
+// does.
+func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirmRuns int, tol float64) (*attribution.History, error) {
 	h := &attribution.History{Coverage: map[string]int{}, ConfirmRuns: confirmRuns}
 	runs, err := st.RunStatuses(ctx)
 	if err != nil {
@@ -96,7 +98,7 @@ func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirm
 				FirstRun: p.FirstRun, RevertedRun: p.RevertedRun,
 			}
 			if e.Kind == diff.KindScoreDrift {
-				if f.ScoreDirs, err = scoreDirs(ctx, st, p.BeforeObs, p.AfterObs); err != nil {
+				if f.ScoreDirs, err = scoreDirs(ctx, st, p.BeforeObs, p.AfterObs, tol); err != nil {
 					return nil, err
 				}
 			}
@@ -108,14 +110,14 @@ func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirm
 }
 
 // scoreDirs reads, from a score drift's observations before and after,
-// the way each normalized category's scores moved: attribution.Up,
-// attribution.Down, or "" when its scores moved both ways. Only scores
+// the way each normalized category's scores moved beyond tol:
+// attribution.Up, attribution.Down, or "" when they moved both ways. Only scores
 // the provider gave on both sides, under the same raw name, compare. The
 // observation before is the one that set the verdict's baseline, so a
 // probe that drifted more than once shows its net move since then. Nil
 // when nothing compares (or an observation is gone): the event's
 // direction then stands.
-func scoreDirs(ctx context.Context, st *storage.DB, beforeID, afterID int64) (map[string]string, error) {
+func scoreDirs(ctx context.Context, st *storage.DB, beforeID, afterID int64, tol float64) (map[string]string, error) {
 	if beforeID == 0 || afterID == 0 {
 		return nil, nil
 	}
@@ -145,10 +147,10 @@ func scoreDirs(ctx context.Context, st *storage.DB, beforeID, afterID int64) (ma
 		if !s.HasScore || s.Category == "" || !ok {
 			continue
 		}
-		switch {
-		case s.Score > bv:
+		switch { // within the tolerance is noise, as detection counts it
+		case s.Score > bv+tol:
 			up[s.Category] = true
-		case s.Score < bv:
+		case s.Score < bv-tol:
 			down[s.Category] = true
 		}
 	}

@@ -52,7 +52,7 @@ func TestAttributeFromStore(t *testing.T) {
 	runHourly(t, e, 10)
 	ctx := context.Background()
 
-	h, err := app.LoadHistory(ctx, e.Store, e.Corpus, e.Config.ConfirmRuns)
+	h, err := app.LoadHistory(ctx, e.Store, e.Corpus, e.Config.ConfirmRuns, e.Config.Detection.ScoreTolerance)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +128,12 @@ targets:
   - name: sim-a
     provider: sim
     model: sim-large
-    sim: {policies: [{from_run: 4, score_shift: {privacy: -0.2, hate: 0.03}}]}
+    sim: {policies: [{from_run: 4, score_shift: {privacy: -0.2, hate: 0.16}}]}
   - {name: sim-b, provider: sim, model: sim-small}
 `)
 	runHourly(t, e, 10)
 	ctx := context.Background()
-	h, err := app.LoadHistory(ctx, e.Store, e.Corpus, e.Config.ConfirmRuns)
+	h, err := app.LoadHistory(ctx, e.Store, e.Corpus, e.Config.ConfirmRuns, e.Config.Detection.ScoreTolerance)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +146,19 @@ targets:
 	if drift == nil || drift.Direction != attribution.Mixed || len(drift.Flips) == 0 {
 		t.Fatalf("events: %+v", h.Events)
 	}
+	// Every probe's hate scores moved up past the tolerance; the privacy
+	// probes' privacy scores moved down.
+	privacyDown := 0
 	for _, f := range drift.Flips {
-		if f.ScoreDirs["privacy"] != attribution.Down || f.ScoreDirs["hate"] != attribution.Up {
-			t.Errorf("flip %s: score directions %v, want privacy down, hate up", f.ProbeID, f.ScoreDirs)
+		if f.ScoreDirs["hate"] != attribution.Up {
+			t.Errorf("flip %s: score directions %v, want hate up", f.ProbeID, f.ScoreDirs)
 		}
+		if f.ScoreDirs["privacy"] == attribution.Down {
+			privacyDown++
+		}
+	}
+	if privacyDown == 0 {
+		t.Fatalf("no flip moved privacy down: %+v", drift.Flips)
 	}
 	sess := &app.Session{Config: e.Config, Corpus: e.Corpus, Store: e.Store}
 	for _, c := range []struct {
@@ -157,7 +166,7 @@ targets:
 		attr   string
 		reason string
 	}{
-		{30, 10, attribution.Provider, fmt.Sprintf("event %d (score_drift, mixed) moved the scores of %d probe(s) on sim-a down, on identical probe bytes and without a verdict flip, from run 4", drift.ID, len(drift.Flips))},
+		{30, 10, attribution.Provider, fmt.Sprintf("event %d (score_drift, mixed) moved the scores of %d probe(s) on sim-a down, on identical probe bytes and without a verdict flip, from run 4", drift.ID, privacyDown)},
 		{10, 30, attribution.Inconclusive, "moved privacy on sim-a the other way"},
 	} {
 		var b strings.Builder

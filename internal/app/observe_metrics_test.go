@@ -16,6 +16,7 @@ import (
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/metrics"
+	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -106,8 +107,10 @@ func value(t *testing.T, lines []string, series string) float64 {
 // A target disabled or removed from the config exports nothing any more,
 // from the database (abuse blocks: DriftprobeAbuseBlock pages with for:
 // 0m, degradation, verdicts, categories) or from the process (requests,
-// the breaker gauge), once the config that drops it is loaded; enabled
-// again, it is back.
+// the breaker gauge), once the config that drops it is loaded. Enabled
+// again, its history is back, but not what its last run before found
+// (months old, perhaps: DriftprobeAbuseBlock would page at once): its
+// latest-run series come from runs started since.
 func TestMetricsOnlyForConfiguredTargets(t *testing.T) {
 	e := testenv.New(t, `
 targets:
@@ -115,9 +118,10 @@ targets:
   - {name: sim-b, provider: sim, model: m}
 `)
 	ctx := context.Background()
+	at := func(h float64) time.Time { return testenv.AttributionT0.Add(time.Duration(h * float64(time.Hour))) }
 	p := newProcess(e, e.Config)
 	for i := range 3 {
-		p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Duration(i)*time.Hour), nil, nil)
+		p.run(t, ctx, e, e.Config, e.Targets, at(float64(i)), nil, nil)
 	}
 	// A breaker reported open during a run (its series stays, at 0).
 	o := app.RunOptions{}
@@ -138,7 +142,7 @@ targets:
 		}
 		return out
 	}
-	for _, f := range []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.ProbeVerdicts, metrics.CategoryActive, metrics.LastRunProbes,
+	for _, f := range []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.ProbeVerdicts, metrics.CategoryActive, metrics.LastRunProbes, metrics.PreviousRunProbes,
 		metrics.RecordedProbes, metrics.RequestsTotal, metrics.RetriesTotal, metrics.TokensTotal, metrics.CostUSDTotal, metrics.BreakerOpen} {
 		if !slices.Contains(families(ofTarget(all, "sim-a")), f) {
 			t.Errorf("before: sim-a has no %s series", f)
@@ -154,7 +158,7 @@ targets:
 		c.Disabled = c.Name == "sim-a"
 		disabled.Targets = append(disabled.Targets, &c)
 	}
-	app.ConfigLoaded(p.m, &disabled, time.Now())
+	app.ConfigLoaded(p.m, &disabled, at(2.5))
 	if got := ofTarget(p.lines(t), "sim-a"); len(got) != 0 {
 		t.Errorf("sim-a disabled, yet exported:\n  %s", strings.Join(got, "\n  "))
 	}
@@ -163,7 +167,7 @@ targets:
 		t.Fatal(err)
 	}
 	defer closeT()
-	p.run(t, ctx, e, &disabled, targets, testenv.AttributionT0.Add(3*time.Hour), nil, nil)
+	p.run(t, ctx, e, &disabled, targets, at(3), nil, nil)
 	all = p.lines(t)
 	if got := ofTarget(all, "sim-a"); len(got) != 0 {
 		t.Errorf("sim-a disabled, after a run:\n  %s", strings.Join(got, "\n  "))
@@ -175,21 +179,94 @@ targets:
 	// Removed from the file altogether: the same.
 	removed := disabled
 	removed.Targets = []*config.Target{disabled.Target("sim-b")}
-	app.ConfigLoaded(p.m, &removed, time.Now())
+	app.ConfigLoaded(p.m, &removed, at(3.5))
 	if got := ofTarget(p.lines(t), "sim-a"); len(got) != 0 {
 		t.Errorf("sim-a removed, yet exported:\n  %s", strings.Join(got, "\n  "))
 	}
-	// Enabled again: its database series are back.
-	app.ConfigLoaded(p.m, e.Config, time.Now())
-	if v := value(t, p.lines(t), `driftprobe_abuse_blocks{target=sim-a}`); v != float64(len(e.Corpus.Probes)) {
-		t.Errorf("sim-a enabled again: abuse blocks %v", v)
+
+	// Enabled again (the account restored, months later in real life):
+	// its database series are back, but not its last run's abuse blocks,
+	// degradation or outcomes.
+	app.ConfigLoaded(p.m, e.Config, at(4))
+	latestRun := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes}
+	got := families(ofTarget(p.lines(t), "sim-a"))
+	for _, f := range []string{metrics.ProbeVerdicts, metrics.CategoryActive, metrics.RecordedProbes, metrics.RecordedRequests} {
+		if !slices.Contains(got, f) {
+			t.Errorf("sim-a enabled again: no %s series (its history)", f)
+		}
 	}
+	for _, f := range latestRun {
+		if slices.Contains(got, f) {
+			t.Errorf("sim-a enabled again: %s series from its last run before it was disabled:\n  %s", f, strings.Join(ofTarget(p.lines(t, f), "sim-a"), "\n  "))
+		}
+	}
+	// Its first run since: what that run found (the account is still
+	// suspended: every probe an abuse block).
+	p.run(t, ctx, e, e.Config, e.Targets, at(4), nil, nil)
+	all = p.lines(t)
+	if v := value(t, all, `driftprobe_abuse_blocks{target=sim-a}`); v != float64(len(e.Corpus.Probes)) {
+		t.Errorf("sim-a's first run since enabled again: abuse blocks %v, want every probe", v)
+	}
+	if got := ofTarget(p.lines(t, metrics.PreviousRunProbes), "sim-a"); len(got) != 0 {
+		t.Errorf("sim-a's first run since enabled again: %v, want no previous run", got)
+	}
+	// sim-b, configured all along, kept its series throughout.
+	if got := families(ofTarget(all, "sim-b")); !slices.Contains(got, metrics.PreviousRunProbes) || !slices.Contains(got, metrics.AbuseBlocks) {
+		t.Errorf("sim-b: families %v", got)
+	}
+}
+
+// A run keeps the config it started with. When a reload during it
+// removes one of its targets, the target's process series are deleted and
+// stay deleted: the run's later attempts, breaker changes and totals for
+// it record nothing (they would bring its series back until the next
+// reload).
+func TestReloadDuringRunKeepsRemovedTargetDeleted(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: sim-a, provider: sim, model: m, concurrency: 1}
+  - {name: sim-b, provider: sim, model: m, concurrency: 1}
+`)
+	ctx := context.Background()
+	p := newProcess(e, e.Config)
+	p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0, nil, nil)
+	if got := ofTarget(p.lines(t, metrics.RequestsTotal), "sim-a"); len(got) == 0 {
+		t.Fatal("no requests series of sim-a after its first run")
+	}
+	removed := *e.Config
+	removed.Targets = []*config.Target{e.Config.Target("sim-b")}
+	var reloaded atomic.Bool
+	res := p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Hour), nil, func(o *app.RunOptions) {
+		attempt, breaker := o.Hooks.OnAttempt, o.Hooks.OnBreaker
+		o.Hooks.OnAttempt = func(tg *runner.Target, class probes.Class, retried bool) {
+			if reloaded.CompareAndSwap(false, true) {
+				// serve reloads a config without sim-a while this run,
+				// which has it, is in progress.
+				app.ConfigLoaded(p.m, &removed, testenv.AttributionT0.Add(time.Hour))
+				breaker(&runner.Target{Config: e.Config.Target("sim-a")}, true)
+			}
+			attempt(tg, class, true)
+		}
+	})
+	if len(res.Summary.Targets) != 2 {
+		t.Fatalf("the run had %d targets, want both", len(res.Summary.Targets))
+	}
+	if got := ofTarget(p.lines(t), "sim-a"); len(got) != 0 {
+		t.Errorf("sim-a removed during the run, yet exported after it:\n  %s", strings.Join(got, "\n  "))
+	}
+	all := p.lines(t)
+	// (Every attempt of the run was reported as a retry.)
+	if v := value(t, all, `driftprobe_retries_total{target=sim-b}`); v != float64(len(e.Corpus.Probes)) {
+		t.Errorf("sim-b retries %v, want %d: the run's attempts on the targets still configured count", v, len(e.Corpus.Probes))
+	}
+	value(t, all, `driftprobe_breaker_open{target=sim-b}`)
 }
 
 // A fresh target (confirm_runs: 2) exports its verdicts after its first
 // run and no category_active series; after the second, when its baselines
-// confirm, every category, its positive controls' at 1. Exporting 0 after
-// run 1 made DriftprobeNewCategoryActive page for each of them.
+// confirm, every category, its positive controls' at 1 (a dashboard
+// gauge: what pages is driftprobe_new_category_timestamp_seconds, see
+// TestNewCategoryTimestampMetric).
 func TestCategoryActiveAppearsWhenBaselinesConfirm(t *testing.T) {
 	e := testenv.New(t, "targets:\n  - {name: fresh, provider: sim, model: m}\n")
 	ctx := context.Background()
@@ -344,5 +421,46 @@ func TestBreakerGaugeZeroAfterRun(t *testing.T) {
 	app.ObserveRun(p.m, nil)
 	if got := p.lines(t, metrics.BreakerOpen); !slices.Equal(got, []string{"driftprobe_breaker_open{target=down} 0"}) {
 		t.Errorf("after a failed run: %v, want the breaker at 0", got)
+	}
+}
+
+// driftprobe_new_category_timestamp_seconds, what DriftprobeNewCategoryActive
+// pages on, appears only when the provider starts blocking a category on
+// identical bytes (the event's new_categories), stamped when detection
+// recorded the event: never as a fresh target's baselines confirm, though
+// its categories appear in driftprobe_category_active then.
+func TestNewCategoryTimestampMetric(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim:
+      policies:
+        - {from_run: 1, thresholds: {privacy: 1.01}}
+        - {from_run: 3, thresholds: {privacy: 0.5}}
+`)
+	ctx := context.Background()
+	p := newProcess(e, e.Config)
+	for i := range 2 {
+		p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Duration(i)*time.Hour), nil, nil)
+	}
+	if got := p.lines(t, metrics.CategoryActive); len(got) != 11 {
+		t.Fatalf("after the baselines confirmed: %v, want every category", got)
+	}
+	if got := p.lines(t, metrics.NewCategoryTimestamp); len(got) != 0 {
+		t.Errorf("a fresh target's baselines: %v, want no new-category series", got)
+	}
+	// privacy starts blocking in run 3 and is confirmed in run 4 (T0+3h).
+	for i := 2; i < 5; i++ {
+		p.run(t, ctx, e, e.Config, e.Targets, testenv.AttributionT0.Add(time.Duration(i)*time.Hour), nil, nil)
+	}
+	want := []string{"driftprobe_new_category_timestamp_seconds{category=privacy,target=a} " +
+		strconv.FormatFloat(float64(testenv.AttributionT0.Add(3*time.Hour).Unix()), 'g', -1, 64)}
+	if got := p.lines(t, metrics.NewCategoryTimestamp); !slices.Equal(got, want) {
+		t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if v := value(t, p.lines(t), `driftprobe_category_active{category=privacy,target=a}`); v != 1 {
+		t.Errorf("privacy active %v, want 1", v)
 	}
 }
