@@ -1,6 +1,33 @@
 package app
 
-import "github.com/robfig/cron/v3"
+import (
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
 
 // cronSpec parses a standard cron expression (with optional CRON_TZ=).
 func cronSpec(s string) (cron.Schedule, error) { return cron.ParseStandard(s) }
+
+// longestGap is the longest wait between two firings of a cron schedule
+// over the coming year (at most cronSamples firings): the staleness alert
+// allows twice the interval, and a weekday schedule's weekend, or a
+// monthly one's 31-day month, must not look stale.
+func longestGap(sch cron.Schedule, now time.Time) time.Duration {
+	var longest time.Duration
+	prev := sch.Next(now)
+	end := now.AddDate(1, 0, 0)
+	for i := 0; i < cronSamples && !prev.IsZero() && prev.Before(end); i++ {
+		next := sch.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		longest = max(longest, next.Sub(prev))
+		prev = next
+	}
+	return longest
+}
+
+// cronSamples bounds longestGap's walk (a minutely schedule fires 525,600
+// times a year; its longest gap shows long before that).
+const cronSamples = 20000

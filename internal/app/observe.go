@@ -90,7 +90,6 @@ func ConfigLoaded(m *metrics.Metrics, cfg *config.Config, now time.Time) {
 	if iv, ok := interval(cfg.Schedule); ok {
 		m.ScheduleSecond.Set(iv.Seconds())
 	} else if sch, err := cronSpec(cfg.Schedule); err == nil {
-		n1 := sch.Next(now)
-		m.ScheduleSecond.Set(sch.Next(n1).Sub(n1).Seconds())
+		m.ScheduleSecond.Set(longestGap(sch, now).Seconds())
 	}
 }
