@@ -2,8 +2,11 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestSaveProbes covers multi-row chunks, re-saving (no duplicates, no
@@ -77,5 +80,36 @@ func TestRunStatusesAndProbeTags(t *testing.T) {
 	tags, err := d.ProbeTags(ctx)
 	if err != nil || len(tags) != 2 || fmt.Sprint(tags["p1"]) != "[privacy]" || tags["p2"] != nil {
 		t.Errorf("probe tags %v %v", tags, err)
+	}
+}
+
+// A run another lease holder recorded aborted (this process lost its
+// lease) is not finished again: its status and per-target rows stay.
+func TestFinishRunRefusesAFinishedRun(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "f.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	tgt, err := d.EnsureTarget(ctx, TargetRow{Name: "a", Provider: "sim", Model: "m", Endpoint: "chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := d.BeginRun(ctx, Run{CorpusName: "c", CorpusVersion: "1", CorpusHash: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.AbandonStaleRuns(ctx, d.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("abandon: %d %v", n, err)
+	}
+	err = d.FinishRun(ctx, run, RunComplete, []RunTarget{{TargetID: tgt, Status: TargetComplete}})
+	if !errors.Is(err, ErrRunFinished) {
+		t.Fatalf("finishing an aborted run: %v", err)
+	}
+	r, _ := d.Run(ctx, run)
+	rts, _ := d.RunTargets(ctx, run)
+	if r.Status != RunAborted || len(rts) != 0 {
+		t.Fatalf("run %s with %d target rows, want aborted with none", r.Status, len(rts))
 	}
 }

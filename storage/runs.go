@@ -166,9 +166,19 @@ func (d *DB) BeginRun(ctx context.Context, r Run) (int64, error) {
 	return res.LastInsertId()
 }
 
-// FinishRun records a run's final status and per-target summaries.
+// FinishRun records a run's final status and per-target summaries. It
+// refuses (ErrRunFinished) a run that is no longer running.
 func (d *DB) FinishRun(ctx context.Context, runID int64, status string, rts []RunTarget) error {
 	return d.Tx(ctx, func(tx *sql.Tx) error {
+		// A finished run never changes: one another lease holder already
+		// recorded aborted (this process lost the lease) stays as it was.
+		var cur string
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, runID).Scan(&cur); err != nil {
+			return fmt.Errorf("finish run %d: %w", runID, err)
+		}
+		if cur != RunRunning {
+			return fmt.Errorf("finish run %d: %w (it is %s)", runID, ErrRunFinished, cur)
+		}
 		for _, rt := range rts {
 			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO run_targets (run_id, target_id, status, observations, verdicts, transient, client_errors, unavailable, breaker_opened, requests, retries, requests_sha256, tokens_in, tokens_out, cost_usd, duration_ms)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -181,6 +191,10 @@ func (d *DB) FinishRun(ctx context.Context, runID int64, status string, rts []Ru
 		return err
 	})
 }
+
+// ErrRunFinished is returned (wrapped) by FinishRun for a run that is no
+// longer running: another process recorded it aborted.
+var ErrRunFinished = errors.New("run already finished")
 
 // AbandonStaleRuns marks runs still "running" that started before cutoff
 // as aborted (a process that died mid-run). It returns how many it marked.
