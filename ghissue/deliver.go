@@ -28,6 +28,18 @@
 // stops and every pending row is deferred, so driftprobe does not keep
 // hammering it.
 //
+// Two processes may deliver from one database at once (serve after each
+// run, an operator's outbox --send). A row is claimed by a compare-and-swap
+// of next_attempt_at to the claim's end (Options.ClaimFor); every later
+// write of the pass to that row (a failure, the release of an interrupted
+// attempt) is a compare-and-swap on that claim, and deferring the rows a
+// global failure did not reach is one on the value the pass read. A claim
+// that ran out while its call was in flight has passed to the process that
+// claimed the row since: the late outcome is left to it and reported in
+// Result.Lost and Result.Notes, never written over its claim. A late
+// delivery is still recorded, unless another process recorded the row's
+// delivery first, whose record stands.
+//
 // Auth is a token (github.token_env) or a GitHub App installation
 // (github.app_id, installation_id and private_key_env): ghinstallation
 // signs an RS256 JWT with the app's key, exchanges it for an installation
@@ -102,16 +114,28 @@ type Options struct {
 	DryRunDir string
 	// ClaimFor is how long a row is claimed while it is being delivered, so
 	// two processes sharing a database never send it twice (default 10m).
+	// A claim that runs out while its call is still in flight (a hung
+	// call, a slow pass) lets another process take the row; the first
+	// process then leaves the row to it (see Result.Lost).
 	ClaimFor time.Duration
 }
 
 // Result summarizes one Deliver pass.
 type Result struct {
-	Sent     int      `json:"sent"`     // rows delivered in this pass (posted, or found already on GitHub by their marker)
-	Failed   int      `json:"failed"`   // rows whose attempt failed in this pass
-	Deferred int      `json:"deferred"` // rows left for later (waiting, rate limited, held back)
-	Rendered int      `json:"rendered"` // rows rendered by a dry run
-	Errors   []string `json:"errors,omitempty"`
+	Sent     int `json:"sent"`     // rows delivered in this pass (posted, or found already on GitHub by their marker)
+	Failed   int `json:"failed"`   // rows whose attempt failed in this pass
+	Deferred int `json:"deferred"` // rows left for later (waiting, rate limited, held back)
+	Rendered int `json:"rendered"` // rows rendered by a dry run
+	// Lost counts rows whose claim ran out during this pass and that
+	// another process claimed (or recorded) before this pass recorded its
+	// outcome: a failure or an interrupted attempt is then left to that
+	// process, not recorded over its claim; a delivery is still recorded
+	// (and counted in Sent) unless that process recorded the row's
+	// delivery first. Notes says which rows and what happened; neither is
+	// an error of the pass.
+	Lost   int      `json:"lost"`
+	Errors []string `json:"errors,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // row is one outbox row.
@@ -167,6 +191,10 @@ type deliverer struct {
 	index  map[string]*github.Issue // event fingerprint -> issue, from the label listing (and findRecent)
 	listed bool
 	seen   map[int]map[string]bool // issue -> update markers present in its comments
+	// claims holds the next_attempt_at value this pass's claim wrote on
+	// each row it claimed: release and fail compare-and-swap on it, so a
+	// row another process claimed after this claim ran out is left alone.
+	claims map[int64]string
 }
 
 // Deliver sends pending outbox rows to GitHub in order and records the
@@ -218,7 +246,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	if msg != "" {
 		// A configuration problem: nothing is sent, every row says why.
 		log.Warn("github delivery skipped", "reason", msg, "pending", len(rows))
-		if err := noteAll(ctx, db, rows, msg, time.Time{}); err != nil {
+		if err := noteAll(ctx, db, rows, msg, time.Time{}, now); err != nil {
 			return res, err
 		}
 		res.Deferred = len(rows)
@@ -226,7 +254,13 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		return res, nil
 	}
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
-		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}}
+		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}, claims: map[int64]string{}}
+	lost := func(r row, what string) {
+		note := fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, what)
+		res.Lost++
+		res.Notes = append(res.Notes, note)
+		log.Warn("github delivery outcome left to another process", "outbox", r.ID, "event", r.EventID, "action", r.Action, "note", what)
+	}
 
 	held := map[int64]bool{} // events with an earlier row not delivered
 	for i, r := range rows {
@@ -251,19 +285,30 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		}
 		err = d.deliver(ctx, r)
 		if err == nil {
-			if err := d.markSent(ctx, r); err != nil {
+			out, err := d.markSent(ctx, r)
+			if err != nil {
 				return res, err
 			}
 			res.Sent++
+			switch out {
+			case sentOverClaim:
+				lost(r, "delivered after this pass's claim on the row ran out and another process took the row over; the delivery is recorded")
+			case sentBefore:
+				lost(r, "delivered after this pass's claim on the row ran out; another process had already recorded the row's delivery, which is kept")
+			}
 			continue
 		}
 		var dbe dbError
 		if errors.As(err, &dbe) {
-			_ = d.release(context.WithoutCancel(ctx), r, claimedAt)
+			if kept, rerr := d.release(context.WithoutCancel(ctx), r, claimedAt); rerr == nil && !kept {
+				lost(r, "interrupted by a database error after this pass's claim on the row ran out and another process took the row over; the row is left to it")
+			}
 			return res, err
 		}
 		if ctx.Err() != nil {
-			_ = d.release(context.WithoutCancel(ctx), r, claimedAt)
+			if kept, rerr := d.release(context.WithoutCancel(ctx), r, claimedAt); rerr == nil && !kept {
+				lost(r, "interrupted after this pass's claim on the row ran out and another process took the row over; the row is left to it")
+			}
 			return res, ctx.Err()
 		}
 		// Retry times count from the failure, not from the start of the
@@ -271,21 +316,26 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		f := d.classify(err, r.Attempts+1, d.opts.Now())
 		f.msg = d.red.redact(f.msg)
 		held[r.EventID] = true
-		res.Failed++
-		res.Errors = append(res.Errors, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, f.msg))
-		if err := d.fail(ctx, r, f); err != nil {
+		recorded, err := d.fail(ctx, r, f)
+		if err != nil {
 			return res, err
 		}
-		logArgs := []any{"outbox", r.ID, "event", r.EventID, "action", r.Action, "attempts", r.Attempts + 1, "error", f.msg}
-		if !f.until.IsZero() {
-			logArgs = append(logArgs, "retry_at", ts(f.until))
+		if recorded {
+			res.Failed++
+			res.Errors = append(res.Errors, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, f.msg))
+			logArgs := []any{"outbox", r.ID, "event", r.EventID, "action", r.Action, "attempts", r.Attempts + 1, "error", f.msg}
+			if !f.until.IsZero() {
+				logArgs = append(logArgs, "retry_at", ts(f.until))
+			}
+			log.Warn("github delivery failed", logArgs...)
+		} else {
+			lost(r, "failed after this pass's claim on the row ran out and another process took the row over; the failure is not recorded, the row is left to it: "+f.msg)
 		}
-		log.Warn("github delivery failed", logArgs...)
 		if f.global {
 			// GitHub is down, rate limited or refusing us: defer everything
 			// else instead of hitting it again in this pass.
 			left := rows[i+1:]
-			if err := noteAll(ctx, db, left, "not attempted: "+f.msg, f.until); err != nil {
+			if err := noteAll(ctx, db, left, "not attempted: "+f.msg, f.until, now); err != nil {
 				return res, err
 			}
 			res.Deferred += len(left)
@@ -298,15 +348,24 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 // claim takes a row for delivery: a compare-and-swap on next_attempt_at.
 // The claim runs ClaimFor from now, the clock read at the claim (not the
 // start of the pass: after slow calls earlier in the pass, a claim counted
-// from the start could already have run out while the row is sent).
+// from the start could already have run out while the row is sent). The
+// value written is remembered: it is this pass's claim, which release and
+// fail compare-and-swap on. It cannot be mistaken for another process's
+// claim: a row is claimed again only once the earlier claim has run out,
+// so every later claim ends strictly after it.
 func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, error) {
+	until := ts(now.Add(d.opts.ClaimFor))
 	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`,
-		ts(now.Add(d.opts.ClaimFor)), r.ID, r.NextAttempt)
+		until, r.ID, r.NextAttempt)
 	if err != nil {
 		return false, fmt.Errorf("outbox claim: %w", err)
 	}
 	n, _ := res.RowsAffected()
-	return n == 1, nil
+	if n != 1 {
+		return false, nil
+	}
+	d.claims[r.ID] = until
+	return true, nil
 }
 
 // release undoes the claim taken at claimedAt (an interrupted pass: ctx
@@ -318,47 +377,103 @@ func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, erro
 // GitHub created without its labels. A first attempt is released to its
 // claim time (already past, so the row is due); a row that was already
 // waiting keeps its time.
-func (d *deliverer) release(ctx context.Context, r row, claimedAt time.Time) error {
+//
+// The release is a compare-and-swap on this pass's claim: when the claim
+// ran out and another process claimed the row (or recorded an outcome),
+// the row is that process's and is left alone (held is false). Its
+// next_attempt_at is then non-empty or the row is sent, so the "attempted"
+// signal survives either way.
+func (d *deliverer) release(ctx context.Context, r row, claimedAt time.Time) (held bool, err error) {
 	next := r.NextAttempt
 	if next == "" {
 		next = ts(claimedAt)
 	}
-	_, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = ''`, next, r.ID)
-	return err
-}
-
-func (d *deliverer) markSent(ctx context.Context, r row) error {
-	_, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET sent_at = ?, attempts = attempts + 1, last_error = '', next_attempt_at = '' WHERE id = ?`,
-		ts(d.opts.Now()), r.ID)
+	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, next, r.ID, d.claims[r.ID])
 	if err != nil {
-		return fmt.Errorf("outbox mark sent: %w", err)
+		return false, fmt.Errorf("outbox release: %w", err)
 	}
-	return nil
+	n, _ := res.RowsAffected()
+	return n == 1, nil
 }
 
-func (d *deliverer) fail(ctx context.Context, r row, f failure) error {
+// sentOutcome says how markSent found the row.
+type sentOutcome int
+
+const (
+	sentClaimed   sentOutcome = iota // the row still held this pass's claim
+	sentOverClaim                    // another process had claimed (or failed) the row since; the delivery is recorded over it
+	sentBefore                       // another process had already recorded the row sent; its record is kept
+)
+
+// markSent records the row delivered. The delivery happened, so it is
+// recorded even when this pass's claim ran out and another process has
+// claimed the row since: a pending row whose issue or comment exists on
+// GitHub is worth less than a sent one, and that process loses nothing by
+// it (its own markSent finds the row sent and keeps this record; its fail
+// and release find their claim gone and leave the row). What it never does
+// is record over a row already marked sent: the first recorded delivery
+// (its sent_at, its attempts) stands, so a late pass neither moves the
+// delivery time nor counts an attempt twice.
+func (d *deliverer) markSent(ctx context.Context, r row) (sentOutcome, error) {
+	ctx = context.WithoutCancel(ctx)
+	const q = `UPDATE outbox SET sent_at = ?, attempts = attempts + 1, last_error = '', next_attempt_at = '' WHERE id = ? AND sent_at = ''`
+	now := ts(d.opts.Now())
+	res, err := d.db.SQL().ExecContext(ctx, q+` AND next_attempt_at = ?`, now, r.ID, d.claims[r.ID])
+	if err != nil {
+		return 0, fmt.Errorf("outbox mark sent: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return sentClaimed, nil
+	}
+	if res, err = d.db.SQL().ExecContext(ctx, q, now, r.ID); err != nil {
+		return 0, fmt.Errorf("outbox mark sent: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return sentOverClaim, nil
+	}
+	return sentBefore, nil
+}
+
+// fail records a failed attempt: a compare-and-swap on this pass's claim.
+// When the claim ran out and another process claimed the row, nothing is
+// recorded (recorded is false): resetting next_attempt_at would end that
+// process's claim and let a third pass send the row while it is in flight;
+// the row's outcome is that process's to record.
+func (d *deliverer) fail(ctx context.Context, r row, f failure) (recorded bool, err error) {
 	next := ""
 	if !f.until.IsZero() {
 		next = ts(f.until)
 	}
-	_, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = ''`,
-		d.red.redact(f.msg), next, r.ID)
+	res, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`,
+		d.red.redact(f.msg), next, r.ID, d.claims[r.ID])
 	if err != nil {
-		return fmt.Errorf("outbox record failure: %w", err)
+		return false, fmt.Errorf("outbox record failure: %w", err)
 	}
-	return nil
+	n, _ := res.RowsAffected()
+	return n == 1, nil
 }
 
 // noteAll records msg on rows without counting an attempt; until, when
 // set, becomes their next attempt time unless they already wait longer.
-func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until time.Time) error {
+// rows are this pass's snapshot, taken at now, of rows it has not claimed.
+// Each update is a compare-and-swap on the snapshot's next_attempt_at: a
+// row another process claimed (or recorded) since is left alone, so its
+// live claim is never overwritten with an older value, an empty one
+// included. Rows not due at now are left alone too: they wait on an
+// outcome already recorded, or are claimed by another process, and moving
+// their next_attempt_at would end or move that claim (and make its
+// owner's outcome fail its compare-and-swap).
+func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until, now time.Time) error {
 	return db.Tx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
 		for _, r := range rows {
+			if r.NextAttempt != "" && storage.ParseTime(r.NextAttempt).After(now) {
+				continue
+			}
 			next := r.NextAttempt
 			if !until.IsZero() && (next == "" || storage.ParseTime(next).Before(until)) {
 				next = ts(until)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = ''`, msg, next, r.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, msg, next, r.ID, r.NextAttempt); err != nil {
 				return fmt.Errorf("outbox note: %w", err)
 			}
 		}

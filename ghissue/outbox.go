@@ -116,8 +116,8 @@ func AfterRun(ctx context.Context, db *storage.DB, cfg *config.Config, log *slog
 	res, err := Deliver(ctx, db, cfg, Options{Logger: log, DryRun: dryRun})
 	if res != nil {
 		sent = res.Sent
-		if log != nil && (res.Sent > 0 || res.Failed > 0) {
-			log.Info("github outbox delivered", "sent", res.Sent, "failed", res.Failed, "deferred", res.Deferred)
+		if log != nil && (res.Sent > 0 || res.Failed > 0 || res.Lost > 0) {
+			log.Info("github outbox delivered", "sent", res.Sent, "failed", res.Failed, "deferred", res.Deferred, "lost", res.Lost)
 		}
 	}
 	return sent, err

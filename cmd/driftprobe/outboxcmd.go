@@ -115,9 +115,16 @@ variable named by github.private_key_env).`,
 			} else {
 				w := g.stdout
 				if res != nil {
-					fmt.Fprintf(w, "sent %d, failed %d, deferred %d\n", res.Sent, res.Failed, res.Deferred)
+					fmt.Fprintf(w, "sent %d, failed %d, deferred %d", res.Sent, res.Failed, res.Deferred)
+					if res.Lost > 0 {
+						fmt.Fprintf(w, ", %d left to another process", res.Lost)
+					}
+					fmt.Fprintln(w)
 					for _, e := range res.Errors {
 						fmt.Fprintf(w, "  %s\n", termtext.Safe(e))
+					}
+					for _, n := range res.Notes {
+						fmt.Fprintf(w, "  %s\n", termtext.Safe(n))
 					}
 				}
 				switch {
@@ -149,7 +156,7 @@ variable named by github.private_key_env).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, errors and pending)")
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, lost, errors, notes and pending)")
 	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
