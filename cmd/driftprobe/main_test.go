@@ -355,6 +355,34 @@ func TestFailedExportKeepsTheRunsResult(t *testing.T) {
 	}
 }
 
+// An interrupted run (SIGTERM from a CronJob's deadline) still pushes its
+// metrics: the aborted run's counts reach the Pushgateway.
+func TestInterruptedRunStillPushes(t *testing.T) {
+	pushed := make(chan []byte, 1)
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case pushed <- b:
+		default:
+		}
+	}))
+	defer gw.Close()
+	dir := t.TempDir()
+	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
+	os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: m, concurrency: 2, sim: {error_status: 503, fail_first: 1, retry_after: 120}}\n"), 0o644)
+	cmd := startRunning(t, db, nil, "run", "--config", cfg, "--db", db, "--pushgateway", gw.URL)
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	select {
+	case b := <-pushed:
+		if !strings.Contains(string(b), "driftprobe_runs_total") {
+			t.Errorf("push without driftprobe_runs_total: %.300s", b)
+		}
+	default:
+		t.Fatal("the interrupted run pushed nothing")
+	}
+}
+
 // A Pushgateway that accepts and never answers gives up when the context
 // (or PushTimeout) ends instead of holding a finished run open.
 func TestPushGivesUp(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -90,7 +91,10 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 			// result, nor fail a run that did its work (a CronJob would run
 			// and pay for the whole corpus again). It is logged; the metrics'
 			// staleness alert notices exports that keep failing.
-			if err := app.ExportMetrics(ctx, reg, textfile, pushgateway); err != nil {
+			// Not the command's context: an interrupted run (SIGTERM from a
+			// CronJob's deadline) still exports what it did (PushTimeout
+			// bounds the push).
+			if err := app.ExportMetrics(context.WithoutCancel(ctx), reg, textfile, pushgateway); err != nil {
 				log.Error("metrics not exported; the run is stored and its exit status is unchanged", "err", err)
 			}
 			if res.Summary.Status == storage.RunAborted {

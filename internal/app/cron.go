@@ -10,13 +10,15 @@ import (
 func cronSpec(s string) (cron.Schedule, error) { return cron.ParseStandard(s) }
 
 // longestGap is the longest wait between two firings of a cron schedule
-// over the coming year (at most cronSamples firings): the staleness alert
-// allows twice the interval, and a weekday schedule's weekend, or a
-// monthly one's 31-day month, must not look stale.
+// over the coming five weeks (at most cronSamples firings): the staleness
+// alert allows twice the interval, and a weekday schedule's weekend, or a
+// monthly one's 31-day month, must not look stale. Five weeks, not a
+// year: a daily schedule at 02:30 in a zone that skips that hour once a
+// year would otherwise wait 47 hours all year.
 func longestGap(sch cron.Schedule, now time.Time) time.Duration {
 	var longest time.Duration
 	prev := sch.Next(now)
-	end := now.AddDate(1, 0, 0)
+	end := now.AddDate(0, 0, 35)
 	for i := 0; i < cronSamples && !prev.IsZero() && prev.Before(end); i++ {
 		next := sch.Next(prev)
 		if next.IsZero() {
@@ -28,6 +30,6 @@ func longestGap(sch cron.Schedule, now time.Time) time.Duration {
 	return longest
 }
 
-// cronSamples bounds longestGap's walk (a minutely schedule fires 525,600
-// times a year; its longest gap shows long before that).
+// cronSamples bounds longestGap's walk (a minutely schedule fires 50,400
+// times in five weeks; its longest gap shows long before that).
 const cronSamples = 20000
