@@ -175,10 +175,10 @@ func TestLatestRunMetrics(t *testing.T) {
 	diffLines(t, "after an interrupted run", gathered(t, reg, names...), want)
 
 	// Run 3 finishes: a answers with client errors (an expired key), b
-	// recovers; c is interrupted again and sees no enforcement this time,
-	// which clears nothing.
+	// recovers; c is interrupted and sees no enforcement this time, which
+	// clears nothing.
 	r3 := beginRun(t, st, t0.Add(2*time.Hour))
-	finish(t, st, r3, t0.Add(2*time.Hour), time.Minute, storage.RunAborted,
+	finish(t, st, r3, t0.Add(2*time.Hour), time.Minute, storage.RunPartial,
 		storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 10, Verdicts: 3, ClientErrors: 7},
 		storage.RunTarget{TargetID: b, Status: storage.TargetComplete, Observations: 10, Verdicts: 10},
 		storage.RunTarget{TargetID: c, Status: storage.TargetAborted})
@@ -206,6 +206,109 @@ func TestLatestRunMetrics(t *testing.T) {
 			t.Errorf("after run 3: %s, but c and d have no finished run before their latest", l)
 		}
 	}
+}
+
+// A run is finished by its own status: a target that finished (complete
+// or degraded) inside a run interrupted later was confirmed by nothing,
+// so it neither sets nor clears the target's degradation, and its answers
+// are not the latest finished run's (DriftprobeClientErrors).
+func TestTargetsOfInterruptedRunsDoNotCount(t *testing.T) {
+	st := openStore(t)
+	a, b := ensureTarget(t, st, "a"), ensureTarget(t, st, "b")
+	reg := collectorRegistry(metrics.NewDBCollector(st.SQL()))
+	names := []string{metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes}
+	r1 := beginRun(t, st, t0)
+	finish(t, st, r1, t0, time.Minute, storage.RunPartial,
+		storage.RunTarget{TargetID: a, Status: storage.TargetDegraded, Observations: 10, Verdicts: 3, Transient: 7},
+		storage.RunTarget{TargetID: b, Status: storage.TargetComplete, Observations: 10, Verdicts: 10})
+	want := gathered(t, reg, names...)
+	// Run 2 is interrupted after a finished (recovered) and b finished
+	// degraded with client errors, while another target still probed.
+	r2 := beginRun(t, st, t0.Add(time.Hour))
+	finish(t, st, r2, t0.Add(time.Hour), time.Minute, storage.RunAborted,
+		storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 10, Verdicts: 10},
+		storage.RunTarget{TargetID: b, Status: storage.TargetDegraded, Observations: 10, Verdicts: 2, Transient: 2, ClientErrors: 6})
+	diffLines(t, "after targets finished inside an interrupted run", gathered(t, reg, names...), want)
+	for _, w := range []string{"driftprobe_target_degraded{target=a} 1", "driftprobe_target_degraded{target=b} 0"} {
+		if !slices.Contains(want, w) {
+			t.Errorf("no %s in\n  %s", w, strings.Join(want, "\n  "))
+		}
+	}
+}
+
+// A target's latest run is stale once a later finished full run did not
+// run it (it was disabled or removed then): its latest-run series are not
+// exported until it runs again, in any process (a one-shot run, a serve
+// restarted with the target in its first configuration), so its last run
+// before the disable never pages again. An interrupted run after it is
+// enabled again counts for abuse blocks (its own) but brings back no
+// finished run; a finished run before the gap is no previous run. Subset
+// runs (compare --run) prove nothing about the targets they skip.
+func TestLatestRunSeriesStaleAfterDisable(t *testing.T) {
+	st := openStore(t)
+	a, b := ensureTarget(t, st, "a"), ensureTarget(t, st, "b")
+	set := &metrics.TargetSet{}
+	set.Set([]string{"a", "b"}, t0) // a process's first configuration: enabled since forever
+	reg := collectorRegistry(metrics.NewDBCollector(st.SQL()).OnlyTargets(set))
+	names := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes}
+	of := func(lines []string, target string) []string {
+		var out []string
+		for _, l := range lines {
+			if strings.Contains(l, "target="+target+",") || strings.Contains(l, "target="+target+"}") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	ok := func(id int64, n int) storage.RunTarget {
+		return storage.RunTarget{TargetID: id, Status: storage.TargetComplete, Observations: n, Verdicts: n}
+	}
+	run := func(h int, status, note string, abuseB int, rts ...storage.RunTarget) {
+		t.Helper()
+		at := t0.Add(time.Duration(h) * time.Hour)
+		st.SetClock(func() time.Time { return at })
+		id, err := st.BeginRun(context.Background(), storage.Run{CorpusName: "c", CorpusVersion: "1", Note: note})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if abuseB > 0 {
+			abuseObservations(t, st, id, b, abuseB)
+		}
+		finish(t, st, id, at, time.Minute, status, rts...)
+	}
+	// b is suspended: enforcement, and degraded.
+	run(0, storage.RunPartial, "", 2, ok(a, 5), storage.RunTarget{TargetID: b, Status: storage.TargetDegraded, Observations: 4, Verdicts: 4})
+	if got := of(gathered(t, reg, names...), "b"); !slices.Contains(got, "driftprobe_abuse_blocks{target=b} 2") {
+		t.Fatalf("before the disable: %v", got)
+	}
+	// b disabled: runs without it. A compare --run of b alone in between
+	// is no evidence about a.
+	run(1, storage.RunComplete, "", 0, ok(a, 5))
+	run(2, storage.RunComplete, metrics.SubsetRunNote, 0, ok(b, 3))
+	run(3, storage.RunComplete, "", 0, ok(a, 6))
+	diffLines(t, "b disabled (a process that starts with b enabled)", of(gathered(t, reg, names...), "b"), nil)
+	if got := of(gathered(t, reg, names...), "a"); !slices.Contains(got, "driftprobe_last_run_probes{outcome=verdict,target=a} 6") ||
+		!slices.Contains(got, "driftprobe_previous_run_probes{outcome=verdict,target=a} 5") {
+		t.Errorf("a, which every full run ran: %v", got)
+	}
+	// b enabled again; its first run is interrupted before it saw
+	// anything: no enforcement, no finished run.
+	run(4, storage.RunAborted, "", 0, ok(a, 6), storage.RunTarget{TargetID: b, Status: storage.TargetAborted})
+	diffLines(t, "b's first run since was interrupted", of(gathered(t, reg, names...), "b"), []string{
+		"driftprobe_abuse_blocks{target=b} 0",
+		"driftprobe_target_degraded{target=b} 0",
+	})
+	// Its next run finishes: the latest run's series, no previous run
+	// (its finished run before is from before the gap).
+	run(5, storage.RunComplete, "", 0, ok(a, 6), ok(b, 4))
+	diffLines(t, "b after a finished run", of(gathered(t, reg, names...), "b"), []string{
+		"driftprobe_abuse_blocks{target=b} 0",
+		"driftprobe_last_run_probes{outcome=client_error,target=b} 0",
+		"driftprobe_last_run_probes{outcome=filter_unavailable,target=b} 0",
+		"driftprobe_last_run_probes{outcome=transient,target=b} 0",
+		"driftprobe_last_run_probes{outcome=verdict,target=b} 4",
+		"driftprobe_target_degraded{target=b} 0",
+	})
 }
 
 // Counters summed over every recorded run grow with each run, whichever
@@ -396,11 +499,16 @@ func TestLastEventTimestamps(t *testing.T) {
 }
 
 // applyRun stores a run of target tid answering each probe with the verdict
-// given (class or class|categories) and applies detection to it.
+// given (class or class|categories) and applies detection to it. A run of
+// one target: a subset run, which says nothing about the other targets.
 func applyRun(t *testing.T, st *storage.DB, tid int64, at time.Time, verdicts map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	run := beginRun(t, st, at)
+	st.SetClock(func() time.Time { return at })
+	run, err := st.BeginRun(ctx, storage.Run{CorpusName: "c", CorpusVersion: "1", Note: metrics.SubsetRunNote})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var obs []*storage.Observation
 	for id, v := range verdicts {
 		cls, cats, _ := strings.Cut(v, "|")
@@ -547,6 +655,7 @@ func TestOnlyTargets(t *testing.T) {
 		t.Errorf("Set returned %v", gone)
 	}
 	finish(t, st, r, t0.Add(3*time.Hour-time.Minute), 2*time.Minute, storage.RunComplete,
+		storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 1, Verdicts: 1},
 		storage.RunTarget{TargetID: b, Status: storage.TargetDegraded, Observations: 4, Verdicts: 4})
 	var want []string
 	for _, f := range perTarget {
@@ -586,6 +695,7 @@ type targetAnswers struct {
 	id      int64
 	name    string
 	answers map[string]string
+	model   string // the model id the provider reports ("": none)
 }
 
 // detectRun stores a run at `at` in which each target answered as given
@@ -601,7 +711,7 @@ func detectRun(t *testing.T, st *storage.DB, at time.Time, targets ...targetAnsw
 		var obs []*storage.Observation
 		for id, v := range ta.answers {
 			cls, cats, _ := strings.Cut(v, "|")
-			r := probes.Result{Class: probes.Class(cls)}
+			r := probes.Result{Class: probes.Class(cls), ModelID: ta.model}
 			if cats != "" {
 				r.Categories = strings.Split(cats, ",")
 			}
@@ -647,7 +757,7 @@ func TestNewCategoryTimestamps(t *testing.T) {
 	ansB := map[string]string{"ctl": "blocked_input|violence", "ok": "allowed"}
 	run := func(h int) {
 		t.Helper()
-		detectRun(t, st, hour(h), targetAnswers{a, "a", maps.Clone(ansA)}, targetAnswers{b, "b", maps.Clone(ansB)})
+		detectRun(t, st, hour(h), targetAnswers{a, "a", maps.Clone(ansA), ""}, targetAnswers{b, "b", maps.Clone(ansB), ""})
 	}
 	// Runs 1-2: the first baselines confirm.
 	run(0)
@@ -711,4 +821,58 @@ func TestNewCategoryTimestamps(t *testing.T) {
 			t.Logf("  %+v", *e)
 		}
 	}
+}
+
+// A model change merged into an open policy_change event within
+// window_runs (the event's kind becomes model_change) is a model change
+// recorded on the target when it was: it exports a model_change
+// timestamp then (DriftprobeModelChange pages once), with the event's
+// direction, and leaves the policy_change timestamp (and
+// driftprobe_events_total, by kind as opened) as it was, so the policy
+// change does not page again.
+func TestModelChangeMergedIntoOpenEvent(t *testing.T) {
+	st := openStore(t)
+	a := ensureTarget(t, st, "a")
+	reg := collectorRegistry(metrics.NewDBCollector(st.SQL()))
+	hour := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	stamp := func(h int) string { return strconv.FormatFloat(float64(hour(h).Unix()), 'g', -1, 64) }
+	ans := map[string]string{"ctl": "blocked_input|violence", "ok": "allowed", "x": "blocked_output|weapons"}
+	model := "m-2026-01"
+	run := func(h int) {
+		t.Helper()
+		detectRun(t, st, hour(h), targetAnswers{a, "a", maps.Clone(ans), model})
+	}
+	run(0)
+	run(1)
+	// Runs 3-4: "ok" starts blocking: a policy_change, tightened.
+	ans["ok"] = "blocked_input|privacy"
+	run(2)
+	run(3)
+	want := []string{
+		"driftprobe_events_total{direction=tightened,kind=policy_change,target=a} 1",
+		"driftprobe_last_event_timestamp_seconds{direction=tightened,kind=policy_change,target=a} " + stamp(3),
+	}
+	diffLines(t, "after the policy change", gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	// Runs 5-6: the provider swaps the model and "x" stops blocking
+	// (weapons vanishes), within the open event's window: merged into it.
+	model = "m-2026-06"
+	ans["x"] = "allowed"
+	run(4)
+	run(5)
+	events, err := diff.ListEvents(context.Background(), st, diff.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Kind != diff.KindModel || events[0].Direction != "mixed" {
+		for _, e := range events {
+			t.Logf("  %+v", *e)
+		}
+		t.Fatalf("%d events, want the policy change escalated to a mixed model_change", len(events))
+	}
+	want = append(want, "driftprobe_last_event_timestamp_seconds{direction=mixed,kind=model_change,target=a} "+stamp(5))
+	slices.Sort(want)
+	diffLines(t, "after the model change merged into it", gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	// Later runs change nothing.
+	run(6)
+	diffLines(t, "a run later", gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp), want)
 }

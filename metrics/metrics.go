@@ -293,7 +293,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		lastRun:  prometheus.NewDesc(LastRunTimestamp, "End time of the latest run with this status.", []string{"status"}, nil),
 		outbox:   prometheus.NewDesc(OutboxPending, "GitHub deliveries queued and not yet sent.", nil, nil),
 		abuse:    prometheus.NewDesc(AbuseBlocks, "Probes answered with account-level enforcement (abuse_block) in the target's latest run.", []string{"target"}, nil),
-		degraded: prometheus.NewDesc(TargetDegraded, "1 when the target's latest finished run was degraded (too many transient errors or unavailable filters, or an open breaker); an interrupted (aborted) run neither sets nor clears it.", []string{"target"}, nil),
+		degraded: prometheus.NewDesc(TargetDegraded, "1 when the target's latest finished run was degraded (too many transient errors or unavailable filters, or an open breaker); an interrupted (aborted) run neither sets nor clears it, even for a target that finished inside it.", []string{"target"}, nil),
 		dbSize:   prometheus.NewDesc(DatabaseSize, "Size of the SQLite database (pages in use and free; the WAL file not included).", nil, nil),
 		dbFree:   prometheus.NewDesc(DatabaseFree, "Free pages of the SQLite database, reused by later writes (VACUUM returns them to the file system).", nil, nil),
 		changes: prometheus.NewDesc(ProductionChanges, "Production block-rate changes in the latest successful attribution report, by target, normalized category (\"all\": every block on the target), direction (up, down) and attribution (provider, traffic, inconclusive).",
@@ -301,8 +301,8 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		uncovered:     prometheus.NewDesc(UncoveredCategories, "1 for each category production blocks on the target that no corpus probe is tagged with (latest successful attribution report).", []string{"target", "category"}, nil),
 		attrTime:      prometheus.NewDesc(AttributionTimestamp, "Time the latest successful attribution report was stored.", nil, nil),
 		attrOK:        prometheus.NewDesc(AttributionSuccess, "1 when the latest attribution attempt (after a run) succeeded, 0 when it failed (Prometheus unreachable, bad data).", nil, nil),
-		lastEvent:     prometheus.NewDesc(LastEventTimestamp, "Time the latest event of this kind and direction (as opened) was recorded on the target: opened there, or the target joined it.", []string{"target", "kind", "direction"}, nil),
-		lastRunProbes: prometheus.NewDesc(LastRunProbes, "Probes of the target's latest finished (not aborted) run by how their first sample was answered: verdict, transient, client_error, filter_unavailable.", []string{"target", "outcome"}, nil),
+		lastEvent:     prometheus.NewDesc(LastEventTimestamp, "Time the latest event of this kind and direction (as opened) was recorded on the target: opened there, or the target joined it. An event that became a model_change after it opened (a model change merged into it) is also a model_change, with its direction, from the update that made it one, on the target whose flips did.", []string{"target", "kind", "direction"}, nil),
+		lastRunProbes: prometheus.NewDesc(LastRunProbes, "Probes of the target's latest finished run (its run not aborted) by how their first sample was answered: verdict, transient, client_error, filter_unavailable.", []string{"target", "outcome"}, nil),
 		probes:        prometheus.NewDesc(RecordedProbes, "Probes answered in every recorded run, by how their first sample was answered (verdict, transient, client_error, filter_unavailable).", []string{"target", "outcome"}, nil),
 		requests:      prometheus.NewDesc(RecordedRequests, "Provider request attempts (retries and extra samples included) of every recorded run.", []string{"target"}, nil),
 		retries:       prometheus.NewDesc(RecordedRetries, "Retried attempts of every recorded run.", []string{"target"}, nil),
@@ -447,11 +447,24 @@ const (
 	qRunTargetsOf = `SELECT target_id, verdicts, transient, client_errors, unavailable, requests, retries, tokens_in, tokens_out, CAST(round(cost_usd * 1e9) AS INTEGER)
 		FROM run_targets WHERE run_id = ?`
 	// A target's latest run of any status, and its latest two finished
-	// (not aborted) runs.
+	// runs: runs not aborted. The run's status decides, not the
+	// target-run's: a target that finished inside a run interrupted
+	// later (SIGTERM while another target was still probing) was not
+	// confirmed by detection either, and must neither set nor clear
+	// what the finished run before found.
 	qLatestRun = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at
 		FROM run_targets rt JOIN runs r ON r.id = rt.run_id WHERE rt.target_id = ? ORDER BY rt.run_id DESC LIMIT 1`
 	qLatestFinished = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at
-		FROM run_targets rt JOIN runs r ON r.id = rt.run_id WHERE rt.target_id = ? AND rt.status != 'aborted' ORDER BY rt.run_id DESC LIMIT 2`
+		FROM run_targets rt JOIN runs r ON r.id = rt.run_id WHERE rt.target_id = ? AND r.status IN ('complete', 'partial') AND rt.status != 'aborted' ORDER BY rt.run_id DESC LIMIT 2`
+	// Whether a finished full run between two runs (exclusive) did not
+	// run the target: the configuration in force then had it disabled or
+	// removed, so what the target's runs before found is stale. Subset
+	// runs (SubsetRunNote) run only some targets and prove nothing; an
+	// aborted run may have stopped before it reached the target. Reads
+	// the runs after the first one (by id) up to the first that did not
+	// run the target: for a target every run runs, none.
+	qSkippedBetween = `SELECT EXISTS (SELECT 1 FROM runs r WHERE r.id > ? AND r.id < ? AND r.status IN ('complete', 'partial') AND r.note != '` + SubsetRunNote + `'
+		AND NOT EXISTS (SELECT 1 FROM run_targets rt WHERE rt.run_id = r.id AND rt.target_id = ?))`
 	// Account-level enforcement in one target-run (first samples).
 	qAbuse = `SELECT COUNT(*) FROM observations WHERE run_id = ? AND target_id = ? AND class = 'abuse_block' AND sample = 0`
 	// Categories a confirmed flip introduced on a target: the category
@@ -558,20 +571,36 @@ func (c *DBCollector) latestRows(ctx context.Context, q string, target int64, si
 // finished runs found: degradation, answers by outcome (the latest and the
 // one before) and account-level enforcement. A finished run is one not
 // aborted: an interrupted run (SIGTERM, a deadline, a full disk) stopped
-// before it could answer for the target, so it neither marks the target
-// degraded nor clears what the run before it found. Abuse blocks are the
-// exception: enforcement seen by an interrupted run is still enforcement,
-// so the interrupted run's count counts when it is the larger.
+// before detection could answer for the target, so it neither marks the
+// target degraded nor clears what the run before it found, even for a
+// target that finished inside it. Abuse blocks are the exception:
+// enforcement seen by an interrupted run is still enforcement, so the
+// interrupted run's count counts when it is the larger.
 //
-// A target enabled again in this process (TargetSet.EnabledSince) has
-// these series only from runs started since: its last run before it was
-// disabled, months old perhaps, must not page again.
+// A target's run is stale once a later finished full run did not run the
+// target (qSkippedBetween): the target was disabled or removed then, and
+// what its last run before found, months old perhaps, must not page
+// again when it is enabled again (in whatever process: a restarted serve,
+// a one-shot run). A target whose latest run is stale has none of these
+// series until it runs again; a previous run before such a gap is no
+// previous run. A target enabled again in this process
+// (TargetSet.EnabledSince) also has them only from runs started since.
 func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheus.Metric, names map[int64]string) {
 	fail := func(err error) { ch <- prometheus.NewInvalidMetric(c.abuse, err) }
 	abuseOf := func(run, target int64) (float64, error) {
 		var n float64
 		err := c.db.QueryRowContext(ctx, qAbuse, run, target).Scan(&n)
 		return n, err
+	}
+	// skipped: whether a finished full run after run `after` (and
+	// before run `before`, 0: any later) did not run the target.
+	skipped := func(target, after, before int64) (bool, error) {
+		if before == 0 {
+			before = math.MaxInt64
+		}
+		var b bool
+		err := c.db.QueryRowContext(ctx, qSkippedBetween, after, before, target).Scan(&b)
+		return b, err
 	}
 	outcomes := func(d *prometheus.Desc, r latestRow, t string) {
 		for _, o := range []struct {
@@ -594,10 +623,38 @@ func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheu
 		if len(latest) == 0 {
 			continue // no run since it was (re)enabled: run ids follow start times
 		}
+		if stale, err := skipped(id, latest[0].run, 0); err != nil {
+			fail(err)
+			return
+		} else if stale {
+			continue // disabled since its latest run, not run again yet
+		}
 		finished, err := c.latestRows(ctx, qLatestFinished, id, since)
 		if err != nil {
 			fail(err)
 			return
+		}
+		if len(finished) > 0 && finished[0].run != latest[0].run {
+			// Its latest run was interrupted: is the finished one before
+			// it from before a disable?
+			stale, err := skipped(id, finished[0].run, latest[0].run)
+			if err != nil {
+				fail(err)
+				return
+			}
+			if stale {
+				finished = nil
+			}
+		}
+		if len(finished) > 1 {
+			stale, err := skipped(id, finished[1].run, finished[0].run)
+			if err != nil {
+				fail(err)
+				return
+			}
+			if stale {
+				finished = finished[:1]
+			}
 		}
 		abuse, err := abuseOf(latest[0].run, id)
 		if err != nil {
@@ -898,7 +955,9 @@ func (c *DBCollector) collectRuns(ctx context.Context, ch chan<- prometheus.Metr
 // joined it (its opening, for the target that opened it). Alerts page on
 // how recent it is, which a scrape gap, a restart or a Prometheus that
 // first sees an old database cannot fake, as they can a counter's first
-// appearance.
+// appearance. Flips merged into an open event later record nothing here,
+// except a model change that turned a policy_change event into a
+// model_change (qKindEscalations): that pages as one, once.
 func (c *DBCollector) collectLastEvents(ctx context.Context, ch chan<- prometheus.Metric) {
 	rows, err := c.db.QueryContext(ctx, `SELECT t.name, e.opened_kind, e.opened_direction, e.created_at,
 		COALESCE((SELECT u.at FROM event_updates u WHERE u.event_id = e.id AND u.run_id = et.joined_run ORDER BY u.id LIMIT 1), '')
@@ -930,10 +989,49 @@ func (c *DBCollector) collectLastEvents(ctx context.Context, ch chan<- prometheu
 		ch <- prometheus.NewInvalidMetric(c.lastEvent, err)
 		return
 	}
+	// An event that opened as a policy change and became a model change
+	// (a model change merged into it within window_runs): a model_change
+	// recorded on the target whose flips escalated it, when they did.
+	esc, err := c.db.QueryContext(ctx, qKindEscalations)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.lastEvent, err)
+		return
+	}
+	defer esc.Close()
+	for esc.Next() {
+		k := key{kind: diff.KindModel}
+		var at string
+		if esc.Scan(&k.target, &k.direction, &at) != nil || !c.targets.Has(k.target) {
+			continue
+		}
+		when, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			continue
+		}
+		if prev, ok := latest[k]; !ok || when.After(prev) {
+			latest[k] = when
+		}
+	}
+	if err := esc.Err(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.lastEvent, err)
+		return
+	}
 	for k, at := range latest {
 		ch <- prometheus.MustNewConstMetric(c.lastEvent, prometheus.GaugeValue, float64(at.UnixNano())/1e9, k.target, k.kind, k.direction)
 	}
 }
+
+// qKindEscalations finds, per event whose kind became model_change after
+// it opened as another kind, the first update that made it one (detection
+// appends "; kind is now model_change" to that update's detail): the
+// target whose flips did (the update's target; the opener's for an update
+// written before migration 0011), the event's direction (now) and the
+// update's time. Reads the few escalated events, then their updates
+// through the event_updates (event_id, id) index.
+var qKindEscalations = `SELECT t.name, e.direction, u.at
+	FROM events e CROSS JOIN event_updates u JOIN targets t ON t.id = CASE WHEN u.target_id != 0 THEN u.target_id ELSE e.target_id END
+	WHERE e.kind = '` + diff.KindModel + `' AND e.opened_kind != '` + diff.KindModel + `' AND u.event_id = e.id
+	  AND u.id = (SELECT MIN(v.id) FROM event_updates v WHERE v.event_id = e.id AND instr(v.detail, '; kind is now ` + diff.KindModel + `') > 0)`
 
 // collectAttribution exports the latest stored attribution reports (none
 // without the config's attribution block). Label values are bounded: a

@@ -21,7 +21,7 @@ const (
 	CostUSDTotal      = "driftprobe_cost_usd_total"             // counter {target}
 	OutboxPending     = "driftprobe_outbox_pending"             // gauge
 	AbuseBlocks       = "driftprobe_abuse_blocks"               // gauge {target}: probes answered with account-level enforcement in the last run
-	TargetDegraded    = "driftprobe_target_degraded"            // gauge {target}: 1 when the target's latest finished (not aborted) run was degraded
+	TargetDegraded    = "driftprobe_target_degraded"            // gauge {target}: 1 when the target's latest finished run (its run not aborted) was degraded
 	ConfigReloadOK    = "driftprobe_config_last_reload_successful"
 	ConfigReloadTime  = "driftprobe_config_last_reload_success_timestamp_seconds"
 	LockSkipsTotal    = "driftprobe_run_lock_skips_total" // counter: scheduled runs skipped because another process held the lock
@@ -76,3 +76,11 @@ var Exported = []string{
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
 	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp,
 }
+
+// SubsetRunNote is the note of a run of only some of the configured
+// targets (`compare --run`, runs.note). Such a run says nothing about the
+// targets it did not run; every other finished run runs every target the
+// configuration in force enables, so a finished run without a target
+// means the target was disabled or removed then (its latest-run series go
+// stale until it runs again). Keep in sync with cmd/driftprobe's compare.
+const SubsetRunNote = "compare --run"

@@ -13,6 +13,7 @@ import (
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/metrics"
 )
 
 func newCompareCmd(g *globals) *cobra.Command {
@@ -88,7 +89,7 @@ than N positive controls (under-blocking; off by default), else 0.`,
 					return err
 				}
 				defer closeT()
-				res, err := app.RunOnce(ctx, &sub, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: "compare --run", SubsetRun: true})
+				res, err := app.RunOnce(ctx, &sub, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: metrics.SubsetRunNote, SubsetRun: true})
 				if err != nil {
 					return err
 				}

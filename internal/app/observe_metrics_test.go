@@ -216,6 +216,55 @@ targets:
 	}
 }
 
+// Whether a target's last run is from before it was disabled is a fact of
+// the database, not of a process's memory: a process that starts with the
+// target enabled again (a restarted serve, the next one-shot run) exports
+// none of its latest-run series (DriftprobeAbuseBlock would page at once
+// on a suspension lifted months ago) until it runs again.
+func TestRestartDoesNotBringBackDisabledTargetsLastRun(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: sim-a, provider: sim, model: m, sim: {abuse_from_run: 3}}
+  - {name: sim-b, provider: sim, model: m}
+`)
+	ctx := context.Background()
+	at := func(h float64) time.Time { return testenv.AttributionT0.Add(time.Duration(h * float64(time.Hour))) }
+	p := newProcess(e, e.Config)
+	for i := range 3 {
+		p.run(t, ctx, e, e.Config, e.Targets, at(float64(i)), nil, nil)
+	}
+	if v := value(t, p.lines(t), `driftprobe_abuse_blocks{target=sim-a}`); v != float64(len(e.Corpus.Probes)) {
+		t.Fatalf("abuse blocks on sim-a: %v, want every probe", v)
+	}
+	// sim-a disabled; a run of the new config without it.
+	disabled := *e.Config
+	disabled.Targets = nil
+	for _, tc := range e.Config.Targets {
+		c := *tc
+		c.Disabled = c.Name == "sim-a"
+		disabled.Targets = append(disabled.Targets, &c)
+	}
+	targets, closeT, err := app.BuildTargets(&disabled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeT()
+	p = newProcess(e, &disabled)
+	p.run(t, ctx, e, &disabled, targets, at(3), nil, nil)
+	// Enabled again, in a new process (its first configuration).
+	latestRun := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes}
+	p = newProcess(e, e.Config)
+	if got := ofTarget(p.lines(t, latestRun...), "sim-a"); len(got) != 0 {
+		t.Errorf("a new process with sim-a enabled again exports its last run before the disable:\n  %s", strings.Join(got, "\n  "))
+	}
+	if got := ofTarget(p.lines(t, metrics.RecordedProbes), "sim-a"); len(got) == 0 {
+		t.Error("sim-a enabled again: no recorded series (its history)")
+	}
+	if got := ofTarget(p.lines(t, latestRun...), "sim-b"); len(got) == 0 {
+		t.Error("sim-b, run all along, lost its latest-run series")
+	}
+}
+
 // A run keeps the config it started with. When a reload during it
 // removes one of its targets, the target's process series are deleted and
 // stay deleted: the run's later attempts, breaker changes and totals for
