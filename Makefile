@@ -29,10 +29,11 @@ lint:
 	bash scripts/check-tree.sh
 	$(GO) vet ./...
 
-## bench: the run, detection, classification, storage and attribution benchmarks
+## bench: the run, detection, classification, storage, attribution and metrics benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x ./runner ./diff
 	$(GO) test -run '^$$' -bench . -benchmem ./probes/oaiwire ./storage ./attribution
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./metrics
 
 ## demo: the whole story on the embedded simulator, no keys, no network
 demo:
