@@ -302,10 +302,7 @@ func TestVerifyJSONNotARecord(t *testing.T) {
 			t.Errorf("%s: %v, want a NotRecordError", in, err)
 		}
 	}
-	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := previousRecord(t)
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
@@ -322,10 +319,7 @@ func TestVerifyJSONNotARecord(t *testing.T) {
 // previous format) still verifies: every field added since is omitted
 // when empty, so the record's own hash is unchanged.
 func TestPreviousRecordsStillVerify(t *testing.T) {
-	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := previousRecord(t)
 	r, err := evidence.VerifyJSON(b)
 	if err != nil {
 		t.Fatal(err)
@@ -340,10 +334,7 @@ func TestPreviousRecordsStillVerify(t *testing.T) {
 // the fingerprint (also when re-marked missing or unverified), and a
 // response body marked verified that does not hash to its sha256.
 func TestVerifyCatchesConsistentEdits(t *testing.T) {
-	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := previousRecord(t)
 	for name, edit := range map[string]func(r *evidence.Record){
 		"request body": func(r *evidence.Record) { r.Probes[0].Request.Body += " " },
 		"request body marked missing": func(r *evidence.Record) {
@@ -373,10 +364,7 @@ func TestVerifyCatchesConsistentEdits(t *testing.T) {
 // bidi characters reach a terminal or a rendered page, and no backtick in
 // a provider's request id closes its code span.
 func TestMarkdownRendersProviderTextInert(t *testing.T) {
-	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := previousRecord(t)
 	var r evidence.Record
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
@@ -404,4 +392,15 @@ func TestMarkdownRendersProviderTextInert(t *testing.T) {
 	if line == "" || strings.Contains(line, "<b>") || strings.Contains(line, "`y`") {
 		t.Errorf("observation line %q", line)
 	}
+}
+
+// previousRecord is the bytes of a record written in the previous format
+// (testdata), which must keep verifying.
+func previousRecord(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -179,10 +178,7 @@ func run(s string, i int) int {
 // bidi character reaches the output, and outside code GitHub finds no
 // mention, reference, HTML or stray backtick to act on.
 func TestMarkdownHeaderAndEveryLineInert(t *testing.T) {
-	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := previousRecord(t)
 	var r evidence.Record
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
@@ -264,10 +260,7 @@ func TestMarkdownHeaderAndEveryLineInert(t *testing.T) {
 // The untouched testdata record renders as it did, its own vocabulary
 // readable, and nothing hostile to escape.
 func TestMarkdownOfAnOrdinaryRecord(t *testing.T) {
-	b, err := os.ReadFile("testdata/record-v1-pre-absences.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := previousRecord(t)
 	r, err := evidence.VerifyJSON(b)
 	if err != nil {
 		t.Fatal(err)

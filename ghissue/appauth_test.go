@@ -133,14 +133,6 @@ func TestGitHubAppAuthErrors(t *testing.T) {
 	c := newClock()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	keyIs := func(v string) func(string) string {
-		return func(k string) string {
-			if k == appKeyEnv {
-				return v
-			}
-			return ""
-		}
-	}
 	check := func(name string, o ghissue.Options, want string) {
 		t.Helper()
 		o.Logger = log
@@ -281,5 +273,16 @@ func TestEchoedCredentialsAreRedacted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// keyIs is a Getenv holding v in the App's private-key variable and
+// nothing else.
+func keyIs(v string) func(string) string {
+	return func(k string) string {
+		if k == appKeyEnv {
+			return v
+		}
+		return ""
 	}
 }

@@ -83,14 +83,6 @@ func TestAppKeyFromFileIsTrimmed(t *testing.T) {
 			c := newClock()
 			var logs bytes.Buffer
 			log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			keyIs := func(v string) func(string) string {
-				return func(k string) string {
-					if k == appKeyEnv {
-						return v
-					}
-					return ""
-				}
-			}
 			expectAllQueued(t, s, c, ghissue.Options{Logger: log, Getenv: keyIs("\n \n")}, "white space only",
 				"environment variable DRIFTPROBE_TEST_GH_APP_KEY (github.private_key_env) holds only white space")
 			if res := deliver(t, s, c, ghissue.Options{Logger: log, Getenv: keyIs(v)}); res.Sent != 4 {

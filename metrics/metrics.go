@@ -515,8 +515,8 @@ func (c *DBCollector) collectNewCategories(ctx context.Context, ch chan<- promet
 		if cls, cats := split(after); !probes.Class(cls).IsBlock() || !slices.Contains(cats, cat) {
 			continue
 		}
-		when, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
+		when := storage.ParseTime(at)
+		if when.IsZero() {
 			continue
 		}
 		k := [2]string{t, cat}
@@ -557,8 +557,7 @@ func (c *DBCollector) latestRows(ctx context.Context, q string, target int64, si
 			return nil, err
 		}
 		if !since.IsZero() {
-			at, err := time.Parse(time.RFC3339Nano, started)
-			if err != nil || at.Before(since) {
+			if at := storage.ParseTime(started); at.IsZero() || at.Before(since) {
 				continue
 			}
 		}
@@ -922,7 +921,7 @@ func (c *DBCollector) collectRuns(ctx context.Context, ch chan<- prometheus.Metr
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, n, st)
 	}
 	for st, l := range tot.last {
-		if t, err := time.Parse(time.RFC3339Nano, l.text); err == nil {
+		if t := storage.ParseTime(l.text); !t.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(t.UnixNano())/1e9, st)
 		}
 	}
@@ -975,9 +974,9 @@ func (c *DBCollector) collectLastEvents(ctx context.Context, ch chan<- prometheu
 		if rows.Scan(&k.target, &k.kind, &k.direction, &created, &joined) != nil || !c.targets.Has(k.target) {
 			continue
 		}
-		at, err := time.Parse(time.RFC3339Nano, joined)
-		if err != nil {
-			if at, err = time.Parse(time.RFC3339Nano, created); err != nil {
+		at := storage.ParseTime(joined)
+		if at.IsZero() {
+			if at = storage.ParseTime(created); at.IsZero() {
 				continue
 			}
 		}
@@ -1004,8 +1003,8 @@ func (c *DBCollector) collectLastEvents(ctx context.Context, ch chan<- prometheu
 		if esc.Scan(&k.target, &k.direction, &at) != nil || !c.targets.Has(k.target) {
 			continue
 		}
-		when, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
+		when := storage.ParseTime(at)
+		if when.IsZero() {
 			continue
 		}
 		if prev, ok := latest[k]; !ok || when.After(prev) {

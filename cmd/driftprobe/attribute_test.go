@@ -58,7 +58,7 @@ func attrSetup(t *testing.T) (dir, cfg, db string) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	sess, err := app.Open(ctx, cfg, db, true, app.LockCorpus)
+	sess, err := app.Open(ctx, cfg, db, true, app.CheckCorpus)
 	if err != nil {
 		t.Fatal(err)
 	}

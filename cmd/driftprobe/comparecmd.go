@@ -58,11 +58,7 @@ than N positive controls (under-blocking; off by default), else 0.`,
 				format = "json"
 			}
 			ctx := cmd.Context()
-			mode := app.CheckCorpus
-			if runNow {
-				mode = app.LockCorpus
-			}
-			sess, err := openSession(ctx, g, runNow, runNow, mode)
+			sess, err := openSession(ctx, g, runNow, runNow, app.CheckCorpus)
 			if err != nil {
 				return err
 			}

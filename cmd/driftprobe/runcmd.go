@@ -35,7 +35,7 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 				return err
 			}
 			ctx := cmd.Context()
-			sess, err := app.Open(ctx, g.config, g.db, true, app.LockCorpus)
+			sess, err := app.Open(ctx, g.config, g.db, true, app.CheckCorpus)
 			if err != nil {
 				return err
 			}

@@ -164,8 +164,7 @@ type CorpusMode int
 
 const (
 	NoCorpus    CorpusMode = iota // commands that only read the database
-	CheckCorpus                   // load and check against its lock
-	LockCorpus                    // load and check, for a run (RunOnce locks a new version)
+	CheckCorpus                   // load and check against its lock (a run's first use of a version is locked by RunOnce)
 )
 
 // Session is a loaded configuration, its corpus and the open database.

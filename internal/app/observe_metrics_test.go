@@ -151,23 +151,17 @@ targets:
 
 	// The suspended account's target is disabled: nothing of it remains,
 	// also after a run of the new config.
-	disabled := *e.Config
-	disabled.Targets = nil
-	for _, tc := range e.Config.Targets {
-		c := *tc
-		c.Disabled = c.Name == "sim-a"
-		disabled.Targets = append(disabled.Targets, &c)
-	}
-	app.ConfigLoaded(p.m, &disabled, at(2.5))
+	disabled := withDisabled(e.Config, "sim-a")
+	app.ConfigLoaded(p.m, disabled, at(2.5))
 	if got := ofTarget(p.lines(t), "sim-a"); len(got) != 0 {
 		t.Errorf("sim-a disabled, yet exported:\n  %s", strings.Join(got, "\n  "))
 	}
-	targets, closeT, err := app.BuildTargets(&disabled)
+	targets, closeT, err := app.BuildTargets(disabled)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeT()
-	p.run(t, ctx, e, &disabled, targets, at(3), nil, nil)
+	p.run(t, ctx, e, disabled, targets, at(3), nil, nil)
 	all = p.lines(t)
 	if got := ofTarget(all, "sim-a"); len(got) != 0 {
 		t.Errorf("sim-a disabled, after a run:\n  %s", strings.Join(got, "\n  "))
@@ -177,7 +171,7 @@ targets:
 	}
 
 	// Removed from the file altogether: the same.
-	removed := disabled
+	removed := *disabled
 	removed.Targets = []*config.Target{disabled.Target("sim-b")}
 	app.ConfigLoaded(p.m, &removed, at(3.5))
 	if got := ofTarget(p.lines(t), "sim-a"); len(got) != 0 {
@@ -237,20 +231,14 @@ targets:
 		t.Fatalf("abuse blocks on sim-a: %v, want every probe", v)
 	}
 	// sim-a disabled; a run of the new config without it.
-	disabled := *e.Config
-	disabled.Targets = nil
-	for _, tc := range e.Config.Targets {
-		c := *tc
-		c.Disabled = c.Name == "sim-a"
-		disabled.Targets = append(disabled.Targets, &c)
-	}
-	targets, closeT, err := app.BuildTargets(&disabled)
+	disabled := withDisabled(e.Config, "sim-a")
+	targets, closeT, err := app.BuildTargets(disabled)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeT()
-	p = newProcess(e, &disabled)
-	p.run(t, ctx, e, &disabled, targets, at(3), nil, nil)
+	p = newProcess(e, disabled)
+	p.run(t, ctx, e, disabled, targets, at(3), nil, nil)
 	// Enabled again, in a new process (its first configuration).
 	latestRun := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes}
 	p = newProcess(e, e.Config)
@@ -512,4 +500,16 @@ targets:
 	if v := value(t, p.lines(t), `driftprobe_category_active{category=privacy,target=a}`); v != 1 {
 		t.Errorf("privacy active %v, want 1", v)
 	}
+}
+
+// withDisabled returns a copy of cfg with the target name disabled.
+func withDisabled(cfg *config.Config, name string) *config.Config {
+	out := *cfg
+	out.Targets = nil
+	for _, tc := range cfg.Targets {
+		c := *tc
+		c.Disabled = c.Name == name
+		out.Targets = append(out.Targets, &c)
+	}
+	return &out
 }

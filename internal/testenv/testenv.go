@@ -59,7 +59,7 @@ func (e *Env) Reload() {
 	e.T.Helper()
 	e.Close()
 	var err error
-	if e.Corpus, err = app.LoadCorpus(e.Config, "", true); err != nil {
+	if e.Corpus, err = app.LoadCorpus(e.Config, "", false); err != nil { // RunOnce locks a new version, as in production
 		e.T.Fatalf("corpus: %v", err)
 	}
 	if e.Store, err = storage.Open(context.Background(), e.Config.Database); err != nil {
