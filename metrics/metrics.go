@@ -46,6 +46,10 @@ type Metrics struct {
 	// (SetConfigured). A DBCollector built with OnlyTargets(Configured)
 	// exports per-target series for these targets only.
 	Configured *TargetSet
+	// Schedule is the schedule in force (SetSchedule). A DBCollector
+	// built with WithSchedule(Schedule) exports when the next complete run
+	// is overdue.
+	Schedule *ScheduleRef
 
 	// live orders per-target updates (read-locked: check Configured, then
 	// update) against SetConfigured (locked: change the set, delete the
@@ -53,6 +57,50 @@ type Metrics struct {
 	live     sync.RWMutex
 	mu       sync.Mutex
 	breakers map[string]bool // targets whose breaker state was reported
+}
+
+// A Schedule says when runs are due: Next returns the first due time after
+// t (robfig/cron's Schedule satisfies it), the zero time when none is.
+type Schedule interface{ Next(t time.Time) time.Time }
+
+// ScheduleRef holds the schedule in force; the zero value holds none.
+type ScheduleRef struct {
+	mu sync.RWMutex
+	s  Schedule
+}
+
+// Set replaces the schedule (nil: none known).
+func (r *ScheduleRef) Set(s Schedule) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.s = s
+}
+
+// Get returns the schedule in force, nil when none is (or r is nil).
+func (r *ScheduleRef) Get() Schedule {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.s
+}
+
+// Overdue is when the next complete run is overdue, given the latest
+// complete run's end and duration: a run that fails leaves one more chance,
+// so it is the second due time after that end, plus the run's duration
+// (the run due then needs as long to finish). ok is false when s has no
+// second due time.
+func Overdue(s Schedule, end time.Time, took time.Duration) (at time.Time, ok bool) {
+	first := s.Next(end)
+	if first.IsZero() {
+		return time.Time{}, false
+	}
+	second := s.Next(first)
+	if second.IsZero() {
+		return time.Time{}, false
+	}
+	return second.Add(max(took, 0)), true
 }
 
 // TargetSet is the set of target names the configuration in force runs:
@@ -246,6 +294,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		ScheduleSecond: prometheus.NewGauge(prometheus.GaugeOpts{Name: ScheduleIntervalS,
 			Help: "The configured run interval (for staleness alerts)."}),
 		Configured: &TargetSet{},
+		Schedule:   &ScheduleRef{},
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: BuildInfo, Help: "Build information.",
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
@@ -270,14 +319,15 @@ func RegisterRuntime(reg prometheus.Registerer) {
 // and extended by the runs that finished since the last scrape: a finished
 // run never changes, and runs and run_targets are never pruned.
 type DBCollector struct {
-	db      *sql.DB
-	timeout time.Duration
-	targets *TargetSet // nil: every target the database knows
+	db       *sql.DB
+	timeout  time.Duration
+	targets  *TargetSet   // nil: every target the database knows
+	schedule *ScheduleRef // nil: no overdue time
 
 	verdicts, active, events, open, runs, lastRun, outbox, abuse, degraded, dbSize, dbFree *prometheus.Desc
 	changes, uncovered, attrTime, attrOK                                                   *prometheus.Desc
 	lastEvent, lastRunProbes, probes, requests, retries, tokens, cost, duration            *prometheus.Desc
-	newCategory, prevRunProbes                                                             *prometheus.Desc
+	newCategory, prevRunProbes, overdue                                                    *prometheus.Desc
 
 	cache runCache
 }
@@ -310,6 +360,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		cost:          prometheus.NewDesc(RecordedCostUSD, "Estimated spend of every recorded run from the target's price table, in USD.", []string{"target"}, nil),
 		duration:      prometheus.NewDesc(RecordedRunDuration, "Wall time of every finished run (runs abandoned by a process that died excluded).", nil, nil),
 		newCategory:   prometheus.NewDesc(NewCategoryTimestamp, "Time the event whose confirmed flips (identical request bytes) first made this category fire on the target was recorded there (its new_categories): opened, joined or extended in that run. A category that starts firing through a baseline (a probe confirming late, a new corpus version) has no series.", []string{"target", "category"}, nil),
+		overdue:       prometheus.NewDesc(RunOverdue, "When the next complete run is overdue: the schedule's second due time after the latest complete run ended (one failed run is tolerated), plus that run's duration; jitter included. Absent before the first complete run.", nil, nil),
 		prevRunProbes: prometheus.NewDesc(PreviousRunProbes, "Probes of the finished (not aborted) run before the target's latest finished run, by how their first sample was answered (as driftprobe_last_run_probes).", []string{"target", "outcome"}, nil),
 	}
 }
@@ -323,11 +374,19 @@ func (c *DBCollector) OnlyTargets(s *TargetSet) *DBCollector {
 	return c
 }
 
+// WithSchedule makes the collector export driftprobe_run_overdue_timestamp_seconds
+// from the schedule r holds at scrape time (see Overdue); without one the
+// series is absent.
+func (c *DBCollector) WithSchedule(r *ScheduleRef) *DBCollector {
+	c.schedule = r
+	return c
+}
+
 // Describe implements prometheus.Collector.
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.degraded, c.dbSize, c.dbFree,
 		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration,
-		c.newCategory, c.prevRunProbes} {
+		c.newCategory, c.prevRunProbes, c.overdue} {
 		ch <- d
 	}
 }
@@ -731,6 +790,7 @@ func (t *targetTotals) add(o targetTotals) {
 type lastFinish struct {
 	epoch float64
 	text  string
+	took  float64 // seconds; 0 when unknown
 }
 
 // runSummary is one finished run: its status, end and duration, and (for
@@ -775,7 +835,7 @@ func (t *runTotals) addRun(r *runSummary) {
 	t.byState[r.status]++
 	if r.epoch.Valid && r.fin != "" {
 		if l, ok := t.last[r.status]; !ok || r.epoch.Float64 > l.epoch {
-			t.last[r.status] = lastFinish{r.epoch.Float64, r.fin}
+			t.last[r.status] = lastFinish{r.epoch.Float64, r.fin, r.took.Float64}
 		}
 	}
 	// A run a dead process left running ends when it was found, not when
@@ -921,8 +981,15 @@ func (c *DBCollector) collectRuns(ctx context.Context, ch chan<- prometheus.Metr
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, n, st)
 	}
 	for st, l := range tot.last {
-		if t := storage.ParseTime(l.text); !t.IsZero() {
-			ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(t.UnixNano())/1e9, st)
+		t := storage.ParseTime(l.text)
+		if t.IsZero() {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(t.UnixNano())/1e9, st)
+		if sch := c.schedule.Get(); sch != nil && st == string(storage.RunComplete) {
+			if at, ok := Overdue(sch, t, time.Duration(l.took*float64(time.Second))); ok {
+				ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(at.UnixNano())/1e9)
+			}
 		}
 	}
 	for id, v := range tot.targets {

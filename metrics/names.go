@@ -27,8 +27,9 @@ const (
 	LockSkipsTotal    = "driftprobe_run_lock_skips_total" // counter: scheduled runs skipped because another process held the lock
 	BuildInfo         = "driftprobe_build_info"           // gauge {version,goversion}
 	ScheduleIntervalS = "driftprobe_schedule_interval_seconds"
-	DatabaseSize      = "driftprobe_database_size_bytes" // gauge: the SQLite file (pages in use and free)
-	DatabaseFree      = "driftprobe_database_free_bytes" // gauge: free pages, reused by later writes (VACUUM returns them)
+	RunOverdue        = "driftprobe_run_overdue_timestamp_seconds" // gauge: when the schedule's second run after the latest complete run should have ended
+	DatabaseSize      = "driftprobe_database_size_bytes"           // gauge: the SQLite file (pages in use and free)
+	DatabaseFree      = "driftprobe_database_free_bytes"           // gauge: free pages, reused by later writes (VACUUM returns them)
 
 	// Continuous attribution (the config's attribution block), from the
 	// latest stored report.
@@ -74,7 +75,7 @@ var Exported = []string{
 	TargetDegraded, ConfigReloadOK, ConfigReloadTime, LockSkipsTotal, BuildInfo, ScheduleIntervalS,
 	DatabaseSize, DatabaseFree, ProductionChanges, UncoveredCategories, AttributionTimestamp, AttributionSuccess,
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
-	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp,
+	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp, RunOverdue,
 }
 
 // SubsetRunNote is the note of a run of only some of the configured

@@ -33,3 +33,24 @@ func longestGap(sch cron.Schedule, now time.Time) time.Duration {
 // cronSamples bounds longestGap's walk (a minutely schedule fires 50,400
 // times in five weeks; its longest gap shows long before that).
 const cronSamples = 20000
+
+// every is an @every schedule, at its latest: each run is due at most its
+// interval (plus jitter) after the one before.
+type every time.Duration
+
+func (e every) Next(t time.Time) time.Time { return t.Add(time.Duration(e)) }
+
+// delayed is a cron schedule whose runs start up to delay late (serve's
+// jitter for cron schedules).
+type delayed struct {
+	sch   cron.Schedule
+	delay time.Duration
+}
+
+func (d delayed) Next(t time.Time) time.Time {
+	n := d.sch.Next(t)
+	if n.IsZero() {
+		return n
+	}
+	return n.Add(d.delay)
+}

@@ -62,7 +62,7 @@ func ObserveRun(m *metrics.Metrics, res *RunResult) {
 func NewRegistry(st *storage.DB, runtime bool) (*prometheus.Registry, *metrics.Metrics) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, Version)
-	reg.MustRegister(metrics.NewDBCollector(st.SQL()).OnlyTargets(m.Configured))
+	reg.MustRegister(metrics.NewDBCollector(st.SQL()).OnlyTargets(m.Configured).WithSchedule(m.Schedule))
 	if runtime {
 		metrics.RegisterRuntime(reg)
 	}
@@ -89,7 +89,11 @@ func ConfigLoaded(m *metrics.Metrics, cfg *config.Config, now time.Time) {
 	m.ReloadTime.Set(float64(now.UnixNano()) / 1e9)
 	if iv, ok := interval(cfg.Schedule); ok {
 		m.ScheduleSecond.Set(iv.Seconds())
+		m.Schedule.Set(every(iv + max(cfg.Jitter.D(), 0)))
 	} else if sch, err := cronSpec(cfg.Schedule); err == nil {
 		m.ScheduleSecond.Set(longestGap(sch, now).Seconds())
+		m.Schedule.Set(delayed{sch, max(cfg.Jitter.D(), 0)})
+	} else {
+		m.Schedule.Set(nil)
 	}
 }

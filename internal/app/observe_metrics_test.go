@@ -513,3 +513,46 @@ func withDisabled(cfg *config.Config, name string) *config.Config {
 	}
 	return &out
 }
+
+// driftprobe_run_overdue_timestamp_seconds follows the schedule slot by
+// slot: with a weekday cron schedule a complete Friday run is overdue on
+// Tuesday (Monday's run may fail once), not a week later as twice the
+// longest gap would say; a reload's schedule and jitter apply at once.
+func TestRunOverdueFollowsTheSchedule(t *testing.T) {
+	e := testenv.New(t, `
+schedule: "0 9 * * 1-5"
+targets:
+  - {name: sim-a, provider: sim, model: m}
+`)
+	ctx := context.Background()
+	p := newProcess(e, e.Config)
+	overdue := func(what string, want time.Time) {
+		t.Helper()
+		got := p.lines(t, metrics.RunOverdue)
+		w := []string{}
+		if !want.IsZero() {
+			w = []string{metrics.RunOverdue + "{} " + strconv.FormatFloat(float64(want.Unix()), 'g', -1, 64)}
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("%s: got %q, want %q", what, got, w)
+		}
+	}
+	overdue("before any complete run", time.Time{})
+	friday := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	p.run(t, ctx, e, e.Config, e.Targets, friday, nil, nil)
+	overdue("after Friday's run", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	monday := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	p.run(t, ctx, e, e.Config, e.Targets, monday, nil, nil)
+	overdue("after Monday's run", time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+
+	reload := func(schedule string, jitter time.Duration) {
+		t.Helper()
+		cfg := *e.Config
+		cfg.Schedule, cfg.Jitter = schedule, config.Duration(jitter)
+		app.ConfigLoaded(p.m, &cfg, monday)
+	}
+	reload("@every 1h", 10*time.Minute)
+	overdue("@every 1h, jitter 10m", monday.Add(2*70*time.Minute))
+	reload("0 9 * * 1-5", 15*time.Minute)
+	overdue("weekdays, jitter 15m", time.Date(2026, 12, 2, 9, 15, 0, 0, time.UTC))
+}
