@@ -305,26 +305,31 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 	}
 	if o.BodiesPruned {
 		out.ResponseAbsent = "retention dropped the stored bodies; response_body_sha256 is the hash of what was received"
-	} else if rq, rs, err := b.db.ObservationBodies(b.ctx, obsID); err != nil {
-		if !storage.IsUnreadableBody(err) {
-			return side{}, fmt.Errorf("observation %d: %w", obsID, err)
-		}
-		problems = append(problems, err.Error()) // storage.ErrUnreadableBody: "stored body unreadable: ..."
+	} else if bodies, err := b.db.ReadBodies(b.ctx, obsID); err != nil {
+		return side{}, fmt.Errorf("observation %d: %w", obsID, err)
 	} else {
-		if got := o.RequestFingerprint(rq); got != o.RequestSHA256 {
+		// A damaged side is a problem of its own; the other side is still
+		// shown and checked.
+		if rq := bodies.Request; bodies.RequestErr != nil {
+			problems = append(problems, bodies.RequestErr.Error()) // "request body: stored body unreadable: ..."
+		} else if got := o.RequestFingerprint(rq); got != o.RequestSHA256 {
 			problems = append(problems, fmt.Sprintf("stored request bytes hash to %s, recorded %s", got, o.RequestSHA256))
 		} else {
 			s.req, s.reqOK = rq, true
 		}
-		out.ResponseBody = text(rs)
-		sum := sha256.Sum256(rs)
-		switch got := hex.EncodeToString(sum[:]); {
-		case o.BodySHA256 == "" && len(rs) == 0, got == o.BodySHA256:
-			out.ResponseOK = true
-		case o.BodySHA256 == "":
-			problems = append(problems, fmt.Sprintf("stored response body hashes to %s, none recorded", got))
-		default:
-			problems = append(problems, fmt.Sprintf("stored response body hashes to %s, recorded %s", got, o.BodySHA256))
+		if rs := bodies.Response; bodies.ResponseErr != nil {
+			problems = append(problems, bodies.ResponseErr.Error())
+		} else {
+			out.ResponseBody = text(rs)
+			sum := sha256.Sum256(rs)
+			switch got := hex.EncodeToString(sum[:]); {
+			case o.BodySHA256 == "" && len(rs) == 0, got == o.BodySHA256:
+				out.ResponseOK = true
+			case o.BodySHA256 == "":
+				problems = append(problems, fmt.Sprintf("stored response body hashes to %s, none recorded", got))
+			default:
+				problems = append(problems, fmt.Sprintf("stored response body hashes to %s, recorded %s", got, o.BodySHA256))
+			}
 		}
 	}
 	out.Problem = strings.Join(problems, "; ")
@@ -376,14 +381,11 @@ next:
 		if err != nil {
 			return nil, nil, err
 		}
-		rq, _, err := b.db.ObservationBodies(b.ctx, id)
+		bodies, err := b.db.ReadBodies(b.ctx, id)
 		if err != nil {
-			if storage.IsUnreadableBody(err) {
-				continue
-			}
 			return nil, nil, err
 		}
-		if o.RequestFingerprint(rq) == ep.RequestSHA256 {
+		if rq := bodies.Request; bodies.RequestErr == nil && o.RequestFingerprint(rq) == ep.RequestSHA256 {
 			return o, rq, nil
 		}
 	}

@@ -254,7 +254,10 @@ func TestCorruptBodyIsRecordedNotFatal(t *testing.T) {
 	var found, foundReq bool
 	for _, p := range rec.Probes {
 		if p.After != nil && p.After.ID == obs {
-			found = strings.Contains(p.After.Problem, "unreadable") && !p.After.ResponseOK
+			// The damaged side is named; the intact request beside it
+			// still counts.
+			found = strings.Contains(p.After.Problem, "response body: stored body unreadable") && !p.After.ResponseOK &&
+				!strings.Contains(p.After.Problem, "request")
 		}
 		if p.Before != nil && p.Before.ID == other {
 			// The request comes from the intact after observation instead.

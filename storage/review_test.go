@@ -65,3 +65,43 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		}
 	}
 }
+
+// A damaged stored body does not hide the other side of the observation:
+// ReadBodies names the damaged side and decodes the other, and
+// ObservationBodies fails as before.
+func TestReadBodiesKeepsTheIntactSide(t *testing.T) {
+	d := openTestDB(t)
+	ctx := context.Background()
+	runID, targetID := setupRun(t, d)
+	req := bytes.Repeat([]byte(`{"messages":"a request"}`), 100) // compressed when stored
+	resp := bytes.Repeat([]byte(`{"choices":"an answer"}`), 100)
+	o := &Observation{RunID: runID, TargetID: targetID, ProbeID: "p", RequestSHA256: "x", RequestBody: req, Body: resp}
+	if err := d.InsertObservations(ctx, []*Observation{o}); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range []string{"body", "request_body"} {
+		// Damage one side (the previous iteration's damage is undone).
+		if _, err := d.SQL().Exec(`UPDATE observations SET request_body = ?, body = ? WHERE id = ?`, encodeBody(req), encodeBody(resp), o.ID); err != nil {
+			t.Fatal(err)
+		}
+		bad := encodeBody(map[string][]byte{"body": resp, "request_body": req}[col])
+		bad[len(bad)/2] ^= 0xff
+		if _, err := d.SQL().Exec(`UPDATE observations SET `+col+` = ? WHERE id = ?`, bad, o.ID); err != nil {
+			t.Fatal(err)
+		}
+		b, err := d.ReadBodies(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if col == "body" {
+			if !IsUnreadableBody(b.ResponseErr) || b.Response != nil || b.RequestErr != nil || !bytes.Equal(b.Request, req) {
+				t.Errorf("damaged response: %+v", b)
+			}
+		} else if !IsUnreadableBody(b.RequestErr) || b.Request != nil || b.ResponseErr != nil || !bytes.Equal(b.Response, resp) {
+			t.Errorf("damaged request: %+v", b)
+		}
+		if _, _, err := d.ObservationBodies(ctx, o.ID); !IsUnreadableBody(err) {
+			t.Errorf("%s damaged: ObservationBodies err %v", col, err)
+		}
+	}
+}

@@ -561,17 +561,43 @@ func (d *DB) Observation(ctx context.Context, id int64) (*Observation, error) {
 }
 
 // ObservationBodies returns the stored request and response bodies of an
-// observation, decompressed.
+// observation, decompressed. A damaged body makes err wrap
+// ErrUnreadableBody; ReadBodies says which side it was and keeps the other.
 func (d *DB) ObservationBodies(ctx context.Context, id int64) (request, response []byte, err error) {
+	b, err := d.ReadBodies(ctx, id)
+	if err == nil {
+		err = errors.Join(b.RequestErr, b.ResponseErr)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Request, b.Response, nil
+}
+
+// Bodies are an observation's stored bodies, decompressed. A side whose
+// stored bytes do not decompress is nil, its error (wrapping
+// ErrUnreadableBody) in RequestErr or ResponseErr; the other side is
+// decoded all the same, so damage to one does not hide the other.
+type Bodies struct {
+	Request, Response       []byte
+	RequestErr, ResponseErr error
+}
+
+// ReadBodies reads an observation's bodies (see Bodies); err is a database
+// error only.
+func (d *DB) ReadBodies(ctx context.Context, id int64) (Bodies, error) {
 	var rq, rs []byte
 	if err := d.db.QueryRowContext(ctx, `SELECT request_body, body FROM observations WHERE id = ?`, id).Scan(&rq, &rs); err != nil {
-		return nil, nil, err
+		return Bodies{}, err
 	}
-	if request, err = decodeBody(rq); err != nil {
-		return nil, nil, err
+	var b Bodies
+	if b.Request, b.RequestErr = decodeBody(rq); b.RequestErr != nil {
+		b.RequestErr = fmt.Errorf("request body: %w", b.RequestErr)
 	}
-	response, err = decodeBody(rs)
-	return request, response, err
+	if b.Response, b.ResponseErr = decodeBody(rs); b.ResponseErr != nil {
+		b.ResponseErr = fmt.Errorf("response body: %w", b.ResponseErr)
+	}
+	return b, nil
 }
 
 // CorpusHashOf returns the corpus hash the latest run of corpus name at
