@@ -42,6 +42,9 @@ type DB struct {
 // Open opens (creating if needed) the database at path and applies pending
 // migrations.
 func Open(ctx context.Context, p string) (*DB, error) {
+	if err := refuseForeign(ctx, p); err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	for _, pr := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", pr)
@@ -159,10 +162,16 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 	cur, err := d.SchemaVersion(ctx)
 	switch {
 	case err != nil:
-		err = fmt.Errorf("read schema version: %w", err)
+		err = openError(p, err)
 	case cur == 0:
 		// No migration ever ran: an empty file, or not driftprobe's.
-		err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
+		if n, ferr := foreignObjects(ctx, sdb); ferr != nil {
+			err = openError(p, ferr)
+		} else if n > 0 {
+			err = notOurs(p, n)
+		} else {
+			err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
+		}
 	case cur > SchemaLatest():
 		err = fmt.Errorf("%s: %w (schema %d, this binary knows %d)", p, ErrNewerSchema, cur, SchemaLatest())
 	}
@@ -171,6 +180,72 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// refuseForeign returns ErrNotDriftprobe for an existing, non-empty file
+// at p that is not SQLite or holds another program's schema, read without
+// changing a byte: Open's switch to WAL would otherwise rewrite the file's
+// header before migrate (which checks again under its lock) refuses it.
+// Other failures are left to Open to report.
+func refuseForeign(ctx context.Context, p string) error {
+	if fi, err := os.Stat(p); p == ":memory:" || err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return nil
+	}
+	sdb, err := sql.Open("sqlite", "file:"+p+"?"+url.Values{"mode": {"ro"}, "_pragma": {"busy_timeout(10000)"}}.Encode())
+	if err != nil {
+		return nil
+	}
+	defer sdb.Close()
+	var cur int
+	if err := sdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err != nil {
+		if sqliteCode(err) == sqliteNotADB {
+			return openError(p, err)
+		}
+		return nil
+	}
+	if cur != 0 {
+		return nil
+	}
+	if n, err := foreignObjects(ctx, sdb); err == nil && n > 0 {
+		return notOurs(p, n)
+	}
+	return nil
+}
+
+// foreignObjects counts the tables, indexes, views and triggers of a
+// database whose schema version is 0: driftprobe never migrated it, so any
+// is another program's.
+func foreignObjects(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\'`).Scan(&n)
+	return n, err
+}
+
+// notOurs is the error for a database holding n objects driftprobe did not
+// create.
+func notOurs(p string, n int) error {
+	what := "a table, index or view"
+	if n > 1 {
+		what = fmt.Sprintf("%d tables, indexes or views", n)
+	}
+	return fmt.Errorf("%s: %w (it holds %s driftprobe did not create: another program's; choose another --db or database)", p, ErrNotDriftprobe, what)
+}
+
+// openError describes a failure to read the database at p: a file that is
+// not SQLite at all is ErrNotDriftprobe, a path SQLite cannot open says
+// so, anything else is wrapped as it is; each names p.
+func openError(p string, err error) error {
+	switch sqliteCode(err) {
+	case sqliteNotADB:
+		// %w twice: IsCorrupt still sees SQLITE_NOTADB (db check calls a
+		// damaged file damage, exit 1).
+		return fmt.Errorf("%s: %w (not an SQLite database: another program's file, or a damaged one — driftprobe db check tells: %w)", p, ErrNotDriftprobe, err)
+	case sqliteCantOpen:
+		return fmt.Errorf("%s: cannot open the database (does its directory exist, is it a file, may this user write there?): %w", p, err)
+	}
+	return fmt.Errorf("%s: read schema version: %w", p, err)
 }
 
 // isCantOpen and isReadOnly report SQLite's SQLITE_CANTOPEN and
@@ -276,7 +351,7 @@ func (d *DB) migrate(ctx context.Context) error {
 	for {
 		cur, err := d.SchemaVersion(ctx)
 		if err != nil {
-			return fmt.Errorf("read schema version: %w", err)
+			return openError(d.path, err)
 		}
 		if cur > len(ms) {
 			return fmt.Errorf("%s: %w (schema %d, this binary knows %d)", d.path, ErrNewerSchema, cur, len(ms))
@@ -292,6 +367,15 @@ func (d *DB) migrate(ctx context.Context) error {
 			}
 			if cur >= len(ms) {
 				return nil
+			}
+			if cur == 0 {
+				// Only into a new or empty file: never add driftprobe's
+				// tables to another program's database.
+				if n, err := foreignObjects(ctx, tx); err != nil {
+					return openError(d.path, err)
+				} else if n > 0 {
+					return notOurs(d.path, n)
+				}
 			}
 			m := ms[cur]
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {

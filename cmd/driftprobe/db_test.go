@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -335,5 +336,49 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 		if _, stderr, code := runIn(t, append(args, "--db", empty)...); code != 2 || !strings.Contains(stderr, "empty.db: not a driftprobe database") {
 			t.Errorf("%v on an empty file: exit %d: %s", args, code, stderr)
 		}
+	}
+}
+
+// Another program's SQLite database, or a file that is not SQLite at all,
+// is refused by every command with exit 2 and left byte for byte as it
+// was: run and db migrate never add driftprobe's tables beside another
+// program's. A path SQLite cannot open is named.
+func TestForeignDatabaseIsRefusedUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.db")
+	sdb, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdb.Exec(`CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO accounts (name) VALUES ('x')`); err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, bytes.Repeat([]byte("not sqlite "), 500), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for db, want := range map[string]string{
+		other:   "other.db: not a driftprobe database (it holds a table, index or view driftprobe did not create",
+		garbage: "garbage.db: not a driftprobe database (not an SQLite database: another program's file, or a damaged one",
+	} {
+		before, _ := os.ReadFile(db)
+		for _, args := range [][]string{{"run"}, {"db", "migrate"}, {"events"}, {"db", "check"}} {
+			wantCode := 2
+			if db == garbage && args[0] == "db" && args[1] == "check" {
+				wantCode = 1 // damage as far as db check can tell (TestDBCheck)
+				want = "does not verify"
+			}
+			if _, stderr, code := runIn(t, append(args, "--db", db)...); code != wantCode || !strings.Contains(stderr, want) {
+				t.Errorf("%v on %s: exit %d: %s", args, filepath.Base(db), code, stderr)
+			}
+		}
+		if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+			t.Errorf("%s was changed", filepath.Base(db))
+		}
+	}
+	missing := filepath.Join(dir, "no", "such", "dir", "x.db")
+	if _, stderr, code := runIn(t, "run", "--db", missing); code != 3 || !strings.Contains(stderr, missing+": cannot open the database") {
+		t.Errorf("run in a missing directory: exit %d: %s", code, stderr)
 	}
 }

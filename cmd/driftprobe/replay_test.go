@@ -152,7 +152,7 @@ func TestReplayDamagedBody(t *testing.T) {
 		t.Errorf("diff: %+v", d)
 	}
 	stdout, _, _ = runIn(t, "replay", "--db", db)
-	if !strings.Contains(stdout, "unreadable: stored body unreadable") {
+	if !strings.Contains(stdout, "unreadable: response body: stored body unreadable") {
 		t.Errorf("text:\n%s", stdout)
 	}
 }

@@ -141,9 +141,14 @@ func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), er
 	return out, closeAll, nil
 }
 
-// OpenStore opens the configured database.
+// OpenStore opens (creating if needed) the configured database. A file
+// that is not driftprobe's is a usage error (exit 2).
 func OpenStore(ctx context.Context, c *config.Config) (*storage.DB, error) {
-	return storage.Open(ctx, c.Database)
+	st, err := storage.Open(ctx, c.Database)
+	if errors.Is(err, storage.ErrNotDriftprobe) {
+		return nil, Usage(err)
+	}
+	return st, err
 }
 
 // Logger returns the process logger (text on stderr).
