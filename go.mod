@@ -1,6 +1,6 @@
 module github.com/driftprobe/driftprobe
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/aws/smithy-go/aws-http-auth v1.2.2

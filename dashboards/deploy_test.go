@@ -556,6 +556,21 @@ func TestSystemdUnits(t *testing.T) {
 		t.Errorf("driftprobe.service: SupplementaryGroups %q; the unit's and README's install steps must run %q", group, mk)
 	}
 
+	// The example config the install steps copy is valid, runs where the
+	// unit keeps its database, and says the timer's schedule.
+	ex, err := config.Load(filepath.Join(systemdDir, "config.example.yaml"), false)
+	if err != nil {
+		t.Fatalf("config.example.yaml: %v", err)
+	}
+	if ex.Database != dbPath || ex.Schedule != "0 * * * *" || ex.Jitter.D() != 5*time.Minute {
+		t.Errorf("config.example.yaml: database %q, schedule %q, jitter %s; want %s, the timer's hourly schedule, its 5m delay", ex.Database, ex.Schedule, ex.Jitter.D(), dbPath)
+	}
+	for _, steps := range []string{string(raw), string(readme)} {
+		if !strings.Contains(steps, "install -D -m 0644 ") || !strings.Contains(steps, "config.example.yaml /etc/driftprobe/config.yaml") {
+			t.Error("the install steps (unit and README) must install config.example.yaml as " + configPath)
+		}
+	}
+
 	timer := unit(t, "driftprobe.timer")
 	check2 := map[string]string{"Timer.OnCalendar": "hourly", "Timer.Persistent": "true", "Install.WantedBy": "timers.target"}
 	for k, v := range check2 {
