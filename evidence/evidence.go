@@ -597,7 +597,10 @@ func WriteMarkdown(w io.Writer, r *Record) {
 	for _, p := range r.Problems() {
 		fmt.Fprintf(w, "- does not verify: %s\n", span(p))
 	}
-	fmt.Fprintf(w, "- record sha256: %s\n\n", code(r.SHA256))
+	// The hash covers generated_at: every generation differs. Say so, so
+	// nobody cites a hash of a record that was never saved.
+	fmt.Fprintf(w, "- record sha256: %s (of the JSON record generated at %s, which differs on every call: cite a record saved with `--json`, checked by `--verify`)\n\n",
+		code(r.SHA256), r.GeneratedAt.Format(time.RFC3339))
 	verdicts := map[string]diff.EventProbe{}
 	for _, ep := range e.Probes {
 		verdicts[ep.Target+"\x00"+ep.ProbeID] = ep

@@ -247,7 +247,7 @@ func TestMarkdownHeaderAndEveryLineInert(t *testing.T) {
 	}
 	// Each field is still there to read, and the lines keep their shape.
 	for _, want := range []string{"- model: ", "- corpus: ", "- targets: ", "## ", "gpt", "octocat", "evil.example", "before absent", "missing",
-		"- does not verify: ", "- record sha256: ", "no observation in this record"} {
+		"- does not verify: ", "- record sha256: ", "differs on every call: cite a record saved with `--json`", "no observation in this record"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}

@@ -135,9 +135,12 @@ variable named by github.private_key_env).`,
 					// one they wait, and keep driftprobe_outbox_pending up.
 					fmt.Fprintf(w, "GitHub issues are not configured (no github block), but %d delivery(ies) below were queued while they were: they are not sent until a github block is back (then `driftprobe outbox --send`).\n", len(pending))
 				}
-				if len(pending) == 0 {
+				switch {
+				case len(pending) == 0 && cfg.GitHub == nil:
+					// Said above: nothing is queued, nothing was delivered.
+				case len(pending) == 0:
 					fmt.Fprintln(w, "outbox empty: every event change has been delivered")
-				} else {
+				default:
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "ID\tEVENT\tTARGET\tACTION\tCHANGE\tRUN\tISSUE\tATTEMPTS\tREASON")
 					for _, p := range pending {

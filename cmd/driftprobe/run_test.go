@@ -95,6 +95,14 @@ func TestOutboxWithoutGitHubBlockNamesQueuedRows(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "were queued while they were: they are not sent until a github block is back") || strings.Contains(stdout, "nothing is queued") {
 		t.Errorf("outbox without a github block: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// With nothing queued it says so once, not also "every event change
+	// has been delivered" (nothing was).
+	fresh := filepath.Join(dir, "fresh.db")
+	runIn(t, "run", "--config", without, "--db", fresh, "--no-progress")
+	stdout, stderr, code = runIn(t, "outbox", "--config", without, "--db", fresh)
+	if code != 0 || !strings.Contains(stdout, "nothing is queued") || strings.Contains(stdout, "delivered") {
+		t.Errorf("outbox without a github block, nothing queued: exit %d\n%s%s", code, stdout, stderr)
+	}
 }
 
 // corpus lock --json answers in JSON, for a directory and for the
