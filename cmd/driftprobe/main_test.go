@@ -495,3 +495,26 @@ func TestInterruptedRunIsAborted(t *testing.T) {
 		t.Fatalf("db check after the interrupt: %+v %v", rep, err)
 	}
 }
+
+// Commands that read no configuration or database refuse --config and
+// --db instead of ignoring them (demo --db x.db used to run and leave x.db
+// uncreated); DRIFTPROBE_CONFIG in the environment is not a flag given.
+func TestUnusedGlobalFlagsRefused(t *testing.T) {
+	for _, args := range [][]string{{"demo", "--db", "x.db"}, {"version", "--config", "nope.yaml"}, {"providers", "-c", "a.yaml"}, {"sim", "--db", "x.db", "--help"}} {
+		_, stderr, code := runIn(t, args...)
+		if args[len(args)-1] == "--help" {
+			// Help is always answered.
+			if code != 0 {
+				t.Errorf("%v: exit %d: %s", args, code, stderr)
+			}
+			continue
+		}
+		if code != 2 || !strings.Contains(stderr, "is not used by this command") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	t.Setenv("DRIFTPROBE_CONFIG", filepath.Join(t.TempDir(), "absent.yaml"))
+	if stdout, stderr, code := runIn(t, "version"); code != 0 || !strings.Contains(stdout, "driftprobe") {
+		t.Errorf("version with DRIFTPROBE_CONFIG set: exit %d: %s%s", code, stdout, stderr)
+	}
+}

@@ -93,26 +93,29 @@ probes the embedded simulator: no keys, no network.`,
 	// Checked before any command runs (no subcommand sets its own
 	// persistent hook, which would replace this one).
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
-		return checkLogLevel(c, g.logLevel)
+		if err := checkLogLevel(c, g.logLevel); err != nil {
+			return err
+		}
+		return checkUnused(c)
 	}
 	root.AddCommand(
 		newRunCmd(g),
 		newEventsCmd(g),
 		newDiffCmd(g),
 		newCompareCmd(g),
-		newDemoCmd(g),
+		noConfig(newDemoCmd(g)),
 		newServeCmd(g),
 		newOutboxCmd(g),
 		newEvidenceCmd(g),
 		newCorpusCmd(g),
-		newSimCmd(g),
+		noConfig(newSimCmd(g)),
 		newConfigCmd(g),
-		newProvidersCmd(g),
+		noConfig(newProvidersCmd(g)),
 		newPlanCmd(g),
 		newReplayCmd(g),
 		newAttributeCmd(g),
 		newDBCmd(g),
-		newVersionCmd(g),
+		noConfig(newVersionCmd(g)),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
@@ -133,6 +136,35 @@ func checkLogLevel(c *cobra.Command, level string) error {
 	}
 	return cobraUsage{fmt.Errorf("%s: invalid argument %q for \"--log-level\" flag: want %s\nRun '%s --help' for usage.",
 		c.CommandPath(), level, strings.Join(logLevels, ", "), c.CommandPath())}
+}
+
+// ignoresConfig annotates commands that read neither a config nor a
+// database: --config or --db given to them is refused rather than ignored.
+const ignoresConfig = "driftprobe/ignores-config"
+
+// noConfig marks c as reading neither --config nor --db (see
+// ignoresConfig).
+func noConfig(c *cobra.Command) *cobra.Command {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[ignoresConfig] = "true"
+	return c
+}
+
+// checkUnused refuses --config or --db given to a command that would
+// ignore it (a user who passes --db to demo expects that database used).
+func checkUnused(c *cobra.Command) error {
+	if c.Annotations[ignoresConfig] == "" {
+		return nil
+	}
+	for _, name := range []string{"config", "db"} {
+		if f := c.Flags().Lookup(name); f != nil && f.Changed {
+			return cobraUsage{fmt.Errorf("%s: --%s is not used by this command (it reads no configuration or database)\nRun '%s --help' for usage.",
+				c.CommandPath(), name, c.CommandPath())}
+		}
+	}
+	return nil
 }
 
 // wrapArgs makes cobra's positional-argument errors usage errors.
