@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -151,13 +152,6 @@ func isBlocked(c probes.Class) bool {
 	return false
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
 // where names the event's scope: one target, or a provider across several.
 func where(ev *diff.Event) string {
 	if len(ev.Targets) > 1 {
@@ -200,22 +194,22 @@ func Title(ev *diff.Event) string {
 	n := len(ev.Probes)
 	switch {
 	case ev.Kind == diff.KindScoreDrift:
-		what = plural(n, "probe's scores moved", "probes' scores moved") + " (" + ev.Direction + ")"
+		what = termtext.Count(n, "probe's scores moved", "probes' scores moved") + " (" + ev.Direction + ")"
 	case ev.Kind == diff.KindNondeterminism:
-		what = plural(n, "probe flips on identical bytes", "probes flip on identical bytes")
+		what = termtext.Count(n, "probe flips on identical bytes", "probes flip on identical bytes")
 	case ev.Direction == diff.Tightened && up == n:
-		what = plural(n, "probe now blocked", "probes now blocked")
+		what = termtext.Count(n, "probe now blocked", "probes now blocked")
 	case ev.Direction == diff.Tightened:
 		// Some were blocked already and only gained a category or stage.
-		what = plural(n, "probe stricter", "probes stricter") + fmt.Sprintf(", %d now blocked", up)
+		what = termtext.Count(n, "probe stricter", "probes stricter") + fmt.Sprintf(", %d now blocked", up)
 	case ev.Direction == diff.Loosened && down == n:
-		what = plural(n, "probe now allowed", "probes now allowed")
+		what = termtext.Count(n, "probe now allowed", "probes now allowed")
 	case ev.Direction == diff.Loosened:
-		what = plural(n, "probe looser", "probes looser") + fmt.Sprintf(", %d now allowed", down)
+		what = termtext.Count(n, "probe looser", "probes looser") + fmt.Sprintf(", %d now allowed", down)
 	case ev.Direction == diff.Recategorized:
-		what = plural(n, "probe recategorized", "probes recategorized")
+		what = termtext.Count(n, "probe recategorized", "probes recategorized")
 	default:
-		what = plural(n, "probe changed", "probes changed") + fmt.Sprintf(" (%d now blocked, %d now allowed)", up, down)
+		what = termtext.Count(n, "probe changed", "probes changed") + fmt.Sprintf(" (%d now blocked, %d now allowed)", up, down)
 	}
 	newCats := map[string]bool{}
 	for _, c := range ev.NewCategories {
@@ -550,7 +544,7 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 		}
 	}
 	fmt.Fprintf(&h, "Event status: %s; %s flipped, %d reverted; kind %s, direction %s.\n\n",
-		code(ev.Status), plural(len(ev.Probes), "probe", "probes"), reverted, code(ev.Kind), code(ev.Direction))
+		code(ev.Status), termtext.Count(len(ev.Probes), "probe", "probes"), reverted, code(ev.Kind), code(ev.Direction))
 	if u.Change == diff.ChangeReverted {
 		h.WriteString("Every flipped probe is back to its before-verdict on byte-identical requests: the provider reverted the change.")
 		if closing {

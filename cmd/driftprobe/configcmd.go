@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 )
 
 func newConfigCmd(g *globals) *cobra.Command {
@@ -33,8 +34,8 @@ go to stderr and keep exit 0.`,
 			if src == "" {
 				src = "built-in config"
 			}
-			fmt.Fprintf(g.stdout, "%s: ok (%d targets, corpus %s %s with %d probes, schedule %q, database %s)\n",
-				src, len(cfg.Enabled()), cp.Name, cp.Version, len(cp.Probes), cfg.Schedule, cfg.Database)
+			fmt.Fprintf(g.stdout, "%s: ok (%s, corpus %s %s with %s, schedule %q, database %s)\n",
+				src, termtext.Count(len(cfg.Enabled()), "target", "targets"), cp.Name, cp.Version, termtext.Count(len(cp.Probes), "probe", "probes"), cfg.Schedule, cfg.Database)
 			for _, w := range cfg.Warnings() {
 				fmt.Fprintf(g.stderr, "driftprobe: warning: %s\n", w)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 )
 
 func newCorpusCmd(g *globals) *cobra.Command {
@@ -60,8 +61,10 @@ default corpus.`,
 			for _, w := range warnings {
 				fmt.Fprintf(g.stderr, "driftprobe: warning: %s\n", w)
 			}
-			fmt.Fprintf(g.stdout, "corpus %s %s: ok, %d probes (%d benign controls, %d borderline, %d positive controls), %d categories, sha256 %s\n",
-				cp.Name, cp.Version, len(cp.Probes), roles[corpus.RoleBenign], roles[corpus.RoleBorderline], roles[corpus.RolePositive], len(cp.Categories()), cp.Hash)
+			fmt.Fprintf(g.stdout, "corpus %s %s: ok, %s (%s, %d borderline, %s), %s, sha256 %s\n",
+				cp.Name, cp.Version, termtext.Count(len(cp.Probes), "probe", "probes"), termtext.Count(roles[corpus.RoleBenign], "benign control", "benign controls"),
+				roles[corpus.RoleBorderline], termtext.Count(roles[corpus.RolePositive], "positive control", "positive controls"),
+				termtext.Count(len(cp.Categories()), "category", "categories"), cp.Hash)
 			return nil
 		},
 	}

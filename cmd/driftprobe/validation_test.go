@@ -70,7 +70,7 @@ func TestAllTargetsDisabled(t *testing.T) {
 	}
 	// One enabled target is enough.
 	cfg = writeFile(t, dir, "c.yaml", "targets:\n  - {name: a, provider: sim, model: m, disabled: true}\n  - {name: b, provider: sim, model: m}\n")
-	expectExit(t, 0, "ok (1 targets", "config", "check", "--config", cfg)
+	expectExit(t, 0, "ok (1 target, ", "config", "check", "--config", cfg)
 }
 
 // compareSetup records one run of two targets; it returns the config and

@@ -55,3 +55,11 @@ func clean(s string, escBackslash bool, limit int) string {
 	}
 	return b.String()
 }
+
+// Count is "1 one" or "N many": a count with its noun in agreement.
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
