@@ -10,6 +10,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
@@ -306,9 +308,80 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 		return nil, err
 	}
+	if err := emptyEntries(file, root); err != nil {
+		return nil, err
+	}
 	c.File, c.root = file, root
 	c.applyDefaults()
 	return &c, nil
+}
+
+// emptyEntries reports the empty entries of the document: list items
+// written `- ` or `~`, and values of the free-form mappings (options,
+// thresholds, score_shift) left empty. The decoder would drop a list's
+// empty item (shifting every later index, so later problems would name
+// the wrong entry), keep a target's as nil, and read a threshold's as 0.
+func emptyEntries(file string, root *yaml.Node) error {
+	col := &yamlx.Collector{File: file, Root: root}
+	if len(root.Content) > 0 {
+		walkEmpty(root.Content[0], "", col.Add)
+	}
+	return col.Err()
+}
+
+// walkEmpty calls add for every empty entry under n, whose dotted path is
+// path, with the problem.
+func walkEmpty(n *yaml.Node, path string, add func(path, format string, a ...any)) {
+	null := func(n *yaml.Node) bool {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+	}
+	field := path[strings.LastIndexByte(path, '.')+1:] // the list's or mapping's own key
+	switch n.Kind {
+	case yaml.SequenceNode:
+		field, _, _ = strings.Cut(field, "[")
+		for i, item := range n.Content {
+			at := fmt.Sprintf("%s[%d]", path, i)
+			if !null(item) {
+				walkEmpty(item, at, add)
+				continue
+			}
+			switch {
+			case path == "targets":
+				add(at, "empty entry: a target needs at least name, provider and model")
+			case field == "policies":
+				add(at, "empty entry: a policy needs from_run and thresholds")
+			case path == "github.kinds":
+				add(at, "empty entry: want one of %s", strings.Join(EventKinds, ", "))
+			case path == "github.labels":
+				add(at, "empty entry: a GitHub label is 1–50 characters, no comma")
+			default:
+				add(at, "empty entry: give a value or remove the line")
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			at := k.Value
+			if path != "" {
+				at = path + "." + k.Value
+			}
+			if !null(v) {
+				walkEmpty(v, at, add)
+				continue
+			}
+			switch field {
+			case "thresholds":
+				add(at, "empty: give a threshold from 0 to 1 (above 1 never blocks), or remove the line")
+			case "score_shift":
+				add(at, "empty: give a shift from -1 to 1, or remove the line")
+			case "options":
+				add(at, "empty: give the option's value, or remove the line")
+			}
+		}
+	}
 }
 
 func (c *Config) applyDefaults() {
@@ -438,6 +511,16 @@ func (c *Config) Validate(needKeys bool) error {
 		if iv, err := time.ParseDuration(strings.TrimSpace(rest)); err == nil && c.Jitter.D() >= iv {
 			col.Add("jitter", "%s: must be shorter than the schedule's interval (%s)", c.Jitter.D(), iv)
 		}
+	} else if c.Jitter.D() >= time.Minute {
+		// A cron schedule's run waits a random part of jitter and runs
+		// never overlap: a jitter as long as the shortest gap between two
+		// firings pushes a run onto the next firing, which is skipped.
+		// (Cron firings are whole minutes apart: a shorter jitter is fine.)
+		if sched, err := cron.ParseStandard(strings.TrimSpace(c.Schedule)); err == nil {
+			if gap, ok := cronMinGap(sched, c.Jitter.D()); ok && c.Jitter.D() >= gap {
+				col.Add("jitter", "%s: must be shorter than the schedule's shortest gap between runs (%s)", c.Jitter.D(), gap)
+			}
+		}
 	}
 	if c.Retention.Bodies < 0 {
 		col.Add("retention.bodies", "must be positive (or 0: keep forever)")
@@ -449,18 +532,27 @@ func (c *Config) Validate(needKeys bool) error {
 		col.Add("schedule", "%v", err)
 	}
 	c.Detection.validate(col)
+	// An empty list entry (`- ` or `[~]`) decodes to a nil target: it is
+	// reported on its own below, and is neither enabled nor disabled.
+	nonNil := 0
+	for _, t := range c.Targets {
+		if t != nil {
+			nonNil++
+		}
+	}
 	if len(c.Targets) == 0 {
 		col.Add("targets", "at least one target is required")
-	} else if len(c.Enabled()) == 0 {
+	} else if nonNil > 0 && len(c.Enabled()) == 0 {
 		col.Add("targets", "every target is disabled: at least one must be enabled (a run would probe nothing)")
 	}
 	names := map[string]int{}
 	for i, t := range c.Targets {
 		at := fmt.Sprintf("targets[%d]", i)
 		if t == nil {
-			col.Add(at, "empty target")
+			col.Add(at, "empty entry: a target needs at least name, provider and model")
 			continue
 		}
+		first := len(col.List) // this target's problems start here
 		switch {
 		case t.Name == "":
 			col.Add(at+".name", "required")
@@ -487,8 +579,13 @@ func (c *Config) Validate(needKeys bool) error {
 		if !contains(info.Endpoints, t.Endpoint) {
 			col.Add(at+".endpoint", "%q: provider %s supports %s", t.Endpoint, t.Provider, strings.Join(info.Endpoints, ", "))
 		}
-		if t.BaseURL != "" && !strings.HasPrefix(t.BaseURL, "http://") && !strings.HasPrefix(t.BaseURL, "https://") {
-			col.Add(at+".base_url", "%q: must start with http:// or https://", t.BaseURL)
+		// Credentials in a base URL would be logged, stored as the
+		// target's endpoint and sent in clear on plain http; the URL is
+		// not echoed, since it holds them.
+		if u, err := url.Parse(t.BaseURL); t.BaseURL != "" && err == nil && u.User != nil {
+			col.Add(at+".base_url", "must not carry credentials (user:password@host): the key comes from api_key_env")
+		} else {
+			checkScheme(col, at+".base_url", t.BaseURL)
 		}
 		c.validateTargetNumbers(col, at, t)
 		if t.Sim != nil && t.Provider != "sim" {
@@ -497,8 +594,11 @@ func (c *Config) Validate(needKeys bool) error {
 		if t.Sim != nil {
 			ValidateSim(col, at+".sim.", t.Sim)
 		}
-		for k := range t.Options {
-			if !contains(info.Options, k) {
+		for _, k := range slices.Sorted(maps.Keys(t.Options)) {
+			switch {
+			case len(info.Options) == 0:
+				col.Add(at+".options."+k, "unknown option: provider %s takes no options", t.Provider)
+			case !contains(info.Options, k):
 				col.Add(at+".options."+k, "unknown option for provider %s (accepted: %s)", t.Provider, strings.Join(info.Options, ", "))
 			}
 		}
@@ -517,30 +617,29 @@ func (c *Config) Validate(needKeys bool) error {
 				col.Add(at+".api_key_env", "environment variable %s is empty", t.APIKeyEnv)
 			}
 		}
-		// Credentials in a base URL would be logged, stored as the
-		// target's endpoint and sent in clear on plain http; the URL is
-		// not echoed, since it holds them.
-		withUser := false
-		if u, err := url.Parse(t.BaseURL); t.BaseURL != "" && err == nil && u.User != nil {
-			withUser = true
-			col.Add(at+".base_url", "must not carry credentials (user:password@host): the key comes from api_key_env")
-		}
+		// The provider's own checks overlap the generic ones above (an
+		// endpoint it does not serve, a base_url, a temperature range):
+		// one message per field, the first.
 		if info.Check != nil {
+			said := map[string]bool{}
+			for _, e := range col.List[first:] {
+				said[e.Field] = true
+			}
 			for _, fe := range info.Check(t.ProbeTarget("")) {
-				if withUser && fe.Field == "base_url" {
-					continue // said above
+				if f := at + "." + fe.Field; !said[f] {
+					said[f] = true
+					col.Add(f, "%s", fe.Msg)
 				}
-				col.Add(at+"."+fe.Field, "%s", fe.Msg)
 			}
 		}
 	}
 	if g := c.GitHub; g != nil {
-		if parts := strings.Split(g.Repo, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		if strings.TrimSpace(g.Repo) == "" {
+			col.Add("github.repo", "required: the repository issues are filed in, as owner/name")
+		} else if parts := strings.Split(g.Repo, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 			col.Add("github.repo", "%q: want owner/name", g.Repo)
 		}
-		if g.BaseURL != "" && !strings.HasPrefix(g.BaseURL, "http://") && !strings.HasPrefix(g.BaseURL, "https://") {
-			col.Add("github.base_url", "%q: must start with http:// or https://", g.BaseURL)
-		}
+		checkScheme(col, "github.base_url", g.BaseURL)
 		if g.AppAuth() {
 			g.validateApp(col)
 		}
@@ -635,6 +734,58 @@ func checkDuration(col *yamlx.Collector, path string, v Duration, lo, hi, def ti
 	}
 }
 
+// checkScheme adds a problem when raw, if set, is not an http(s) URL. The
+// value is echoed only when it carries no user information (it might be
+// a password).
+func checkScheme(col *yamlx.Collector, path, raw string) {
+	if raw == "" || strings.HasPrefix(raw, "http://") || strings.HasPrefix(raw, "https://") {
+		return
+	}
+	if strings.Contains(raw, "@") {
+		col.Add(path, "must start with http:// or https://")
+		return
+	}
+	col.Add(path, "%q: must start with http:// or https://", raw)
+}
+
+// cronMinGap returns the shortest gap between consecutive firings of
+// sched, walked from a fixed reference time, so a file validates the same
+// whenever it is checked: five weeks (weekly patterns, a month's end) and
+// at least cronMinGaps gaps (a monthly schedule), bounded by
+// cronMaxFirings. The window, 5 January to 9 February, holds no
+// daylight-saving change in any zone: a CRON_TZ schedule's fall-back
+// double firing (01:30 twice, an hour apart) would otherwise refuse any
+// jitter over an hour on a daily schedule. The walk stops early once a gap
+// is at most stop; ok is false when sched fires fewer than twice.
+func cronMinGap(sched cron.Schedule, stop time.Duration) (gap time.Duration, ok bool) {
+	ref := time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)
+	prev := sched.Next(ref)
+	if prev.IsZero() {
+		return 0, false
+	}
+	for n := 1; n <= cronMaxFirings; n++ {
+		next := sched.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		if d := next.Sub(prev); !ok || d < gap {
+			gap, ok = d, true
+		}
+		if gap <= stop || n >= cronMinGaps && next.Sub(ref) > cronWalk {
+			break
+		}
+		prev = next
+	}
+	return gap, ok
+}
+
+// Bounds of cronMinGap's walk.
+const (
+	cronWalk       = 5 * 7 * 24 * time.Hour
+	cronMinGaps    = 3
+	cronMaxFirings = 10_000 // a week of an every-minute schedule, whose gaps repeat daily
+)
+
 // finite reports whether v is neither NaN nor infinite.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
@@ -710,15 +861,69 @@ func (c *Config) validateTargetNumbers(col *yamlx.Collector, at string, t *Targe
 // is reported: later ones follow from it (a from_run of 0 is also out of
 // order).
 func ValidateSim(col *yamlx.Collector, prefix string, s *sim.Config) {
+	// Empty entries first (Parse reports them for a config file; a
+	// stand-alone sim file is decoded elsewhere): an empty policy is
+	// dropped by the decoder, so the other problems' indices would be
+	// off, and are left for once it is fixed.
+	n := col.Root
+	if p := strings.TrimSuffix(prefix, "."); p != "" {
+		n = yamlx.Find(col.Root, p)
+	} else if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	before := len(col.List)
 	seen := map[string]bool{}
+	if n != nil {
+		walkEmpty(n, strings.TrimSuffix(prefix, "."), func(path, format string, a ...any) {
+			col.Add(path, format, a...)
+			seen[strings.TrimPrefix(path, prefix)] = true
+		})
+	}
+	for _, e := range col.List[before:] {
+		if strings.HasSuffix(e.Field, "]") { // a policy
+			return
+		}
+	}
 	for _, e := range s.Validate() {
 		if seen[e[0]] {
 			continue
 		}
 		seen[e[0]] = true
-		col.Add(prefix+e[0], "%s", e[1])
+		col.Add(prefix+e[0], "%s", simMessage(e[0], e[1]))
 	}
 }
+
+// simMessage rewrites the sim's unknown-category message on a thresholds
+// or score_shift key: the categories it scores comma-separated, as other
+// messages list choices, and, for a category of the vocabulary the sim
+// does not score (sexual_minors, other), why it is refused.
+func simMessage(field, msg string) string {
+	if !strings.HasPrefix(msg, "unknown category") {
+		return msg
+	}
+	scored := strings.Join(simScored(), ", ")
+	for _, m := range []struct{ sep, what string }{{".thresholds.", "a threshold"}, {".score_shift.", "a score shift"}} {
+		if i := strings.Index(field, m.sep); i >= 0 {
+			if cat := field[i+len(m.sep):]; probes.ValidCategory(cat) {
+				return fmt.Sprintf("the simulator does not score %s, so %s on it would never apply (it scores %s)", cat, m.what, scored)
+			}
+		}
+	}
+	return "unknown category (want one of " + scored + ")"
+}
+
+// simScored returns the categories of the vocabulary the simulator
+// scores, in vocabulary order: those its validation accepts a threshold on.
+var simScored = sync.OnceValue(func() []string {
+	var out []string
+	for _, cat := range probes.Categories {
+		c := sim.Config{Policies: []sim.Policy{{FromRun: 1, Thresholds: map[string]float64{cat: sim.DefaultThreshold}}}}
+		if len(c.Validate()) == 0 {
+			out = append(out, cat)
+		}
+	}
+	return out
+})
 
 // validate checks the attribution block (see Attribution for the
 // contract). toleranceSet says the file names a tolerance, so an explicit
@@ -989,18 +1194,19 @@ func (c *Config) Where(path string) string {
 // Target returns the target named name, or nil.
 func (c *Config) Target(name string) *Target {
 	for _, t := range c.Targets {
-		if t.Name == name {
+		if t != nil && t.Name == name {
 			return t
 		}
 	}
 	return nil
 }
 
-// Enabled returns the targets that are not disabled.
+// Enabled returns the targets that are not disabled. Empty entries (nil
+// targets, which Validate refuses) are neither.
 func (c *Config) Enabled() []*Target {
 	var out []*Target
 	for _, t := range c.Targets {
-		if !t.Disabled {
+		if t != nil && !t.Disabled {
 			out = append(out, t)
 		}
 	}

@@ -61,7 +61,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"confirm-zero", `confirm_runs`, "confirm_runs: 0", "0: must be at least 1"},
 		{"confirm-negative", `confirm_runs`, "confirm_runs: -1", "-1: must be at least 1"},
 		{"sim-on-openai", `targets\[0\]\.sim`, "sim:", "only valid for provider sim"},
-		{"sim-unknown-category", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.bananas`, "bananas: 0.2", "unknown category (want one of [hate harassment"},
+		{"sim-unknown-category", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.bananas`, "bananas: 0.2", "unknown category (want one of hate, harassment, self_harm, sexual, violence, illicit, weapons, privacy, jailbreak)"},
 		{"sim-negative-threshold", `targets\[0\]\.sim\.policies\[1\]\.thresholds\.hate`, "hate: -0.1", "-0.1: must be >= 0"},
 		{"retention-negative", `retention\.observations`, "observations: -1h", "must be positive (or 0: keep forever)"},
 		{"retention-days", `retention\.bodies`, "bodies: 30 days", `"30 days": not a duration (e.g. 30s, 5m, 90d)`},
@@ -127,6 +127,26 @@ func TestLoadInvalid(t *testing.T) {
 		{"all-disabled", `targets`, "targets:", "every target is disabled: at least one must be enabled"},
 		// One problem per field: a from_run of 0 is not also "out of order".
 		{"sim-from-run-zero", `targets\[0\]\.sim\.policies\[0\]\.from_run`, "from_run: 0", "0: run ids start at 1"},
+		// Empty entries (`- `, `~`) are located problems, never a crash, and
+		// name the entry as written (the decoder would drop most of them
+		// and shift every later index).
+		{"target-null", `targets\[1\]`, "  -\n", "empty entry: a target needs at least name, provider and model"},
+		{"target-null-flow", `targets\[0\]`, "targets: [~]", "empty entry: a target needs at least name, provider and model"},
+		{"sim-policy-null", `targets\[0\]\.sim\.policies\[0\]`, "- ~", "empty entry: a policy needs from_run and thresholds"},
+		{"sim-threshold-null", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.hate`, "hate: ~", "empty: give a threshold from 0 to 1"},
+		{"option-null", `targets\[0\]\.options\.organization`, "organization: ~", "empty: give the option's value, or remove the line"},
+		{"github-label-null", `github\.labels\[1\]`, "    -\n", "empty entry: a GitHub label is 1–50 characters, no comma"},
+		{"github-kinds-null", `github\.kinds\[0\]`, "kinds: [~", "empty entry: want one of policy_change, model_change, score_drift, nondeterminism"},
+		// A cron schedule's jitter is bounded by its shortest gap.
+		{"jitter-cron", `jitter`, "jitter: 2h", "2h0m0s: must be shorter than the schedule's shortest gap between runs (1h0m0s)"},
+		{"jitter-cron-weekdays", `jitter`, "jitter: 24h", "24h0m0s: must be shorter than the schedule's shortest gap between runs (24h0m0s)"},
+		// One message per problem, and messages that say what is wrong.
+		{"anthropic-endpoint", `targets\[0\]\.endpoint`, "endpoint: moderation", `"moderation": provider anthropic supports chat`},
+		{"base-url-scheme", `targets\[0\]\.base_url`, "base_url: ftp", `"ftp://vllm/v1": must start with http:// or https://`},
+		{"sim-option", `targets\[0\]\.options\.x`, "x: y", "unknown option: provider sim takes no options"},
+		{"sim-unscored-category", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.sexual_minors`, "sexual_minors: 0.2",
+			"the simulator does not score sexual_minors, so a threshold on it would never apply (it scores hate, harassment, self_harm, sexual, violence, illicit, weapons, privacy, jailbreak)"},
+		{"github-no-repo", `github\.repo`, "github:", "required: the repository issues are filed in, as owner/name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -821,5 +841,112 @@ func TestLooksLikeSecret(t *testing.T) {
 		if got := looksLikeSecret(s); got != want {
 			t.Errorf("looksLikeSecret(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// A nil target (an empty entry in a config built in code; a file's is
+// refused by Parse) is neither enabled nor disabled, and Validate reports
+// it rather than crashing.
+func TestEmptyTargetInCode(t *testing.T) {
+	c := Default()
+	c.Targets = append(c.Targets, nil)
+	if got := c.Enabled(); len(got) != 1 || got[0].Name != "sim-a" {
+		t.Errorf("Enabled = %v", got)
+	}
+	if c.Target("nope") != nil || c.Target("sim-a") == nil {
+		t.Error("Target lookup")
+	}
+	err := c.Validate(false)
+	var l yamlx.List
+	if !errors.As(err, &l) || len(l) != 1 || l[0].Error() != "(built-in config): targets[1]: empty entry: a target needs at least name, provider and model" {
+		t.Errorf("Validate = %v", err)
+	}
+	c.Targets = []*Target{nil}
+	if err := c.Validate(false); err == nil || strings.Contains(err.Error(), "every target is disabled") {
+		t.Errorf("only an empty entry: %v", err)
+	}
+}
+
+// A cron schedule's jitter must be shorter than its shortest gap between
+// firings (a run waits up to jitter and runs never overlap), walked over
+// weeks free of daylight-saving changes.
+func TestCronJitter(t *testing.T) {
+	for _, tt := range []struct {
+		schedule, jitter string
+		gap              string // "" when accepted
+	}{
+		{"0 * * * *", "59m", ""},
+		{"0 * * * *", "1h", "1h0m0s"},
+		{"@hourly", "3h", "1h0m0s"},
+		{"0,5 * * * *", "10m", "5m0s"},
+		{"0,5 * * * *", "4m", ""},
+		{"* * * * *", "59s", ""}, // under a minute: every cron gap is longer
+		{"* * * * *", "1m", "1m0s"},
+		{"*/2 * * * *", "1m30s", ""},
+		{"0 9 * * 1-5", "23h", ""},
+		{"0 9 * * 1-5", "24h", "24h0m0s"},
+		{"0 9 * * 1", "6d", ""},
+		{"0 9 * * 1", "7d", "168h0m0s"},
+		{"0 0 1,15 * *", "14d", "336h0m0s"},
+		{"0 0 */10 * *", "2d", "24h0m0s"}, // the 31st, then the 1st
+		{"CRON_TZ=Europe/Berlin 0 9 * * *", "1d", "24h0m0s"},
+		// The fall-back double firing (01:30 twice, an hour apart) does
+		// not make every jitter over an hour an error.
+		{"CRON_TZ=America/New_York 30 1 * * *", "2h", ""},
+	} {
+		c, err := Parse("j.yaml", []byte("schedule: \""+tt.schedule+"\"\njitter: "+tt.jitter+"\ntargets: [{name: s, provider: sim, model: m}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Validate(false)
+		switch {
+		case tt.gap == "" && err != nil:
+			t.Errorf("%s, jitter %s: %v", tt.schedule, tt.jitter, err)
+		case tt.gap != "" && (err == nil || !strings.HasPrefix(err.Error(), "j.yaml:2: jitter: ") ||
+			!strings.HasSuffix(err.Error(), ": must be shorter than the schedule's shortest gap between runs ("+tt.gap+")")):
+			t.Errorf("%s, jitter %s: %v, want the shortest gap %s", tt.schedule, tt.jitter, err, tt.gap)
+		}
+	}
+}
+
+// Where the generic checks and a provider's own overlap, a field gets one
+// message; a base URL with credentials and a bad scheme is reported once
+// and never echoed.
+func TestOneMessagePerField(t *testing.T) {
+	for _, tt := range []struct{ target, want string }{
+		{"{name: a, provider: anthropic, model: m, api_key_env: K, temperature: 3}", "o.yaml:2: targets[0].temperature: 3: must be between 0 and 2"},
+		{"{name: a, provider: anthropic, model: m, api_key_env: K, temperature: 1.5}", "o.yaml:2: targets[0].temperature: 1.5: anthropic accepts 0 to 1"},
+		{"{name: a, provider: openai, model: m, api_key_env: K, endpoint: guardrail}", `o.yaml:2: targets[0].endpoint: "guardrail": provider openai supports chat, moderation`},
+		{"{name: a, provider: openai_compatible, model: m, base_url: \"ftp://u:s3cret@vllm/v1\"}", "o.yaml:2: targets[0].base_url: must not carry credentials"},
+		{"{name: a, provider: openai_compatible, model: m, base_url: \"https://vllm/v1?x=1\"}", "o.yaml:2: targets[0].base_url: base_url must be an absolute http:// or https:// URL"},
+	} {
+		c, err := Parse("o.yaml", []byte("targets:\n  - "+tt.target+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Validate(false)
+		var l yamlx.List
+		if !errors.As(err, &l) || len(l) != 1 || !strings.HasPrefix(l[0].Error(), tt.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: got\n%v\nwant one problem, prefix %q", tt.target, err, tt.want)
+		}
+	}
+}
+
+// A stand-alone sim file (`driftprobe sim`) is decoded outside Parse:
+// ValidateSim reports its empty policy as such, not a later policy's
+// problem under the empty one's index.
+func TestValidateSimEmptyPolicy(t *testing.T) {
+	src := "policies:\n  - ~\n  - from_run: 0\n    thresholds: {hate: ~}\n"
+	var s sim.Config
+	root, err := yamlx.Decode("s.yaml", []byte(src), &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := &yamlx.Collector{File: "s.yaml", Root: root}
+	ValidateSim(col, "", &s)
+	want := "s.yaml:2: policies[0]: empty entry: a policy needs from_run and thresholds\n" +
+		"s.yaml:4: policies[1].thresholds.hate: empty: give a threshold from 0 to 1 (above 1 never blocks), or remove the line"
+	if err := col.Err(); err == nil || err.Error() != want {
+		t.Errorf("got\n%v\nwant\n%s", err, want)
 	}
 }

@@ -129,7 +129,17 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 	file := filepath.Join(name, FileName)
 	data, err := fs.ReadFile(fsys, FileName)
 	if err != nil {
-		return nil, fmt.Errorf("read corpus: %w", err)
+		// The error names the file inside fsys only ("open corpus.yaml"):
+		// name it as the user gave the directory.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		hint := ""
+		if errors.Is(err, fs.ErrNotExist) {
+			hint = fmt.Sprintf(" (a corpus directory holds %s and %s)", FileName, LockName)
+		}
+		return nil, fmt.Errorf("%s: cannot read corpus: %w%s", file, err, hint)
 	}
 	var c Corpus
 	root, err := yamlx.Decode(file, data, &c)
@@ -137,6 +147,9 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 		return nil, err
 	}
 	col := &yamlx.Collector{File: file, Root: root}
+	if emptyEntries(col, root); len(col.List) > 0 {
+		return nil, col.Err()
+	}
 	if strings.TrimSpace(c.Name) == "" {
 		col.Add("name", "required")
 	} else if !plainText(c.Name) {
@@ -153,6 +166,10 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 	seen := map[string]int{}
 	for i, p := range c.Probes {
 		at := fmt.Sprintf("probes[%d]", i)
+		if p == nil { // `- ~` or `- ` decodes to no probe at all
+			col.Add(at, "empty entry: a probe needs id, prompt (or messages), expect and role")
+			continue
+		}
 		switch {
 		case p.ID == "":
 			col.Add(at+".id", "required")
@@ -174,6 +191,10 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 			p.Prompt = ""
 		default:
 			for j, m := range p.Messages {
+				if m == (probes.Message{}) { // `- ~`: one problem, not a role and a content
+					col.Add(fmt.Sprintf("%s.messages[%d]", at, j), "empty entry: a message needs role and content")
+					continue
+				}
 				switch m.Role {
 				case "system", "user", "assistant":
 				default:
@@ -183,13 +204,17 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 					col.Add(fmt.Sprintf("%s.messages[%d].content", at, j), "empty message")
 				}
 			}
-			if p.Messages[len(p.Messages)-1].Role != "user" {
+			// An empty last entry is reported above; a missing role too.
+			if last := p.Messages[len(p.Messages)-1]; last.Role != "user" && last.Role != "" {
 				col.Add(at+".messages", "the last message must be from the user")
 			}
 		}
 		for j, t := range p.Tags {
-			if err := probes.CheckCategory(t); err != nil {
-				col.Add(fmt.Sprintf("%s.tags[%d]", at, j), "%v", err)
+			switch {
+			case t == "":
+				col.Add(fmt.Sprintf("%s.tags[%d]", at, j), "empty tag (want one of %s)", strings.Join(probes.Categories, ", "))
+			case !probes.ValidCategory(t):
+				col.Add(fmt.Sprintf("%s.tags[%d]", at, j), "unknown category %q (want one of %s)", t, strings.Join(probes.Categories, ", "))
 			}
 		}
 		p.Tags = probes.SortedUnique(p.Tags)
@@ -216,6 +241,42 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 	c.Hash = c.contentHash()
 	c.root = root
 	return &c, nil
+}
+
+// emptyEntries reports the empty list items (`- ` or `- ~`) of probes,
+// messages and tags. The decoder keeps an empty probe as nil but drops an
+// empty message or tag, shifting every later index, so they are reported
+// before anything else is checked.
+func emptyEntries(col *yamlx.Collector, root *yaml.Node) {
+	null := func(n *yaml.Node) bool {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+	}
+	items := func(path string) []*yaml.Node {
+		if n := yamlx.Find(root, path); n != nil && n.Kind == yaml.SequenceNode {
+			return n.Content
+		}
+		return nil
+	}
+	for i, p := range items("probes") {
+		at := fmt.Sprintf("probes[%d]", i)
+		if null(p) {
+			col.Add(at, "empty entry: a probe needs id, prompt (or messages), expect and role")
+			continue
+		}
+		for j, m := range items(at + ".messages") {
+			if null(m) {
+				col.Add(fmt.Sprintf("%s.messages[%d]", at, j), "empty entry: a message needs role and content")
+			}
+		}
+		for j, t := range items(at + ".tags") {
+			if null(t) {
+				col.Add(fmt.Sprintf("%s.tags[%d]", at, j), "empty entry: want one of %s", strings.Join(probes.Categories, ", "))
+			}
+		}
+	}
 }
 
 // Canonical returns the canonical JSON form of the probe: id, messages,

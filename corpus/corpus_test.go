@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -263,7 +264,7 @@ func TestLoadBad(t *testing.T) {
 	}{
 		{"bad-duplicate-id", `probes\[2\]\.id`, "- id: p-one\n    prompt: \"Summarize", `duplicate id "p-one" (first at probes[0])`},
 		{"bad-empty-prompt", `probes\[1\]\.prompt`, `prompt: "   "`, "empty prompt"},
-		{"bad-unknown-tag", `probes\[0\]\.tags\[1\]`, "tags: [violence, gore]", `unknown category "gore" (want one of [hate`},
+		{"bad-unknown-tag", `probes\[0\]\.tags\[1\]`, "tags: [violence, gore]", `unknown category "gore" (want one of hate, harassment, self_harm, sexual, sexual_minors, violence, illicit, weapons, privacy, jailbreak, other)`},
 		{"bad-role", `probes\[1\]\.role`, "role: control", `"control": want benign_control, borderline or positive_control`},
 		{"bad-expect", `probes\[0\]\.expect`, "expect: maybe", `"maybe": want allow, block or either`},
 		{"bad-both-prompt-and-messages", `probes\[0\]\.prompt`, "prompt:", "give prompt or messages, not both"},
@@ -276,6 +277,11 @@ func TestLoadBad(t *testing.T) {
 		{"bad-id", `probes\[0\]\.id`, "has space", `"has space": use letters, digits`},
 		{"bad-yaml", ``, "[violence, expect", "invalid YAML: did not find expected ',' or ']'"},
 		{"bad-tags-type", `probes\[0\]\.tags`, "tags: violence", `wrong type: string "violence" where a list expected`},
+		// Empty entries are located problems, never a crash, and name the
+		// entry as written (the decoder drops an empty message or tag).
+		{"bad-null-probe", `probes\[1\]`, "  - ~", "empty entry: a probe needs id, prompt (or messages), expect and role"},
+		{"bad-null-message", `probes\[0\]\.messages\[0\]`, "- ~", "empty entry: a message needs role and content"},
+		{"bad-null-tag", `probes\[0\]\.tags\[1\]`, "      -\n", "empty entry: want one of hate, harassment"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
@@ -580,5 +586,31 @@ probes:
 	w := c.Warnings()
 	if len(w) != 2 || !strings.Contains(w[0], "probe a2 sends the same messages as a1") || !strings.Contains(w[1], "probe a4 sends the same messages as a1") {
 		t.Errorf("warnings %v", w)
+	}
+}
+
+// A directory without corpus.yaml: the error names the file as the user
+// gave the directory, and is still fs.ErrNotExist.
+func TestLoadMissingNamesDir(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(dir)
+	want := filepath.Join(dir, FileName) + ": cannot read corpus: no such file or directory"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(empty dir) = %v, want prefix %q", err, want)
+	}
+}
+
+// An empty message, or the last one without a role, is one problem, not
+// also "the last message must be from the user".
+func TestEmptyMessageOneProblem(t *testing.T) {
+	for msgs, want := range map[string]string{
+		"[{role: user, content: hi}, {}]": "d/corpus.yaml:4: probes[0].messages[1]: empty entry: a message needs role and content",
+		"[{content: hi}]":                 `d/corpus.yaml:4: probes[0].messages[0].role: "": want system, user or assistant`,
+	} {
+		_, err := LoadFS(fstest.MapFS{"corpus.yaml": {Data: []byte("name: d\nversion: \"1\"\nprobes:\n  - {id: a, messages: " + msgs + ", tags: [], expect: allow, role: benign_control}\n")}}, "d")
+		var l yamlx.List
+		if !errors.As(err, &l) || len(l) != 1 || l[0].Error() != want {
+			t.Errorf("%s: got\n%v\nwant %s", msgs, err, want)
+		}
 	}
 }
