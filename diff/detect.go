@@ -107,6 +107,7 @@ type state struct {
 	lastVerdict      string
 	changes          int
 	reverts          int
+	lastRevertRun    int64 // run of the latest revert; 0: none recorded
 	nondeterministic bool
 	dirty            bool
 	isNew            bool
@@ -216,11 +217,27 @@ func (d *detector) run(obs []*storage.Observation) error {
 
 	var flips, ndFlips, drifts []flip
 	var newlyND []string
+	// other: per probe, a verdict this run that differs from the one it
+	// is compared with (a disagreeing sample, or the candidate it left):
+	// what a probe newly marked nondeterministic went back and forth with.
+	other := map[string]string{}
 	markND := func(st *state) {
 		if !st.nondeterministic && st.reverts >= d.p.NondeterministicFlips {
 			st.nondeterministic = true
 			newlyND = append(newlyND, st.probeID)
 		}
+	}
+	// revert counts one going back (a candidate that did not hold,
+	// samples of identical bytes that disagree) toward nondeterminism.
+	// Reverts add up only while each comes within ndWindowRuns runs of the
+	// one before: two blips months apart are two blips, not a noisy probe.
+	revert := func(st *state) {
+		if st.lastRevertRun > 0 && run-st.lastRevertRun > ndWindowRuns {
+			st.reverts = 0
+		}
+		st.reverts++
+		st.lastRevertRun = run
+		st.dirty = true
 	}
 	for _, pid := range order {
 		samples := byProbe[pid]
@@ -264,22 +281,24 @@ func (d *detector) run(obs []*storage.Observation) error {
 				continue // account-level enforcement is no answer about these bytes
 			}
 			n++
-			if VerdictOf(s.Result).Key() != v {
+			if k := VerdictOf(s.Result).Key(); k != v {
 				agree = false
+				other[pid] = k
 			}
 		}
 		if st.baseline == "" {
 			// Establishing the baseline.
 			switch {
 			case !agree:
-				st.reverts++
+				revert(st)
 				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
 				markND(st)
 			case st.candidate == v && st.candidateRun != run:
 				st.candidateRuns++
 			case st.candidate != v:
 				if st.candidate != "" {
-					st.reverts++
+					other[pid] = st.candidate
+					revert(st)
 					markND(st)
 				}
 				st.candidate, st.candidateRun, st.candidateRuns = v, run, 1
@@ -294,12 +313,19 @@ func (d *detector) run(obs []*storage.Observation) error {
 		}
 		if v == st.baseline {
 			if st.candidate != "" {
-				st.reverts++
+				other[pid] = st.candidate
+				revert(st)
 				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
-				st.dirty = true
 			}
 			if !agree {
-				st.reverts++
+				revert(st)
+			}
+			if modelChanged(st.baselineModel, model) {
+				// The baseline held under another model: a later flip is
+				// judged against the model it last held under (a model
+				// change long before a flip is not the flip's cause), and
+				// its evidence cites this answer.
+				st.baselineModel, st.baselineObs = model, first.ID
 				st.dirty = true
 			}
 			markND(st)
@@ -311,19 +337,22 @@ func (d *detector) run(obs []*storage.Observation) error {
 		stats.Candidates++
 		if !agree {
 			// The identical bytes got different answers within one run.
-			st.reverts++
+			revert(st)
 			st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
-			st.dirty = true
 			markND(st)
 			continue
 		}
-		if st.candidate == v {
+		switch {
+		case st.candidate == v:
 			st.candidateRuns++
-		} else {
-			if st.candidate != "" {
-				st.reverts++
-				markND(st)
-			}
+		case st.candidate != "":
+			// Moved on from one candidate to another, never back to the
+			// baseline: a change in stages (tightened twice), not back and
+			// forth. The new verdict must hold on its own, but the change
+			// started when the probe first left its baseline, under the
+			// model it had then.
+			st.candidate, st.candidateRuns, st.candidateObs = v, 1, first.ID
+		default:
 			st.candidate, st.candidateRun, st.candidateRuns = v, run, 1
 			st.candidateModel, st.candidateObs = model, first.ID
 		}
@@ -333,8 +362,14 @@ func (d *detector) run(obs []*storage.Observation) error {
 		if !byRuns && !bySamples {
 			continue
 		}
+		// modelAfter is the model the probe first answered differently
+		// under: the model changed with the flip only when that differs
+		// from the one its baseline last held under.
 		f := flip{probeID: pid, sha: st.sha, before: st.baseline, after: v, beforeObs: st.baselineObs, afterObs: first.ID,
-			firstRun: st.candidateRun, modelBefore: st.baselineModel, modelAfter: model, flipRate: flipRate(st, run)}
+			firstRun: st.candidateRun, modelBefore: st.baselineModel, modelAfter: st.candidateModel, flipRate: flipRate(st, run)}
+		if f.modelAfter == "" {
+			f.modelAfter = model
+		}
 		if st.nondeterministic {
 			ndFlips = append(ndFlips, f)
 		} else {
@@ -374,9 +409,22 @@ func (d *detector) run(obs []*storage.Observation) error {
 		for _, pid := range newlyND {
 			st := states[pid]
 			// byProbe[pid] was sorted by sample above: [0] is this run's
-			// observation the probe was marked on.
-			ndFlips = append(ndFlips, flip{probeID: pid, sha: st.sha, before: st.baseline, after: st.lastVerdict, firstRun: run,
+			// observation the probe was marked on. Before and after are
+			// the two verdicts it went back and forth between: its
+			// baseline (else this run's answer) and the other one.
+			before, after := st.baseline, other[pid]
+			if before == "" {
+				before = st.lastVerdict
+			}
+			if after == "" || after == before {
+				after = st.lastVerdict
+			}
+			ndFlips = append(ndFlips, flip{probeID: pid, sha: st.sha, before: before, after: after, firstRun: run,
 				beforeObs: st.baselineObs, afterObs: byProbe[pid][0].ID, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)})
+		}
+		// Their earlier flips are no longer policy evidence.
+		if err := d.withdraw(newlyND); err != nil {
+			return err
 		}
 		if err := d.event(KindNondeterminism, ndFlips, nil, nil, states); err != nil {
 			return err
@@ -500,48 +548,22 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 		}
 		reverted[eid] = append(reverted[eid], f.probeID)
 	}
-	eids := make([]int64, 0, len(reverted))
-	for id := range reverted {
-		eids = append(eids, id)
-	}
-	sort.Slice(eids, func(a, b int) bool { return eids[a] < eids[b] })
-	for _, eid := range eids {
-		var left int
-		if err := d.tx.QueryRowContext(d.ctx, `SELECT COUNT(*) FROM event_probes WHERE event_id = ? AND reverted_run = 0`, eid).Scan(&left); err != nil {
-			return err
-		}
-		detail := fmt.Sprintf("%d probe(s) on %s flipped back: %s", len(reverted[eid]), d.t.Name, strings.Join(reverted[eid], ", "))
-		change := ChangePartialRevert
-		if left == 0 {
-			change = ChangeReverted
-			if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET status = 'reverted', reverted_run = ?, last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, d.in.RunID, ts(d.now), eid); err != nil {
-				return err
-			}
-		} else if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, ts(d.now), eid); err != nil {
-			return err
-		}
-		kind, err := d.eventKind(eid)
-		if err != nil {
-			return err
-		}
-		if err := d.record(eid, kind, change, detail); err != nil {
-			return err
-		}
+	if err := d.closeProbes(reverted, "flipped back"); err != nil {
+		return err
 	}
 	if len(rest) == 0 {
 		return nil
 	}
 	kind := KindPolicy
-	earliest := d.in.RunID
 	for _, f := range rest {
-		if modelChanged(f.modelBefore, f.modelAfter) {
+		// The flip's own answers changed model, or the target's reported
+		// model changed in the very run the probe first answered
+		// differently (answers that carry no model, such as an input
+		// block's error, are judged by the target's): a model change long
+		// before the flip, or after it began, did not come with it.
+		if modelChanged(f.modelBefore, f.modelAfter) || (d.modelSince > 1 && f.firstRun == d.modelSince && modelChanged(d.prevModel, d.model)) {
 			kind = KindModel
 		}
-		earliest = min(earliest, f.firstRun)
-	}
-	// The model the target reports changed within the flips' window.
-	if d.modelSince > 1 && d.modelSince >= earliest && modelChanged(d.prevModel, d.model) {
-		kind = KindModel
 	}
 	var newCats []string
 	for _, f := range rest {
@@ -577,6 +599,87 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 	vanished = probes.SortedUnique(vanished)
 	return d.event(kind, rest, newCats, vanished, states)
 }
+
+// closeProbes records that the probes in reverted (event id → probe ids,
+// already marked reverted_run) left their events for reason why: a
+// partial revert, or the event's revert when none is left.
+func (d *detector) closeProbes(reverted map[int64][]string, why string) error {
+	eids := make([]int64, 0, len(reverted))
+	for id := range reverted {
+		eids = append(eids, id)
+	}
+	sort.Slice(eids, func(a, b int) bool { return eids[a] < eids[b] })
+	for _, eid := range eids {
+		var left int
+		if err := d.tx.QueryRowContext(d.ctx, `SELECT COUNT(*) FROM event_probes WHERE event_id = ? AND reverted_run = 0`, eid).Scan(&left); err != nil {
+			return err
+		}
+		detail := fmt.Sprintf("%d probe(s) on %s %s: %s", len(reverted[eid]), d.t.Name, why, strings.Join(reverted[eid], ", "))
+		change := ChangePartialRevert
+		if left == 0 {
+			change = ChangeReverted
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET status = 'reverted', reverted_run = ?, last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, d.in.RunID, ts(d.now), eid); err != nil {
+				return err
+			}
+		} else if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, ts(d.now), eid); err != nil {
+			return err
+		}
+		kind, err := d.eventKind(eid)
+		if err != nil {
+			return err
+		}
+		if err := d.record(eid, kind, change, detail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withdraw takes probes just marked nondeterministic out of this target's
+// open policy and model events: their flips are no longer evidence of a
+// change (an event left without evidence is reverted).
+func (d *detector) withdraw(pids []string) error {
+	if len(pids) == 0 {
+		return nil
+	}
+	marked := map[string]bool{}
+	for _, p := range pids {
+		marked[p] = true
+	}
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.event_id, ep.probe_id FROM event_probes ep JOIN events e ON e.id = ep.event_id
+		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.status = 'open' AND e.kind IN ('policy_change', 'model_change') ORDER BY ep.event_id, ep.probe_id`, d.t.ID)
+	if err != nil {
+		return err
+	}
+	withdrawn := map[int64][]string{}
+	for rows.Next() {
+		var eid int64
+		var pid string
+		if err := rows.Scan(&eid, &pid); err != nil {
+			rows.Close()
+			return err
+		}
+		if marked[pid] {
+			withdrawn[eid] = append(withdrawn[eid], pid)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for eid, ps := range withdrawn {
+		for _, pid := range ps {
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ? WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, pid); err != nil {
+				return err
+			}
+		}
+	}
+	return d.closeProbes(withdrawn, "marked nondeterministic, withdrawn from the evidence")
+}
+
+// ndWindowRuns is how close reverts must come to add up toward
+// nondeterminism (see revert in run): a day of hourly runs.
+const ndWindowRuns = 24
 
 // flipModels returns the most common (before, after) model pair among
 // flips whose model changed (on a tie, the pair that reached the count

@@ -29,7 +29,9 @@ type State struct {
 // request fingerprint (32 raw bytes, or inline when not hex), and its other
 // fields in a fixed order: strings as uvarint indexes into the table,
 // integers as varints. Interning keeps a 10,000-probe target near 0.5 MB.
-const stateFormat = 2
+// Format 3 adds each probe's last revert run at the end (format 2 blobs
+// read with 0 there).
+const stateFormat = 3
 
 func encodeStates(states map[string]*state) []byte {
 	ids := make([]string, 0, len(states))
@@ -85,6 +87,7 @@ func encodeStates(states map[string]*state) []byte {
 			nd = 1
 		}
 		num(nd)
+		num(st.lastRevertRun)
 	}
 	size := 16 + len(body)
 	for _, t := range table {
@@ -106,7 +109,8 @@ func decodeStates(b []byte) (map[string]*state, error) {
 	if len(b) == 0 {
 		return map[string]*state{}, nil
 	}
-	if b[0] != stateFormat {
+	format := b[0]
+	if format != 2 && format != stateFormat {
 		return nil, fmt.Errorf("%w: format %d", errCorruptState, b[0])
 	}
 	b = b[1:]
@@ -195,6 +199,9 @@ func decodeStates(b []byte) (map[string]*state, error) {
 		st.changes = int(num())
 		st.reverts = int(num())
 		st.nondeterministic = num() != 0
+		if format >= 3 {
+			st.lastRevertRun = num()
+		}
 		out[st.probeID] = st
 	}
 	if err != nil {

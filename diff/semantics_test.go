@@ -1,0 +1,167 @@
+package diff_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// obsFP is obs answered under model m with fingerprint fp.
+func obsFP(probe, sha string, sample int, verdict, fp string) *storage.Observation {
+	o := obs(probe, sha, sample, verdict)
+	o.Result.ModelFP = fp
+	return o
+}
+
+func (s *synth) events() []*diff.Event {
+	s.t.Helper()
+	evs, err := diff.ListEvents(context.Background(), s.db, diff.Filter{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return evs
+}
+
+// steady is n runs in which probes p and q answer allowed under fp.
+func (s *synth) steady(n int, fp string) {
+	for range n {
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "allowed|", fp), obsFP("q", sha2, 0, "allowed|", fp))
+	}
+}
+
+// A fingerprint that changed long before a flip did not come with it: the
+// baseline held under the new fingerprint for runs, so the flip is a
+// policy_change, and its evidence's before-side is an answer under the
+// new fingerprint, not the baseline's first observation.
+func TestModelChangeLongBeforeFlipIsPolicyChange(t *testing.T) {
+	s := newSynth(t)
+	s.steady(2, "fp-a")
+	s.steady(4, "fp-b") // runs 3-6: the baseline holds under fp-b
+	for range 2 {       // runs 7-8: p tightens, q holds
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp-b"), obsFP("q", sha2, 0, "allowed|", "fp-b"))
+	}
+	evs := s.events()
+	if len(evs) != 1 || evs[0].Kind != diff.KindPolicy || evs[0].FirstRun != 7 {
+		t.Fatalf("events %+v: want one policy_change first seen at run 7", evs)
+	}
+	var runOfBefore int64
+	if err := s.db.SQL().QueryRow(`SELECT run_id FROM observations WHERE id = ?`, evs[0].Probes[0].BeforeObs).Scan(&runOfBefore); err != nil {
+		t.Fatal(err)
+	}
+	if runOfBefore < 3 {
+		t.Errorf("before-side observation from run %d, under fp-a: want one under fp-b (run 3 or later)", runOfBefore)
+	}
+
+	// The fingerprint changing in the run the flip starts is a model change.
+	s = newSynth(t)
+	s.steady(3, "fp-a")
+	for range 2 {
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp-b"), obsFP("q", sha2, 0, "allowed|", "fp-b"))
+	}
+	if evs := s.events(); len(evs) != 1 || evs[0].Kind != diff.KindModel {
+		t.Fatalf("events %+v: want one model_change", evs)
+	}
+
+	// A flip that began before the fingerprint changed is not the model's.
+	s = newSynth(t)
+	s.steady(3, "fp-a")
+	s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp-a"), obsFP("q", sha2, 0, "allowed|", "fp-a"))
+	s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp-b"), obsFP("q", sha2, 0, "allowed|", "fp-b"))
+	if evs := s.events(); len(evs) != 1 || evs[0].Kind != diff.KindPolicy || evs[0].FirstRun != 4 {
+		t.Fatalf("events %+v: want one policy_change first seen at run 4", evs)
+	}
+}
+
+// A change in stages (allowed → blocked_output → blocked_input, never
+// back) is one policy change first seen when the probe left its baseline,
+// not nondeterminism.
+func TestStagedTighteningIsPolicyChange(t *testing.T) {
+	s := newSynth(t)
+	s.steady(2, "fp")
+	s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|harassment,hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	for range 2 {
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_input|harassment,hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	evs := s.events()
+	if len(evs) != 1 || evs[0].Kind != diff.KindPolicy || evs[0].FirstRun != 3 || evs[0].Direction != diff.Tightened {
+		t.Fatalf("events %+v: want one policy_change, tightened, first seen at run 3", evs)
+	}
+	if st := s.state("p"); st.Nondeterministic || st.Reverts != 0 {
+		t.Errorf("state %+v: a staged change is no revert", st)
+	}
+}
+
+// Reverts add up toward nondeterminism only when they come close
+// together: two blips far apart leave the probe's later, real change a
+// policy change with its new category, not a muted nondeterminism event.
+func TestBlipsFarApartAreNotNondeterminism(t *testing.T) {
+	s := newSynth(t)
+	blip := func() {
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+		s.steady(1, "fp")
+	}
+	s.steady(2, "fp")
+	blip()
+	s.steady(30, "fp")
+	blip()
+	if st := s.state("p"); st.Nondeterministic {
+		t.Fatalf("two blips 31 runs apart marked the probe nondeterministic: %+v", st)
+	}
+	for range 2 {
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	evs := s.events()
+	if len(evs) != 1 || evs[0].Kind != diff.KindPolicy || strings.Join(evs[0].NewCategories, ",") != "hate" {
+		t.Fatalf("events %+v: want one policy_change with new category hate", evs)
+	}
+
+	// Two blips close together still mark it.
+	s = newSynth(t)
+	s.steady(2, "fp")
+	blip()
+	s.steady(3, "fp")
+	blip()
+	if st := s.state("p"); !st.Nondeterministic {
+		t.Fatalf("two blips 5 runs apart: not nondeterministic: %+v", st)
+	}
+}
+
+// A probe marked nondeterministic after its flip joined an open policy
+// event leaves that event's evidence (its flips are never policy
+// evidence); the event, left without evidence, is reverted.
+func TestNondeterministicProbeLeavesPolicyEvent(t *testing.T) {
+	s := newSynth(t)
+	s.steady(2, "fp")
+	for range 2 { // runs 3-4: p flips, confirmed
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	if evs := s.events(); len(evs) != 1 || evs[0].Status != "open" {
+		t.Fatalf("events %+v: want one open policy event", evs)
+	}
+	// Runs 5-6: p's samples disagree twice: nondeterministic.
+	for range 2 {
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("p", sha1, 1, "allowed|", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	if st := s.state("p"); !st.Nondeterministic {
+		t.Fatalf("p not nondeterministic: %+v", st)
+	}
+	var policy, nd *diff.Event
+	for _, e := range s.events() {
+		switch e.Kind {
+		case diff.KindPolicy:
+			policy = e
+		case diff.KindNondeterminism:
+			nd = e
+		}
+	}
+	if policy == nil || policy.Status != "reverted" {
+		t.Fatalf("policy event %+v: want reverted once its only probe was withdrawn", policy)
+	}
+	if nd == nil || nd.Probes[0].Before.Key() == nd.Probes[0].After.Key() {
+		t.Fatalf("nondeterminism event %+v: want before and after the two verdicts it moves between", nd)
+	}
+}
