@@ -84,9 +84,11 @@ type Detection struct {
 	// open event join it (default 3).
 	WindowRuns int `yaml:"window_runs"`
 	// ScreenSamples: extra samples of the identical bytes taken when a
-	// probe's verdict differs from its baseline, to tell noise from change
-	// (default 1; negative disables). A target's confirm_samples, when
-	// larger, wins.
+	// probe's verdict differs from its baseline, and while a baseline is
+	// being established, to tell noise from change (default 2: with one,
+	// a probe answering at random near a threshold passed as a confirmed
+	// change in a third of simulated cases; negative disables). A target's
+	// confirm_samples, when larger, wins.
 	ScreenSamples int `yaml:"screen_samples"`
 }
 
@@ -427,7 +429,7 @@ func (c *Config) applyDefaults() {
 		d.WindowRuns = 3
 	}
 	if d.ScreenSamples == 0 && unset("detection.screen_samples") {
-		d.ScreenSamples = 1
+		d.ScreenSamples = 2
 	}
 	for i, t := range c.Targets {
 		if t == nil {
@@ -615,6 +617,28 @@ func (c *Config) Validate(needKeys bool) error {
 				col.Add(at+".api_key_env", "environment variable %s is not set", t.APIKeyEnv)
 			} else if strings.TrimSpace(v) == "" {
 				col.Add(at+".api_key_env", "environment variable %s is empty", t.APIKeyEnv)
+			}
+		}
+		// A provider reading its own credentials from the environment
+		// (Bedrock's SigV4 keys) when no api_key_env is named needs them
+		// as much as a key: a problem of the target, located at its
+		// provider. Values are never echoed.
+		if needKeys && t.APIKeyEnv == "" && !t.Disabled && len(info.CredentialEnv) > 0 {
+			alt := info.CredentialAlt
+			if alt == "" {
+				alt = "an API key variable"
+			}
+			for _, name := range info.CredentialEnv {
+				problem := ""
+				if v, set := os.LookupEnv(name); !set {
+					problem = "is not set"
+				} else if strings.TrimSpace(v) == "" {
+					problem = "is empty"
+				}
+				if problem != "" {
+					col.Add(at+".provider", "%s signs requests with %s: environment variable %s %s (or name %s in api_key_env)",
+						t.Provider, strings.Join(info.CredentialEnv, " and "), name, problem, alt)
+				}
 			}
 		}
 		// The provider's own checks overlap the generic ones above (an
@@ -807,7 +831,7 @@ func (d *Detection) validate(col *yamlx.Collector) {
 	}
 	switch {
 	case d.ScreenSamples == 0:
-		col.Add("detection.screen_samples", "0: ambiguous: -1 turns screening off; omit it for 1 extra sample")
+		col.Add("detection.screen_samples", "0: ambiguous: -1 turns screening off; omit it for 2 extra samples")
 	case d.ScreenSamples > MaxSamples:
 		col.Add("detection.screen_samples", "%d: must be at most %d (-1: off)", d.ScreenSamples, MaxSamples)
 	}

@@ -20,6 +20,11 @@ const (
 	setKeyVar   = "DRIFTPROBE_TEST_KEY"
 	unsetKeyVar = "DRIFTPROBE_TEST_UNSET_VAR"
 	emptyKeyVar = "DRIFTPROBE_TEST_EMPTY_VAR" // set to blanks: a key that cannot authenticate
+
+	// Bedrock's SigV4 credentials (probes/bedrock EnvAccessKeyID,
+	// EnvSecretAccessKey), read when a target names no api_key_env.
+	awsKeyIDVar  = "AWS_ACCESS_KEY_ID"
+	awsSecretVar = "AWS_SECRET_ACCESS_KEY"
 )
 
 // unsetenv makes sure name is unset for the test and restored afterwards.
@@ -50,6 +55,9 @@ func TestLoadInvalid(t *testing.T) {
 		{"unknown-provider", `targets\[1\]\.provider`, "provider: openia", `unknown provider "openia" (want one of anthropic, azure, bedrock, gemini, mistral, openai, openai_compatible, sim)`},
 		{"missing-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + unsetKeyVar + " is not set"},
 		{"empty-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + emptyKeyVar + " is empty"},
+		// TestLoadInvalid sets AWS_SECRET_ACCESS_KEY and unsets AWS_ACCESS_KEY_ID.
+		{"bedrock-no-aws-key", `targets\[0\]\.provider`, "provider: bedrock",
+			"bedrock signs requests with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: environment variable AWS_ACCESS_KEY_ID is not set (or name an Amazon Bedrock API key in api_key_env)"},
 		{"key-env-is-a-key", `targets\[0\]\.api_key_env`, "api_key_env:", "must name an environment variable holding the key (letters, digits and '_'), not the key itself"},
 		{"github-token-env-is-a-token", `github\.token_env`, "token_env:", "must name an environment variable holding the token"},
 		{"jitter-interval", `jitter`, "jitter:", "10m0s: must be shorter than the schedule's interval (10m0s)"},
@@ -122,7 +130,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"detection-score-tolerance", `detection\.score_tolerance`, "score_tolerance: -0.1", "-0.1: must be a positive number (omit it for 0.15)"},
 		{"detection-flips", `detection\.nondeterministic_flips`, "nondeterministic_flips: -1", "-1: must be at least 1 (omit it for 2)"},
 		{"detection-window-zero", `detection\.window_runs`, "window_runs: 0", "0: must be at least 1 (omit it for 3)"},
-		{"detection-screen-zero", `detection\.screen_samples`, "screen_samples: 0", "0: ambiguous: -1 turns screening off; omit it for 1 extra sample"},
+		{"detection-screen-zero", `detection\.screen_samples`, "screen_samples: 0", "0: ambiguous: -1 turns screening off; omit it for 2 extra samples"},
 		{"detection-screen-huge", `detection\.screen_samples`, "screen_samples: 50", "50: must be at most 10 (-1: off)"},
 		{"all-disabled", `targets`, "targets:", "every target is disabled: at least one must be enabled"},
 		// One problem per field: a from_run of 0 is not also "out of order".
@@ -153,6 +161,8 @@ func TestLoadInvalid(t *testing.T) {
 			t.Setenv(setKeyVar, "test-key")
 			t.Setenv(emptyKeyVar, " ")
 			unsetenv(t, unsetKeyVar)
+			unsetenv(t, awsKeyIDVar)
+			t.Setenv(awsSecretVar, "test-secret")
 			file := "testdata/invalid-" + tt.file + ".yaml"
 			_, err := Load(file, true)
 			if err == nil {
@@ -206,6 +216,7 @@ func TestLoadInvalidCoversTestdata(t *testing.T) {
 	}
 	t.Setenv(setKeyVar, "test-key")
 	unsetenv(t, unsetKeyVar)
+	unsetenv(t, awsKeyIDVar)
 	for _, f := range files {
 		if _, err := Load(f, true); err == nil {
 			t.Errorf("%s loads without error", f)
@@ -248,6 +259,101 @@ func TestMissingEnvVar(t *testing.T) {
 	if err := c.Validate(true); err != nil {
 		t.Errorf("disabled target without key: %v", err)
 	}
+}
+
+// A Bedrock target naming no api_key_env signs with AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY: when keys are needed (config check, run), each
+// one unset or blank is a problem located at the target's provider line,
+// and no value is echoed. Without needKeys (--no-keys), with both set, with
+// api_key_env named (a Bedrock API key) or with the target disabled, the
+// AWS variables are not needed.
+func TestBedrockCredentialEnv(t *testing.T) {
+	const (
+		file   = "br.yaml"
+		keyID  = "AKIAQATESTKEYID0001"
+		secret = "QA-SECRET-wJalrXUtnFEMI"
+	)
+	parse := func(t *testing.T, src string) *Config {
+		t.Helper()
+		c, err := Parse(file, []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	const plain = "database: x.db\ntargets:\n  - name: b\n    provider: bedrock\n    model: anthropic.claude-3-haiku-20240307-v1:0\n    options: {region: us-east-1}\n"
+	msg := func(name, problem string) string {
+		return "br.yaml:4: targets[0].provider: bedrock signs requests with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: environment variable " +
+			name + " " + problem + " (or name an Amazon Bedrock API key in api_key_env)"
+	}
+	for _, tt := range []struct {
+		name          string
+		keyID, secret *string // nil: unset
+		want          []string
+	}{
+		{"both unset", nil, nil, []string{msg(awsKeyIDVar, "is not set"), msg(awsSecretVar, "is not set")}},
+		{"key id unset", nil, new(secret), []string{msg(awsKeyIDVar, "is not set")}},
+		{"secret unset", new(keyID), nil, []string{msg(awsSecretVar, "is not set")}},
+		{"secret blank", new(keyID), new(" \t"), []string{msg(awsSecretVar, "is empty")}},
+		{"key id blank", new(""), new(secret), []string{msg(awsKeyIDVar, "is empty")}},
+		{"both set", new(keyID), new(secret), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, v := range []struct {
+				name string
+				val  *string
+			}{{awsKeyIDVar, tt.keyID}, {awsSecretVar, tt.secret}} {
+				if v.val == nil {
+					unsetenv(t, v.name)
+				} else {
+					t.Setenv(v.name, *v.val)
+				}
+			}
+			err := parse(t, plain).Validate(true)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate(true): %v", err)
+				}
+			} else if err == nil || err.Error() != strings.Join(tt.want, "\n") {
+				t.Fatalf("Validate(true):\n%v\nwant\n%s", err, strings.Join(tt.want, "\n"))
+			} else if !yamlx.IsInputError(err) {
+				t.Errorf("error %T is not an input error", err)
+			}
+			if err != nil && (strings.Contains(err.Error(), keyID) || strings.Contains(err.Error(), secret)) {
+				t.Errorf("a credential value is echoed: %v", err)
+			}
+			// --no-keys: commands that send nothing need no credentials.
+			if err := parse(t, plain).Validate(false); err != nil {
+				t.Errorf("Validate(false): %v", err)
+			}
+		})
+	}
+
+	t.Run("api_key_env", func(t *testing.T) {
+		unsetenv(t, awsKeyIDVar)
+		unsetenv(t, awsSecretVar)
+		t.Setenv(setKeyVar, "bedrock-api-key")
+		unsetenv(t, unsetKeyVar)
+		src := strings.Replace(plain, "    options:", "    api_key_env: "+setKeyVar+"\n    options:", 1)
+		if err := parse(t, src).Validate(true); err != nil {
+			t.Errorf("api_key_env set, AWS variables unset: %v", err)
+		}
+		// A named but unset key variable is that variable's problem only.
+		src = strings.Replace(plain, "    options:", "    api_key_env: "+unsetKeyVar+"\n    options:", 1)
+		err := parse(t, src).Validate(true)
+		if want := "br.yaml:6: targets[0].api_key_env: environment variable " + unsetKeyVar + " is not set"; err == nil || err.Error() != want {
+			t.Errorf("api_key_env unset: %v, want %s", err, want)
+		}
+	})
+
+	t.Run("disabled", func(t *testing.T) {
+		unsetenv(t, awsKeyIDVar)
+		unsetenv(t, awsSecretVar)
+		src := strings.Replace(plain, "    options:", "    disabled: true\n    options:", 1) + "  - {name: s, provider: sim, model: m}\n"
+		if err := parse(t, src).Validate(true); err != nil {
+			t.Errorf("disabled bedrock target: %v", err)
+		}
+	})
 }
 
 func mustRead(t *testing.T, file string) []byte {
@@ -386,7 +492,7 @@ func TestLoadDesignExample(t *testing.T) {
 	if g := c.GitHub; g == nil || g.Repo != "owner/name" || g.TokenEnv != "GITHUB_TOKEN" || g.BaseURL != "https://github.example.com/api/v3/" {
 		t.Errorf("github = %+v", c.GitHub)
 	}
-	if d := c.Detection; d.DegradedFraction != 0.2 || d.ScoreTolerance != 0.15 || d.NondeterministicFlips != 2 || d.WindowRuns != 3 || d.ScreenSamples != 1 {
+	if d := c.Detection; d.DegradedFraction != 0.2 || d.ScoreTolerance != 0.15 || d.NondeterministicFlips != 2 || d.WindowRuns != 3 || d.ScreenSamples != 2 {
 		t.Errorf("detection defaults = %+v", d)
 	}
 	if pt := sm.ProbeTarget(""); pt.Name != "sim-a" || pt.Provider != "sim" || pt.Endpoint != "chat" || pt.Sim == nil {

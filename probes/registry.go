@@ -41,6 +41,19 @@ type Info struct {
 	ModelFP   string   `json:"model_fingerprint"` // where the model fingerprint comes from
 	Options   []string `json:"options,omitempty"` // accepted keys of a target's options block
 
+	// CredentialEnv lists the environment variables the provider reads
+	// credentials from by itself when a target names no api_key_env
+	// (Bedrock: the SigV4 access key id and secret key). Only required
+	// variables are listed, never optional ones (a session token): when
+	// keys are needed, config validation reports each one unset or blank
+	// as a problem of the target, so a run fails before it starts rather
+	// than when the prober is built.
+	CredentialEnv []string `json:"credential_env,omitempty"`
+	// CredentialAlt names, for that problem's message, what a target may
+	// name in api_key_env instead of setting CredentialEnv (e.g. "an
+	// Amazon Bedrock API key"). Optional.
+	CredentialAlt string `json:"-"`
+
 	// Check validates provider-specific target settings without building
 	// anything. Optional.
 	Check func(t Target) []FieldError `json:"-"`

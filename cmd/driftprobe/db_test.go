@@ -36,7 +36,9 @@ func TestDBCommands(t *testing.T) {
 		return s
 	}
 	before := stats()
-	if before.Runs != 3 || before.Observations != 3*62 || before.WithBodies != before.Observations {
+	// Run 2 establishes the baselines, each answer screened with two more
+	// samples: 62 + 3×62 + 62 observations.
+	if before.Runs != 3 || before.Observations != 5*62 || before.WithBodies != before.Observations {
 		t.Fatalf("stats before: %+v", before)
 	}
 	// The runs just made are a few milliseconds old: 1ns takes them all.
@@ -53,10 +55,11 @@ func TestDBCommands(t *testing.T) {
 		return r
 	}
 	dry := prune("--bodies", "1ns", "--dry-run")
-	// Run 3 is the latest complete run (kept); one of runs 1 and 2 holds
-	// every probe's baseline observation (pinned); the other's bodies go.
-	if !dry.DryRun || dry.BodiesDropped != 62 || dry.Runs != 1 || dry.PinnedKept != 62 || stats() != before {
-		t.Fatalf("dry run: %+v, want one run's 62 bodies and the other's 62 baselines pinned; nothing may change", dry)
+	// Run 3 is the latest complete run (kept); run 2 holds every probe's
+	// baseline observation (pinned); run 1's bodies and run 2's screening
+	// samples go.
+	if !dry.DryRun || dry.BodiesDropped != 3*62 || dry.Runs != 2 || dry.PinnedKept != 62 || stats() != before {
+		t.Fatalf("dry run: %+v, want run 1's 62 bodies and run 2's 124 screening samples, its 62 baselines pinned; nothing may change", dry)
 	}
 	got := prune("--bodies", "1ns")
 	got.DryRun = dry.DryRun
@@ -68,19 +71,19 @@ func TestDBCommands(t *testing.T) {
 		t.Errorf("stats after: %+v, before %+v, pruned %+v", after, before, got)
 	}
 	pruned := 0
-	for _, run := range []string{"1", "2"} {
+	for run, observations := range map[string]int{"1": 62, "2": 3 * 62} {
 		stdout, stderr, code := runIn(t, "replay", "--run", run, "--json", "--db", db)
 		if code != 0 {
 			t.Fatalf("replay of run %s: exit %d: %s\n%s", run, code, stderr, stdout)
 		}
 		var rep app.ReplayReport
-		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Diffs) != 0 || rep.Pruned+rep.Replayed != 62 {
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Diffs) != 0 || rep.Pruned+rep.Replayed != observations {
 			t.Errorf("replay of run %s: %+v %v", run, rep, err)
 		}
 		pruned += rep.Pruned
 	}
-	if pruned != 62 {
-		t.Errorf("replay found %d observations with pruned bodies, want 62", pruned)
+	if pruned != 3*62 {
+		t.Errorf("replay found %d observations with pruned bodies, want %d", pruned, 3*62)
 	}
 	// Detection still works after pruning: the next run reads as before.
 	if _, stderr, code := runIn(t, "run", "--db", db, "--no-progress"); code != 0 {
@@ -168,7 +171,9 @@ func TestDBCheck(t *testing.T) {
 		}
 		return rep
 	}
-	if rep := check(0, "--db", db, "--full"); !rep.OK || rep.Observations != 3*62 || rep.BodiesPruned != 62 || rep.BodiesChecked != 2*62 {
+	// Run 2 screened the baselines it established (two more samples each):
+	// its samples and run 1's bodies are pruned, its baselines pinned.
+	if rep := check(0, "--db", db, "--full"); !rep.OK || rep.Observations != 5*62 || rep.BodiesPruned != 3*62 || rep.BodiesChecked != 2*62 {
 		t.Errorf("sound database: %+v", rep)
 	}
 	backup := filepath.Join(dir, "copy.db")
@@ -179,7 +184,7 @@ func TestDBCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := check(0, "--db", backup); !rep.OK || rep.Observations != 3*62 {
+	if rep := check(0, "--db", backup); !rep.OK || rep.Observations != 5*62 {
 		t.Errorf("backup: %+v", rep)
 	}
 	// Checking changes nothing: same bytes, no WAL switch, no files beside.

@@ -274,7 +274,15 @@ func DetectionParams(cfg *config.Config) diff.Params {
 
 // resampler decides extra in-run samples: when a probe's first answer
 // differs from its baseline on the same bytes, take confirm_samples (or
-// detection.screen_samples, whichever is larger) more.
+// detection.screen_samples, whichever is larger) more. While a baseline
+// is still being established (bytes seen in an earlier run, no baseline
+// yet), every answer is screened the same way: an answer that would
+// confirm the baseline, or start a new candidate, is checked against a
+// second sample of the identical bytes first, so a probe flipping at
+// random near a threshold never becomes its own reference (a noisy
+// baseline later "flips" to its true verdict as a policy change). Bytes
+// never seen before take confirm_samples only: the first run of a corpus
+// costs no extra requests.
 func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target) (func(*runner.Target, string, string, probes.Result) int, error) {
 	base := map[string]map[string][2]string{}
 	for _, t := range targets {
@@ -294,9 +302,12 @@ func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets 
 			return 0
 		}
 		b, ok := base[t.Config.Name][probeID]
-		if !ok || b[0] != sha || b[1] == "" {
-			// No baseline on these bytes yet: samples can establish one.
+		if !ok || b[0] != sha {
+			// New bytes: samples can establish a baseline.
 			return t.Config.ConfirmSamples
+		}
+		if b[1] == "" {
+			return max(t.Config.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
 		}
 		if diff.VerdictOf(first).Key() == b[1] {
 			return 0

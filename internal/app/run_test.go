@@ -89,3 +89,27 @@ func TestWriteEventsEscapesProviderText(t *testing.T) {
 		t.Fatalf("events text:\n%q", out)
 	}
 }
+
+// While baselines are being established (bytes seen in an earlier run, no
+// baseline yet) every answer is screened with detection.screen_samples
+// extra samples, so a probe answering at random never becomes its own
+// reference; a corpus's first run and runs on settled baselines take no
+// extra samples.
+func TestBaselinesAreScreenedWhileEstablished(t *testing.T) {
+	e := testenv.New(t, `
+detection: {screen_samples: 1}
+targets:
+  - {name: sim-a, provider: sim, model: m}
+`)
+	n := len(e.Corpus.Probes)
+	srv := e.Sim("sim-a")
+	want := []int{n, 2 * n, n, n} // run 2 screens every probe; its baselines confirm there
+	prev := 0
+	for i, w := range want {
+		e.Run()
+		if got := srv.Total() - prev; got != w {
+			t.Errorf("run %d: %d requests, want %d", i+1, got, w)
+		}
+		prev = srv.Total()
+	}
+}

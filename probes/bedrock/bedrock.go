@@ -50,7 +50,9 @@
 // Credentials. By default requests are signed with SigV4 (service
 // "bedrock", the target's region) from AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY and the optional AWS_SESSION_TOKEN, read when the
-// prober is built; New fails naming the missing variable. When the target
+// prober is built; New fails naming the missing variable. Info.CredentialEnv
+// lists the two required ones, so a config check that needs keys reports
+// them missing before a run starts. When the target
 // names api_key_env, that variable is taken as an Amazon Bedrock API key and
 // sent as "Authorization: Bearer" instead. Credentials never enter a
 // Request (its path, body or headers) or a Result: Classify also scrubs
@@ -125,7 +127,10 @@ func init() {
 		RequestID: "x-amzn-RequestId header",
 		ModelFP:   "none (Converse does not report one)",
 		Options:   []string{OptRegion, OptGuardrailID, OptGuardrailVersion},
-		Check:     Check,
+		// SigV4 credentials; AWS_SESSION_TOKEN is optional, so not listed.
+		CredentialEnv: []string{EnvAccessKeyID, EnvSecretAccessKey},
+		CredentialAlt: "an Amazon Bedrock API key",
+		Check:         Check,
 	}, New)
 }
 
@@ -167,8 +172,11 @@ var (
 //
 // Credentials are deliberately not checked here: Check runs on every
 // config load, including commands that send nothing (events, evidence) on
-// machines without AWS credentials. New reports missing credentials when a
-// run builds the prober, like a missing api_key_env variable.
+// machines without AWS credentials. The registered Info lists the required
+// variables in CredentialEnv instead, and config validation reports them
+// unset, at the target's provider line, when keys are needed (config
+// check, run), like a missing api_key_env variable. New still fails
+// naming them for a prober built without that validation.
 func Check(t probes.Target) []probes.FieldError {
 	var errs []probes.FieldError
 	add := func(field, format string, a ...any) {

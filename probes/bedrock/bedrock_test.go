@@ -520,6 +520,11 @@ func TestRegistered(t *testing.T) {
 		info.NeedsKey || info.Check == nil || info.RequestID != "x-amzn-RequestId header" {
 		t.Errorf("info = %+v", info)
 	}
+	// The SigV4 variables New requires, and only those (the session token
+	// is optional), so config validation reports them before a run starts.
+	if got, want := strings.Join(info.CredentialEnv, ","), EnvAccessKeyID+","+EnvSecretAccessKey; got != want || info.CredentialAlt == "" {
+		t.Errorf("CredentialEnv = %q (alt %q), want %q and an alternative", got, info.CredentialAlt, want)
+	}
 }
 
 // TestSecretsNeverStored checks that neither the secret key nor the session
