@@ -341,12 +341,16 @@ type RunDiffEntry struct {
 	Direction  string  `json:"direction"`
 }
 
-// RunDiff is every probe whose verdict differs between two runs of a target.
+// RunDiff is every probe whose verdict differs between two runs of a
+// target. A probe without a verdict in either run (transient, client error,
+// unavailable filter: no answer about its bytes) is not a difference; it
+// is counted in NotCompared.
 type RunDiff struct {
-	Target  string         `json:"target"`
-	FromRun int64          `json:"from_run"`
-	ToRun   int64          `json:"to_run"`
-	Probes  []RunDiffEntry `json:"probes"`
+	Target      string         `json:"target"`
+	FromRun     int64          `json:"from_run"`
+	ToRun       int64          `json:"to_run"`
+	Probes      []RunDiffEntry `json:"probes"`
+	NotCompared int            `json:"not_compared"`
 }
 
 // DiffRuns compares two runs of a target. from/to of 0 mean "the run
@@ -433,6 +437,10 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	for _, id := range ids {
 		x, y := am[id], bm[id]
 		if y == nil {
+			continue
+		}
+		if !x.Result.Class.IsVerdict() || !y.Result.Class.IsVerdict() {
+			d.NotCompared++
 			continue
 		}
 		vx, vy := VerdictOf(x.Result), VerdictOf(y.Result)

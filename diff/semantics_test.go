@@ -165,3 +165,20 @@ func TestNondeterministicProbeLeavesPolicyEvent(t *testing.T) {
 		t.Fatalf("nondeterminism event %+v: want before and after the two verdicts it moves between", nd)
 	}
 }
+
+// diff lists verdicts that differ; a probe answered with a transient error
+// (or a client error, or an unavailable filter) in either run has no
+// verdict there: it is counted as not compared, never listed as a flip
+// with a direction.
+func TestDiffRunsSkipsNonVerdicts(t *testing.T) {
+	s := newSynth(t)
+	s.run(storage.TargetComplete, 0, false, obs("p", sha1, 0, "blocked_output|hate"), obs("q", sha2, 0, "allowed|"))
+	s.run(storage.TargetDegraded, 0, false, obs("p", sha1, 0, "transient|"), obs("q", sha2, 0, "blocked_output|violence"))
+	d, err := diff.DiffRuns(context.Background(), s.db, "a", 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Probes) != 1 || d.Probes[0].ProbeID != "q" || d.NotCompared != 1 {
+		t.Fatalf("diff %+v: want only q listed, p not compared", d)
+	}
+}

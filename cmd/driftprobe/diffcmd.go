@@ -54,6 +54,9 @@ latest run of the target, --from to the one before.`,
 // WriteRunDiff prints a run diff for humans.
 func WriteRunDiff(g *globals, d *diff.RunDiff) {
 	fmt.Fprintf(g.stdout, "%s: run %d → run %d: %d probe(s) differ\n", d.Target, d.FromRun, d.ToRun, len(d.Probes))
+	if d.NotCompared > 0 {
+		fmt.Fprintf(g.stdout, "%d probe(s) not compared: no verdict in one of the runs (transient error, client error, unavailable filter)\n", d.NotCompared)
+	}
 	if len(d.Probes) == 0 {
 		return
 	}
