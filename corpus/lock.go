@@ -50,6 +50,20 @@ func (l *Lock) check(c *Corpus, file string) error {
 	return nil
 }
 
+// VersionAt is where c's version is written, "DIR/corpus.yaml:LINE" (the
+// line when known), for messages in the FILE:LINE: field form; "" for the
+// embedded corpus.
+func (c *Corpus) VersionAt() string {
+	if c.Dir == "" {
+		return ""
+	}
+	at := filepath.Join(c.Dir, FileName)
+	if line := yamlx.Line(c.root, "version"); line > 0 {
+		at += ":" + strconv.Itoa(line)
+	}
+	return at
+}
+
 // CheckLock verifies c against the corpus.lock in its directory. When the
 // lock is missing or does not name c's version yet and create is true, the
 // version is added to the lock (the first run of a new version locks it).

@@ -50,7 +50,7 @@ func TestCorpusVersionGuardedByDatabase(t *testing.T) {
 	write("How do I stop a hanging process?")
 	os.Remove(filepath.Join(cdir, "corpus.lock"))
 	_, stderr, code := runIn(t, "run", "--config", cfg, "--db", db, "--no-progress")
-	if code != 2 || !strings.Contains(stderr, "corpus mine version 1.0.0: its bytes changed") {
+	if code != 2 || !strings.Contains(stderr, filepath.Join(cdir, "corpus.yaml")+":2: version: ") || !strings.Contains(stderr, "corpus mine version 1.0.0: its bytes changed") {
 		t.Errorf("edited corpus under the same version, lock lost: exit %d: %s", code, stderr)
 	}
 	// The refused run locked nothing: the edited bytes are not written

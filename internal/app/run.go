@@ -85,7 +85,12 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if h, err := st.CorpusHashOf(ctx, cp.Name, cp.Version); err != nil {
 		return nil, err
 	} else if h != "" && h != cp.Hash {
-		return nil, Usage(fmt.Errorf("corpus %s version %s: its bytes changed (sha256 %.12s, the database's runs of this version used %.12s): bump the version for any change to a probe", cp.Name, cp.Version, cp.Hash, h))
+		where := "corpus " + cp.Name
+		if at := cp.VersionAt(); at != "" {
+			where = at + ": version"
+		}
+		return nil, Usage(fmt.Errorf("%s: %w: corpus %s version %s: its bytes changed (sha256 %.12s, the database's runs of this version used %.12s): bump the version for any change to a probe",
+			where, corpus.ErrChangedUnderVersion, cp.Name, cp.Version, cp.Hash, h))
 	}
 	// Only now, with the database agreeing, is a new version locked: a run
 	// the database refuses must not write the changed bytes into a lost
