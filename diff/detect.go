@@ -733,10 +733,11 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 		return err
 	}
 	change := ChangeProbesAdded
+	var same int // joining: this target's flips that moved as the event's did
 	if eid == 0 && kind != KindNondeterminism && kind != KindScoreDrift {
 		// 2. A provider-wide change: an open event of the same provider on
 		// another target, within the window, flipping the same probes.
-		eid, err = d.providerWide(in, since, flips)
+		eid, same, err = d.providerWide(in, since, flips)
 		if err != nil {
 			return err
 		}
@@ -798,7 +799,7 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	}
 	detail := fmt.Sprintf("%d more probe(s) on %s: %s", len(flips), d.t.Name, strings.Join(ids, ", "))
 	if change == ChangeTargetJoined {
-		detail = fmt.Sprintf("target %s changed the same way (%d probes): provider-wide change", d.t.Name, len(flips))
+		detail = fmt.Sprintf("target %s changed the same way (%d probes, %d of them moved as the event's did): provider-wide change", d.t.Name, len(flips), same)
 	}
 	if kind == KindModel && opener != d.t.ID {
 		// The event's model fields are the opener's: name this target's
@@ -815,18 +816,18 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	return d.record(eid, newKind, change, detail)
 }
 
-func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (int64, error) {
+func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (eid int64, same int, err error) {
 	rows, err := d.tx.QueryContext(d.ctx, `SELECT e.id FROM events e WHERE e.provider = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND e.last_run >= ?
 		AND NOT EXISTS (SELECT 1 FROM event_targets et WHERE et.event_id = e.id AND et.target_id = ?) ORDER BY e.id DESC`, d.t.Provider, since, d.t.ID)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var cands []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			rows.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		cands = append(cands, id)
 	}
@@ -847,14 +848,14 @@ func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (int6
 	for _, id := range cands {
 		rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, before, after FROM event_probes WHERE event_id = ?`, id)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		theirs, same := map[string]bool{}, map[string]bool{}
 		for rows.Next() {
 			var pid, before, after string
 			if err := rows.Scan(&pid, &before, &after); err != nil {
 				rows.Close()
-				return 0, err
+				return 0, 0, err
 			}
 			theirs[pid] = true
 			m, ok := mine[pid]
@@ -865,14 +866,14 @@ func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (int6
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		smaller := min(len(theirs), len(mine))
 		if smaller > 0 && len(same)*2 >= smaller {
-			return id, nil
+			return id, len(same), nil
 		}
 	}
-	return 0, nil
+	return 0, 0, nil
 }
 
 func (d *detector) open(kind string, flips []flip, newCats, vanished []string) error {

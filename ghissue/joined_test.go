@@ -31,7 +31,7 @@ github:
 
 var (
 	// diff's update details: what the update says it is about.
-	joinedRe = regexp.MustCompile(`^target (\S+) changed the same way \((\d+) probes\)`)
+	joinedRe = regexp.MustCompile(`^target (\S+) changed the same way \((\d+) probes[,)]`)
 	probesRe = regexp.MustCompile(`^\d+ (?:more )?probe\(s\) on ([^\s:]+)(?::| flipped back:) (.*)$`)
 	// a probe table row: | `target` | `probe` | ...
 	tableRowRe = regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([^`]+)` \\|")
