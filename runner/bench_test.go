@@ -203,6 +203,9 @@ func BenchmarkRunOverhead5000(b *testing.B) {
 	b.Run("scheduled", func(b *testing.B) {
 		st := openBenchDB(b)
 		defer st.Close()
+		// Runs through runner.Run alone (no detection): no baselines are
+		// established, so no run screens; every timed run sends each
+		// probe once, as a monitor's steady state does.
 		runInto(b, st, cfg, cp, targets, func(f func()) { f() })
 		measure(b, func(timed func(func())) { runInto(b, st, cfg, cp, targets, timed) })
 	})
