@@ -548,7 +548,7 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 		}
 		reverted[eid] = append(reverted[eid], f.probeID)
 	}
-	if err := d.closeProbes(reverted, "flipped back"); err != nil {
+	if err := d.closeProbes(reverted, "flipped back", ChangePartialRevert, ChangeReverted); err != nil {
 		return err
 	}
 	if len(rest) == 0 {
@@ -601,9 +601,10 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 }
 
 // closeProbes records that the probes in reverted (event id → probe ids,
-// already marked reverted_run) left their events for reason why: a
-// partial revert, or the event's revert when none is left.
-func (d *detector) closeProbes(reverted map[int64][]string, why string) error {
+// already marked reverted_run) left their events for reason why: change
+// partial while some are left, all (the event then closes as reverted)
+// when none is.
+func (d *detector) closeProbes(reverted map[int64][]string, why, partial, all string) error {
 	eids := make([]int64, 0, len(reverted))
 	for id := range reverted {
 		eids = append(eids, id)
@@ -615,9 +616,9 @@ func (d *detector) closeProbes(reverted map[int64][]string, why string) error {
 			return err
 		}
 		detail := fmt.Sprintf("%d probe(s) on %s %s: %s", len(reverted[eid]), d.t.Name, why, strings.Join(reverted[eid], ", "))
-		change := ChangePartialRevert
+		change := partial
 		if left == 0 {
-			change = ChangeReverted
+			change = all
 			if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET status = 'reverted', reverted_run = ?, last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, d.in.RunID, ts(d.now), eid); err != nil {
 				return err
 			}
@@ -674,7 +675,7 @@ func (d *detector) withdraw(pids []string) error {
 			}
 		}
 	}
-	return d.closeProbes(withdrawn, "marked nondeterministic, withdrawn from the evidence")
+	return d.closeProbes(withdrawn, "marked nondeterministic, withdrawn from the evidence", ChangeWithdrawn, ChangeRetracted)
 }
 
 // ndWindowRuns is how close reverts must come to add up toward
@@ -1017,7 +1018,7 @@ func (d *detector) record(eid int64, kind, change, detail string) error {
 	switch change {
 	case ChangeOpened:
 		action = "open"
-	case ChangeReverted:
+	case ChangeReverted, ChangeRetracted:
 		action = "revert"
 	}
 	_, err = d.tx.ExecContext(d.ctx, `INSERT INTO outbox (event_id, update_id, action, created_at) VALUES (?, ?, ?, ?)`, eid, uid, action, ts(d.now))

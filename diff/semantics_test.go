@@ -161,6 +161,10 @@ func TestNondeterministicProbeLeavesPolicyEvent(t *testing.T) {
 	if policy == nil || policy.Status != "reverted" {
 		t.Fatalf("policy event %+v: want reverted once its only probe was withdrawn", policy)
 	}
+	// Retracted, not "reverted": the provider reverted nothing.
+	if last := policy.Updates[len(policy.Updates)-1]; last.Change != diff.ChangeRetracted || !strings.Contains(last.Detail, "marked nondeterministic") {
+		t.Errorf("last update %+v: want %s", last, diff.ChangeRetracted)
+	}
 	if nd == nil || nd.Probes[0].Before.Key() == nd.Probes[0].After.Key() {
 		t.Fatalf("nondeterminism event %+v: want before and after the two verdicts it moves between", nd)
 	}

@@ -93,6 +93,13 @@ const (
 	ChangeReverted       = "reverted"
 	ChangePartialRevert  = "partially_reverted"
 	ChangeKindEscalation = "kind_changed"
+	// ChangeWithdrawn: probes of the event were marked nondeterministic
+	// and left its evidence; others remain.
+	ChangeWithdrawn = "withdrawn"
+	// ChangeRetracted: every probe left of the event was marked
+	// nondeterministic: it is closed (status reverted), though the
+	// provider reverted nothing.
+	ChangeRetracted = "retracted"
 )
 
 // direction of one flip.

@@ -91,6 +91,11 @@ const (
 // in the issue stays valid.
 const CloseReason = "completed"
 
+// RetractedReason is the state_reason when a retracted event's issue is
+// closed: its flips proved nondeterministic, so there was no change to
+// resolve — GitHub's "not planned".
+const RetractedReason = "not_planned"
+
 // Options tune Deliver.
 type Options struct {
 	// Now is the clock for next_attempt_at and sent_at (tests inject it;
@@ -663,14 +668,18 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 		return err
 	}
 	if closing {
+		reason := CloseReason
+		if upd.Change == diff.ChangeRetracted {
+			reason = RetractedReason
+		}
 		err := d.call(ctx, func(ctx context.Context) error {
-			_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{State: github.String("closed"), StateReason: github.String(CloseReason)})
+			_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{State: github.String("closed"), StateReason: github.String(reason)})
 			return err
 		})
 		if err != nil {
 			return d.issueErr(ctx, ev, err)
 		}
-		d.log.Info("github issue closed", "event", ev.ID, "issue", num, "state_reason", CloseReason)
+		d.log.Info("github issue closed", "event", ev.ID, "issue", num, "state_reason", reason)
 	}
 	return nil
 }

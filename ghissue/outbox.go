@@ -141,7 +141,7 @@ func RenderEvents(ctx context.Context, db *storage.DB, gh *config.GitHub, evs []
 			switch u.Change {
 			case diff.ChangeOpened:
 				action = ActionOpen
-			case diff.ChangeReverted:
+			case diff.ChangeReverted, diff.ChangeRetracted:
 				action = ActionRevert
 			}
 			if err := renderOne(ev, e, u, action, gh, w, dir); err != nil {

@@ -518,6 +518,8 @@ var changeTitles = map[string]string{
 	diff.ChangeReverted:       "the change was reverted",
 	diff.ChangePartialRevert:  "some probes flipped back",
 	diff.ChangeKindEscalation: "the event's kind changed",
+	diff.ChangeWithdrawn:      "probes withdrawn: they proved nondeterministic",
+	diff.ChangeRetracted:      "the event was retracted: its probes proved nondeterministic",
 }
 
 // CommentBody renders the comment for one event update, within
@@ -545,10 +547,20 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 	}
 	fmt.Fprintf(&h, "Event status: %s; %s flipped, %d reverted; kind %s, direction %s.\n\n",
 		code(ev.Status), termtext.Count(len(ev.Probes), "probe", "probes"), reverted, code(ev.Kind), code(ev.Direction))
-	if u.Change == diff.ChangeReverted {
+	switch u.Change {
+	case diff.ChangeReverted:
 		h.WriteString("Every flipped probe is back to its before-verdict on byte-identical requests: the provider reverted the change.")
 		if closing {
 			h.WriteString(" Closing this issue as completed (the change it tracked has ended; the evidence above stays valid).")
+		}
+		h.WriteString("\n\n")
+	case diff.ChangeWithdrawn, diff.ChangeRetracted:
+		h.WriteString("These probes answered byte-identical requests differently from run to run (nondeterministic, near a threshold or sampled at the output): their flips are not evidence of a policy change and no longer count for this event.")
+		if u.Change == diff.ChangeRetracted {
+			h.WriteString(" No probe is left: the event is retracted; the provider did not necessarily change anything.")
+			if closing {
+				h.WriteString(" Closing this issue as not planned.")
+			}
 		}
 		h.WriteString("\n\n")
 	}
@@ -559,7 +571,7 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 	for _, p := range ev.Probes {
 		if inUpdate(p, u, target) {
 			rows = append(rows, probeRow(ev, e, p))
-			if u.Change != diff.ChangeReverted && u.Change != diff.ChangePartialRevert {
+			if !slices.Contains([]string{diff.ChangeReverted, diff.ChangePartialRevert, diff.ChangeWithdrawn, diff.ChangeRetracted}, u.Change) {
 				if m := messageBlock(p, e); m != "" {
 					msgs = append(msgs, m)
 				}
@@ -590,7 +602,7 @@ func updateTarget(ev *diff.Event, u diff.EventUpdate) string {
 	switch u.Change {
 	case diff.ChangeTargetJoined:
 		rest, ok = strings.CutPrefix(u.Detail, "target ")
-	case diff.ChangeProbesAdded, diff.ChangePartialRevert, diff.ChangeReverted:
+	case diff.ChangeProbesAdded, diff.ChangePartialRevert, diff.ChangeReverted, diff.ChangeWithdrawn, diff.ChangeRetracted:
 		_, rest, ok = strings.Cut(u.Detail, " on ")
 	}
 	if !ok {
@@ -624,7 +636,7 @@ func inUpdate(p diff.EventProbe, u diff.EventUpdate, target string) bool {
 		return false
 	}
 	switch u.Change {
-	case diff.ChangeReverted, diff.ChangePartialRevert:
+	case diff.ChangeReverted, diff.ChangePartialRevert, diff.ChangeWithdrawn, diff.ChangeRetracted:
 		return p.RevertedRun == u.RunID
 	case diff.ChangeProbesAdded, diff.ChangeTargetJoined:
 		return p.ConfirmedRun == u.RunID
