@@ -17,6 +17,7 @@ import (
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/sim"
 	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -43,10 +44,24 @@ func bigCorpus(b *testing.B, n int) *corpus.Corpus {
 }
 
 func benchSetup(b *testing.B, n int) (*config.Config, *corpus.Corpus, []*runner.Target, func()) {
+	return benchSetupLatency(b, n, 0)
+}
+
+// benchSetupLatency is benchSetup with a sim that holds each answer back
+// for latency.
+func benchSetupLatency(b *testing.B, n int, latency time.Duration) (*config.Config, *corpus.Corpus, []*runner.Target, func()) {
 	b.Helper()
 	cfg := config.Default()
 	cfg.Targets[0].Concurrency = 8
 	cfg.Concurrency = 8
+	if latency > 0 {
+		sc := sim.Config{}
+		if cfg.Targets[0].Sim != nil {
+			sc = *cfg.Targets[0].Sim
+		}
+		sc.Latency = latency
+		cfg.Targets[0].Sim = &sc
+	}
 	cp := bigCorpus(b, n)
 	targets, closeT, err := app.BuildTargets(cfg)
 	if err != nil {
@@ -167,7 +182,20 @@ func BenchmarkRawRoundTrips5000(b *testing.B) {
 // of a monitor: one database, a first run before timing, then every
 // iteration is the next run of the same corpus.
 func BenchmarkRunOverhead5000(b *testing.B) {
-	cfg, cp, targets, closeT := benchSetup(b, 5000)
+	benchOverhead(b, 0)
+}
+
+// BenchmarkRunOverheadLatency5000 is BenchmarkRunOverhead5000 against a
+// sim that answers after 2 ms (a fast provider; real chat endpoints take
+// hundreds): the run's own work then overlaps the waits, as it does in
+// production, where the loopback sim's instant answers leave the client,
+// the sim and SQLite competing for the same CPUs.
+func BenchmarkRunOverheadLatency5000(b *testing.B) {
+	benchOverhead(b, 2*time.Millisecond)
+}
+
+func benchOverhead(b *testing.B, latency time.Duration) {
+	cfg, cp, targets, closeT := benchSetupLatency(b, 5000, latency)
 	defer closeT()
 	reqs := renderAll(cp, targets[0])
 	client := runner.DefaultClient()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/wire"
@@ -108,6 +109,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errBody("could not read body", "invalid_request_error", "bad_body"))
 		return
+	}
+	if d := s.cfg.Latency; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return // the client gave up
+		}
 	}
 	var req struct {
 		Model    string           `json:"model"`

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 )
 
 // Policy is one policy version of the simulated provider.
@@ -45,7 +46,15 @@ type Config struct {
 	RetryAfter  float64  `yaml:"retry_after"`  // seconds sent in Retry-After on scripted failures
 	AbuseFrom   int64    `yaml:"abuse_from_run"`
 	Seed        int64    `yaml:"seed"`
+	// Latency is how long each answer waits before it is written: a
+	// provider's response time, for benchmarks and demos at realistic
+	// speed (0: at once; at most MaxLatency). A client that gives up
+	// first gets nothing.
+	Latency time.Duration `yaml:"latency"`
 }
+
+// MaxLatency bounds Config.Latency.
+const MaxLatency = time.Minute
 
 // DefaultThreshold applies to every category a policy does not name.
 const DefaultThreshold = 0.5
@@ -81,6 +90,9 @@ func (c *Config) Validate() [][2]string {
 	}
 	if c.FailFirst < 0 {
 		add("fail_first", "%d: must be at least 0", c.FailFirst)
+	}
+	if c.Latency < 0 || c.Latency > MaxLatency {
+		add("latency", "%s: must be between 0 and %s", c.Latency, MaxLatency)
 	}
 	if c.AbuseFrom < 0 {
 		add("abuse_from_run", "%d: must be a run id (at least 1), or 0: never", c.AbuseFrom)

@@ -1,9 +1,14 @@
 package sim_test
 
 import (
+	"context"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/probes"
@@ -124,5 +129,48 @@ func TestValidateNumbers(t *testing.T) {
 	}
 	if errs := (&sim.Config{NoiseBand: 0.2, InputMargin: 0.3, RetryAfter: 2, AbuseFrom: 3}).Validate(); len(errs) != 0 {
 		t.Errorf("valid block: %v", errs)
+	}
+}
+
+// latency holds each answer back (a measured lower bound, no upper one: a
+// slow machine may take longer); a client that gives up first gets
+// nothing, and the server does not hold the handler for the full latency.
+// Out of range values are refused.
+func TestLatency(t *testing.T) {
+	srv := httptest.NewServer(sim.NewServer(sim.Config{Latency: 40 * time.Millisecond}))
+	defer srv.Close()
+	body := `{"model":"m","messages":[{"role":"user","content":"Summarize a news article."}]}`
+	start := time.Now()
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); took < 40*time.Millisecond || resp.StatusCode != http.StatusOK {
+		t.Errorf("answered %d after %s, want 200 after at least 40ms", resp.StatusCode, took)
+	}
+
+	slow := httptest.NewServer(sim.NewServer(sim.Config{Latency: time.Minute}))
+	defer slow.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, slow.URL+"/v1/chat/completions", strings.NewReader(body))
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("a cancelled request got an answer")
+	}
+	slow.Close() // returns only once the handler has: it must not wait out the minute
+
+	for _, d := range []time.Duration{-time.Millisecond, 2 * time.Minute} {
+		if errs := (&sim.Config{Latency: d}).Validate(); len(errs) != 1 || errs[0][0] != "latency" {
+			t.Errorf("latency %s: %v", d, errs)
+		}
 	}
 }
