@@ -343,8 +343,8 @@ type RunDiffEntry struct {
 
 // RunDiff is every probe whose verdict differs between two runs of a
 // target. A probe without a verdict in either run (transient, client error,
-// unavailable filter: no answer about its bytes) is not a difference; it
-// is counted in NotCompared.
+// unavailable filter, account-level enforcement: no answer about its
+// bytes) is not a difference; it is counted in NotCompared.
 type RunDiff struct {
 	Target      string         `json:"target"`
 	FromRun     int64          `json:"from_run"`
@@ -439,7 +439,9 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 		if y == nil {
 			continue
 		}
-		if !x.Result.Class.IsVerdict() || !y.Result.Class.IsVerdict() {
+		// Account-level enforcement is no answer about the bytes either
+		// (detection skips it too; it pages on its own).
+		if noAnswer := func(c probes.Class) bool { return !c.IsVerdict() || c == probes.AbuseBlock }; noAnswer(x.Result.Class) || noAnswer(y.Result.Class) {
 			d.NotCompared++
 			continue
 		}

@@ -107,7 +107,8 @@ type state struct {
 	lastVerdict      string
 	changes          int
 	reverts          int
-	lastRevertRun    int64 // run of the latest revert; 0: none recorded
+	lastRevertRun    int64  // run of the latest revert; 0: none recorded
+	prevCandidate    string // the candidate the current one replaced (a change in stages)
 	nondeterministic bool
 	dirty            bool
 	isNew            bool
@@ -232,7 +233,9 @@ func (d *detector) run(obs []*storage.Observation) error {
 	// Reverts add up only while each comes within ndWindowRuns runs of the
 	// one before: two blips months apart are two blips, not a noisy probe.
 	revert := func(st *state) {
-		if st.lastRevertRun > 0 && run-st.lastRevertRun > ndWindowRuns {
+		// (A state written before reverts were dated has lastRevertRun 0:
+		// its reverts are of unknown age and start over.)
+		if st.lastRevertRun == 0 || run-st.lastRevertRun > ndWindowRuns {
 			st.reverts = 0
 		}
 		st.reverts++
@@ -249,6 +252,11 @@ func (d *detector) run(obs []*storage.Observation) error {
 		}
 		v := VerdictOf(first.Result).Key()
 		model := modelOf(first.Result)
+		if model == "|" {
+			// An answer that names no model (an input block's error) was
+			// answered by the model the target reports this run.
+			model = d.model
+		}
 		scores := scoreString(first.Result)
 		st := states[pid]
 		if st == nil || st.sha != first.RequestSHA256 {
@@ -345,14 +353,25 @@ func (d *detector) run(obs []*storage.Observation) error {
 		switch {
 		case st.candidate == v:
 			st.candidateRuns++
+		case st.candidate != "" && v == st.prevCandidate:
+			// Back to the verdict it just left, without the baseline in
+			// between: back and forth, not a change in stages.
+			other[pid] = st.candidate
+			revert(st)
+			markND(st)
+			st.prevCandidate = st.candidate
+			st.candidate, st.candidateRun, st.candidateRuns = v, run, 1
+			st.candidateModel, st.candidateObs = model, first.ID
 		case st.candidate != "":
-			// Moved on from one candidate to another, never back to the
+			// Moved on from one candidate to a new one, never back to the
 			// baseline: a change in stages (tightened twice), not back and
 			// forth. The new verdict must hold on its own, but the change
 			// started when the probe first left its baseline, under the
 			// model it had then.
+			st.prevCandidate = st.candidate
 			st.candidate, st.candidateRuns, st.candidateObs = v, 1, first.ID
 		default:
+			st.prevCandidate = ""
 			st.candidate, st.candidateRun, st.candidateRuns = v, run, 1
 			st.candidateModel, st.candidateObs = model, first.ID
 		}
@@ -423,7 +442,11 @@ func (d *detector) run(obs []*storage.Observation) error {
 				beforeObs: st.baselineObs, afterObs: byProbe[pid][0].ID, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)})
 		}
 		// Their earlier flips are no longer policy evidence.
-		if err := d.withdraw(newlyND); err != nil {
+		marked := make(map[string]string, len(newlyND))
+		for _, pid := range newlyND {
+			marked[pid] = states[pid].sha
+		}
+		if err := d.withdraw(marked); err != nil {
 			return err
 		}
 		if err := d.event(KindNondeterminism, ndFlips, nil, nil, states); err != nil {
@@ -548,7 +571,7 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 		}
 		reverted[eid] = append(reverted[eid], f.probeID)
 	}
-	if err := d.closeProbes(reverted, "flipped back", ChangePartialRevert, ChangeReverted); err != nil {
+	if err := d.closeProbes(reverted, "flipped back", ChangePartialRevert); err != nil {
 		return err
 	}
 	if len(rest) == 0 {
@@ -556,12 +579,12 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 	}
 	kind := KindPolicy
 	for _, f := range rest {
-		// The flip's own answers changed model, or the target's reported
-		// model changed in the very run the probe first answered
-		// differently (answers that carry no model, such as an input
-		// block's error, are judged by the target's): a model change long
-		// before the flip, or after it began, did not come with it.
-		if modelChanged(f.modelBefore, f.modelAfter) || (d.modelSince > 1 && f.firstRun == d.modelSince && modelChanged(d.prevModel, d.model)) {
+		// The model changed between the last answer that held the
+		// baseline and the first that differed (an answer naming no
+		// model, such as an input block's error, counts as the target's
+		// model that run): a model change long before the flip, or after
+		// it began, did not come with it.
+		if modelChanged(f.modelBefore, f.modelAfter) {
 			kind = KindModel
 		}
 	}
@@ -602,23 +625,31 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 
 // closeProbes records that the probes in reverted (event id → probe ids,
 // already marked reverted_run) left their events for reason why: change
-// partial while some are left, all (the event then closes as reverted)
-// when none is.
-func (d *detector) closeProbes(reverted map[int64][]string, why, partial, all string) error {
+// partial while some are left; when none is, the event closes as
+// reverted, recorded as ChangeRetracted when every one of its probes was
+// withdrawn, else as ChangeReverted.
+func (d *detector) closeProbes(reverted map[int64][]string, why, partial string) error {
 	eids := make([]int64, 0, len(reverted))
 	for id := range reverted {
 		eids = append(eids, id)
 	}
 	sort.Slice(eids, func(a, b int) bool { return eids[a] < eids[b] })
 	for _, eid := range eids {
-		var left int
-		if err := d.tx.QueryRowContext(d.ctx, `SELECT COUNT(*) FROM event_probes WHERE event_id = ? AND reverted_run = 0`, eid).Scan(&left); err != nil {
+		var left, total, withdrawn int
+		if err := d.tx.QueryRowContext(d.ctx, `SELECT COUNT(*) FILTER (WHERE reverted_run = 0), COUNT(*), COUNT(*) FILTER (WHERE withdrawn = 1) FROM event_probes WHERE event_id = ?`, eid).
+			Scan(&left, &total, &withdrawn); err != nil {
 			return err
 		}
 		detail := fmt.Sprintf("%d probe(s) on %s %s: %s", len(reverted[eid]), d.t.Name, why, strings.Join(reverted[eid], ", "))
 		change := partial
 		if left == 0 {
-			change = all
+			// The event ends: retracted when every probe of it was
+			// withdrawn (no change is left to speak of), reverted when
+			// some flipped back (the provider undid what they showed).
+			change = ChangeReverted
+			if withdrawn == total {
+				change = ChangeRetracted
+			}
 			if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET status = 'reverted', reverted_run = ?, last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, d.in.RunID, ts(d.now), eid); err != nil {
 				return err
 			}
@@ -636,18 +667,16 @@ func (d *detector) closeProbes(reverted map[int64][]string, why, partial, all st
 	return nil
 }
 
-// withdraw takes probes just marked nondeterministic out of this target's
-// open policy and model events: their flips are no longer evidence of a
-// change (an event left without evidence is reverted).
-func (d *detector) withdraw(pids []string) error {
-	if len(pids) == 0 {
+// withdraw takes probes just marked nondeterministic (probe id → the
+// request fingerprint they were marked on) out of this target's open
+// policy and model events: their flips on those bytes are no longer
+// evidence of a change (an event left without evidence is retracted).
+// Flips on bytes the probe sent before an input change stay.
+func (d *detector) withdraw(marked map[string]string) error {
+	if len(marked) == 0 {
 		return nil
 	}
-	marked := map[string]bool{}
-	for _, p := range pids {
-		marked[p] = true
-	}
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.event_id, ep.probe_id FROM event_probes ep JOIN events e ON e.id = ep.event_id
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.event_id, ep.probe_id, ep.request_sha256 FROM event_probes ep JOIN events e ON e.id = ep.event_id
 		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.status = 'open' AND e.kind IN ('policy_change', 'model_change') ORDER BY ep.event_id, ep.probe_id`, d.t.ID)
 	if err != nil {
 		return err
@@ -655,12 +684,12 @@ func (d *detector) withdraw(pids []string) error {
 	withdrawn := map[int64][]string{}
 	for rows.Next() {
 		var eid int64
-		var pid string
-		if err := rows.Scan(&eid, &pid); err != nil {
+		var pid, sha string
+		if err := rows.Scan(&eid, &pid, &sha); err != nil {
 			rows.Close()
 			return err
 		}
-		if marked[pid] {
+		if s, ok := marked[pid]; ok && s == sha {
 			withdrawn[eid] = append(withdrawn[eid], pid)
 		}
 	}
@@ -670,12 +699,12 @@ func (d *detector) withdraw(pids []string) error {
 	}
 	for eid, ps := range withdrawn {
 		for _, pid := range ps {
-			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ? WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, pid); err != nil {
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ?, withdrawn = 1 WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, pid); err != nil {
 				return err
 			}
 		}
 	}
-	return d.closeProbes(withdrawn, "marked nondeterministic, withdrawn from the evidence", ChangeWithdrawn, ChangeRetracted)
+	return d.closeProbes(withdrawn, "marked nondeterministic, withdrawn from the evidence", ChangeWithdrawn)
 }
 
 // ndWindowRuns is how close reverts must come to add up toward

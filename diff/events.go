@@ -27,6 +27,10 @@ type EventProbe struct {
 	ScoreMoves  []ScoreMove `json:"score_moves,omitempty"`
 	Reverted    bool        `json:"reverted"`
 	RevertedRun int64       `json:"reverted_run,omitempty"`
+	// Withdrawn: the probe left the event in RevertedRun because it was
+	// marked nondeterministic, not because it flipped back (Reverted is
+	// true as well: it no longer counts).
+	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
 // EventUpdate is one logged change of an event.
@@ -156,7 +160,7 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 		e.Targets = append(e.Targets, n)
 	}
 	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves
+	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn
 		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id = ? ORDER BY t.name, ep.probe_id`, e.ID)
 	if err != nil {
 		return err
@@ -164,7 +168,7 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	for rows.Next() {
 		var p EventProbe
 		var b, a, moves string
-		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves); err != nil {
+		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn); err != nil {
 			rows.Close()
 			return err
 		}

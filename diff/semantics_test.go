@@ -186,3 +186,80 @@ func TestDiffRunsSkipsNonVerdicts(t *testing.T) {
 		t.Fatalf("diff %+v: want only q listed, p not compared", d)
 	}
 }
+
+// A probe going back and forth between two verdicts that both differ from
+// its baseline (never back to it) is nondeterministic, not a change in
+// stages that never holds.
+func TestFlappingBetweenTwoCandidatesIsNondeterminism(t *testing.T) {
+	s := newSynth(t)
+	s.steady(2, "fp")
+	for i := range 6 {
+		v := "blocked_output|hate"
+		if i%2 == 1 {
+			v = "model_refusal|"
+		}
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, v, "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	if st := s.state("p"); !st.Nondeterministic {
+		t.Fatalf("p alternating between two non-baseline verdicts: %+v, want nondeterministic", st)
+	}
+	for _, e := range s.events() {
+		if e.Kind != diff.KindNondeterminism {
+			t.Errorf("event %+v: want only nondeterminism", e)
+		}
+	}
+}
+
+// An answer that names no model (an input block's error) counts as the
+// model the target reported that run: a flip to such answers in the run
+// the target's model changed is a model change, whatever the model does
+// next.
+func TestModellessFlipJudgedByTargetModel(t *testing.T) {
+	s := newSynth(t)
+	s.steady(3, "fp-a")
+	noModel := func() *storage.Observation {
+		o := obs("p", sha1, 0, "blocked_input|hate")
+		o.Result.ModelID = ""
+		return o
+	}
+	s.run(storage.TargetComplete, 0, false, noModel(), obsFP("q", sha2, 0, "allowed|", "fp-b"))
+	s.run(storage.TargetComplete, 0, false, noModel(), obsFP("q", sha2, 0, "allowed|", "fp-c"))
+	evs := s.events()
+	if len(evs) != 1 || evs[0].Kind != diff.KindModel {
+		t.Fatalf("events %+v: want one model_change", evs)
+	}
+}
+
+// An event whose probes end some flipped back and some withdrawn is
+// reverted (the provider undid part of it), not retracted; only an event
+// all of whose probes were withdrawn is retracted. Withdrawn probes say so.
+func TestMixedEndIsRevertNotRetraction(t *testing.T) {
+	s := newSynth(t)
+	s.steady(2, "fp")
+	for range 2 { // runs 3-4: both flip, one event
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "blocked_output|hate", "fp"))
+	}
+	for range 2 { // runs 5-6: q flips back (confirmed at 6)
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	for range 2 { // runs 7-8: p's samples disagree: withdrawn, nothing left
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("p", sha1, 1, "allowed|", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	var policy *diff.Event
+	for _, e := range s.events() {
+		if e.Kind == diff.KindPolicy {
+			policy = e
+		}
+	}
+	if policy == nil || policy.Status != diff.StatusReverted {
+		t.Fatalf("policy event %+v: want reverted", policy)
+	}
+	if last := policy.Updates[len(policy.Updates)-1]; last.Change != diff.ChangeReverted {
+		t.Errorf("last update %s, want %s: q's flip back was the provider's", last.Change, diff.ChangeReverted)
+	}
+	for _, p := range policy.Probes {
+		if (p.ProbeID == "p") != p.Withdrawn || !p.Reverted {
+			t.Errorf("probe %s: withdrawn %v reverted %v", p.ProbeID, p.Withdrawn, p.Reverted)
+		}
+	}
+}

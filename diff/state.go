@@ -29,8 +29,8 @@ type State struct {
 // request fingerprint (32 raw bytes, or inline when not hex), and its other
 // fields in a fixed order: strings as uvarint indexes into the table,
 // integers as varints. Interning keeps a 10,000-probe target near 0.5 MB.
-// Format 3 adds each probe's last revert run at the end (format 2 blobs
-// read with 0 there).
+// Format 3 adds each probe's last revert run and previous candidate at
+// the end (format 2 blobs read with 0 and "" there).
 const stateFormat = 3
 
 func encodeStates(states map[string]*state) []byte {
@@ -88,6 +88,7 @@ func encodeStates(states map[string]*state) []byte {
 		}
 		num(nd)
 		num(st.lastRevertRun)
+		ref(st.prevCandidate)
 	}
 	size := 16 + len(body)
 	for _, t := range table {
@@ -201,6 +202,7 @@ func decodeStates(b []byte) (map[string]*state, error) {
 		st.nondeterministic = num() != 0
 		if format >= 3 {
 			st.lastRevertRun = num()
+			st.prevCandidate = ref()
 		}
 		out[st.probeID] = st
 	}
@@ -320,14 +322,23 @@ func saveCategories(ctx context.Context, tx *sql.Tx, targetID int64, known map[s
 
 // Baselines returns the request fingerprint and baseline verdict key per
 // probe of a target (for deciding when to take extra samples).
-func Baselines(ctx context.Context, db *sql.DB, targetID int64) (map[string][2]string, error) {
+func Baselines(ctx context.Context, db *sql.DB, targetID int64) (map[string]Baseline, error) {
 	m, err := loadStates(ctx, db, targetID)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string][2]string, len(m))
+	out := make(map[string]Baseline, len(m))
 	for id, st := range m {
-		out[id] = [2]string{st.sha, st.baseline}
+		out[id] = Baseline{SHA256: st.sha, Verdict: st.baseline, Nondeterministic: st.nondeterministic}
 	}
 	return out, nil
+}
+
+// Baseline is what the runner needs of a probe's state to decide extra
+// samples: its request fingerprint, its baseline verdict key ("" while
+// not established) and whether it is marked nondeterministic.
+type Baseline struct {
+	SHA256           string
+	Verdict          string
+	Nondeterministic bool
 }

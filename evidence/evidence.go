@@ -110,6 +110,7 @@ type Probe struct {
 	FirstRun       int64        `json:"first_run"`
 	ConfirmedRun   int64        `json:"confirmed_run"`
 	Reverted       bool         `json:"reverted"`
+	Withdrawn      bool         `json:"withdrawn,omitempty"` // left the event as nondeterministic (Reverted too)
 	FlipRate       float64      `json:"flip_rate"`
 	Nondeterminism string       `json:"note,omitempty"`
 }
@@ -211,7 +212,7 @@ type side struct {
 }
 
 func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
-	p := &Probe{Target: ep.Target, ProbeID: ep.ProbeID, FirstRun: ep.FirstRun, ConfirmedRun: ep.ConfirmedRun, Reverted: ep.Reverted, FlipRate: ep.FlipRate,
+	p := &Probe{Target: ep.Target, ProbeID: ep.ProbeID, FirstRun: ep.FirstRun, ConfirmedRun: ep.ConfirmedRun, Reverted: ep.Reverted, Withdrawn: ep.Withdrawn, FlipRate: ep.FlipRate,
 		Request: Request{SHA256: ep.RequestSHA256}}
 	if b.ev.Kind == diff.KindNondeterminism {
 		p.Nondeterminism = "identical bytes got different answers: not evidence of a policy change"

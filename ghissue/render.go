@@ -237,6 +237,9 @@ func Title(ev *diff.Event) string {
 	}
 	if ev.Status == "reverted" {
 		t += " [reverted]"
+		if retracted(ev) {
+			t = t[:len(t)-len(" [reverted]")] + " [retracted]"
+		}
 	}
 	return titleText(t, MaxTitle)
 }
@@ -308,7 +311,10 @@ func (e *Evidence) requestID(id int64) string {
 
 func probeRow(ev *diff.Event, e *Evidence, p diff.EventProbe) string {
 	after := verdictCell(p.After)
-	if p.Reverted {
+	switch {
+	case p.Withdrawn:
+		after += fmt.Sprintf(" (withdrawn in run %d: nondeterministic)", p.RevertedRun)
+	case p.Reverted:
 		after += fmt.Sprintf(" (reverted in run %d)", p.RevertedRun)
 	}
 	// Score drift: the verdict held, these scores moved (provider keys:
@@ -539,17 +545,28 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 		h.WriteString(inert(u.Detail, 3000) + "\n\n")
 	}
 	fmt.Fprintf(&h, "Recorded %s. ", fmtTime(u.At))
-	reverted := 0
+	reverted, withdrawn := 0, 0
 	for _, p := range ev.Probes {
-		if p.Reverted {
+		switch {
+		case p.Withdrawn:
+			withdrawn++
+		case p.Reverted:
 			reverted++
 		}
 	}
-	fmt.Fprintf(&h, "Event status: %s; %s flipped, %d reverted; kind %s, direction %s.\n\n",
-		code(ev.Status), termtext.Count(len(ev.Probes), "probe", "probes"), reverted, code(ev.Kind), code(ev.Direction))
+	gone := ""
+	if withdrawn > 0 {
+		gone = fmt.Sprintf(", %d withdrawn (nondeterministic)", withdrawn)
+	}
+	fmt.Fprintf(&h, "Event status: %s; %s flipped, %d reverted%s; kind %s, direction %s.\n\n",
+		code(ev.Status), termtext.Count(len(ev.Probes), "probe", "probes"), reverted, gone, code(ev.Kind), code(ev.Direction))
 	switch u.Change {
 	case diff.ChangeReverted:
-		h.WriteString("Every flipped probe is back to its before-verdict on byte-identical requests: the provider reverted the change.")
+		if withdrawn > 0 {
+			h.WriteString("Every flipped probe is back to its before-verdict on byte-identical requests, or was withdrawn as nondeterministic: the provider reverted the change.")
+		} else {
+			h.WriteString("Every flipped probe is back to its before-verdict on byte-identical requests: the provider reverted the change.")
+		}
 		if closing {
 			h.WriteString(" Closing this issue as completed (the change it tracked has ended; the evidence above stays valid).")
 		}
@@ -649,4 +666,15 @@ func sortedUpdates(ev *diff.Event) []diff.EventUpdate {
 	us := append([]diff.EventUpdate(nil), ev.Updates...)
 	sort.Slice(us, func(i, j int) bool { return us[i].ID < us[j].ID })
 	return us
+}
+
+// retracted reports whether every probe of ev was withdrawn as
+// nondeterministic: it ended without the provider reverting anything.
+func retracted(ev *diff.Event) bool {
+	for _, p := range ev.Probes {
+		if !p.Withdrawn {
+			return false
+		}
+	}
+	return len(ev.Probes) > 0
 }

@@ -340,7 +340,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		events:   prometheus.NewDesc(EventsTotal, "Change events recorded, by the kind and direction they opened with (so the counter never decreases as an event grows).", []string{"target", "kind", "direction"}, nil),
 		open:     prometheus.NewDesc(EventsOpen, "Events not reverted.", []string{"target", "kind"}, nil),
 		runs:     prometheus.NewDesc(RunsTotal, "Runs recorded, by status.", []string{"status"}, nil),
-		lastRun:  prometheus.NewDesc(LastRunTimestamp, "End time of the latest run with this status.", []string{"status"}, nil),
+		lastRun:  prometheus.NewDesc(LastRunTimestamp, "End time of the latest run with this status (compare --run runs of some targets not counted: they are not the schedule's).", []string{"status"}, nil),
 		outbox:   prometheus.NewDesc(OutboxPending, "GitHub deliveries queued and not yet sent.", nil, nil),
 		abuse:    prometheus.NewDesc(AbuseBlocks, "Probes answered with account-level enforcement (abuse_block) in the target's latest run.", []string{"target"}, nil),
 		degraded: prometheus.NewDesc(TargetDegraded, "1 when the target's latest finished run was degraded (too many transient errors or unavailable filters, or an open breaker); an interrupted (aborted) run neither sets nor clears it, even for a target that finished inside it.", []string{"target"}, nil),
@@ -800,6 +800,7 @@ type runSummary struct {
 	status, fin string
 	epoch, took sql.NullFloat64
 	abandoned   bool
+	subset      bool // a compare --run of some targets: not the schedule's run
 	targets     map[int64]targetTotals
 }
 
@@ -833,7 +834,9 @@ func (t *runTotals) addTarget(id int64, v targetTotals) {
 // summaries are added separately).
 func (t *runTotals) addRun(r *runSummary) {
 	t.byState[r.status]++
-	if r.epoch.Valid && r.fin != "" {
+	// A subset run (compare --run) is no scheduled run: a monitor whose
+	// schedule stopped must look stale however many comparisons ran.
+	if r.epoch.Valid && r.fin != "" && !r.subset {
 		if l, ok := t.last[r.status]; !ok || r.epoch.Float64 > l.epoch {
 			t.last[r.status] = lastFinish{r.epoch.Float64, r.fin, r.took.Float64}
 		}
@@ -881,6 +884,7 @@ func (c *DBCollector) update(ctx context.Context, targets []int64) (runTotals, e
 			return runTotals{}, err
 		}
 		r.abandoned = strings.HasPrefix(note, "abandoned:")
+		r.subset = note == SubsetRunNote
 		switch {
 		case r.status == "running":
 			blocked = true

@@ -107,7 +107,9 @@ driftprobe_attribution_timestamp_seconds 1.7951688e+09
 }
 
 // The last-run gauge is the latest instant per status, also within one
-// second, where stored times ("…:05Z", "…:05.5Z") do not sort as text.
+// second, where stored times ("…:05Z", "…:05.5Z") do not sort as text;
+// a compare --run of some targets, later still, is not the schedule's run
+// and does not count.
 func TestLastRunTimestamp(t *testing.T) {
 	ctx := context.Background()
 	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
@@ -119,9 +121,11 @@ func TestLastRunTimestamp(t *testing.T) {
 	for _, f := range []struct {
 		status string
 		end    time.Duration
-	}{{storage.RunComplete, 0}, {storage.RunComplete, 500 * time.Millisecond}, {storage.RunAborted, 2 * time.Second}, {storage.RunAborted, time.Second}} {
+		note   string
+	}{{storage.RunComplete, 0, ""}, {storage.RunComplete, 500 * time.Millisecond, ""}, {storage.RunAborted, 2 * time.Second, ""}, {storage.RunAborted, time.Second, ""},
+		{storage.RunComplete, time.Hour, metrics.SubsetRunNote}} {
 		st.SetClock(func() time.Time { return at })
-		id, err := st.BeginRun(ctx, storage.Run{CorpusName: "c", CorpusVersion: "1"})
+		id, err := st.BeginRun(ctx, storage.Run{CorpusName: "c", CorpusVersion: "1", Note: f.note})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +136,7 @@ func TestLastRunTimestamp(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewDBCollector(st.SQL()))
-	want := `# HELP driftprobe_last_run_timestamp_seconds End time of the latest run with this status.
+	want := `# HELP driftprobe_last_run_timestamp_seconds End time of the latest run with this status (compare --run runs of some targets not counted: they are not the schedule's).
 # TYPE driftprobe_last_run_timestamp_seconds gauge
 driftprobe_last_run_timestamp_seconds{status="aborted"} 1.795168807e+09
 driftprobe_last_run_timestamp_seconds{status="complete"} 1.7951688055e+09

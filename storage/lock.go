@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -38,10 +39,47 @@ var ErrLocked = errors.New("run lock held")
 // Is makes errors.Is(err, ErrLocked) true.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
+// LeaseLostError is returned when a holder renews a lease it no longer
+// holds: while it was paused or stalled past the lease's expiry, another
+// process took the lease over (and may since have released it), and has
+// marked the holder's run aborted. The holder must stop at once and write
+// nothing more.
+type LeaseLostError struct {
+	Lease Lease // the holder that lost it
+	// Now is the lease's holder now (nil when free or unknown); Free says
+	// the lease is free: the process that took it over has released it.
+	Now  *Lease
+	Free bool
+}
+
+func (e *LeaseLostError) Error() string {
+	msg := "lease lost: another process took over the run lease while this one was paused or stalled"
+	var why []string
+	switch {
+	case e.Now != nil:
+		why = append(why, fmt.Sprintf("it is now held by %s (pid %d on %s) since %s",
+			e.Now.Command, e.Now.PID, e.Now.Host, e.Now.AcquiredAt.Format(time.RFC3339)))
+	case e.Free:
+		why = append(why, "that process has since released it")
+	}
+	if len(why) == 0 {
+		return msg
+	}
+	return msg + " (" + strings.Join(why, "; ") + ")"
+}
+
+// ErrLeaseLost matches any *LeaseLostError with errors.Is.
+var ErrLeaseLost = errors.New("run lease lost")
+
+// Is makes errors.Is(err, ErrLeaseLost) true, and errors.Is(err, ErrLocked)
+// too: whoever reacts to another holder having the lock (stop, write
+// nothing, do not release) reacts the same to a lease taken over.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost || target == ErrLocked }
+
 // AcquireLock takes the run lease for ttl, unless another holder's lease is
 // still valid. An expired lease (a process that died), or one whose
-// holder l.Gone says has ended, is taken over. The same holder may
-// re-acquire (renew) its own lease.
+// holder l.Gone says has ended, is taken over. A holder keeps its lease
+// with RenewLock, which never takes back a lease it lost.
 func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	now := d.now()
 	return d.Tx(ctx, func(tx *sql.Tx) error {
@@ -66,6 +104,32 @@ func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error 
 			l.Holder, l.Host, l.PID, l.Command, ts(now), ts(d.now().Add(ttl)))
 		return err
 	})
+}
+
+// RenewLock extends, to ttl from now, the lease l holds. It only ever
+// extends the lease row l's holder still has: when the row is gone (the
+// lease was taken over and since released) or another holder's (taken
+// over), the lease was lost and RenewLock returns a *LeaseLostError
+// (matching ErrLeaseLost and ErrLocked), changing nothing. One UPDATE;
+// the current holder is read only when the lease was lost.
+func (d *DB) RenewLock(ctx context.Context, l Lease, ttl time.Duration) error {
+	expires := d.now().Add(ttl)
+	res, err := d.db.ExecContext(ctx, `UPDATE run_lock SET expires_at = ? WHERE id = 1 AND holder = ?`, ts(expires), l.Holder)
+	if err != nil {
+		return fmt.Errorf("renew run lease: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("renew run lease: %w", err)
+	}
+	if n == 1 {
+		return nil
+	}
+	lost := &LeaseLostError{Lease: l}
+	if cur, err := d.LockHolder(ctx); err == nil {
+		lost.Now, lost.Free = cur, cur == nil
+	}
+	return lost
 }
 
 // ReleaseLock drops the lease if l still holds it.

@@ -48,7 +48,10 @@ type delayed struct {
 }
 
 func (d delayed) Next(t time.Time) time.Time {
-	n := d.sch.Next(t)
+	// In the scheduler's zone (gocron's default, time.Local): robfig
+	// evaluates a schedule without CRON_TZ in the zone of the time it is
+	// given, and stored times are UTC.
+	n := d.sch.Next(t.In(time.Local))
 	if n.IsZero() {
 		return n
 	}

@@ -32,3 +32,26 @@ func TestLongestCronGap(t *testing.T) {
 		}
 	}
 }
+
+// Overdue times follow a cron schedule in the scheduler's zone (local
+// time, as gocron fires it), though stored run times are UTC: in New York
+// a daily 09:00 run ending Monday 14:05Z (09:05 EST) is next due Tuesday
+// 09:00 EST (14:00Z), not at 09:00Z.
+func TestDelayedScheduleUsesLocalZone(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skipf("no zone data: %v", err)
+	}
+	old := time.Local
+	time.Local = ny
+	t.Cleanup(func() { time.Local = old })
+	sch, err := cronSpec("0 9 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Date(2026, 11, 30, 14, 5, 0, 0, time.UTC)
+	got := delayed{sch: sch}.Next(end)
+	if want := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("next after %s: %s, want %s", end, got.UTC(), want)
+	}
+}

@@ -108,6 +108,12 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 		OnAttempt: o.Hooks.OnAttempt, OnBreaker: o.Hooks.OnBreaker, Resample: resample,
 	})
 	sum, err := r.Run(runCtx)
+	if lost := context.Cause(runCtx); err != nil && errors.Is(lost, storage.ErrLocked) {
+		// The run could not be finished because its lease was lost (the
+		// run is already marked aborted by the process that took over):
+		// say that first.
+		return nil, fmt.Errorf("run aborted: %w (%w)", lost, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +220,10 @@ func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 			case <-renewCtx.Done():
 				return
 			case <-t.C:
-				err := st.AcquireLock(renewCtx, l, ttl)
+				// Renew only the lease this process still holds: one
+				// taken over while it was paused or stalled is lost for
+				// good (storage.ErrLeaseLost), never taken back.
+				err := st.RenewLock(renewCtx, l, ttl)
 				switch {
 				case errors.Is(err, storage.ErrLocked):
 					if logger != nil {
@@ -289,7 +298,7 @@ func DetectionParams(cfg *config.Config) diff.Params {
 // never seen before take confirm_samples only: the first run of a corpus
 // costs no extra requests.
 func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target) (func(*runner.Target, string, string, probes.Result) int, error) {
-	base := map[string]map[string][2]string{}
+	base := map[string]map[string]diff.Baseline{}
 	for _, t := range targets {
 		row, err := st.TargetByName(ctx, t.Config.Name)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -307,14 +316,19 @@ func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets 
 			return 0
 		}
 		b, ok := base[t.Config.Name][probeID]
-		if !ok || b[0] != sha {
+		if !ok || b.SHA256 != sha {
 			// New bytes: samples can establish a baseline.
 			return t.Config.ConfirmSamples
 		}
-		if b[1] == "" {
+		if b.Verdict == "" {
+			if b.Nondeterministic {
+				// Marked noisy before it ever settled: screening
+				// every answer would triple its cost for good.
+				return t.Config.ConfirmSamples
+			}
 			return max(t.Config.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
 		}
-		if diff.VerdictOf(first).Key() == b[1] {
+		if diff.VerdictOf(first).Key() == b.Verdict {
 			return 0
 		}
 		return max(t.Config.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
