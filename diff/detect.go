@@ -169,7 +169,9 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 				return fmt.Errorf("detect %s: %w", t.Name, err)
 			}
 		}
-		return nil
+		// With the state and events: a run is never left finished but
+		// undetected (storage.UndetectedRuns) once this commits.
+		return storage.MarkDetected(ctx, tx, in.RunID)
 	})
 	if err != nil {
 		return nil, err

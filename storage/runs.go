@@ -158,12 +158,40 @@ func (d *DB) BeginRun(ctx context.Context, r Run) (int64, error) {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = d.now()
 	}
-	res, err := d.db.ExecContext(ctx, `INSERT INTO runs (started_at, status, corpus_name, corpus_version, corpus_hash, config_hash, host, version, note)
-		VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?)`, ts(r.StartedAt), r.CorpusName, r.CorpusVersion, r.CorpusHash, r.ConfigHash, r.Host, r.Version, r.Note)
+	res, err := d.db.ExecContext(ctx, `INSERT INTO runs (started_at, status, corpus_name, corpus_version, corpus_hash, config_hash, host, version, note, detected)
+		VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, 0)`, ts(r.StartedAt), r.CorpusName, r.CorpusVersion, r.CorpusHash, r.ConfigHash, r.Host, r.Version, r.Note)
 	if err != nil {
 		return 0, fmt.Errorf("begin run: %w", err)
 	}
 	return res.LastInsertId()
+}
+
+// UndetectedRuns returns the finished runs (complete or partial) whose
+// detection never committed — the process ended between recording the
+// run and detecting it — oldest first. Detection marks a run detected in
+// its own transaction (MarkDetected).
+func (d *DB) UndetectedRuns(ctx context.Context) ([]int64, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id FROM runs WHERE detected = 0 AND status IN ('complete', 'partial') ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// MarkDetected records, inside detection's transaction tx, that run's
+// detection committed.
+func MarkDetected(ctx context.Context, tx *sql.Tx, run int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE runs SET detected = 1 WHERE id = ?`, run)
+	return err
 }
 
 // FinishRun records a run's final status and per-target summaries. It

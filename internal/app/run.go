@@ -79,6 +79,13 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if n, err := st.AbandonStaleRuns(context.WithoutCancel(ctx), st.Now().Add(time.Second)); err == nil && n > 0 && o.Logger != nil {
 		o.Logger.Warn("marked abandoned runs as aborted", "runs", n)
 	}
+	// A run recorded finished whose detection never committed (the process
+	// ended in between) is detected now, before this run: its flips would
+	// otherwise go unseen, and later runs would compare against a state
+	// that skipped it.
+	if err := detectMissed(context.WithoutCancel(ctx), cfg, st, o.Logger); err != nil {
+		return nil, err
+	}
 	// The lock file guards a version's bytes where the corpus lives; the
 	// database guards them too, so a lost or regenerated corpus.lock
 	// cannot make one version mean two corpora.
@@ -247,6 +254,48 @@ func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 		return st.ReleaseLock(context.WithoutCancel(ctx), *lease)
 	}
 	return held, release, nil
+}
+
+// detectMissed applies detection to every finished run that never had it
+// (storage.UndetectedRuns), oldest first, reading their observations from
+// the database. The caller holds the run lease. Targets no longer
+// configured are detected with the detection parameters in force and no
+// confirm_samples.
+func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, logger *slog.Logger) error {
+	ids, err := st.UndetectedRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("find undetected runs: %w", err)
+	}
+	for _, id := range ids {
+		run, err := st.Run(ctx, id)
+		if err != nil {
+			return err
+		}
+		rts, err := st.RunTargets(ctx, id)
+		if err != nil {
+			return err
+		}
+		in := diff.Input{RunID: id, CorpusVersion: run.CorpusVersion, CorpusHash: run.CorpusHash, Params: DetectionParams(cfg)}
+		for _, rt := range rts {
+			row, err := st.TargetByName(ctx, rt.Target)
+			if err != nil {
+				return err
+			}
+			tr := diff.TargetRun{ID: rt.TargetID, Name: rt.Target, Provider: row.Provider, Status: rt.Status}
+			if tc := cfg.Target(rt.Target); tc != nil {
+				tr.ConfirmSamples = tc.ConfirmSamples
+			}
+			in.Targets = append(in.Targets, tr)
+		}
+		det, err := diff.Apply(ctx, st, in)
+		if err != nil {
+			return fmt.Errorf("detection of run %d: %w", id, err)
+		}
+		if logger != nil {
+			logger.Warn("a finished run was never detected (its process ended first): detected now", "run", id, "events", len(det.EventIDs()))
+		}
+	}
+	return nil
 }
 
 // Prune prunes the store as r says, keeping what detection, evidence and

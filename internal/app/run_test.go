@@ -10,6 +10,7 @@ import (
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
+	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -111,5 +112,40 @@ targets:
 			t.Errorf("run %d: %d requests, want %d", i+1, got, w)
 		}
 		prev = srv.Total()
+	}
+}
+
+// A run recorded finished whose detection never committed (the process
+// was killed in between) is detected by the next run, first: a change it
+// confirmed is an event confirmed in that run, and a revert right after
+// it does not erase the change.
+func TestUndetectedRunIsDetectedNext(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: sim-a
+    provider: sim
+    model: m
+    sim: {policies: [{from_run: 1, thresholds: {violence: 0.5}}, {from_run: 3, thresholds: {violence: 0.2}}, {from_run: 5, thresholds: {violence: 0.5}}]}
+`)
+	e.Runs(3)
+	// Run 4 confirms the tightening, but its process dies after recording
+	// the run and before detecting it: the runner alone.
+	sum, err := runner.New(runner.Options{Config: e.Config, Corpus: e.Corpus, Store: e.Store, Targets: e.Targets, Sleep: e.Sleep}).Run(context.Background())
+	if err != nil || sum.Status != storage.RunComplete {
+		t.Fatalf("run 4: %v %+v", err, sum)
+	}
+	if ids, err := e.Store.UndetectedRuns(context.Background()); err != nil || len(ids) != 1 || ids[0] != sum.RunID {
+		t.Fatalf("undetected runs %v %v, want [%d]", ids, err, sum.RunID)
+	}
+	e.Runs(2) // runs 5 and 6: the policy is back
+	evs, err := diff.ListEvents(context.Background(), e.Store, diff.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Kind != diff.KindPolicy || evs[0].ConfirmedRun != sum.RunID || evs[0].Status != diff.StatusReverted {
+		t.Fatalf("events %+v: want one policy change confirmed in run %d, reverted since", evs, sum.RunID)
+	}
+	if ids, _ := e.Store.UndetectedRuns(context.Background()); len(ids) != 0 {
+		t.Errorf("still undetected: %v", ids)
 	}
 }
