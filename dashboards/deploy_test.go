@@ -584,7 +584,7 @@ func TestSystemdUnits(t *testing.T) {
 
 	serve := unit(t, "driftprobe-serve.service")
 	check("driftprobe-serve.service", serve, hardening)
-	check("driftprobe-serve.service", serve, map[string]string{"Service.Type": "simple", "Service.Restart": "on-failure"})
+	check("driftprobe-serve.service", serve, map[string]string{"Service.Type": "notify", "Service.NotifyAccess": "main", "Service.Restart": "on-failure"})
 	sexec := strings.Fields(one(serve, "Service.ExecStart"))
 	if len(sexec) < 2 || sexec[1] != "serve" {
 		t.Errorf("driftprobe-serve.service ExecStart = %v, want driftprobe serve ...", sexec)

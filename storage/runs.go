@@ -688,6 +688,26 @@ func (d *DB) RunTargets(ctx context.Context, runID int64) ([]RunTarget, error) {
 	return out, rows.Err()
 }
 
+// ObservedTargets lists the targets run runID stored observations for,
+// as RunTargets with only TargetID and Target set: the targets of a run
+// whose process died before it recorded its per-target summaries.
+func (d *DB) ObservedTargets(ctx context.Context, runID int64) ([]RunTarget, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT t.id, t.name FROM targets t WHERE t.id IN (SELECT DISTINCT target_id FROM observations WHERE run_id = ?) ORDER BY t.name`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []RunTarget
+	for rows.Next() {
+		rt := RunTarget{RunID: runID}
+		if err := rows.Scan(&rt.TargetID, &rt.Target); err != nil {
+			return nil, err
+		}
+		out = append(out, rt)
+	}
+	return out, rows.Err()
+}
+
 func splitList(s string) []string {
 	if s == "" {
 		return nil

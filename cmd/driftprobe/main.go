@@ -20,8 +20,14 @@ func main() {
 }
 
 // runWithSignals runs the CLI with SIGINT/SIGTERM cancelling its context.
+// SIGHUP is caught from the very start, before the command is known:
+// serve reloads on it (a reload sent while the daemon starts never kills
+// it), any other command stops on it as on SIGTERM.
 func runWithSignals(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, args, stdout, stderr)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	return runHUP(ctx, args, stdout, stderr, hup)
 }

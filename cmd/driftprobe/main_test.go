@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -516,5 +517,43 @@ func TestUnusedGlobalFlagsRefused(t *testing.T) {
 	t.Setenv("DRIFTPROBE_CONFIG", filepath.Join(t.TempDir(), "absent.yaml"))
 	if stdout, stderr, code := runIn(t, "version"); code != 0 || !strings.Contains(stdout, "driftprobe") {
 		t.Errorf("version with DRIFTPROBE_CONFIG set: exit %d: %s%s", code, stdout, stderr)
+	}
+}
+
+// A command interrupted (SIGINT/SIGTERM cancel its context) before it
+// could say more reports the interruption, not a bare "context canceled".
+func TestInterruptedBeforeStartSaysSo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := Run(ctx, []string{"run", "--db", filepath.Join(t.TempDir(), "d.db"), "--no-progress"}, &out, &errb)
+	if code != 3 || !strings.Contains(errb.String(), "interrupted by a signal before it finished") {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+}
+
+// SIGHUP stops a command other than serve as SIGTERM does (exit 3, the
+// run recorded aborted or never begun), instead of killing the process
+// outright; serve reloads on it instead (TestServe*).
+func TestHangupStopsRun(t *testing.T) {
+	hup := make(chan os.Signal, 1)
+	hup <- syscall.SIGHUP
+	var out, errb bytes.Buffer
+	db := filepath.Join(t.TempDir(), "d.db")
+	code := runHUP(context.Background(), []string{"run", "--db", db, "--no-progress"}, &out, &errb, hup)
+	if code != 3 {
+		t.Fatalf("run after SIGHUP: exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(db); err == nil {
+		st, err := storage.OpenReadOnly(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if id, _ := st.LatestRunID(context.Background()); id > 0 {
+			if r, err := st.Run(context.Background(), id); err != nil || r.Status == storage.RunComplete {
+				t.Errorf("run %d: %+v %v: completed despite the hangup", id, r, err)
+			}
+		}
 	}
 }

@@ -33,11 +33,23 @@ type globals struct {
 	logLevel string
 	stdout   io.Writer
 	stderr   io.Writer
+	// hup delivers SIGHUP, caught since the process started (nil: not
+	// caught, as in tests); hangup stops a command other than serve.
+	hup    <-chan os.Signal
+	hangup context.CancelFunc
 }
 
 // Run executes the CLI with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr}
+	return runHUP(ctx, args, stdout, stderr, nil)
+}
+
+// runHUP is Run with SIGHUP delivered on hup: serve reloads on it, any
+// other command stops as on SIGTERM.
+func runHUP(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-chan os.Signal) int {
+	ctx, hangup := context.WithCancel(ctx)
+	defer hangup()
+	g := &globals{stdout: stdout, stderr: stderr, hup: hup, hangup: hangup}
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -54,6 +66,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case app.IsUsage(err) || isCobraUsage(err) || strings.HasPrefix(err.Error(), "unknown command"):
 		fmt.Fprintln(stderr, err.Error())
 		return exitUsage
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		// SIGINT/SIGTERM before the command got far enough to say more
+		// ("begin: context canceled" says nothing to an operator).
+		fmt.Fprintln(stderr, "driftprobe: interrupted by a signal before it finished ("+err.Error()+")")
+		return exitRuntime
 	default:
 		fmt.Fprintln(stderr, "driftprobe: "+err.Error())
 		return exitRuntime
@@ -95,6 +112,16 @@ probes the embedded simulator: no keys, no network.`,
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := checkLogLevel(c, g.logLevel); err != nil {
 			return err
+		}
+		if g.hup != nil && c.Name() != "serve" {
+			// Only serve reloads; to any other command a hangup means stop.
+			go func() {
+				select {
+				case <-g.hup:
+					g.hangup()
+				case <-c.Context().Done():
+				}
+			}()
 		}
 		return checkUnused(c)
 	}

@@ -41,9 +41,14 @@ held is skipped (driftprobe_run_lock_skips_total).`,
 			// From the start: a SIGHUP's default action ends the process, and
 			// a reload sent while the daemon opens its database (systemctl
 			// reload right after start) must wait for it instead.
-			hup := make(chan os.Signal, 1)
-			signal.Notify(hup, syscall.SIGHUP)
-			defer signal.Stop(hup)
+			// (main catches it from process start: g.hup.)
+			hup := g.hup
+			if hup == nil {
+				c := make(chan os.Signal, 1)
+				signal.Notify(c, syscall.SIGHUP)
+				defer signal.Stop(c)
+				hup = c
+			}
 			d, err := app.NewDaemon(ctx, app.DaemonOptions{ConfigPath: g.config, DBOverride: g.db, Logger: log, RunAtStart: !noInitial, Runtime: true,
 				AfterRun: afterRunHook(g, log)})
 			if err != nil {
@@ -69,6 +74,9 @@ held is skipped (driftprobe_run_lock_skips_total).`,
 				return err
 			}
 			fmt.Fprintf(g.stderr, "driftprobe serve: schedule %q, metrics on http://%s/metrics\n", d.Config().Schedule, ln.Addr())
+			if err := app.NotifyReady(); err != nil {
+				log.Warn("systemd readiness", "err", err)
+			}
 			for {
 				select {
 				case <-hup:

@@ -94,9 +94,20 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 	if err != nil {
 		return nil, err
 	}
+	if run.Status == storage.RunRunning {
+		return nil, Usage(fmt.Errorf("replay: run %d is still running (or its process died and no run has marked it aborted since): replay a finished run", runID))
+	}
 	rts, err := st.RunTargets(ctx, runID)
 	if err != nil {
 		return nil, err
+	}
+	if len(rts) == 0 {
+		// A run whose process died before it recorded per-target
+		// summaries (marked aborted since): its stored answers are
+		// replayed all the same, by the targets they belong to.
+		if rts, err = st.ObservedTargets(ctx, runID); err != nil {
+			return nil, err
+		}
 	}
 	rows, err := st.Targets(ctx)
 	if err != nil {

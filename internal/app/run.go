@@ -156,6 +156,15 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 			return nil, err
 		}
 	}
+	if runCtx.Err() != nil {
+		// Interrupted (SIGTERM, a deadline) after the run was recorded and
+		// detected: pruning and attribution are left to the next run
+		// rather than failing half-way with a cancelled context.
+		if o.Logger != nil {
+			o.Logger.Info("interrupted after the run: pruning and attribution are left to the next run", "run", sum.RunID)
+		}
+		return res, nil
+	}
 	if cfg.Retention.Enabled() {
 		// Still holding the lease. A failed prune is logged, not a failed
 		// run: the run is recorded, and the next run prunes again.

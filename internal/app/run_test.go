@@ -149,3 +149,31 @@ targets:
 		t.Errorf("still undetected: %v", ids)
 	}
 }
+
+// replay of a run whose process died before recording per-target
+// summaries replays its stored answers (by the targets they belong to);
+// a run still marked running is refused, never "0 replayed".
+func TestReplayOfKilledRun(t *testing.T) {
+	e := testenv.New(t, "targets:\n  - {name: a, provider: sim, model: m}\n")
+	ctx := context.Background()
+	e.Run()
+	// A run killed mid-way: observations stored, no FinishRun.
+	sum, err := runner.New(runner.Options{Config: e.Config, Corpus: e.Corpus, Store: e.Store, Targets: e.Targets, Sleep: e.Sleep}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Store.SQL().Exec(`UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?`, sum.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Store.SQL().Exec(`DELETE FROM run_targets WHERE run_id = ?`, sum.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Replay(ctx, e.Store, sum.RunID, e.Targets, ""); !app.IsUsage(err) || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("replay of a running run: %v", err)
+	}
+	e.Run() // marks it aborted (abandoned)
+	rep, err := app.Replay(ctx, e.Store, sum.RunID, e.Targets, "")
+	if err != nil || rep.Replayed != len(e.Corpus.Probes) || rep.Same != rep.Replayed {
+		t.Fatalf("replay of the killed run: %+v %v, want its %d answers replayed", rep, err, len(e.Corpus.Probes))
+	}
+}
