@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/driftprobe/driftprobe/probes"
 )
@@ -36,10 +38,15 @@ type CheckReport struct {
 	Full      bool     `json:"full"`
 	// ForeignKeys lists rows whose parent row is missing.
 	ForeignKeys []ForeignKeyProblem `json:"foreign_keys"`
+	// BodiesSkipped: the evidence was not checked, because --no-bodies
+	// asked so or for the reason BodiesSkippedWhy gives (a database of a
+	// newer schema, whose evidence a newer driftprobe may store or
+	// fingerprint differently).
+	BodiesSkipped    bool   `json:"bodies_skipped"`
+	BodiesSkippedWhy string `json:"bodies_skipped_why,omitempty"`
 	// Observations read; BodiesChecked of them had bodies to verify,
 	// BodiesPruned had theirs removed by retention (nothing to verify);
 	// the rest recorded no answer and hold only the request.
-	BodiesSkipped bool  `json:"bodies_skipped"`
 	Observations  int64 `json:"observations"`
 	BodiesChecked int64 `json:"bodies_checked"`
 	BodiesPruned  int64 `json:"bodies_pruned"`
@@ -87,19 +94,51 @@ const checkChunk = 512
 // reads, holds no lock across chunks (runs may write meanwhile; rows they
 // add may or may not be seen), and returns an error only when the database
 // cannot be read, never for what it finds.
+//
+// A database of a newer schema than this binary's gets the structure and
+// foreign key checks, which read no driftprobe table, and not the evidence
+// check (BodiesSkippedWhy says so): a newer driftprobe may store or
+// fingerprint evidence in ways this one would call a mismatch. When this
+// binary's SQLite cannot even read a newer schema, Check returns
+// ErrNewerSchema rather than calling the file damaged.
+//
+// A database opened as immutable (OpenReadOnly, where this process may not
+// write beside it) is read without locks: when something does not verify
+// and the file changed meanwhile, Check returns ErrChangedWhileRead
+// instead of a report that may mix two states of the file.
 func (d *DB) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
+	rep, err := d.check(ctx, opts)
+	if (err != nil || !rep.OK) && d.changedSinceOpen() {
+		return nil, fmt.Errorf("check: %s: %w (it was read without locks, since this user cannot create the -wal and -shm files beside it); run db check again, or as a user who can write there", d.path, ErrChangedWhileRead)
+	}
+	return rep, err
+}
+
+// ErrChangedWhileRead is returned (wrapped) by Check when a database read
+// without locks changed while it was checked.
+var ErrChangedWhileRead = errors.New("the file changed while it was checked")
+
+func (d *DB) check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
 	}
 	rep := &CheckReport{Full: opts.Full, Structure: []string{}, ForeignKeys: []ForeignKeyProblem{}, Problems: []BodyProblem{}, BodiesSkipped: opts.SkipBodies}
+	schema, err := d.SchemaVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check: schema version: %w", err)
+	}
+	newer := schema > SchemaLatest()
 	pragma := "PRAGMA quick_check"
 	if opts.Full {
 		pragma = "PRAGMA integrity_check"
 	}
 	// SQLite answers a damaged file with a list of messages, or, when the
-	// damage stops the check itself, SQLITE_CORRUPT: a finding either way.
+	// damage stops the check itself, SQLITE_CORRUPT: a finding either way
+	// (but for a newer schema, which this binary's SQLite may not parse).
 	msgs, err := d.strings(ctx, pragma)
 	switch {
+	case IsCorrupt(err) && newer:
+		return nil, d.newerUnreadable(schema, err)
 	case IsCorrupt(err):
 		rep.Structure = append(rep.Structure, fmt.Sprintf("%s stopped: %v", pragma, err))
 	case err != nil:
@@ -114,7 +153,11 @@ func (d *DB) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 	case err != nil:
 		return nil, err
 	}
-	if !opts.SkipBodies {
+	if !opts.SkipBodies && newer {
+		rep.BodiesSkipped = true
+		rep.BodiesSkippedWhy = fmt.Sprintf("schema %d is newer than this driftprobe's %d, which cannot tell how a newer driftprobe stores and fingerprints evidence: check it with a driftprobe at least as new as the database", schema, SchemaLatest())
+	}
+	if !rep.BodiesSkipped {
 		err := d.checkBodies(ctx, rep, opts.MaxProblems)
 		switch {
 		case IsCorrupt(err):
@@ -285,4 +328,24 @@ func verifyStored(o *storedObs) string {
 func IsCorrupt(err error) bool {
 	code := sqliteCode(err)
 	return code == sqliteCorrupt || code == sqliteNotADB
+}
+
+// newerUnreadable is the error for a database of a newer schema (schema)
+// that SQLite answered with err, SQLITE_CORRUPT: this binary's SQLite may
+// not parse what a newer driftprobe wrote, so it is not called damage.
+func (d *DB) newerUnreadable(schema int, err error) error {
+	return fmt.Errorf("%s: %w (schema %d, this binary knows %d), and this driftprobe's SQLite cannot read it (%v): use a driftprobe at least as new as the database (were it damaged, that one says so)",
+		d.path, ErrNewerSchema, schema, SchemaLatest(), err)
+}
+
+// IsDamaged reports whether err, from OpenReadOnly, means the file is
+// damaged or incomplete rather than unreadable here: SQLITE_CORRUPT,
+// SQLITE_NOTADB, ErrIncomplete, or an SQLITE_READONLY error OpenReadOnly
+// had no way around (the file needs a write before it can be read).
+// A -wal file this process cannot read (ErrWALUnreadable) is not damage.
+func IsDamaged(err error) bool {
+	if err == nil || errors.Is(err, ErrWALUnreadable) {
+		return false
+	}
+	return IsCorrupt(err) || errors.Is(err, ErrIncomplete) || isReadOnly(err) || strings.Contains(err.Error(), "attempt to write a readonly database")
 }

@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,8 +208,7 @@ func BenchmarkCheck(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/obs")
 }
 
-// OpenReadOnly reads without writing: a newer schema is refused, and
-// nothing can be written through it.
+// OpenReadOnly reads without writing: nothing can be written through it.
 func TestOpenReadOnly(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "t.db")
@@ -225,14 +226,92 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Error("wrote through a read-only handle")
 	}
 	ro.Close()
-	d, err = Open(ctx, p)
+}
+
+// A database a newer driftprobe wrote (schema 99) is read as it is by
+// Check and Backup, which only read, and left byte for byte as it was:
+// Check verifies the structure and foreign keys and says why the evidence
+// is not checked; Backup copies it, schema and all. The commands for one
+// schema (OpenReadCurrent) refuse it. When this binary's SQLite cannot
+// even read the newer schema, both say so (ErrNewerSchema), not damage.
+func TestNewerSchemaCheckedAndBackedUp(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "t.db")
+	d, err := Open(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.db.Exec(`PRAGMA user_version = 99`)
+	run, tgt := setupRun(t, d)
+	if err := d.InsertObservations(ctx, checkedObservations(run, tgt, 20)); err != nil {
+		t.Fatal(err)
+	}
+	// A newer driftprobe's table and column, of a newer fingerprint this
+	// one cannot reproduce.
+	for _, q := range []string{`ALTER TABLE observations ADD COLUMN request_salt TEXT NOT NULL DEFAULT ''`, `UPDATE observations SET request_salt = 'x', request_sha256 = 'new-' || request_sha256`,
+		`CREATE TABLE future (id INTEGER PRIMARY KEY, observation_id INTEGER REFERENCES observations(id))`, `INSERT INTO future (observation_id) VALUES (1)`, `PRAGMA user_version = 99`} {
+		if _, err := d.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
 	d.Close()
-	if _, err := OpenReadOnly(ctx, p); !errors.Is(err, ErrNewerSchema) {
-		t.Errorf("schema 99: %v, want ErrNewerSchema", err)
+	before := mustRead(t, p)
+
+	if _, err := OpenReadCurrent(ctx, p); !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("OpenReadCurrent of schema 99: %v, want ErrNewerSchema", err)
+	}
+	ro, err := OpenReadOnly(ctx, p)
+	if err != nil {
+		t.Fatalf("OpenReadOnly of schema 99: %v", err)
+	}
+	rep, err := ro.Check(ctx, CheckOptions{Full: true})
+	if err != nil || !rep.OK || !rep.BodiesSkipped || rep.Observations != 0 || !strings.Contains(rep.BodiesSkippedWhy, "schema 99 is newer than this driftprobe's") {
+		t.Errorf("check of schema 99: %+v %v", rep, err)
+	}
+	dst := filepath.Join(t.TempDir(), "b.db")
+	if err := ro.Backup(ctx, dst); err != nil {
+		t.Errorf("backup of schema 99: %v", err)
+	}
+	ro.Close()
+	if !bytes.Equal(mustRead(t, p), before) {
+		t.Error("reading schema 99 changed it")
+	}
+	b, err := OpenReadOnly(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := b.SchemaVersion(ctx); v != 99 {
+		t.Errorf("the backup has schema %d, want 99", v)
+	}
+	if rep, err := b.Check(ctx, CheckOptions{}); err != nil || !rep.OK {
+		t.Errorf("check of the backup: %+v %v", rep, err)
+	}
+	b.Close()
+
+	// A newer schema this SQLite cannot parse.
+	d, err = Open(ctx, filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = d.Path()
+	for _, q := range []string{`PRAGMA writable_schema = ON`, `INSERT INTO sqlite_master VALUES ('table', 'fut', 'fut', 0, 'CREATE TABLE fut (a INTEGER) FUTURE SYNTAX')`, `PRAGMA user_version = 99`} {
+		if _, err := d.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	ro, err = OpenReadOnly(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if rep, err := ro.Check(ctx, CheckOptions{}); !errors.Is(err, ErrNewerSchema) || !strings.Contains(fmt.Sprint(err), "use a driftprobe at least as new as the database") {
+		t.Errorf("check of an unparsable schema 99: %+v %v, want ErrNewerSchema", rep, err)
+	}
+	if err := ro.Backup(ctx, filepath.Join(filepath.Dir(dst), "c.db")); !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("backup of an unparsable schema 99: %v, want ErrNewerSchema", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dst), "c.db*")); len(left) != 0 {
+		t.Errorf("a failed backup left %v", left)
 	}
 }
 
@@ -271,5 +350,24 @@ func TestConcurrentBackupsToOnePath(t *testing.T) {
 	defer b.Close()
 	if rep, err := b.Check(ctx, CheckOptions{Full: true}); err != nil || !rep.OK || rep.Observations != 300 {
 		t.Errorf("the backup: %+v %v", rep, err)
+	}
+}
+
+// IsDamaged: what db check calls damage when a file will not open read-only.
+func TestIsDamaged(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("x"), false},
+		{fmt.Errorf("p: %w", ErrIncomplete), true},
+		{errors.New("p: read schema version: attempt to write a readonly database (776)"), true},
+		{walUnreadable("p", "dir", errors.New("attempt to write a readonly database (1544)")), false},
+		{fmt.Errorf("p: %w", ErrNotDriftprobe), false},
+	} {
+		if got := IsDamaged(c.err); got != c.want {
+			t.Errorf("IsDamaged(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

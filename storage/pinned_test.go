@@ -101,7 +101,17 @@ func TestSchema9DatabaseUpgrades(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "old.db")
 	old := schema9(t, p)
-	run, tgt := setupRun(t, old)
+	// The run as a schema-9 driftprobe began it (runs had no detected
+	// column then).
+	res, err := old.db.Exec(`INSERT INTO runs (started_at, status, corpus_name, corpus_version, corpus_hash, config_hash, host, version, note) VALUES (?, 'running', 'c', '1', '', '', '', '', '')`, ts(old.now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _ := res.LastInsertId()
+	tgt, err := old.EnsureTarget(ctx, TargetRow{Name: "sim", Provider: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	legacy := func(method, path string, body []byte) string {
 		s := sha256.Sum256([]byte(method + "\n" + path + "\n" + string(body)))
 		return hex.EncodeToString(s[:])

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -373,36 +374,129 @@ var ErrExists = errors.New("file exists")
 
 // Backup writes a consistent copy of the database to path (VACUUM INTO),
 // safe while runs write: the copy is a snapshot of one moment. It refuses
-// to overwrite an existing file.
+// to overwrite an existing file. Any schema is copied as it is.
+//
+// path never holds a partial copy. The copy is written under a temporary
+// name beside it (path.tmp-NNN, created exclusively), flushed to disk, and
+// only then given its name; an error or a cancelled ctx removes the
+// temporary file. A backup killed outright (SIGKILL, power loss) leaves
+// only path.tmp-NNN (and its -journal), safe to delete, and path free for
+// the next backup.
+//
+// The name is given with a hard link, which fails when path exists, so a
+// file created at path while the copy was written is never replaced (two
+// backups to one path: one wins, the other gets ErrExists). On a file
+// system without hard links (FAT, some network and FUSE file systems) the
+// copy is renamed instead, after checking that path is still free: a file
+// created at path between that check and the rename (microseconds apart)
+// would be replaced.
 func (d *DB) Backup(ctx context.Context, path string) error {
-	// Claim the path first (VACUUM INTO writes into an existing empty
-	// file): two backups to one path cannot both proceed, and a failure
-	// removes only the file this call created.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("backup %s: %w", path, ErrExists)
+	fail := func(err error) error { return fmt.Errorf("backup %s: %w", path, err) }
+	if _, err := os.Lstat(path); err == nil {
+		return fail(ErrExists)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
 	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("backup %s: %w", path, err)
+		return fail(fmt.Errorf("create the copy beside it: %w", err))
 	}
-	mine, statErr := f.Stat()
+	tmp := f.Name()
 	f.Close()
-	removeMine := func() {
-		if st, err := os.Stat(path); err == nil && statErr == nil && os.SameFile(st, mine) {
-			_ = os.Remove(path)
+	if !filepath.IsAbs(tmp) {
+		// Never an SQLite URI ("file:…") to VACUUM INTO.
+		tmp = "." + string(filepath.Separator) + tmp
+	}
+	published := false
+	defer func() {
+		if !published {
+			// SQLite's journal too: VACUUM INTO writes the copy in a
+			// transaction of its own.
+			for _, s := range []string{"", "-journal", "-wal", "-shm"} {
+				_ = os.Remove(tmp + s)
+			}
 		}
+	}()
+	if err := d.vacuumInto(ctx, tmp); err != nil {
+		if schema, serr := d.SchemaVersion(ctx); serr == nil && schema > SchemaLatest() && IsCorrupt(err) {
+			return d.newerUnreadable(schema, err)
+		}
+		return fail(err)
 	}
-	// VACUUM INTO writes only the new file: a read-only handle (mode=ro,
-	// which protects the source) may run it once query_only is lifted.
-	if _, err := d.db.ExecContext(ctx, `PRAGMA query_only = 0`); err != nil {
-		removeMine()
-		return fmt.Errorf("backup %s: %w", path, err)
+	if err := syncFile(tmp); err != nil {
+		return fail(err)
 	}
-	if _, err := d.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
-		removeMine()
-		return fmt.Errorf("backup %s: %w", path, err)
+	if err := ctx.Err(); err != nil {
+		return fail(err)
 	}
+	if err := publish(tmp, path); err != nil {
+		return fail(err)
+	}
+	published = true
+	syncDir(filepath.Dir(path))
 	return nil
+}
+
+// vacuumInto writes the database to the empty file tmp. VACUUM INTO
+// writes only the new file: a read-only handle (mode=ro, which protects
+// the source) may run it once query_only is lifted, and it is restored
+// after.
+func (d *DB) vacuumInto(ctx context.Context, tmp string) error {
+	var queryOnly bool
+	if err := d.db.QueryRowContext(ctx, `PRAGMA query_only`).Scan(&queryOnly); err != nil {
+		return err
+	}
+	if queryOnly {
+		if _, err := d.db.ExecContext(ctx, `PRAGMA query_only = 0`); err != nil {
+			return err
+		}
+		defer d.db.ExecContext(context.WithoutCancel(ctx), `PRAGMA query_only = 1`)
+	}
+	_, err := d.db.ExecContext(ctx, `VACUUM INTO ?`, tmp)
+	return err
+}
+
+// publish gives the complete file tmp the name path unless path exists
+// (ErrExists), and removes the name tmp.
+func publish(tmp, path string) error {
+	err := os.Link(tmp, path)
+	if err == nil {
+		_ = os.Remove(tmp) // path holds the copy; a stray name would only be clutter
+		return nil
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return ErrExists
+	}
+	// No hard links here: check, then rename (which would replace a file
+	// created in between).
+	if _, serr := os.Lstat(path); serr == nil {
+		return ErrExists
+	} else if !errors.Is(serr, fs.ErrNotExist) {
+		return serr
+	}
+	return os.Rename(tmp, path)
+}
+
+// syncFile flushes the file name to disk.
+func syncFile(name string) error {
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir flushes a directory's entries (the new name) to disk, where the
+// platform can (not Windows): best effort, the copy itself is on disk.
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		_ = f.Sync()
+		f.Close()
+	}
 }
 
 // Stats describes the database's size and contents.

@@ -2,6 +2,21 @@
 
 package storage
 
-// readOnlyFS reports whether dir is on a read-only file system; where that
-// cannot be told, never (so a database is never read as immutable).
-func readOnlyFS(string) bool { return false }
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
+
+// readOnlyFile reports whether this process may not write the existing
+// file p, by opening it for writing (which changes nothing: no byte is
+// written, it is not truncated). It answers false when that cannot be
+// told: the caller then opens p as usual and reports what SQLite says.
+func readOnlyFile(p string) bool {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err == nil {
+		f.Close()
+		return false
+	}
+	return errors.Is(err, fs.ErrPermission)
+}

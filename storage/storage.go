@@ -11,11 +11,13 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -37,6 +39,9 @@ type DB struct {
 	db   *sql.DB
 	path string
 	now  func() time.Time
+	// unlocked: opened as immutable (OpenReadOnly), the file as it was
+	// then; nil otherwise.
+	unlocked *fileStamp
 }
 
 // Open opens (creating if needed) the database at path and applies pending
@@ -84,28 +89,148 @@ func Open(ctx context.Context, p string) (*DB, error) {
 
 // OpenReadOnly opens an existing database without changing it: SQLite's
 // read-only mode, no journal-mode switch, no migrations, so the schema may
-// be older than this binary's (a newer one is refused with
-// ErrNewerSchema); only Check, which copes with every schema version, is
-// meant to run on it. For checks that must leave the file byte-for-byte as
-// it was, such as verifying a backup.
+// be older or newer than this binary's; only Check and Backup, which cope
+// with every schema version, are meant to run on it. For checks that must
+// leave the file byte-for-byte as it was, such as verifying a backup.
+//
+// Where this process may not write the file or its directory (a copy in a
+// read-only directory, a file of mode 0444, a read-only mount), SQLite
+// cannot create the -wal and -shm files a WAL-mode database is read
+// through. When no -wal file holds commits, the database file alone is
+// complete and is read as immutable (no locks, nothing created beside
+// it); a non-empty -wal is refused with ErrWALUnreadable. A file this
+// process may not write is read as immutable from the start rather than
+// through -wal and -shm files SQLite would create owned by this user and
+// leave behind (files the database's owner might then be unable to write,
+// locking its driftprobe out). An immutable read takes no lock: should
+// a writer change the file meanwhile, Check says so instead of reporting
+// damage. A rollback journal an interrupted write left beside the file
+// is ErrIncomplete.
 func OpenReadOnly(ctx context.Context, p string) (*DB, error) {
+	// With both the -wal and the -shm file there (a writer's), SQLite
+	// reads through them as they are, creating nothing: opened as usual.
+	if wal, shm := sidecar(p, "-wal"), sidecar(p, "-shm"); (wal < 0 || shm < 0) && readOnlyFile(p) {
+		if err := interrupted(p); err != nil {
+			return nil, err
+		}
+		if wal > 0 {
+			return nil, walUnreadable(p, p, nil)
+		}
+		return openImmutable(ctx, p)
+	}
 	d, err := openRO(ctx, p, false)
 	if err == nil || !(isCantOpen(err) || isReadOnly(err)) {
 		return d, err
 	}
-	// SQLite cannot create the WAL index (-shm) beside a WAL-mode file.
-	// Only on a file system mounted read-only, where nothing can change the
-	// file under the reader, is it read as immutable (no locks): on a
-	// writable disk a writer could checkpoint mid-read, so the error
-	// stands there.
-	dir := filepath.Dir(p)
-	if !readOnlyFS(dir) {
+	// SQLite could not create the -shm (or -wal) file beside the database
+	// (SQLITE_READONLY_DIRECTORY, SQLITE_CANTOPEN), or could not roll
+	// back a hot journal (SQLITE_READONLY_ROLLBACK).
+	if ierr := interrupted(p); ierr != nil {
+		return nil, ierr
+	}
+	if sidecar(p, "-wal") > 0 {
+		return nil, walUnreadable(p, filepath.Dir(p), err)
+	}
+	if _, serr := os.Stat(p); serr != nil {
+		return nil, err // no file to read: SQLite's answer stands
+	}
+	return openImmutable(ctx, p)
+}
+
+// ErrIncomplete is returned (wrapped) by OpenReadOnly for a file an
+// interrupted write left half-written: a hot rollback journal beside it
+// holds what the write changed, and only a writer can roll it back.
+var ErrIncomplete = errors.New("the file is incomplete")
+
+// ErrWALUnreadable is returned (wrapped) by OpenReadOnly for a database
+// whose -wal file holds commits that this process cannot read without
+// write access (SQLite needs the -shm file beside it).
+var ErrWALUnreadable = errors.New("holds committed data SQLite cannot read without write access to")
+
+// sidecar returns the size of the file p+suffix, or -1 when there is none.
+func sidecar(p, suffix string) int64 {
+	st, err := os.Stat(p + suffix)
+	if err != nil {
+		return -1
+	}
+	return st.Size()
+}
+
+// journalMagic begins a rollback journal once the database file may hold
+// part of the write it records (SQLite writes it just before it changes
+// the file); a journal whose write finished is deleted, truncated or
+// zeroed.
+var journalMagic = []byte{0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7}
+
+// interrupted returns ErrIncomplete when a rollback journal beside p holds
+// a write that never finished, one a read-only open cannot roll back. A
+// writer that is alive holds a lock that keeps SQLite from calling its
+// journal hot; OpenReadOnly looks only once SQLite refused the file, or
+// for a file no process of this user can write.
+func interrupted(p string) error {
+	f, err := os.Open(p + "-journal")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, len(journalMagic))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, journalMagic) {
+		return nil
+	}
+	return fmt.Errorf("%s: an interrupted write left %s: %w (an interrupted backup? make a new one)", p, p+"-journal", ErrIncomplete)
+}
+
+// walUnreadable is the error for a non-empty p-wal that SQLite cannot read
+// without write access to where: the database file (which it would need
+// to create p-shm beside as this user) or its directory.
+func walUnreadable(p, where string, cause error) error {
+	err := fmt.Errorf("%s: %s %w %s; copy the three files (%s, -wal, -shm) somewhere writable and read the copy",
+		p, p+"-wal", ErrWALUnreadable, where, filepath.Base(p))
+	if cause != nil {
+		err = fmt.Errorf("%w (SQLite: %v)", err, cause)
+	}
+	return err
+}
+
+// openImmutable opens p read-only as immutable: no locks, nothing created
+// beside it. It records the file's size and time so Check can tell
+// whether a writer changed it while it was read.
+func openImmutable(ctx context.Context, p string) (*DB, error) {
+	before, err := stampOf(p)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", p, err)
+	}
+	d, err := openRO(ctx, p, true)
+	if err != nil {
 		return nil, err
 	}
-	if st, serr := os.Stat(p + "-wal"); serr == nil && st.Size() > 0 {
-		return nil, fmt.Errorf("%s: a -wal file beside it holds commits that cannot be applied on read-only media: copy both files to writable storage: %w", p, err)
+	d.unlocked = &before
+	return d, nil
+}
+
+// fileStamp is what tells a file changed: size, modification time, and
+// the -wal file beside it (a writer that opens the database creates one).
+type fileStamp struct {
+	size, wal int64
+	mod       time.Time
+}
+
+func stampOf(p string) (fileStamp, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return fileStamp{}, err
 	}
-	return openRO(ctx, p, true)
+	return fileStamp{size: st.Size(), mod: st.ModTime(), wal: sidecar(p, "-wal")}, nil
+}
+
+// changedSinceOpen reports whether the database was read as immutable and
+// its file changed since it was opened: what was read may mix two states.
+func (d *DB) changedSinceOpen() bool {
+	if d.unlocked == nil {
+		return false
+	}
+	now, err := stampOf(d.path)
+	return err != nil || now.size != d.unlocked.size || !now.mod.Equal(d.unlocked.mod) || now.wal != d.unlocked.wal
 }
 
 // ErrOlderSchema is returned (wrapped) by OpenReadCurrent for a database an
@@ -115,15 +240,20 @@ var ErrOlderSchema = errors.New("the database schema is older than this driftpro
 // OpenReadCurrent is OpenReadOnly for a database of this binary's schema:
 // an older one is refused with ErrOlderSchema rather than migrated, so
 // looking at a database never upgrades it (which would lock out the
-// driftprobe still writing it).
+// driftprobe still writing it); a newer one with ErrNewerSchema.
 func OpenReadCurrent(ctx context.Context, p string) (*DB, error) {
 	d, err := OpenReadOnly(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	cur, err := d.SchemaVersion(ctx)
-	if err == nil && cur < SchemaLatest() {
+	switch {
+	case err != nil:
+		err = openError(p, err)
+	case cur < SchemaLatest():
 		err = fmt.Errorf("%s: %w (schema %d, this driftprobe's %d)", p, ErrOlderSchema, cur, SchemaLatest())
+	case cur > SchemaLatest():
+		err = fmt.Errorf("%s: %w (schema %d, this binary knows %d)", p, ErrNewerSchema, cur, SchemaLatest())
 	}
 	if err != nil {
 		d.Close()
@@ -172,8 +302,6 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 		} else {
 			err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
 		}
-	case cur > SchemaLatest():
-		err = fmt.Errorf("%s: %w (schema %d, this binary knows %d)", p, ErrNewerSchema, cur, SchemaLatest())
 	}
 	if err != nil {
 		sdb.Close()

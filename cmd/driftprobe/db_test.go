@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -296,7 +297,7 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `PRAGMA user_version = 7`} {
+	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `PRAGMA user_version = 7`} {
 		if _, err := st.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -386,4 +387,299 @@ func TestForeignDatabaseIsRefusedUnchanged(t *testing.T) {
 	if _, stderr, code := runIn(t, "run", "--db", missing); code != 3 || !strings.Contains(stderr, missing+": cannot open the database") {
 		t.Errorf("run in a missing directory: exit %d: %s", code, stderr)
 	}
+}
+
+// A backup an interrupted write left half-written (a partial file and the
+// hot journal of the write that never finished: what a killed `db backup`
+// used to leave as FILE) does not verify: exit 1 naming the journal, not
+// exit 3 for "attempt to write a readonly database".
+func TestDBCheckInterruptedWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	mustRun(t, 1, "--db", db)
+	bk := filepath.Join(dir, "b.db")
+	if _, stderr, code := runIn(t, "db", "backup", bk, "--db", db); code != 0 {
+		t.Fatalf("db backup: exit %d: %s", code, stderr)
+	}
+	// A write to the backup (a rollback-journal file) large enough to
+	// spill changed pages into it, copied before it commits.
+	sdb, err := sql.Open("sqlite", "file:"+bk+"?_pragma=cache_size(2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	tx, err := sdb.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`UPDATE observations SET body = zeroblob(3000)`); err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(dir, "partial.db")
+	for _, s := range []string{"", "-journal"} {
+		b, err := os.ReadFile(bk + s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(partial+s, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx.Rollback()
+	stdout, stderr, code := runIn(t, "db", "check", "--db", partial)
+	want := "db check: the database does not verify: " + partial + ": an interrupted write left " + partial + "-journal: the file is incomplete (an interrupted backup?"
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("db check of an interrupted write: exit %d: %s%s\nwant exit 1 and %q", code, stdout, stderr, want)
+	}
+	if _, stderr, code := runIn(t, "events", "--db", partial); code != 3 || !strings.Contains(stderr, "the file is incomplete") {
+		t.Errorf("events on an interrupted write: exit %d: %s", code, stderr)
+	}
+}
+
+// A database a newer driftprobe wrote: db backup copies it as it is, db
+// check verifies what does not depend on the schema (structure, foreign
+// keys) and says the evidence is left to a newer driftprobe; neither
+// changes a byte. Commands for one schema still refuse it.
+func TestDBBackupAndCheckNewerSchema(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	mustRun(t, 1, "--db", db)
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SQL().Exec(`PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runIn(t, "db", "check", "--db", db)
+	if code != 0 || !strings.Contains(stdout, "structure     ok") || !strings.Contains(stdout, fmt.Sprintf("evidence      not checked: schema 99 is newer than this driftprobe's %d", storage.SchemaLatest())) {
+		t.Errorf("db check of schema 99: exit %d: %s%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = runIn(t, "db", "check", "--json", "--db", db)
+	var rep storage.CheckReport
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || !rep.OK || !rep.BodiesSkipped || rep.BodiesSkippedWhy == "" {
+		t.Errorf("db check --json of schema 99: exit %d: %s%s", code, stdout, stderr)
+	}
+	backup := filepath.Join(dir, "b.db")
+	if stdout, stderr, code := runIn(t, "db", "backup", backup, "--db", db); code != 0 {
+		t.Fatalf("db backup of schema 99: exit %d: %s%s", code, stdout, stderr)
+	}
+	b, err := sql.Open("sqlite", backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := b.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != 99 {
+		t.Errorf("the backup's schema: %d %v, want 99", v, err)
+	}
+	b.Close()
+	if _, stderr, code := runIn(t, "events", "--db", db); code != 3 || !strings.Contains(stderr, "database schema is newer than this driftprobe (schema 99") {
+		t.Errorf("events on schema 99: exit %d: %s", code, stderr)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Error("db check or db backup changed the schema-99 database")
+	}
+
+	// A newer schema this driftprobe's SQLite cannot even parse: exit 2
+	// saying so, rather than calling the file damaged (1).
+	fut := filepath.Join(dir, "fut.db")
+	if err := os.WriteFile(fut, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := sql.Open("sqlite", fut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`PRAGMA writable_schema = ON`, `INSERT INTO sqlite_master VALUES ('table', 'fut', 'fut', 0, 'CREATE TABLE fut (a INTEGER) FUTURE SYNTAX')`} {
+		if _, err := f.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	for _, args := range [][]string{{"db", "check"}, {"db", "backup", filepath.Join(dir, "fut-copy.db")}} {
+		_, stderr, code := runIn(t, append(args, "--db", fut)...)
+		if code != 2 || !strings.Contains(stderr, "database schema is newer than this driftprobe (schema 99") || !strings.Contains(stderr, "use a driftprobe at least as new as the database") {
+			t.Errorf("%v on a schema 99 this SQLite cannot parse: exit %d: %s", args, code, stderr)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "fut-copy.db*")); len(left) != 0 {
+		t.Errorf("a refused backup left %v", left)
+	}
+}
+
+// runUnprivileged runs the CLI as a user file modes apply to: in this
+// process when it is not root; as root, in a new one as user nobody
+// (through setpriv), the test skipped when that cannot be done.
+func runUnprivileged(t *testing.T, exe string, args ...string) (string, string, int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return runIn(t, args...)
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("file modes do not apply to root, and setpriv is not there to run as nobody")
+	}
+	a, _ := json.Marshal(args)
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "DRIFTPROBE_ARGS="+string(a), "HOME="+os.TempDir())
+	cmd.Dir = os.TempDir()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errb.String(), "setpriv:") {
+		t.Skipf("cannot run as nobody: %s", errb.String())
+	}
+	return out.String(), errb.String(), code
+}
+
+// openTo makes dir and its parents up to the temporary directory
+// traversable by any user (t.TempDir makes them 0700).
+func openTo(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(dir); strings.HasPrefix(d, os.TempDir()) && d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dirListing is dir's files with their modes and sizes.
+func dirListing(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s %o %d", e.Name(), fi.Mode().Perm(), fi.Size()))
+	}
+	return strings.Join(out, "; ")
+}
+
+// Read commands work where their user cannot write: a database copied into
+// a read-only directory, a read-only database file in a writable one. No
+// file is left beside the database. A -wal file holding commits that
+// cannot be read there is named, with what to do.
+func TestReadCommandsWithoutWriteAccess(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "d.db")
+	mustRun(t, 2, "--db", src)
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := os.Args[0]
+	if os.Geteuid() == 0 {
+		// The test binary sits where only root may enter.
+		bin := t.TempDir()
+		openTo(t, bin, 0o755)
+		exe = filepath.Join(bin, "driftprobe.test")
+		b, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(exe, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	openTo(t, out, 0o777)
+	// place copies files (the database, and its -wal and -shm when given)
+	// into a new directory, then takes write access away from lock (the
+	// directory or the database file), owned by the user commands run as.
+	place := func(t *testing.T, files map[string][]byte, lockFile bool) string {
+		dir := t.TempDir()
+		for name, b := range files {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if os.Geteuid() == 0 {
+				os.Chown(p, 65534, 65534)
+			}
+		}
+		db := filepath.Join(dir, "d.db")
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		if lockFile {
+			openTo(t, dir, 0o777)
+			os.Chmod(db, 0o444)
+		} else {
+			openTo(t, dir, 0o555)
+		}
+		if os.Geteuid() != 0 {
+			if f, err := os.OpenFile(db, os.O_WRONLY, 0); lockFile && err == nil {
+				f.Close()
+				t.Skip("this user writes a file of mode 0444")
+			}
+			if err := os.WriteFile(filepath.Join(dir, "probe"), nil, 0o644); !lockFile && err == nil {
+				t.Skip("this user writes a directory of mode 0555")
+			}
+		}
+		return db
+	}
+	for _, c := range []struct {
+		name     string
+		lockFile bool
+	}{{"read-only directory", false}, {"read-only file", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			db := place(t, map[string][]byte{"d.db": data}, c.lockFile)
+			before := dirListing(t, filepath.Dir(db))
+			for i, args := range [][]string{{"events"}, {"db", "stats"}, {"db", "check"}, {"replay"}, {"db", "backup", filepath.Join(out, strings.ReplaceAll(c.name, " ", "-")+".db")}} {
+				stdout, stderr, code := runUnprivileged(t, exe, append(args, "--db", db)...)
+				if code != 0 {
+					t.Errorf("%v: exit %d: %s%s", args, code, stdout, stderr)
+				}
+				if after := dirListing(t, filepath.Dir(db)); after != before {
+					t.Fatalf("%v (command %d) changed the database's directory:\nbefore %s\nafter  %s", args, i, before, after)
+				}
+			}
+		})
+	}
+	t.Run("unreadable -wal", func(t *testing.T) {
+		// A copy taken while a writer held commits in its -wal file.
+		st, err := storage.Open(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.SQL().Exec(`PRAGMA wal_autocheckpoint = 0`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.SQL().Exec(`UPDATE runs SET host = host || '.'`); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string][]byte{}
+		for _, s := range []string{"", "-wal"} {
+			if files["d.db"+s], err = os.ReadFile(src + s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db := place(t, files, false)
+		for _, args := range [][]string{{"db", "check"}, {"events"}} {
+			_, stderr, code := runUnprivileged(t, exe, append(args, "--db", db)...)
+			want := db + "-wal holds committed data SQLite cannot read without write access to " + filepath.Dir(db) + "; copy the three files (d.db, -wal, -shm) somewhere writable"
+			if code != 3 || !strings.Contains(stderr, want) {
+				t.Errorf("%v: exit %d: %s\nwant exit 3 and %q", args, code, stderr, want)
+			}
+		}
+	})
 }

@@ -46,7 +46,7 @@ func newDBStatsCmd(g *globals) *cobra.Command {
 			defer sess.Close()
 			st, err := sess.Store.Stats(cmd.Context())
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", sess.Store.Path(), err)
 			}
 			if asJSON {
 				return writeJSON(g.stdout, st)
@@ -179,7 +179,12 @@ func newDBBackupCmd(g *globals) *cobra.Command {
 		Short: "Write a consistent copy of the database to FILE (never overwrites)",
 		Long: `Writes a consistent snapshot of the database to FILE with SQLite's VACUUM INTO:
 safe while a run or the daemon writes, compacted, and readable by any driftprobe
-command with --db FILE. FILE must not exist.`,
+command with --db FILE. FILE must not exist, and is never replaced.
+
+The copy is written as FILE.tmp-NNN beside FILE, flushed to disk and only then
+named FILE, so FILE is always complete: an interrupted backup removes its
+temporary file, and one killed outright leaves only FILE.tmp-NNN (and its
+-journal), which may be deleted. Any schema is copied as it is, a newer one too.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A backup that writes no file must not report success (an
@@ -195,7 +200,7 @@ command with --db FILE. FILE must not exist.`,
 			}
 			defer sess.Close()
 			if err := sess.Store.Backup(cmd.Context(), args[0]); err != nil {
-				if errors.Is(err, storage.ErrExists) {
+				if errors.Is(err, storage.ErrExists) || errors.Is(err, storage.ErrNewerSchema) {
 					return cobraUsage{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
 				}
 				return err
@@ -268,18 +273,22 @@ func newDBCheckCmd(g *globals) *cobra.Command {
 
 Runs may write meanwhile (no lock is held). Use it after restoring a backup
 (driftprobe --db BACKUP db check) or before citing a database as evidence.
+Any schema is checked as it is; a newer one than this driftprobe's gets the
+structure and foreign key checks only (a newer driftprobe checks its evidence).
 Exit 0 when everything verifies, 1 when something does not (listed, the
-first --max-problems observations by id) or the file is too damaged to open,
-2 when it is not a driftprobe database (empty, another program's), 3 when the
-database cannot be read otherwise.`,
+first --max-problems observations by id) or the file is too damaged to open
+(an interrupted write, such as a killed backup, left it incomplete), 2 when it
+is not a driftprobe database (empty, another program's) or this driftprobe
+cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.MaxProblems < 1 {
 				return cobraUsage{fmt.Errorf("%s: --max-problems must be at least 1", cmd.CommandPath())}
 			}
 			sess, err := app.OpenReadOnly(cmd.Context(), g.config, g.db)
-			if storage.IsCorrupt(err) {
-				// Too damaged to open is a finding, not a failure to check.
+			if storage.IsDamaged(err) {
+				// Too damaged to open, or left incomplete by an
+				// interrupted write, is a finding, not a failure to check.
 				return &gateError{fmt.Sprintf("db check: the database does not verify: %v", err)}
 			}
 			if err != nil {
@@ -287,7 +296,13 @@ database cannot be read otherwise.`,
 			}
 			defer sess.Close()
 			rep, err := sess.Store.Check(cmd.Context(), opts)
+			if errors.Is(err, storage.ErrNewerSchema) {
+				return cobraUsage{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			}
 			if err != nil {
+				if p := sess.Store.Path(); !strings.Contains(err.Error(), p) {
+					err = fmt.Errorf("%s: %w", p, err)
+				}
 				return err
 			}
 			if asJSON {
@@ -330,9 +345,12 @@ func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
 	} else {
 		fmt.Fprintf(tw, "foreign keys\t%d row(s) without their parent, below\n", len(rep.ForeignKeys))
 	}
-	if rep.BodiesSkipped {
+	switch {
+	case rep.BodiesSkippedWhy != "":
+		fmt.Fprintf(tw, "evidence\tnot checked: %s\n", rep.BodiesSkippedWhy)
+	case rep.BodiesSkipped:
 		fmt.Fprintf(tw, "evidence\tnot checked (--no-bodies)\n")
-	} else {
+	default:
 		fmt.Fprintf(tw, "evidence\t%d observation(s): %d with bodies checked, %d pruned by retention, %d do not verify\n",
 			rep.Observations, rep.BodiesChecked, rep.BodiesPruned, rep.ProblemCount)
 	}
