@@ -334,19 +334,13 @@ func emptyEntries(file string, root *yaml.Node) error {
 // walkEmpty calls add for every empty entry under n, whose dotted path is
 // path, with the problem.
 func walkEmpty(n *yaml.Node, path string, add func(path, format string, a ...any)) {
-	null := func(n *yaml.Node) bool {
-		for n.Kind == yaml.AliasNode && n.Alias != nil {
-			n = n.Alias
-		}
-		return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-	}
 	field := path[strings.LastIndexByte(path, '.')+1:] // the list's or mapping's own key
 	switch n.Kind {
 	case yaml.SequenceNode:
 		field, _, _ = strings.Cut(field, "[")
 		for i, item := range n.Content {
 			at := fmt.Sprintf("%s[%d]", path, i)
-			if !null(item) {
+			if !yamlx.IsNull(item) {
 				walkEmpty(item, at, add)
 				continue
 			}
@@ -370,7 +364,7 @@ func walkEmpty(n *yaml.Node, path string, add func(path, format string, a ...any
 			if path != "" {
 				at = path + "." + k.Value
 			}
-			if !null(v) {
+			if !yamlx.IsNull(v) {
 				walkEmpty(v, at, add)
 				continue
 			}

@@ -248,12 +248,6 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 // empty message or tag, shifting every later index, so they are reported
 // before anything else is checked.
 func emptyEntries(col *yamlx.Collector, root *yaml.Node) {
-	null := func(n *yaml.Node) bool {
-		for n.Kind == yaml.AliasNode && n.Alias != nil {
-			n = n.Alias
-		}
-		return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-	}
 	items := func(path string) []*yaml.Node {
 		if n := yamlx.Find(root, path); n != nil && n.Kind == yaml.SequenceNode {
 			return n.Content
@@ -262,17 +256,17 @@ func emptyEntries(col *yamlx.Collector, root *yaml.Node) {
 	}
 	for i, p := range items("probes") {
 		at := fmt.Sprintf("probes[%d]", i)
-		if null(p) {
+		if yamlx.IsNull(p) {
 			col.Add(at, "empty entry: a probe needs id, prompt (or messages), expect and role")
 			continue
 		}
 		for j, m := range items(at + ".messages") {
-			if null(m) {
+			if yamlx.IsNull(m) {
 				col.Add(fmt.Sprintf("%s.messages[%d]", at, j), "empty entry: a message needs role and content")
 			}
 		}
 		for j, t := range items(at + ".tags") {
-			if null(t) {
+			if yamlx.IsNull(t) {
 				col.Add(fmt.Sprintf("%s.tags[%d]", at, j), "empty entry: want one of %s", strings.Join(probes.Categories, ", "))
 			}
 		}

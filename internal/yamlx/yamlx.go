@@ -467,3 +467,12 @@ func (c *Collector) Err() error {
 	sort.SliceStable(l, func(i, j int) bool { return l[i].Line < l[j].Line })
 	return l.Err()
 }
+
+// IsNull reports whether n (through any alias) is an empty value: `~`,
+// `null`, or nothing at all, as in a list item written `- `.
+func IsNull(n *yaml.Node) bool {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
