@@ -112,6 +112,12 @@ type ChangeReport struct {
 	Target   string    `json:"target"`
 	Category string    `json:"category"` // "" = all blocks on the target
 	ChangeAt time.Time `json:"change_at"`
+	// ChangeFrom is the earliest time the change can have happened: the
+	// end of the last interval before the split. It equals ChangeAt unless
+	// production data is missing before ChangeAt (a gap), in which case the
+	// change happened somewhere in between. Zero (omitted) in reports
+	// stored before it existed.
+	ChangeFrom time.Time `json:"change_from,omitzero"`
 	// BeforeRate and AfterRate are blocked/total with totals
 	// (RateUnit "share"), else mean blocked per interval
 	// (RateUnit "blocked_per_interval").
@@ -241,7 +247,9 @@ func (a *attributor) window(target string, id int64, revert bool, tol time.Durat
 	return lo.Add(-tol), hi.Add(tol), true
 }
 
-// eventMatch is what one event says about a change.
+// eventMatch is what one event says about a change. A flip is "in the
+// window" when its window (widened by the tolerance) meets the span of
+// time the change can have happened in ([Change.From, Change.At]).
 type eventMatch struct {
 	ev        *Event
 	same      int      // flips in the window, touching the category, the change's way
@@ -251,6 +259,13 @@ type eventMatch struct {
 	firstRun  int64    // earliest run of a matching flip
 	revert    bool     // ... which was a revert
 	anyInWind bool
+	// covers: a matching flip's window holds the whole span of the
+	// change, so the flip explains the change wherever in the span it
+	// happened. Without a gap in production the span is one instant and
+	// every matching flip covers it.
+	covers bool
+	// lo, hi: the window of the matching flip of firstRun.
+	lo, hi time.Time
 }
 
 func has(list []string, s string) bool {
@@ -352,7 +367,7 @@ func (a *attributor) match(e *Event, target string, c Change, tol time.Duration)
 		}
 		for _, sd := range sides {
 			lo, hi, ok := a.window(target, sd.run, sd.revert, tol)
-			if !ok || c.At.Before(lo) || c.At.After(hi) {
+			if !ok || c.At.Before(lo) || c.From.After(hi) {
 				continue
 			}
 			m.anyInWind = true
@@ -378,7 +393,10 @@ func (a *attributor) match(e *Event, target string, c Change, tol time.Duration)
 			case d == c.Direction:
 				m.same++
 				if m.firstRun == 0 || sd.run < m.firstRun {
-					m.firstRun, m.revert = sd.run, sd.revert
+					m.firstRun, m.revert, m.lo, m.hi = sd.run, sd.revert, lo, hi
+				}
+				if !c.From.Before(lo) && !c.At.After(hi) {
+					m.covers = true
 				}
 			case d != "":
 				m.opposite++
@@ -395,22 +413,30 @@ func (a *attributor) match(e *Event, target string, c Change, tol time.Duration)
 }
 
 func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeReport {
-	cr := ChangeReport{Target: c.Target, Category: c.Category, ChangeAt: c.At, BeforeRate: c.Before, AfterRate: c.After,
+	cr := ChangeReport{Target: c.Target, Category: c.Category, ChangeAt: c.At, ChangeFrom: c.From, BeforeRate: c.Before, AfterRate: c.After,
 		RateUnit: "blocked_per_interval", Direction: c.Direction, Events: []int64{}, Tolerance: fmtDuration(tol)}
 	if c.HasTotal {
 		z := c.Z
 		cr.Z, cr.RateUnit = &z, "share"
 	}
 	start, end := s.Span()
-	var degBefore, degAfter int
+	// Runs count on a side only when they lie outside the span the change
+	// can have happened in: a run inside a production gap saw the probes
+	// at a time production says nothing about.
+	var degBefore, degAfter, inGap int
 	for _, i := range a.runsOf[c.Target] {
 		r := a.h.Runs[i]
 		if r.StartedAt.Before(start) || !r.StartedAt.Before(end) {
 			continue
 		}
-		before := r.StartedAt.Before(c.At)
+		before := r.StartedAt.Before(c.From)
+		after := !r.StartedAt.Before(c.At)
 		ok := a.complete(i, c.Target)
 		switch {
+		case !before && !after:
+			if ok {
+				inGap++
+			}
 		case before && ok:
 			cr.RunsBefore++
 		case before:
@@ -421,12 +447,14 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 			degAfter++
 		}
 	}
-	var same, opposite, neutral, others []eventMatch
+	var same, partial, opposite, neutral, others []eventMatch
 	for _, e := range a.byTgt[c.Target] {
 		m := a.match(e, c.Target, c, tol)
 		switch {
-		case m.same > 0:
+		case m.same > 0 && m.covers:
 			same = append(same, m)
+		case m.same > 0:
+			partial = append(partial, m)
 		case m.opposite > 0:
 			opposite = append(opposite, m)
 		case m.neutral > 0:
@@ -436,17 +464,28 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 		}
 	}
 	cat := catLabel(c.Category)
-	at := c.At.UTC().Format(time.RFC3339)
+	at := "at " + rfc3339(c.At)
+	if c.From.Before(c.At) {
+		at = fmt.Sprintf("between %s and %s", rfc3339(c.From), rfc3339(c.At))
+	}
+	// A wide gap in production is said in every reason.
+	gap, suffix := gapNote(c, s.Step), ""
+	if gap != "" {
+		suffix = "; " + gap + ": the change happened somewhere in it"
+		if inGap > 0 {
+			suffix += fmt.Sprintf(" (%d complete run(s) of %s within it count on neither side)", inGap, c.Target)
+		}
+	}
 	set := func(attr string, ms []eventMatch, format string, args ...any) ChangeReport {
-		cr.Attribution, cr.Reason = attr, fmt.Sprintf(format, args...)
+		cr.Attribution, cr.Reason = attr, fmt.Sprintf(format, args...)+suffix
 		for _, m := range ms {
 			cr.Events = append(cr.Events, m.ev.ID)
 		}
 		return cr
 	}
-	if len(same) > 0 {
+	describe := func(ms []eventMatch) string {
 		var parts []string
-		for _, m := range same {
+		for _, m := range ms {
 			r := a.h.Runs[a.runs[m.firstRun]]
 			note := ""
 			if m.opposite > 0 {
@@ -458,14 +497,33 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 			}
 			if m.ev.Kind == KindScoreDrift {
 				parts = append(parts, fmt.Sprintf("event %d (%s, %s%s) moved the scores of %d probe(s) on %s %s, on identical probe bytes and without a verdict flip, %s %d (started %s)",
-					m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, c.Direction, from, m.firstRun, r.StartedAt.UTC().Format(time.RFC3339)))
+					m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, c.Direction, from, m.firstRun, rfc3339(r.StartedAt)))
 				continue
 			}
 			parts = append(parts, fmt.Sprintf("event %d (%s, %s%s) flipped %d probe(s) on %s %s %s %d (started %s)",
-				m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, wayOf(c.Direction), from, m.firstRun, r.StartedAt.UTC().Format(time.RFC3339)))
+				m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, wayOf(c.Direction), from, m.firstRun, rfc3339(r.StartedAt)))
 		}
-		return set(Provider, same, "%s, within %s of the change at %s: the provider changed %s on identical probe bytes",
-			strings.Join(parts, "; "), fmtDuration(tol), at, cat)
+		return strings.Join(parts, "; ")
+	}
+	if len(same) > 0 {
+		return set(Provider, same, "%s, within %s of the change %s: the provider changed %s on identical probe bytes",
+			describe(same), fmtDuration(tol), at, cat)
+	}
+	if len(partial) > 0 {
+		// Production is missing around the change and the flips explain
+		// only part of the gap: the change may be the provider's (inside
+		// their windows) or the customers' (in the rest, where the probes
+		// held still). Neither is claimed.
+		if gap == "" {
+			gap = fmt.Sprintf("production data is missing between %s and %s", rfc3339(c.From), rfc3339(c.At))
+		}
+		suffix = ""
+		var windows []string
+		for _, m := range partial {
+			windows = append(windows, fmt.Sprintf("%s and %s", rfc3339(m.lo), rfc3339(m.hi)))
+		}
+		return set(Inconclusive, partial, "%s and the change happened somewhere in it: %s, which explains a change between %s (the flips' window, ±%s) but not one in the rest of the gap, where the probes held still and the customers' content may have moved instead: fill in the production data to tell",
+			gap, describe(partial), strings.Join(windows, " or "), fmtDuration(tol))
 	}
 	if len(opposite) > 0 {
 		return set(Inconclusive, opposite, "%s in the same window moved %s on %s the other way (%s): the probes do not explain a move %s",
@@ -517,6 +575,20 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 	return set(Traffic, nil, "%s held still on %s: %d complete run(s) before and %d after the change, no event in the window: the customers' content changed",
 		held, c.Target, cr.RunsBefore, cr.RunsAfter)
 }
+
+// gapNote says that production data is missing around a change when the
+// span it can have happened in is at least two steps wide ("" when it is
+// narrower): the change is placed only to that span.
+func gapNote(c Change, step time.Duration) string {
+	gap := c.At.Sub(c.From)
+	if gap <= 0 || step <= 0 || gap < 2*step {
+		return ""
+	}
+	return fmt.Sprintf("production data is missing between %s and %s (%s, %d × the %s step)",
+		rfc3339(c.From), rfc3339(c.At), fmtDuration(gap), int64((gap+step/2)/step), fmtDuration(step))
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // fmtDuration renders d without zero trailing units: 2h, 90m, 1h30m.
 func fmtDuration(d time.Duration) string {

@@ -310,3 +310,97 @@ func TestAttributeScoreDrift(t *testing.T) {
 		})
 	}
 }
+
+// gapRuns are runs every six hours from promT0+2h (02:00, 08:00, 14:00,
+// 20:00, ...), as `driftprobe demo` spaces them, each complete on sim-a.
+func gapRuns(n int) []Run {
+	var runs []Run
+	for i := 1; i <= n; i++ {
+		runs = append(runs, Run{ID: int64(i), StartedAt: promT0.Add(2*time.Hour + time.Duration(i-1)*6*time.Hour), Targets: map[string]string{"sim-a": StatusComplete}})
+	}
+	return runs
+}
+
+// gapSeries is hourly violence on sim-a with totals, 60 blocked per 20000
+// before and 170 after, from promT0 to promT0+46h, without the points from
+// missFrom to missTo (hours after promT0, inclusive); the rate moves at
+// hour jump.
+func gapSeries(missFrom, missTo, jump int) *Series {
+	s := &Series{Segment: Segment{Target: "sim-a", Category: "violence"}, Step: time.Hour}
+	for h := 0; h <= 46; h++ {
+		if h >= missFrom && h <= missTo {
+			continue
+		}
+		b := 60.0 + float64(h%3)
+		if h >= jump {
+			b = 170 + float64(h%3)
+		}
+		s.Points = append(s.Points, Point{Time: promT0.Add(time.Duration(h) * time.Hour), Blocked: b, Total: 20000, HasTotal: true})
+	}
+	return s
+}
+
+// A gap in production around the change: the change is placed only to the
+// gap, flips are matched against the whole gap (widened by the
+// tolerance), runs inside it count on neither side, and when the flips
+// explain only part of it the change is inconclusive rather than traffic.
+func TestAttributeProductionGap(t *testing.T) {
+	h := func(events ...Event) *History {
+		return &History{Runs: gapRuns(8), Events: events, Coverage: testCoverage, CorpusProbes: 62, ConfirmRuns: 2}
+	}
+	// The provider tightened violence between run 2 (08:00) and run 3
+	// (14:00): run 3 saw the new verdicts first.
+	tightened := Event{ID: 1, Kind: "policy_change", Direction: Tightened, Targets: []string{"sim-a"},
+		Flips: []Flip{flip("sim-a", []string{"violence"}, allowed, blocked("violence"), 3)}}
+	at := func(h int) time.Time { return promT0.Add(time.Duration(h) * time.Hour) }
+	cases := []struct {
+		name                  string
+		series                *Series
+		h                     *History
+		from, to              time.Time
+		attr                  string
+		events                []int64
+		runsBefore, runsAfter int
+		reason                []string
+	}{
+		// The QA case: no points from 09:00 to 18:00, the new rate from
+		// 19:00. The flips (window 06:00–16:00 with the tolerance) fall in
+		// the gap but do not explain 16:00–19:00, where run 3 had already
+		// seen the new verdicts: not traffic, and not claimed as provider.
+		{"flips inside a wide gap: inconclusive", gapSeries(9, 18, 19), h(tightened), at(9), at(19), Inconclusive, []int64{1}, 2, 5, []string{
+			"production data is missing between 2026-11-20T09:00:00Z and 2026-11-20T19:00:00Z (10h, 10 × the 1h step) and the change happened somewhere in it: event 1 (policy_change, tightened) flipped 1 probe(s) on sim-a to stricter from run 3 (started 2026-11-20T14:00:00Z), which explains a change between 2026-11-20T06:00:00Z and 2026-11-20T16:00:00Z",
+			"the customers' content may have moved instead: fill in the production data to tell"}},
+		// A gap the flips' window holds whole: provider, the gap said.
+		{"a gap within the flips' window: provider", gapSeries(10, 12, 13), h(tightened), at(10), at(13), Provider, []int64{1}, 2, 6, []string{
+			"within 2h of the change between 2026-11-20T10:00:00Z and 2026-11-20T13:00:00Z: the provider changed violence on identical probe bytes; production data is missing between 2026-11-20T10:00:00Z and 2026-11-20T13:00:00Z (3h, 3 × the 1h step): the change happened somewhere in it"}},
+		// No event: traffic, judged on runs outside the gap (run 3, inside
+		// it, counts on neither side), the gap said.
+		{"no event: traffic over the runs outside the gap", gapSeries(9, 18, 19), h(), at(9), at(19), Traffic, []int64{}, 2, 5, []string{
+			"held still on sim-a: 2 complete run(s) before and 5 after the change, no event in the window: the customers' content changed; production data is missing between 2026-11-20T09:00:00Z and 2026-11-20T19:00:00Z (10h, 10 × the 1h step): the change happened somewhere in it (1 complete run(s) of sim-a within it count on neither side)"}},
+		// One missing hour is no gap worth a word.
+		{"one missing interval: no note", gapSeries(18, 18, 19), h(), at(18), at(19), Traffic, []int64{}, 3, 5, []string{"the customers' content changed"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Attribute(&Production{Series: []*Series{c.series}}, c.h, Options{})
+			if len(r.Changes) != 1 {
+				t.Fatalf("changes %+v warnings %q", r.Changes, r.Warnings)
+			}
+			got := r.Changes[0]
+			if !got.ChangeFrom.Equal(c.from) || !got.ChangeAt.Equal(c.to) {
+				t.Fatalf("change between %v and %v, want %v and %v", got.ChangeFrom, got.ChangeAt, c.from, c.to)
+			}
+			if got.Attribution != c.attr || !reflect.DeepEqual(got.Events, c.events) || got.RunsBefore != c.runsBefore || got.RunsAfter != c.runsAfter {
+				t.Fatalf("%s %v runs %d/%d: %s\nwant %s %v runs %d/%d", got.Attribution, got.Events, got.RunsBefore, got.RunsAfter, got.Reason, c.attr, c.events, c.runsBefore, c.runsAfter)
+			}
+			for _, want := range c.reason {
+				if !strings.Contains(got.Reason, want) {
+					t.Errorf("reason %q\nlacks %q", got.Reason, want)
+				}
+			}
+			if c.name == "one missing interval: no note" && strings.Contains(got.Reason, "missing") {
+				t.Errorf("reason %q", got.Reason)
+			}
+		})
+	}
+}

@@ -79,8 +79,16 @@ const (
 // Change is a significant shift in one series.
 type Change struct {
 	Segment
-	// At is the start of the first interval after the split.
+	// At is the start of the first interval after the split (with
+	// totals, the first with requests): the latest time the change can
+	// have happened.
 	At time.Time
+	// From is the end of the last interval before the split (with totals,
+	// the last with requests): the earliest time the change can have
+	// happened. It equals At when the series has no gap there; when
+	// production data is missing around the split, the change happened
+	// somewhere in [From, At] and nothing finer can be said.
+	From time.Time
 	// Before and After are blocked/total over each side with totals, else
 	// the mean blocked count per interval.
 	Before, After float64
@@ -256,7 +264,31 @@ func newChange(s *Series, k int, before, after, z float64, totals bool) Change {
 	if after < before {
 		dir = Down
 	}
-	return Change{Segment: s.Segment, At: s.Points[k].Time, Before: before, After: after, Direction: dir, Z: z, HasTotal: totals, Split: k}
+	from, at := changeInterval(s, k)
+	return Change{Segment: s.Segment, At: at, From: from, Before: before, After: after, Direction: dir, Z: z, HasTotal: totals, Split: k}
+}
+
+// changeInterval is the span of time in which a change split at k can
+// have happened: from the end of the last interval before k that carries
+// a value (with totals, one with requests) to the start of the first one
+// from k on that does. Intervals are Step long; From never passes At
+// (JSONL points may lie closer than their median spacing).
+func changeInterval(s *Series, k int) (from, at time.Time) {
+	usable := func(i int) bool { return !s.HasTotals() || s.Points[i].Total > 0 }
+	j := k
+	for j < len(s.Points)-1 && !usable(j) {
+		j++
+	}
+	i := k - 1
+	for i > 0 && !usable(i) {
+		i--
+	}
+	at = s.Points[j].Time
+	from = s.Points[i].Time.Add(s.Step)
+	if from.After(at) {
+		from = at
+	}
+	return from, at
 }
 
 // relChange is |b−a|/a, +Inf when a is 0 and b is not.

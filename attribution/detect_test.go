@@ -201,3 +201,40 @@ func TestConfigLimitsMatch(t *testing.T) {
 			config.DefaultAttributionMinZ, config.DefaultAttributionMinChange, float64(DefaultMinZ), DefaultMinChange)
 	}
 }
+
+// A change is placed to the span production leaves open: from the end of
+// the last interval before the split that carries a value to the start of
+// the first one after it. Intervals without requests carry no rate.
+func TestChangeInterval(t *testing.T) {
+	at := func(h int) time.Time { return promT0.Add(time.Duration(h) * time.Hour) }
+	// Contiguous: one instant.
+	ch, ok := Detect(series([]float64{10, 12, 9, 11, 30, 28, 33, 31}, 1000), DetectOptions{})
+	if !ok || !ch.From.Equal(at(4)) || !ch.At.Equal(at(4)) {
+		t.Fatalf("contiguous: %+v", ch)
+	}
+	// Hours 4 to 6 missing: the change happened between 04:00 and 07:00.
+	s := series([]float64{10, 12, 9, 11, 30, 28, 33, 31}, 1000)
+	for i := 4; i < len(s.Points); i++ {
+		s.Points[i].Time = s.Points[i].Time.Add(3 * time.Hour)
+	}
+	if ch, ok := Detect(s, DetectOptions{}); !ok || !ch.From.Equal(at(4)) || !ch.At.Equal(at(7)) {
+		t.Fatalf("gap: %+v", ch)
+	}
+	// With totals, hours without requests around the split widen it too.
+	s = series([]float64{10, 12, 9, 11, 0, 0, 30, 28, 33, 31}, 1000)
+	s.Points[4].Total, s.Points[5].Total = 0, 0
+	if ch, ok := Detect(s, DetectOptions{}); !ok || !ch.From.Equal(at(4)) || !ch.At.Equal(at(6)) {
+		t.Fatalf("hours without requests: %+v", ch)
+	}
+	// Without totals the same hours count as 0 blocked.
+	s = series([]float64{10, 12, 9, 11, 30, 28, 33, 31}, -1)
+	if ch, ok := Detect(s, DetectOptions{}); !ok || !ch.From.Equal(ch.At) {
+		t.Fatalf("without totals: %+v", ch)
+	}
+	// JSONL points closer than their median spacing: From never passes At.
+	s = series([]float64{10, 12, 9, 11, 30, 28, 33, 31}, 1000)
+	s.Points[4].Time = s.Points[3].Time.Add(10 * time.Minute)
+	if ch, ok := Detect(s, DetectOptions{}); !ok || !ch.From.Equal(ch.At) || !ch.At.Equal(s.Points[4].Time) {
+		t.Fatalf("close points: %+v", ch)
+	}
+}

@@ -11,14 +11,16 @@
 //     corpus tags; the empty category, "all blocks", matches any).
 //   - traffic: the corpus covers the category, the target has complete,
 //     non-degraded runs on both sides of the change (at least one before,
-//     at least confirm_runs after, within the series' span) and no event
-//     touched the target in the window: the probes held still, so the
-//     customers' content moved.
+//     at least confirm_runs after, within the series' span, none counted
+//     from inside a production gap) and no event touched the target in the
+//     window: the probes held still, so the customers' content moved.
 //   - inconclusive, with a reason: an event moved the category the other
 //     way or without changing whether it blocks (including score drift
 //     in no single direction), the corpus does not cover
 //     the category, an event in other categories only happened in the same
-//     window, or runs are missing or degraded on one side.
+//     window, runs are missing or degraded on one side, or production is
+//     missing around the change and the matching flips explain only part
+//     of the gap (provider and traffic both fit).
 //
 // # Contracts
 //
@@ -33,12 +35,23 @@
 // a series has a request total or none has; with totals, only intervals
 // with requests (total > 0) carry a rate and count toward MinPoints.
 //
-// Windows: a flip first seen in run R on target T is "in the window" of a
-// production change at time C when C lies within
+// Change span: a change happened somewhere in [From, At]: from the end of
+// the last interval before the split to the start of the first one after
+// it (with totals, intervals with requests only). Without a gap in the
+// production data the two are equal (change_at); with one, the change is
+// placed only to the gap, and a gap of two steps or more is said in the
+// reason.
+//
+// Windows: a flip first seen in run R on target T has the window
 // [start of T's last complete run before R − tolerance, start of R + tolerance]:
 // the provider changed somewhere between the last run that still saw the
 // old verdict and the run that saw the new one, and production is only
-// resolved to its interval. A revert recorded in run R is treated as a flip
+// resolved to its interval. The flip is "in the window" of a production
+// change when its window meets the change's span; a matching flip
+// explains the change (provider) only when its window holds the whole
+// span, else the change is inconclusive. Runs count before the change
+// when they started before From, after it from At on; runs inside the
+// span count on neither side. A revert recorded in run R is treated as a flip
 // in the opposite direction whose earliest start is confirm_runs runs of T
 // before R. The tolerance defaults to twice the series' step (the
 // Prometheus --step, or the median spacing of the series' JSONL points; 2h

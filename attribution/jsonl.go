@@ -23,7 +23,8 @@ import (
 //	{"time":"2026-11-20T10:00:00Z","target":"sim-a","category":"violence","blocked":12,"total":1000}
 //
 // Fields:
-//   - time (required): RFC 3339, the start of the interval the counts cover.
+//   - time (required): RFC 3339 ("T" and "Z" in either case), the start of
+//     the interval the counts cover.
 //   - target (required): a target name from the config.
 //   - category (optional; "" or null: every block on the target): a
 //     normalized category, see NormalizeCategory.
@@ -194,7 +195,10 @@ func parseLine(errs *jsonlErrs, n int, line []byte, known map[string]bool, targe
 	if raw, ok := fields["time"]; !ok {
 		errs.add(n, "time", "required (an RFC 3339 time, e.g. 2026-11-20T10:00:00Z)")
 	} else if s, ok := jsonString(errs, n, "time", raw, false); ok {
-		t, err := time.Parse(time.RFC3339Nano, s)
+		// RFC 3339 (5.6) allows a lower-case "t" and "z"; Go's parser
+		// wants them upper-case, and nothing else in the format is a
+		// letter.
+		t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
 		if err != nil {
 			errs.add(n, "time", "%q: not an RFC 3339 time (e.g. 2026-11-20T10:00:00Z)", s)
 		} else {

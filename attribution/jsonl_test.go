@@ -264,3 +264,25 @@ func TestReadJSONLHugeCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// RFC 3339 (section 5.6) allows a lower-case "t" and "z".
+func TestReadJSONLLowerCaseTime(t *testing.T) {
+	in := `{"time":"2026-11-20t10:00:00z","target":"sim-a","blocked":1}
+{"time":"2026-11-20t11:30:00.5+01:00","target":"sim-a","blocked":2}
+{"time":"2026-11-20T11:00:00Z","target":"sim-a","blocked":3}
+`
+	p, err := ReadJSONL("p.jsonl", strings.NewReader(in), testTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := p.Series[0].Points
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	if len(pts) != 3 || !pts[0].Time.Equal(t0) || !pts[1].Time.Equal(t0.Add(30*time.Minute+500*time.Millisecond)) || !pts[2].Time.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("points %+v", pts)
+	}
+	// Still strict: the original text is quoted in the error.
+	_, err = ReadJSONL("p.jsonl", strings.NewReader(`{"time":"2026-11-20x10:00:00z","target":"sim-a","blocked":1}`), testTargets)
+	if err == nil || !strings.Contains(err.Error(), `p.jsonl:1: time: "2026-11-20x10:00:00z": not an RFC 3339 time`) {
+		t.Fatalf("%v", err)
+	}
+}

@@ -33,6 +33,16 @@ import (
 // ignored: totals are summed per target); a blocked sample then needs a
 // total at the same timestamp, else it is dropped with a warning.
 //
+// A labelled counter has no series until its first increment (and none
+// after a restart until the next one), so a missing blocked sample can
+// mean no blocks. With TotalQuery, a step at which the target has a total
+// but a segment with blocked samples elsewhere in the range has none
+// counts as 0 blocked for it. Without, only the steps before a segment's
+// first sample at which another segment of the same target has one count
+// as 0; a segment whose first sample is still more than one step after
+// Start gets a warning (its earlier steps are missing, not 0). A step
+// whose blocked sample was dropped is never counted as 0.
+//
 // Series without a configured target, or with a category outside the
 // vocabulary, are skipped and listed in Production.Skipped; NaN, infinite,
 // negative and samples above MaxCount are dropped with a warning. Skip
@@ -185,6 +195,7 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 	}
 	blocked := map[Segment]map[int64]float64{}
 	bad := map[Segment]int{}
+	badAt := map[Segment]map[int64]bool{} // steps with a dropped blocked sample
 	for _, s := range series {
 		tgt, ok := target("blocked", s)
 		if !ok {
@@ -203,6 +214,12 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			ms, val, ok := sample(v)
 			if !ok {
 				bad[seg]++
+				if ms, ok := sampleTime(v); ok {
+					if badAt[seg] == nil {
+						badAt[seg] = map[int64]bool{}
+					}
+					badAt[seg][ms] = true
+				}
 				continue
 			}
 			blocked[seg][ms] += val
@@ -234,6 +251,7 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			}
 		}
 	}
+	late := fillMissing(blocked, badAt, totals, p.Start.Add(p.Step).UnixMilli())
 	segs := make([]Segment, 0, len(blocked))
 	for seg := range blocked {
 		segs = append(segs, seg)
@@ -272,6 +290,11 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			s.Points = append(s.Points, pt)
 		}
 		name := fmt.Sprintf("target %s, category %s", seg.Target, catName(seg.Category))
+		if first, ok := late[seg]; ok {
+			prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: %s: no sample for the intervals between %s (the range's start) and %s: they are missing, not counted as 0 blocked "+
+				"(a labelled counter has no series until its first increment; with a total query, steps with requests count as 0)",
+				name, p.Start.Add(-p.Step).UTC().Format(time.RFC3339), time.UnixMilli(first).UTC().Add(-p.Step).Format(time.RFC3339)))
+		}
 		if noTotal > 0 {
 			prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: %s: %d sample(s) without a total at the same time: dropped", name, noTotal))
 		}
@@ -296,6 +319,69 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 	sortSeries(prod.Series)
 	capLists(prod)
 	return prod, nil
+}
+
+// fillMissing counts as 0 blocked the steps at which a segment with
+// samples elsewhere in the range has none, when the answer shows that
+// production was counted then: a labelled counter (llm_blocked_total with
+// category="privacy") has no series until its first increment, and
+// loses it on a restart until the next one, so its absence is no blocks.
+//
+//   - With totals: every step at which the segment's target has a total.
+//   - Without totals: the steps before the segment's first sample at which
+//     another segment of the same target has one (a gap later in the
+//     series is left a gap: nothing says the counter still existed).
+//
+// A step whose blocked sample was dropped (NaN, negative, ...) is never
+// filled. late returns, for the segments without totals whose first
+// sample is still after since (milliseconds), that sample's time.
+func fillMissing(blocked map[Segment]map[int64]float64, badAt map[Segment]map[int64]bool, totals map[string]map[int64]float64, since int64) (late map[Segment]int64) {
+	late = map[Segment]int64{}
+	if totals != nil {
+		for seg, byTime := range blocked {
+			if len(byTime) == 0 {
+				continue
+			}
+			for ms := range totals[seg.Target] {
+				if _, ok := byTime[ms]; !ok && !badAt[seg][ms] {
+					byTime[ms] = 0
+				}
+			}
+		}
+		return late
+	}
+	seen := map[string]map[int64]bool{} // target → steps with a sample of any of its segments
+	first := map[Segment]int64{}
+	for seg, byTime := range blocked {
+		if seen[seg.Target] == nil {
+			seen[seg.Target] = map[int64]bool{}
+		}
+		f := int64(math.MaxInt64)
+		for ms := range byTime {
+			seen[seg.Target][ms] = true
+			f = min(f, ms)
+		}
+		first[seg] = f
+	}
+	for seg, byTime := range blocked {
+		if len(byTime) == 0 {
+			continue
+		}
+		f := first[seg]
+		for ms := range seen[seg.Target] {
+			if ms < f && !badAt[seg][ms] {
+				byTime[ms] = 0
+			}
+		}
+		newFirst := f
+		for ms := range byTime {
+			newFirst = min(newFirst, ms)
+		}
+		if newFirst > since {
+			late[seg] = newFirst
+		}
+	}
+	return late
 }
 
 // maxListed bounds the skipped series and warnings a Prometheus answer
@@ -355,6 +441,19 @@ func sample(v []json.RawMessage) (int64, float64, bool) {
 		return 0, 0, false
 	}
 	return int64(math.Round(ts * 1000)), val, true
+}
+
+// sampleTime reads the time of a [unix_time, "value"] pair whose value
+// may be unusable, in milliseconds.
+func sampleTime(v []json.RawMessage) (int64, bool) {
+	if len(v) != 2 {
+		return 0, false
+	}
+	ts, err := strconv.ParseFloat(string(v[0]), 64)
+	if err != nil || math.IsNaN(ts) || math.IsInf(ts, 0) || ts < 0 || ts > 1e11 {
+		return 0, false
+	}
+	return int64(math.Round(ts * 1000)), true
 }
 
 func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []string, error) {

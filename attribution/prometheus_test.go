@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -381,5 +382,116 @@ func TestPrometheusListsCapped(t *testing.T) {
 	}
 	if last := prod.Warnings[maxListed]; !strings.Contains(last, "more warnings not listed") {
 		t.Errorf("last warning %q", last)
+	}
+}
+
+// lateCounter answers hourly samples from 01:00 to 12:00 (points 00:00 to
+// 11:00): violence on sim-a at every step; privacy on sim-a only from the
+// sample at 07:00 (its counter's first block, point 06:00), with a NaN at
+// 03:00; and, for the total query, 1000 requests per step.
+func lateCounter(t *testing.T, withViolence bool) *promServer {
+	return newPromServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var series []string
+		sample := func(h int, v string) string {
+			return fmt.Sprintf(`[%d,%q]`, promT0.Add(time.Duration(h)*time.Hour).Unix(), v)
+		}
+		if strings.Contains(r.URL.Query().Get("query"), "requests") {
+			var vals []string
+			for h := 1; h <= 12; h++ {
+				vals = append(vals, sample(h, "1000"))
+			}
+			series = append(series, `{"metric":{"target":"sim-a"},"values":[`+strings.Join(vals, ",")+`]}`)
+		} else {
+			var v, p []string
+			for h := 1; h <= 12; h++ {
+				v = append(v, sample(h, "10"))
+				switch {
+				case h == 3:
+					p = append(p, sample(h, "NaN"))
+				case h >= 7:
+					p = append(p, sample(h, "2"))
+				}
+			}
+			if withViolence {
+				series = append(series, `{"metric":{"target":"sim-a","category":"violence"},"values":[`+strings.Join(v, ",")+`]}`)
+			}
+			series = append(series, `{"metric":{"target":"sim-a","category":"privacy"},"values":[`+strings.Join(p, ",")+`]}`)
+		}
+		replay([]byte(`{"status":"success","data":{"resultType":"matrix","result":[`+strings.Join(series, ",")+`]}}`), 200)(w, r)
+	})
+}
+
+// A counter that first appears at the change (a labelled counter has no
+// series until its first increment) is still a change: with totals, a
+// step with requests and no blocked sample counts as 0; without, the
+// steps before its first sample at which the target's other categories
+// have samples do; a step whose sample was dropped never does.
+func TestPrometheusCounterAppearsAtTheChange(t *testing.T) {
+	ev := Event{ID: 1, Kind: "policy_change", Direction: Tightened, Targets: []string{"sim-a"}, NewCategories: []string{"privacy"},
+		Flips: []Flip{flip("sim-a", []string{"privacy"}, allowed, blocked("privacy"), 7)}}
+	cases := []struct {
+		name     string
+		totals   bool
+		violence bool
+		points   int
+		change   bool
+		before   float64
+		after    float64
+		warning  string
+	}{
+		{"with totals", true, false, 11, true, 0, 0.002, ""},
+		{"without totals, another category of the target", false, true, 11, true, 0, 2, ""},
+		{"without totals, alone: a warning", false, false, 6, false, 0, 0, "prometheus: target sim-a, category privacy: no sample for the intervals between 2026-11-20T00:00:00Z (the range's start) and 2026-11-20T06:00:00Z: they are missing, not counted as 0 blocked"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ps := lateCounter(t, c.violence)
+			p := &Prometheus{URL: ps.URL, Query: `sum by (target, category) (increase(llm_blocked_total[1h]))`, Start: promT0.Add(time.Hour), End: promT0.Add(12 * time.Hour), Step: time.Hour}
+			if c.totals {
+				p.TotalQuery = `sum by (target) (increase(llm_requests_total[1h]))`
+			}
+			prod, err := p.Load(context.Background(), testTargets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var priv *Series
+			for _, s := range prod.Series {
+				if s.Category == "privacy" {
+					priv = s
+				}
+			}
+			if priv == nil || len(priv.Points) != c.points {
+				t.Fatalf("privacy: %+v", priv)
+			}
+			for _, pt := range priv.Points {
+				if pt.Time.Equal(promT0.Add(2 * time.Hour)) {
+					t.Errorf("the step whose sample was NaN was counted: %+v", pt)
+				}
+			}
+			warns := strings.Join(prod.Warnings, "\n")
+			if c.warning == "" && strings.Contains(warns, "no sample for the intervals") || !strings.Contains(warns, c.warning) {
+				t.Errorf("warnings %q, want %q", warns, c.warning)
+			}
+			r := Attribute(prod, history(ev), Options{})
+			var got *ChangeReport
+			for i := range r.Changes {
+				if r.Changes[i].Category == "privacy" {
+					got = &r.Changes[i]
+				}
+			}
+			if !c.change {
+				if got != nil {
+					t.Fatalf("change %+v", got)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatalf("no privacy change: %+v (warnings %q)", r.Changes, r.Warnings)
+			}
+			if !got.ChangeAt.Equal(changeAt) || got.BeforeRate != c.before || got.AfterRate != c.after || got.Direction != Up ||
+				got.Attribution != Provider || !reflect.DeepEqual(got.Events, []int64{1}) {
+				t.Errorf("%+v", got)
+			}
+		})
 	}
 }

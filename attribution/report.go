@@ -24,7 +24,9 @@ func Clean(s string) string { return termtext.Clean(s) }
 func Safe(s string) string { return termtext.Safe(s) }
 
 // WriteTable prints r for humans. Every string from outside the config is
-// escaped with Clean.
+// escaped with Clean; reasons, which attribution writes and which are long
+// by design, are printed whole with their control characters escaped
+// (termtext.SafeLong).
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "attribute · %d series · %d change(s)", r.Series, len(r.Changes))
 	counts := map[string]int{}
@@ -60,7 +62,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 		for _, c := range r.Changes {
-			fmt.Fprintf(w, "%s/%s %s: %s\n", Clean(c.Target), Clean(catShort(c.Category)), strings.ToUpper(c.Attribution), Clean(c.Reason))
+			// Reasons are long by design (events, windows, gaps): printed
+			// whole, control characters escaped.
+			fmt.Fprintf(w, "%s/%s %s: %s\n", Clean(c.Target), Clean(catShort(c.Category)), strings.ToUpper(c.Attribution), termtext.SafeLong(c.Reason))
 		}
 	}
 	if len(r.Uncovered) > 0 {

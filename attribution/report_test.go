@@ -108,16 +108,31 @@ func TestReportJSONSchema(t *testing.T) {
 		}
 	}
 	c := m["changes"].([]any)[0].(map[string]any)
-	for _, k := range []string{"target", "category", "change_at", "before_rate", "after_rate", "rate_unit", "direction", "z", "attribution", "reason", "events", "runs_before", "runs_after", "tolerance"} {
+	for _, k := range []string{"target", "category", "change_at", "change_from", "before_rate", "after_rate", "rate_unit", "direction", "z", "attribution", "reason", "events", "runs_before", "runs_after", "tolerance"} {
 		if _, ok := c[k]; !ok {
 			t.Errorf("change lacks %q: %v", k, c)
 		}
 	}
-	if c["change_at"] != "2026-11-20T06:00:00Z" || c["events"] == nil {
+	if c["change_at"] != "2026-11-20T06:00:00Z" || c["change_from"] != c["change_at"] || c["events"] == nil {
 		t.Errorf("%v", c)
 	}
 	empty, _ := json.Marshal(Attribute(&Production{}, &History{}, Options{}))
 	if string(empty) != `{"series":0,"changes":[],"uncovered_categories":[],"skipped_series":[],"warnings":["the database has no runs: nothing can be attributed to the provider or to traffic (run driftprobe on a schedule first)"]}` {
 		t.Errorf("%s", empty)
+	}
+}
+
+// A reason is printed whole in the table, however long, with its control
+// characters escaped.
+func TestWriteTableLongReason(t *testing.T) {
+	r := testReport()
+	long := strings.Repeat("a long reason ", 40) + "\x1b[2J the end"
+	r.Changes[0].Reason = long
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), strings.Repeat("a long reason ", 40)+`\x1b[2J the end`) || strings.Contains(b.String(), "\x1b") {
+		t.Fatalf("table:\n%s", b.String())
 	}
 }

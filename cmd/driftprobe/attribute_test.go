@@ -33,6 +33,7 @@ type attrReport struct {
 		Events      []int64   `json:"events"`
 		RunsBefore  int       `json:"runs_before"`
 		RunsAfter   int       `json:"runs_after"`
+		Tolerance   string    `json:"tolerance"`
 	} `json:"changes"`
 	Uncovered []struct {
 		Target   string  `json:"target"`
@@ -328,6 +329,15 @@ func TestAttributeFromConfigBlock(t *testing.T) {
 	if got := srv.Requests(); len(got) != 2 || got[1].Get("query") != tq || got[0].Get("start") != "2026-11-20T00:00:00Z" || got[0].Get("end") != "2026-11-20T10:00:00Z" {
 		t.Errorf("requests %v", got)
 	}
+	// RFC 3339 allows a lower-case t and z in --end.
+	srv.Reset()
+	if stdout, stderr, code := runIn(t, "attribute", "--config", cfg, "--db", db, "--end", "2026-11-20t10:20:00z", "--json"); code != 0 {
+		t.Errorf("lower-case --end: exit %d: %s", code, stderr)
+	} else if got := srv.Requests(); len(got) != 2 || got[0].Get("end") != "2026-11-20T10:00:00Z" {
+		t.Errorf("lower-case --end: requests %v", got)
+	} else {
+		checkAttribution(t, attrJSON(t, stdout), id)
+	}
 	// A flag overrides its field: this query is bad data (exit 2).
 	if _, stderr, code := runIn(t, "attribute", "--config", cfg, "--db", db, "--query", "nonsense"); code != 2 || !strings.Contains(stderr, "bad_data (HTTP 400)") {
 		t.Errorf("--query override: exit %d: %s", code, stderr)
@@ -411,4 +421,43 @@ func writeProduction(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return prod
+}
+
+// The block's tolerance applies to --production too (as to the runs'
+// stored reports), --tolerance overriding it: violence on sim-a jumps at
+// 06:00, three hours after run 4 (03:00) first saw the tightened probes,
+// so the flips explain it with a 3h tolerance and not with the default 2h.
+func TestAttributeToleranceFromConfigBlock(t *testing.T) {
+	dir, plain, db := attrSetup(t)
+	var b strings.Builder
+	hourly(&b, "sim-a", "violence", 6, 10, 30, 1000)
+	prod := filepath.Join(dir, "late.jsonl")
+	if err := os.WriteFile(prod, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "attr.yaml")
+	block := fmt.Sprintf("attribution:\n  prometheus: http://127.0.0.1:9\n  query: %q\n  since: 10h\n  step: 1h\n  tolerance: 3h\n", q)
+	if err := os.WriteFile(cfg, []byte(testenv.AttributionConfig+block), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg   string
+		flags []string
+		tol   string
+		attr  string
+	}{
+		{plain, nil, "2h", "traffic"},
+		{cfg, nil, "3h", "provider"},
+		{cfg, []string{"--tolerance", "1h"}, "1h", "traffic"},
+	} {
+		args := append([]string{"attribute", "--config", c.cfg, "--db", db, "--production", prod, "--json"}, c.flags...)
+		stdout, stderr, code := runIn(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.flags, code, stderr)
+		}
+		r := attrJSON(t, stdout)
+		if len(r.Changes) != 1 || r.Changes[0].Tolerance != c.tol || r.Changes[0].Attribution != c.attr {
+			t.Errorf("%s %v: %+v, want tolerance %s, %s", filepath.Base(c.cfg), c.flags, r.Changes, c.tol, c.attr)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,9 +50,10 @@ Sources:
     target_label, category_label, since, step, tolerance); any of these flags
     given overrides its field. Runs attribute with the same block after every
     run and store the report (the driftprobe_production_changes metrics).
-  Thresholds (--min-z, --min-points, --min-change, --min-rate-change) not
-  given as flags come from the block's min_z, min_points, min_change and
-  min_rate_change when the config has one, with any source.
+  Thresholds (--min-z, --min-points, --min-change, --min-rate-change) and
+  --tolerance not given as flags come from the block's min_z, min_points,
+  min_change, min_rate_change and tolerance when the config has one, with
+  any source.
   --stored: no query; the latest report a run stored, the one the metrics
     and alerts show (stderr says which run made it, and whether a later
     attempt failed).
@@ -105,9 +107,14 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 			}
 			defer sess.Close()
 			if blk := sess.Config.Attribution; blk != nil {
-				// Thresholds not given as flags come from the config's
-				// block, as a run's attribution uses them.
+				// Thresholds and the tolerance not given as flags come
+				// from the config's block, whatever the source, as a
+				// run's attribution uses them: the same data gets the
+				// answer the stored reports give.
 				def := app.AttributionOptions(blk).Detect
+				if !flags.Changed("tolerance") {
+					opts.Tolerance = blk.Tolerance.D()
+				}
 				for _, f := range []struct {
 					name string
 					set  func()
@@ -139,9 +146,6 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 				a := config.Attribution{}
 				if blk != nil {
 					a = *blk
-					if opts.Tolerance == 0 {
-						opts.Tolerance = blk.Tolerance.D()
-					}
 				}
 				p, err := prometheusSource(flags.Changed, a, promURL, query, totalQuery, targetLabel, categoryLabel, since, step, end)
 				if err != nil {
@@ -187,7 +191,7 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 	f.StringVar(&since, "since", "7d", "how far back to query (Go duration, or Nd / Nw; rounded up to whole steps)")
 	f.StringVar(&step, "step", "1h", "query step: the interval each count covers")
 	f.StringVar(&end, "end", "", "end of the queried range, RFC 3339 (default: now)")
-	f.StringVar(&tolerance, "tolerance", "", "slack on each side of a flip's window (default: 2 × the series' step; 2h without one)")
+	f.StringVar(&tolerance, "tolerance", "", "slack on each side of a flip's window (default: the config's attribution tolerance, else 2 × the series' step; 2h without one)")
 	f.Float64Var(&minZ, "min-z", attribution.DefaultMinZ, "|z| (two-proportion test, with totals) and Welch t a change needs")
 	f.IntVar(&minPoints, "min-points", attribution.DefaultMinPoints, "points a change needs on each side (at least 2; with totals, intervals with requests)")
 	f.Float64Var(&minChange, "min-change", attribution.DefaultMinChange, "without totals: relative change of the mean blocked count a change needs")
@@ -229,7 +233,8 @@ func prometheusSource(changed func(flag string) bool, a config.Attribution, u, q
 	endT := time.Now()
 	if end != "" {
 		var err error
-		if endT, err = time.Parse(time.RFC3339Nano, end); err != nil {
+		// RFC 3339 allows a lower-case t and z.
+		if endT, err = time.Parse(time.RFC3339Nano, strings.ToUpper(end)); err != nil {
 			return nil, app.Usage(fmt.Errorf("attribute: --end %q: not an RFC 3339 time", end))
 		}
 	}

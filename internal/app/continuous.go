@@ -17,6 +17,11 @@ import (
 
 // AttributionSummary is the `attribution` object of `run --json`: what the
 // continuous attribution after the run found, or why it failed.
+//
+// In JSON, series, changes and uncovered_categories are present exactly
+// when the attribution produced a report (Changes is not nil), 0 counts
+// included; an attribution that failed has report_id and error only. A
+// report made but not stored has the counts and the error.
 type AttributionSummary struct {
 	// ReportID is the attribution_reports row (0 when it could not be stored).
 	ReportID int64 `json:"report_id,omitempty"`
@@ -29,6 +34,19 @@ type AttributionSummary struct {
 	// Error is why the attempt failed (Prometheus unreachable, bad data,
 	// the database), or "" when it succeeded.
 	Error string `json:"error,omitempty"`
+}
+
+// MarshalJSON leaves the counts out when there is no report: a failed
+// attribution analyzed no series, it did not find 0 of them.
+func (s AttributionSummary) MarshalJSON() ([]byte, error) {
+	type plain AttributionSummary // the same fields without this method
+	if s.Changes != nil {
+		return json.Marshal(plain(s))
+	}
+	return json.Marshal(struct {
+		ReportID int64  `json:"report_id,omitempty"`
+		Error    string `json:"error,omitempty"`
+	}{s.ReportID, s.Error})
 }
 
 // PrometheusSource returns the range query a describes over the range

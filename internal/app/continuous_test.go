@@ -246,3 +246,36 @@ func TestAttributionOutOfBudgetIsStored(t *testing.T) {
 		t.Errorf("stored attribution after the spent budget: %v\n%s", err, w.String())
 	}
 }
+
+// In run --json a failed attribution has report_id and error only: no
+// series or uncovered_categories counts beside the error. A report made
+// keeps its counts, zeros included.
+func TestAttributionSummaryJSON(t *testing.T) {
+	prom := newPromFake(t)
+	prom.SetFailing(true)
+	e := attrEnv(t, prom)
+	runHourly(t, e, 1)
+	sum := app.AttributeAfterRun(context.Background(), &app.Session{Config: e.Config, Corpus: e.Corpus, Store: e.Store}, 1, testenv.AttributionT0.Add(10*time.Hour), nil)
+	var m map[string]any
+	if err := json.Unmarshal(mustJSON(t, sum), &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["error"]; !ok || len(m) != 2 || m["report_id"] == nil {
+		t.Errorf("failed attribution: %s, want report_id and error only", mustJSON(t, sum))
+	}
+	// Through the pointer run --json holds, too.
+	if j := string(mustJSON(t, struct {
+		A *app.AttributionSummary `json:"attribution"`
+	}{sum})); strings.Contains(j, `"series"`) || strings.Contains(j, `"uncovered_categories"`) {
+		t.Errorf("run --json: %s", j)
+	}
+	ok := &app.AttributionSummary{ReportID: 4, Changes: map[string]int{"provider": 0, "traffic": 0, "inconclusive": 0}}
+	if got, want := string(mustJSON(t, ok)), `{"report_id":4,"series":0,"changes":{"inconclusive":0,"provider":0,"traffic":0},"uncovered_categories":0}`; got != want {
+		t.Errorf("a report with no series: %s, want %s", got, want)
+	}
+	// Made but not stored: the counts and the error.
+	ok.Series, ok.Error = 2, "database is locked"
+	if got, want := string(mustJSON(t, ok)), `{"report_id":4,"series":2,"changes":{"inconclusive":0,"provider":0,"traffic":0},"uncovered_categories":0,"error":"database is locked"}`; got != want {
+		t.Errorf("a report not stored: %s, want %s", got, want)
+	}
+}
