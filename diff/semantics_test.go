@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -261,5 +262,24 @@ func TestMixedEndIsRevertNotRetraction(t *testing.T) {
 		if (p.ProbeID == "p") != p.Withdrawn || !p.Reverted {
 			t.Errorf("probe %s: withdrawn %v reverted %v", p.ProbeID, p.Withdrawn, p.Reverted)
 		}
+	}
+}
+
+// Detection is applied to a run once: a second Apply (a process that
+// stalled past its lease while another detected its run) is refused and
+// changes nothing, so one run's flips never count as two runs'.
+func TestApplyOncePerRun(t *testing.T) {
+	s := newSynth(t)
+	s.steady(2, "fp")
+	flipped := []*storage.Observation{obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp")}
+	s.run(storage.TargetComplete, 0, false, flipped...)
+	again := diff.Input{RunID: 3, CorpusVersion: "1", CorpusHash: "h",
+		Targets: []diff.TargetRun{{ID: s.tid, Name: "a", Provider: "sim", Status: storage.TargetComplete, Observations: flipped}},
+		Params:  diff.Params{ConfirmRuns: 2, NondeterministicFlips: 2, WindowRuns: 3}}
+	if _, err := diff.Apply(context.Background(), s.db, again); !errors.Is(err, storage.ErrAlreadyDetected) {
+		t.Fatalf("second Apply of run 3: %v, want ErrAlreadyDetected", err)
+	}
+	if evs := s.events(); len(evs) != 0 {
+		t.Fatalf("events %+v: one run confirmed a flip as two", evs)
 	}
 }

@@ -417,7 +417,13 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 			}
 		}
 	}()
+	changed := func() error {
+		return fail(fmt.Errorf("%w (it was read without locks, since this user cannot create the -wal and -shm files beside it); back up again, or as a user who can write there", ErrChangedWhileRead))
+	}
 	if err := d.vacuumInto(ctx, tmp); err != nil {
+		if d.changedSinceOpen() {
+			return changed()
+		}
 		if schema, serr := d.SchemaVersion(ctx); serr == nil && schema > SchemaLatest() && IsCorrupt(err) {
 			return d.newerUnreadable(schema, err)
 		}
@@ -428,6 +434,12 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
+	}
+	if d.changedSinceOpen() {
+		// Read without locks (immutable: this user cannot write beside
+		// the file) while a writer changed it: the copy may mix two
+		// states. Never publish it.
+		return changed()
 	}
 	if err := publish(tmp, path); err != nil {
 		return fail(err)

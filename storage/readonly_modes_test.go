@@ -332,4 +332,12 @@ func TestImmutableCheckNoticesAChange(t *testing.T) {
 	if !errors.Is(err, ErrChangedWhileRead) || !strings.Contains(fmt.Sprint(err), p) {
 		t.Errorf("check of a file rewritten under it: %+v %v, want ErrChangedWhileRead", rep, err)
 	}
+	// Nor is a backup of it published: the copy may mix two states.
+	b := filepath.Join(t.TempDir(), "b.db")
+	if err := ro.Backup(ctx, b); !errors.Is(err, ErrChangedWhileRead) {
+		t.Errorf("backup of a file rewritten under it: %v, want ErrChangedWhileRead", err)
+	}
+	if _, err := os.Stat(b); !os.IsNotExist(err) {
+		t.Errorf("a backup was published: %v", err)
+	}
 }

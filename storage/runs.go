@@ -188,11 +188,32 @@ func (d *DB) UndetectedRuns(ctx context.Context) ([]int64, error) {
 }
 
 // MarkDetected records, inside detection's transaction tx, that run's
-// detection committed.
+// detection committed. A run detected already (by another process that
+// took over the lease while this one stalled) is ErrAlreadyDetected: the
+// caller rolls back, so no run's flips are ever counted twice.
 func MarkDetected(ctx context.Context, tx *sql.Tx, run int64) error {
-	_, err := tx.ExecContext(ctx, `UPDATE runs SET detected = 1 WHERE id = ?`, run)
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET detected = 1 WHERE id = ? AND detected = 0`, run)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			err = fmt.Errorf("run %d: %w", run, ErrAlreadyDetected)
+		}
+		return err
+	}
+	return nil
+}
+
+// GiveUpDetection marks run detected without detecting it: its detection
+// failed where the next run would retry it forever.
+func (d *DB) GiveUpDetection(ctx context.Context, run int64) error {
+	_, err := d.db.ExecContext(ctx, `UPDATE runs SET detected = 1 WHERE id = ?`, run)
 	return err
 }
+
+// ErrAlreadyDetected: detection was applied to the run already.
+var ErrAlreadyDetected = errors.New("detection was applied to this run already")
 
 // FinishRun records a run's final status and per-target summaries. It
 // refuses (ErrRunFinished) a run that is no longer running.

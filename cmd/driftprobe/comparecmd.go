@@ -85,7 +85,7 @@ than N positive controls (under-blocking; off by default), else 0.`,
 					return err
 				}
 				defer closeT()
-				res, err := app.RunOnce(ctx, &sub, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: metrics.SubsetRunNote, SubsetRun: true})
+				res, err := app.RunOnce(ctx, &sub, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: metrics.SubsetRunNote, SubsetRun: true, FullConfig: cfg})
 				if err != nil {
 					return err
 				}

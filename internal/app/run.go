@@ -39,6 +39,10 @@ type RunOptions struct {
 	// (compare --run): it does not attribute production changes, which
 	// concern every target, nor clear stored attribution reports.
 	SubsetRun bool
+	// FullConfig is the whole configuration when the run's is a subset
+	// (compare --run): a missed run found before this one is detected
+	// with every target's settings. nil: the run's own.
+	FullConfig *config.Config
 }
 
 // RunResult is a run and what detection made of it.
@@ -83,9 +87,11 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	// ended in between) is detected now, before this run: its flips would
 	// otherwise go unseen, and later runs would compare against a state
 	// that skipped it.
-	if err := detectMissed(context.WithoutCancel(ctx), cfg, st, o.Logger); err != nil {
-		return nil, err
+	full := cfg
+	if o.FullConfig != nil {
+		full = o.FullConfig
 	}
+	detectMissed(context.WithoutCancel(ctx), full, st, o.Logger)
 	// The lock file guards a version's bytes where the corpus lives; the
 	// database guards them too, so a lost or regenerated corpus.lock
 	// cannot make one version mean two corpora.
@@ -105,7 +111,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if _, err := corpus.CheckLock(cp, true); err != nil {
 		return nil, Usage(err)
 	}
-	resample, err := resampler(ctx, cfg, st, targets)
+	resample, err := resampler(ctx, cfg, st, targets, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -267,44 +273,63 @@ func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 
 // detectMissed applies detection to every finished run that never had it
 // (storage.UndetectedRuns), oldest first, reading their observations from
-// the database. The caller holds the run lease. Targets no longer
-// configured are detected with the detection parameters in force and no
-// confirm_samples.
-func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, logger *slog.Logger) error {
+// the database, for the targets still configured (a removed target's
+// state no longer matters). The caller holds the run lease. It never
+// stops the run that follows: a missed run whose detection fails (the
+// very failure that may have left it undetected) is logged and given up
+// — marked detected — so it cannot block every later run.
+func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, logger *slog.Logger) {
 	ids, err := st.UndetectedRuns(ctx)
 	if err != nil {
-		return fmt.Errorf("find undetected runs: %w", err)
+		if logger != nil {
+			logger.Error("find runs never detected", "err", err)
+		}
+		return
 	}
 	for _, id := range ids {
-		run, err := st.Run(ctx, id)
-		if err != nil {
-			return err
-		}
-		rts, err := st.RunTargets(ctx, id)
-		if err != nil {
-			return err
-		}
-		in := diff.Input{RunID: id, CorpusVersion: run.CorpusVersion, CorpusHash: run.CorpusHash, Params: DetectionParams(cfg)}
-		for _, rt := range rts {
-			row, err := st.TargetByName(ctx, rt.Target)
-			if err != nil {
-				return err
+		n, err := detectRun(ctx, cfg, st, id)
+		switch {
+		case err == nil && logger != nil:
+			logger.Warn("a finished run was never detected (its process ended or its detection failed): detected now", "run", id, "events", n)
+		case err != nil:
+			if logger != nil {
+				logger.Error("a finished run was never detected, and detecting it now failed: given up (its flips are not counted)", "run", id, "err", err)
 			}
-			tr := diff.TargetRun{ID: rt.TargetID, Name: rt.Target, Provider: row.Provider, Status: rt.Status}
-			if tc := cfg.Target(rt.Target); tc != nil {
-				tr.ConfirmSamples = tc.ConfirmSamples
+			if merr := st.GiveUpDetection(ctx, id); merr != nil && logger != nil {
+				logger.Error("give up detection", "run", id, "err", merr)
 			}
-			in.Targets = append(in.Targets, tr)
-		}
-		det, err := diff.Apply(ctx, st, in)
-		if err != nil {
-			return fmt.Errorf("detection of run %d: %w", id, err)
-		}
-		if logger != nil {
-			logger.Warn("a finished run was never detected (its process ended first): detected now", "run", id, "events", len(det.EventIDs()))
 		}
 	}
-	return nil
+}
+
+// detectRun applies detection to the stored run id for its targets still
+// in cfg and returns how many events it changed.
+func detectRun(ctx context.Context, cfg *config.Config, st *storage.DB, id int64) (int, error) {
+	run, err := st.Run(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	rts, err := st.RunTargets(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	in := diff.Input{RunID: id, CorpusVersion: run.CorpusVersion, CorpusHash: run.CorpusHash, Params: DetectionParams(cfg)}
+	for _, rt := range rts {
+		tc := cfg.Target(rt.Target)
+		if tc == nil || tc.Disabled {
+			continue
+		}
+		row, err := st.TargetByName(ctx, rt.Target)
+		if err != nil {
+			return 0, err
+		}
+		in.Targets = append(in.Targets, diff.TargetRun{ID: rt.TargetID, Name: rt.Target, Provider: row.Provider, Status: rt.Status, ConfirmSamples: tc.ConfirmSamples})
+	}
+	det, err := diff.Apply(ctx, st, in)
+	if err != nil {
+		return 0, fmt.Errorf("detection of run %d: %w", id, err)
+	}
+	return len(det.EventIDs()), nil
 }
 
 // Prune prunes the store as r says, keeping what detection, evidence and
@@ -355,7 +380,7 @@ func DetectionParams(cfg *config.Config) diff.Params {
 // baseline later "flips" to its true verdict as a policy change). Bytes
 // never seen before take confirm_samples only: the first run of a corpus
 // costs no extra requests.
-func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target) (func(*runner.Target, string, string, probes.Result) int, error) {
+func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target, logger *slog.Logger) (func(*runner.Target, string, string, probes.Result) int, error) {
 	base := map[string]map[string]diff.Baseline{}
 	for _, t := range targets {
 		row, err := st.TargetByName(ctx, t.Config.Name)
@@ -366,7 +391,12 @@ func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets 
 			return nil, err
 		}
 		if base[t.Config.Name], err = diff.Baselines(ctx, st.SQL(), row.ID); err != nil {
-			return nil, err
+			// Damaged detection state: the run still probes and records
+			// the target (unscreened); its detection reports the damage.
+			if logger != nil {
+				logger.Error("read detection state: the target's answers are not screened this run", "target", t.Config.Name, "err", err)
+			}
+			delete(base, t.Config.Name)
 		}
 	}
 	return func(t *runner.Target, probeID, sha string, first probes.Result) int {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
@@ -175,5 +176,68 @@ func TestReplayOfKilledRun(t *testing.T) {
 	rep, err := app.Replay(ctx, e.Store, sum.RunID, e.Targets, "")
 	if err != nil || rep.Replayed != len(e.Corpus.Probes) || rep.Same != rep.Replayed {
 		t.Fatalf("replay of the killed run: %+v %v, want its %d answers replayed", rep, err, len(e.Corpus.Probes))
+	}
+}
+
+// A missed run whose detection fails now (the very failure that may have
+// left it undetected) is given up, never blocking every later run; a
+// missed run is detected only for the targets still configured.
+func TestUndetectedRunThatFailsIsGivenUp(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: sim-a, provider: sim, model: m}
+  - {name: sim-b, provider: sim, model: m}
+`)
+	ctx := context.Background()
+	e.Runs(2)
+	missed := func() int64 {
+		t.Helper()
+		sum, err := runner.New(runner.Options{Config: e.Config, Corpus: e.Corpus, Store: e.Store, Targets: e.Targets, Sleep: e.Sleep}).Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum.RunID
+	}
+	bad := missed()
+	// sim-b's detection state is damaged: detecting any run fails on it,
+	// the missed one first. Runs go on probing all the same (each
+	// recorded, its own detection failing), the missed one given up.
+	if _, err := e.Store.SQL().Exec(`UPDATE probe_states SET states = x'ff' WHERE target_id = (SELECT id FROM targets WHERE name = 'sim-b')`); err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(1); i <= 2; i++ {
+		_, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep})
+		if err == nil || !strings.Contains(err.Error(), "detection") {
+			t.Fatalf("run with damaged state: %v, want its detection to fail", err)
+		}
+		if id, _ := e.Store.LatestRunID(ctx); id != bad+i {
+			t.Fatalf("latest run %d, want %d: a missed run that cannot be detected blocked the next run", id, bad+i)
+		}
+	}
+	// Each failed once more in the next run's recovery and was given up;
+	// only the latest run's own failed detection is left to retry.
+	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 1 || ids[0] != bad+2 {
+		t.Errorf("undetected runs %v, want only run %d", ids, bad+2)
+	}
+	if _, err := e.Store.SQL().Exec(`DELETE FROM probe_states WHERE target_id = (SELECT id FROM targets WHERE name = 'sim-b')`); err != nil {
+		t.Fatal(err)
+	}
+	e.Run()
+	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 0 {
+		t.Errorf("still undetected: %v", ids)
+	}
+
+	// A target removed since: the missed run is detected for the others.
+	missed()
+	if _, err := e.Store.SQL().Exec(`UPDATE probe_states SET states = x'ff' WHERE target_id = (SELECT id FROM targets WHERE name = 'sim-b')`); err != nil {
+		t.Fatal(err)
+	}
+	only := *e.Config
+	only.Targets = []*config.Target{e.Config.Target("sim-a")}
+	if _, err := app.RunOnce(ctx, &only, e.Corpus, e.Store, e.Targets[:1], app.RunOptions{Sleep: e.Sleep}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 0 {
+		t.Errorf("still undetected: %v", ids)
 	}
 }
