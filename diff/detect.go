@@ -658,6 +658,16 @@ func (d *detector) closeProbes(reverted map[int64][]string, why, partial string)
 		} else if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET last_run = ?, updated_at = ? WHERE id = ?`, d.in.RunID, ts(d.now), eid); err != nil {
 			return err
 		}
+		if left > 0 && partial == ChangeWithdrawn {
+			// What is left of the evidence sets the direction.
+			dir, err := d.eventDirection(eid)
+			if err != nil {
+				return err
+			}
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET direction = ? WHERE id = ?`, dir, eid); err != nil {
+				return err
+			}
+		}
 		kind, err := d.eventKind(eid)
 		if err != nil {
 			return err
@@ -998,7 +1008,9 @@ func (d *detector) addProbe(eid int64, f flip) error {
 }
 
 func (d *detector) eventDirection(eid int64) (string, error) {
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT before, after FROM event_probes WHERE event_id = ?`, eid)
+	// Withdrawn probes (marked nondeterministic) are no evidence of the
+	// change: they do not steer its direction.
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT before, after FROM event_probes WHERE event_id = ? AND withdrawn = 0`, eid)
 	if err != nil {
 		return "", err
 	}

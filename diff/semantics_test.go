@@ -283,3 +283,26 @@ func TestApplyOncePerRun(t *testing.T) {
 		t.Fatalf("events %+v: one run confirmed a flip as two", evs)
 	}
 }
+
+// A probe withdrawn as nondeterministic no longer steers its event's
+// direction: what is left of the evidence does.
+func TestWithdrawnProbeLeavesDirection(t *testing.T) {
+	s := newSynth(t)
+	for range 2 { // baselines: p allowed, q blocked
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "allowed|", "fp"), obsFP("q", sha2, 0, "blocked_output|violence", "fp"))
+	}
+	for range 2 { // runs 3-4: p tightens, q loosens: one mixed event
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	if evs := s.events(); len(evs) != 1 || evs[0].Direction != diff.Mixed {
+		t.Fatalf("events %+v: want one mixed event", evs)
+	}
+	for range 2 { // runs 5-6: q's samples disagree: withdrawn
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"), obsFP("q", sha2, 1, "blocked_output|violence", "fp"))
+	}
+	for _, e := range s.events() {
+		if e.Kind == diff.KindPolicy && (e.Status != diff.StatusOpen || e.Direction != diff.Tightened) {
+			t.Errorf("policy event after q's withdrawal: %s %s, want open and tightened", e.Status, e.Direction)
+		}
+	}
+}
