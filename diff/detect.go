@@ -426,6 +426,19 @@ func (d *detector) run(obs []*storage.Observation) error {
 	if err := d.policyEvents(flips, known, states); err != nil {
 		return err
 	}
+	// A probe marked nondeterministic — in this run, or before (in a
+	// database an older driftprobe, which withdrew nothing, wrote) — is no
+	// policy evidence: its flips leave the target's open policy events.
+	// One indexed query per target, and only while some probe is marked.
+	marked := map[string]string{}
+	for pid, st := range states {
+		if st.nondeterministic {
+			marked[pid] = st.sha
+		}
+	}
+	if err := d.withdraw(marked); err != nil {
+		return err
+	}
 	if len(newlyND) > 0 || len(ndFlips) > 0 {
 		for _, pid := range newlyND {
 			st := states[pid]
@@ -442,14 +455,6 @@ func (d *detector) run(obs []*storage.Observation) error {
 			}
 			ndFlips = append(ndFlips, flip{probeID: pid, sha: st.sha, before: before, after: after, firstRun: run,
 				beforeObs: st.baselineObs, afterObs: byProbe[pid][0].ID, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)})
-		}
-		// Their earlier flips are no longer policy evidence.
-		marked := make(map[string]string, len(newlyND))
-		for _, pid := range newlyND {
-			marked[pid] = states[pid].sha
-		}
-		if err := d.withdraw(marked); err != nil {
-			return err
 		}
 		if err := d.event(KindNondeterminism, ndFlips, nil, nil, states); err != nil {
 			return err
