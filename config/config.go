@@ -771,9 +771,9 @@ func checkScheme(col *yamlx.Collector, path, raw string) {
 // whenever it is checked: five weeks (weekly patterns, a month's end) and
 // at least cronMinGaps gaps (a monthly schedule), bounded by
 // cronMaxFirings. The window, 5 January to 9 February, holds no
-// daylight-saving change in any zone: a CRON_TZ schedule's fall-back
-// double firing (01:30 twice, an hour apart) would otherwise refuse any
-// jitter over an hour on a daily schedule. The walk stops early once a gap
+// daylight-saving change in any zone: robfig/cron lists a fall-back's
+// repeated 01:30 twice, an hour apart (gocron runs it once), which would
+// otherwise refuse any jitter over an hour on a daily schedule. The walk stops early once a gap
 // is at most stop; ok is false when sched fires fewer than twice.
 func cronMinGap(sched cron.Schedule, stop time.Duration) (gap time.Duration, ok bool) {
 	ref := time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)

@@ -155,18 +155,23 @@ func loadK8sConfig(t *testing.T, docs []doc) *config.Config {
 	return c
 }
 
-// scheduleInterval is the config's "@every D" interval.
+// scheduleInterval is the interval of the config's schedule: "@every D",
+// or a cron schedule's first gap from a fixed day.
 func scheduleInterval(t *testing.T, c *config.Config) time.Duration {
 	t.Helper()
-	rest, ok := strings.CutPrefix(c.Schedule, "@every ")
-	if !ok {
-		t.Fatalf("config schedule %q: the examples use @every so the interval is explicit", c.Schedule)
+	if rest, ok := strings.CutPrefix(c.Schedule, "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(rest))
+	cs, err := cron.ParseStandard(c.Schedule)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("config schedule %q: %v", c.Schedule, err)
 	}
-	return d
+	n1 := cs.Next(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	return cs.Next(n1).Sub(n1)
 }
 
 // secretEnv returns the container's env vars taken from the Secret.
@@ -318,6 +323,11 @@ func TestK8sManifests(t *testing.T) {
 		t.Errorf("config schedule %q must match the hourly CronJob (the staleness alert uses it)", c.Schedule)
 	}
 	wantEq(t, "CronJob timeZone", get(spec, "timeZone"), "Etc/UTC")
+	// The very same slots: the CronJob's spec in its zone (the alert
+	// follows the config's schedule slot by slot).
+	if want := fmt.Sprintf("CRON_TZ=%s %s", get(spec, "timeZone"), sched); c.Schedule != want {
+		t.Errorf("config schedule %q, want the CronJob's %q", c.Schedule, want)
+	}
 	wantEq(t, "CronJob concurrencyPolicy", get(spec, "concurrencyPolicy"), "Forbid")
 	wantEq(t, "CronJob startingDeadlineSeconds", get(spec, "startingDeadlineSeconds"), 300)
 	wantEq(t, "CronJob successfulJobsHistoryLimit", get(spec, "successfulJobsHistoryLimit"), 3)

@@ -87,20 +87,24 @@ func (r *ScheduleRef) Get() Schedule {
 }
 
 // Overdue is when the next complete run is overdue, given the latest
-// complete run's end and duration: a run that fails leaves one more chance,
-// so it is the second due time after that end, plus the run's duration
-// (the run due then needs as long to finish). ok is false when s has no
-// second due time.
+// complete run's end and duration: a run that fails leaves one more
+// chance. The next run starts at the first due time after that end; runs
+// never overlap, so the one after it starts at the first due time after
+// it ends (taking as long as the last), and is overdue once it has had
+// as long to finish. With runs shorter than the schedule's interval that
+// is the second due time after the end, plus the duration; longer runs
+// skip slots, and so does this. ok is false when s has no such due time.
 func Overdue(s Schedule, end time.Time, took time.Duration) (at time.Time, ok bool) {
+	took = max(took, 0)
 	first := s.Next(end)
 	if first.IsZero() {
 		return time.Time{}, false
 	}
-	second := s.Next(first)
+	second := s.Next(first.Add(took))
 	if second.IsZero() {
 		return time.Time{}, false
 	}
-	return second.Add(max(took, 0)), true
+	return second.Add(took), true
 }
 
 // TargetSet is the set of target names the configuration in force runs:

@@ -55,5 +55,27 @@ func (d delayed) Next(t time.Time) time.Time {
 	if n.IsZero() {
 		return n
 	}
+	if repeated(d.sch, n) {
+		// The second 01:30 of a daylight-saving fall-back: gocron runs
+		// the first only (cronJob.next), so this slot is no run.
+		n = d.sch.Next(n)
+		if n.IsZero() {
+			return n
+		}
+	}
 	return n.Add(d.delay)
+}
+
+// repeated reports whether firing n of sch repeats the wall-clock time of
+// an earlier firing an hour or so before it (a daylight-saving fall-back
+// turns the clock back up to two hours; some zones by 30 minutes).
+func repeated(sch cron.Schedule, n time.Time) bool {
+	for back := 30 * time.Minute; back <= 2*time.Hour; back += 30 * time.Minute {
+		p := n.Add(-back)
+		if p.Year() == n.Year() && p.YearDay() == n.YearDay() && p.Hour() == n.Hour() && p.Minute() == n.Minute() && p.Second() == n.Second() &&
+			sch.Next(p.Add(-time.Second)).Equal(p) {
+			return true
+		}
+	}
+	return false
 }

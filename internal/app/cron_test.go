@@ -55,3 +55,37 @@ func TestDelayedScheduleUsesLocalZone(t *testing.T) {
 		t.Errorf("next after %s: %s, want %s", end, got.UTC(), want)
 	}
 }
+
+// On a daylight-saving fall-back night 01:30 happens twice; gocron runs
+// the first only, so the second is no slot for the overdue time either:
+// a daily 01:30 run in New York ending 01:31 EDT on Oct 31 is next due on
+// Nov 1 at 01:30 EDT (05:30Z), then Nov 2 at 01:30 EST (06:30Z) — never
+// Nov 1 at 01:30 EST.
+func TestDelayedScheduleSkipsRepeatedWallClock(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skipf("no zone data: %v", err)
+	}
+	old := time.Local
+	time.Local = ny
+	t.Cleanup(func() { time.Local = old })
+	for spec, want := range map[string][2]time.Time{
+		"30 1 * * *": {time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), time.Date(2026, 11, 2, 6, 30, 0, 0, time.UTC)},
+		"30 * * * *": {time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), time.Date(2026, 11, 1, 7, 30, 0, 0, time.UTC)},
+	} {
+		sch, err := cronSpec(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := delayed{sch: sch}
+		start := want[0].Add(-time.Minute)
+		if spec == "30 1 * * *" {
+			start = time.Date(2026, 10, 31, 5, 31, 0, 0, time.UTC)
+		}
+		first := d.Next(start)
+		second := d.Next(first)
+		if !first.Equal(want[0]) || !second.Equal(want[1]) {
+			t.Errorf("%s after %s: %s, %s; want %s, %s", spec, start, first.UTC(), second.UTC(), want[0], want[1])
+		}
+	}
+}
