@@ -350,8 +350,19 @@ func TestPruneMarksRunsAndRechecksKept(t *testing.T) {
 	// A marked run is not walked again: a row with a body slipped into it
 	// afterwards (it cannot happen; here it shows the walk is skipped)
 	// stays as it is.
+	// (InsertObservations refuses a finished run: reopen it for the insert.)
+	var status string
+	if err := d.db.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, runs[0]).Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.db.ExecContext(ctx, `UPDATE runs SET status = 'running' WHERE id = ?`, runs[0]); err != nil {
+		t.Fatal(err)
+	}
 	stray := &Observation{RunID: runs[0], TargetID: obs[runs[0]][0].TargetID, ProbeID: "stray", RequestSHA256: "r", Body: []byte(`{"x":1}`), BodySHA256: "s"}
 	if err := d.InsertObservations(ctx, []*Observation{stray}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.db.ExecContext(ctx, `UPDATE runs SET status = ? WHERE id = ?`, status, runs[0]); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := d.Prune(ctx, opts); err != nil || got != (PruneResult{PinnedKept: 2}) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -103,5 +104,25 @@ func TestReadBodiesKeepsTheIntactSide(t *testing.T) {
 		if _, _, err := d.ObservationBodies(ctx, o.ID); !IsUnreadableBody(err) {
 			t.Errorf("%s damaged: ObservationBodies err %v", col, err)
 		}
+	}
+}
+
+// A run another process finished (it took over this one's lease and marked
+// it aborted) gains no observations: an answer still in flight when the
+// paused process resumed is refused with ErrRunFinished.
+func TestInsertIntoFinishedRunRefused(t *testing.T) {
+	d := openTestDB(t)
+	ctx := context.Background()
+	runID, targetID := setupRun(t, d)
+	if err := d.FinishRun(ctx, runID, RunAborted, nil); err != nil {
+		t.Fatal(err)
+	}
+	o := &Observation{RunID: runID, TargetID: targetID, ProbeID: "p", RequestSHA256: "x"}
+	if err := d.InsertObservations(ctx, []*Observation{o}); !errors.Is(err, ErrRunFinished) {
+		t.Fatalf("insert into an aborted run: %v, want ErrRunFinished", err)
+	}
+	var n int
+	if err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM observations WHERE run_id = ?`, runID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d observations in the aborted run (%v)", n, err)
 	}
 }

@@ -419,6 +419,19 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 		return nil
 	}
 	return d.Tx(ctx, func(tx *sql.Tx) error {
+		// A run another process already finished (it took over the lease
+		// of this one, paused or stalled, and marked it aborted) gains no
+		// observations: an answer still in flight when this process
+		// resumed is not added to it.
+		for _, run := range runsOf(obs) {
+			var status string
+			if err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, run).Scan(&status); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("insert observations: %w", err)
+			}
+			if status != "" && status != RunRunning {
+				return fmt.Errorf("insert observations into run %d: %w (it is %s)", run, ErrRunFinished, status)
+			}
+		}
 		var last int64
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM observations`).Scan(&last); err != nil {
 			return fmt.Errorf("insert observations: %w", err)
@@ -467,6 +480,17 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 		}
 		return nil
 	})
+}
+
+// runsOf returns the distinct run ids of obs (almost always one).
+func runsOf(obs []*Observation) []int64 {
+	var runs []int64
+	for _, o := range obs {
+		if !slices.Contains(runs, o.RunID) {
+			runs = append(runs, o.RunID)
+		}
+	}
+	return runs
 }
 
 // insertObservationsRowwise inserts one row per statement and lets SQLite
