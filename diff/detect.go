@@ -1039,7 +1039,7 @@ func (d *detector) eventDirection(eid int64) (string, error) {
 // Enqueue takes the kind it opens as, a later change when the event's
 // opening was queued (see Params.Enqueue).
 func (d *detector) record(eid int64, kind, change, detail string) error {
-	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_updates (event_id, run_id, change, detail, at, target_id) VALUES (?, ?, ?, ?, ?, ?)`, eid, d.in.RunID, change, detail, ts(d.now), d.t.ID)
+	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_updates (event_id, run_id, change, detail, at, target_id, kind) VALUES (?, ?, ?, ?, ?, ?, ?)`, eid, d.in.RunID, change, detail, ts(d.now), d.t.ID, kind)
 	if err != nil {
 		return err
 	}

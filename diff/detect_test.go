@@ -172,7 +172,7 @@ targets:
 	var want int64
 	e.Store.SQL().QueryRow(`SELECT SUM(after_obs) FROM event_probes WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`).Scan(&want)
 	for _, q := range []string{`UPDATE event_probes SET after_obs = 0 WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`,
-		`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `PRAGMA user_version = 7`} {
+		`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `ALTER TABLE event_updates DROP COLUMN kind`, `PRAGMA user_version = 7`} {
 		if _, err := e.Store.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}

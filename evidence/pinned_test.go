@@ -167,6 +167,7 @@ func TestSchema9EvidenceVerifiesAfterMigration(t *testing.T) {
 	exec(t, e, `ALTER TABLE event_updates DROP COLUMN target_id`)
 	exec(t, e, `ALTER TABLE event_probes DROP COLUMN withdrawn`)
 	exec(t, e, `ALTER TABLE runs DROP COLUMN detected`)
+	exec(t, e, `ALTER TABLE event_updates DROP COLUMN kind`)
 	exec(t, e, `PRAGMA user_version = 9`)
 	e.Close()
 

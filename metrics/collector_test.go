@@ -875,4 +875,15 @@ func TestModelChangeMergedIntoOpenEvent(t *testing.T) {
 	// Later runs change nothing.
 	run(6)
 	diffLines(t, "a run later", gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	// The escalating update is found by its recorded kind, whatever its
+	// detail says; an update recorded before kinds were (kind '') by its
+	// detail.
+	if _, err := st.SQL().Exec(`UPDATE event_updates SET detail = 'reworded' WHERE kind = ?`, diff.KindModel); err != nil {
+		t.Fatal(err)
+	}
+	diffLines(t, "by kind", gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	if _, err := st.SQL().Exec(`UPDATE event_updates SET kind = '', detail = 'more; kind is now ` + diff.KindModel + `' WHERE detail = 'reworded'`); err != nil {
+		t.Fatal(err)
+	}
+	diffLines(t, "by detail, for older updates", gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), metrics.EventsTotal, metrics.LastEventTimestamp), want)
 }

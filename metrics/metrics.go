@@ -1105,7 +1105,8 @@ func (c *DBCollector) collectLastEvents(ctx context.Context, ch chan<- prometheu
 var qKindEscalations = `SELECT t.name, e.direction, u.at
 	FROM events e CROSS JOIN event_updates u JOIN targets t ON t.id = CASE WHEN u.target_id != 0 THEN u.target_id ELSE e.target_id END
 	WHERE e.kind = '` + diff.KindModel + `' AND e.opened_kind != '` + diff.KindModel + `' AND u.event_id = e.id
-	  AND u.id = (SELECT MIN(v.id) FROM event_updates v WHERE v.event_id = e.id AND instr(v.detail, '; kind is now ` + diff.KindModel + `') > 0)`
+	  AND u.id = (SELECT MIN(v.id) FROM event_updates v WHERE v.event_id = e.id
+	    AND (v.kind = '` + diff.KindModel + `' OR (v.kind = '' AND instr(v.detail, '; kind is now ` + diff.KindModel + `') > 0)))`
 
 // collectAttribution exports the latest stored attribution reports (none
 // without the config's attribution block). Label values are bounded: a
