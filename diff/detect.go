@@ -793,6 +793,25 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	if eid == 0 {
 		return d.open(kind, flips, newCats, vanished)
 	}
+	// Probes of this target the event has already (a probe that moved
+	// again, a nondeterministic one marked again) are not "more probes".
+	had := map[string]bool{}
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT probe_id FROM event_probes WHERE event_id = ? AND target_id = ?`, eid, d.t.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var pid string
+		if err := rows.Scan(&pid); err != nil {
+			rows.Close()
+			return err
+		}
+		had[pid] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
 	for _, f := range flips {
 		if err := d.addProbe(eid, f); err != nil {
 			return err
@@ -840,11 +859,26 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), run, modelAfter, ts(d.now), eid); err != nil {
 		return err
 	}
-	ids := make([]string, len(flips))
-	for i, f := range flips {
-		ids[i] = f.probeID
+	var added, again []string
+	for _, f := range flips {
+		if had[f.probeID] {
+			again = append(again, f.probeID)
+		} else {
+			added = append(added, f.probeID)
+		}
 	}
-	detail := fmt.Sprintf("%d more probe(s) on %s: %s", len(flips), d.t.Name, strings.Join(ids, ", "))
+	if len(added) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
+		// Marked again, nothing new: the rows are updated, nobody told.
+		return nil
+	}
+	var parts []string
+	if len(added) > 0 {
+		parts = append(parts, fmt.Sprintf("%d more probe(s) on %s: %s", len(added), d.t.Name, strings.Join(added, ", ")))
+	}
+	if len(again) > 0 {
+		parts = append(parts, fmt.Sprintf("%d probe(s) on %s changed again: %s", len(again), d.t.Name, strings.Join(again, ", ")))
+	}
+	detail := strings.Join(parts, "; ")
 	if change == ChangeTargetJoined {
 		detail = fmt.Sprintf("target %s changed the same way (%d probes, %d of them moved as the event's did): provider-wide change", d.t.Name, len(flips), same)
 	}
@@ -1006,7 +1040,7 @@ func scoreDirection(flips []flip) string {
 func (d *detector) addProbe(eid int64, f flip) error {
 	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate, score_moves)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0,
+		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0, withdrawn = 0,
 			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END`,
 		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves)
 	return err

@@ -306,3 +306,24 @@ func TestWithdrawnProbeLeavesDirection(t *testing.T) {
 		}
 	}
 }
+
+// A probe already in an event that moves again (a second stage of the
+// change) is reported as changed again, not as one more probe.
+func TestProbeMovingAgainIsNotMoreProbes(t *testing.T) {
+	s := newSynth(t)
+	s.steady(2, "fp")
+	for range 2 { // runs 3-4: p blocked at output: the event opens
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_output|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	for range 2 { // runs 5-6: p now blocked at input
+		s.run(storage.TargetComplete, 0, false, obsFP("p", sha1, 0, "blocked_input|hate", "fp"), obsFP("q", sha2, 0, "allowed|", "fp"))
+	}
+	evs := s.events()
+	if len(evs) != 1 || len(evs[0].Probes) != 1 {
+		t.Fatalf("events %+v: want one event with p", evs)
+	}
+	last := evs[0].Updates[len(evs[0].Updates)-1]
+	if strings.Contains(last.Detail, "more probe") || !strings.Contains(last.Detail, "1 probe(s) on a changed again: p") {
+		t.Errorf("update detail %q: want p changed again, not more probes", last.Detail)
+	}
+}

@@ -673,7 +673,8 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 			reason = RetractedReason
 		}
 		err := d.call(ctx, func(ctx context.Context) error {
-			_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{State: github.String("closed"), StateReason: github.String(reason)})
+			// The title too: it ends [reverted] or [retracted] now.
+			_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{Title: github.String(Title(ev)), State: github.String("closed"), StateReason: github.String(reason)})
 			return err
 		})
 		if err != nil {

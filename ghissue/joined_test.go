@@ -32,7 +32,7 @@ github:
 var (
 	// diff's update details: what the update says it is about.
 	joinedRe = regexp.MustCompile(`^target (\S+) changed the same way \((\d+) probes[,)]`)
-	probesRe = regexp.MustCompile(`^\d+ (?:more )?probe\(s\) on ([^\s:]+)(?::| flipped back:) (.*)$`)
+	probesRe = regexp.MustCompile(`^\d+ (?:more )?probe\(s\) on ([^\s:]+)(?::| flipped back:| changed again:) (.*)$`)
 	// a probe table row: | `target` | `probe` | ...
 	tableRowRe = regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([^`]+)` \\|")
 )
@@ -97,8 +97,14 @@ func TestProviderWideCommentsListOnlyTheirTarget(t *testing.T) {
 		if m := joinedRe.FindStringSubmatch(u.Detail); m != nil {
 			target = m[1]
 			fmt.Sscan(m[2], &n)
-		} else if m := probesRe.FindStringSubmatch(u.Detail); m != nil {
-			target, want = m[1], strings.Split(m[2], ", ")
+		} else if m := probesRe.FindStringSubmatch(strings.Split(u.Detail, "; ")[0]); m != nil {
+			// "N more probe(s) on T: a, b; M probe(s) on T changed again: c"
+			target = m[1]
+			for _, part := range strings.Split(u.Detail, "; ") {
+				if m := probesRe.FindStringSubmatch(part); m != nil {
+					want = append(want, strings.Split(m[2], ", ")...)
+				}
+			}
 			n = len(want)
 		} else {
 			t.Fatalf("update %d: unexpected detail %q", u.ID, u.Detail)

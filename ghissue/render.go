@@ -392,6 +392,12 @@ func IssueBody(ev *diff.Event, e *Evidence) string {
 	fmt.Fprintf(&h, "## %s on %s\n\n", kindTitle(ev.Kind), inert(where(ev), 2000))
 	switch ev.Kind {
 	case diff.KindPolicy, diff.KindModel:
+		if retracted(ev) {
+			h.WriteString("driftprobe sends the same probe bytes to this target on every run. The probes below got a different " +
+				"verdict on byte-identical requests, but have since answered differently from run to run (nondeterministic): " +
+				"their flips are not evidence of a policy change, and the event is **retracted**.\n\n")
+			break
+		}
 		h.WriteString("driftprobe sends the same probe bytes to this target on every run. The probes below now get a different " +
 			"verdict **on byte-identical requests** (same request SHA-256 before and after), confirmed across runs: " +
 			"the provider changed, not the content.\n\n")

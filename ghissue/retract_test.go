@@ -77,8 +77,8 @@ func TestRetractedEventClosesNotPlanned(t *testing.T) {
 	if policy == nil {
 		t.Fatalf("no policy issue among %d", len(issues))
 	}
-	if policy.State != "closed" || policy.StateReason != "not_planned" {
-		t.Errorf("retracted event's issue: %s/%s, want closed/not_planned", policy.State, policy.StateReason)
+	if policy.State != "closed" || policy.StateReason != "not_planned" || !strings.HasSuffix(policy.Title, "[retracted]") {
+		t.Errorf("retracted event's issue: %s/%s %q, want closed/not_planned, its title ending [retracted]", policy.State, policy.StateReason, policy.Title)
 	}
 	var said bool
 	for _, c := range f.commentsOf(policy.Number) {
@@ -88,5 +88,19 @@ func TestRetractedEventClosesNotPlanned(t *testing.T) {
 	}
 	if !said {
 		t.Error("no comment saying the event was retracted (or one claiming a provider revert)")
+	}
+}
+
+// An issue opened only after its event was retracted (delivery delayed)
+// never claims the provider changed.
+func TestRetractedEventBody(t *testing.T) {
+	ev := &diff.Event{ID: 1, Fingerprint: "f", Target: "a", Targets: []string{"a"}, Provider: "sim", Kind: diff.KindPolicy, Direction: diff.Tightened, Status: diff.StatusReverted,
+		Probes: []diff.EventProbe{{Target: "a", ProbeID: "p", Before: diff.ParseKey("allowed|"), After: diff.ParseKey("blocked_output|hate"), Reverted: true, Withdrawn: true, RevertedRun: 7}}}
+	body := ghissue.IssueBody(ev, nil)
+	if strings.Contains(body, "the provider changed, not the content") || !strings.Contains(body, "**retracted**") {
+		t.Errorf("body of a retracted event:\n%s", body)
+	}
+	if title := ghissue.Title(ev); !strings.HasSuffix(title, "[retracted]") {
+		t.Errorf("title %q", title)
 	}
 }

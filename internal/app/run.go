@@ -583,7 +583,10 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBEFORE\tAFTER\tCONFIRMED\t")
 			for _, p := range e.Probes {
 				after := p.After.String()
-				if p.Reverted {
+				switch {
+				case p.Withdrawn:
+					after += " (withdrawn: nondeterministic)"
+				case p.Reverted:
 					after += " (reverted)"
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, p.Before.String(), after, p.ConfirmedRun)
