@@ -38,13 +38,7 @@ func TestLongestCronGap(t *testing.T) {
 // a daily 09:00 run ending Monday 14:05Z (09:05 EST) is next due Tuesday
 // 09:00 EST (14:00Z), not at 09:00Z.
 func TestDelayedScheduleUsesLocalZone(t *testing.T) {
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		t.Skipf("no zone data: %v", err)
-	}
-	old := time.Local
-	time.Local = ny
-	t.Cleanup(func() { time.Local = old })
+	inLocalZone(t, "America/New_York")
 	sch, err := cronSpec("0 9 * * *")
 	if err != nil {
 		t.Fatal(err)
@@ -62,13 +56,7 @@ func TestDelayedScheduleUsesLocalZone(t *testing.T) {
 // Nov 1 at 01:30 EDT (05:30Z), then Nov 2 at 01:30 EST (06:30Z) — never
 // Nov 1 at 01:30 EST.
 func TestDelayedScheduleSkipsRepeatedWallClock(t *testing.T) {
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		t.Skipf("no zone data: %v", err)
-	}
-	old := time.Local
-	time.Local = ny
-	t.Cleanup(func() { time.Local = old })
+	inLocalZone(t, "America/New_York")
 	for spec, want := range map[string][2]time.Time{
 		"30 1 * * *": {time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), time.Date(2026, 11, 2, 6, 30, 0, 0, time.UTC)},
 		"30 * * * *": {time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), time.Date(2026, 11, 1, 7, 30, 0, 0, time.UTC)},
@@ -88,4 +76,17 @@ func TestDelayedScheduleSkipsRepeatedWallClock(t *testing.T) {
 			t.Errorf("%s after %s: %s, %s; want %s, %s", spec, start, first.UTC(), second.UTC(), want[0], want[1])
 		}
 	}
+}
+
+// inLocalZone makes name the process's local zone (the scheduler's) for
+// the test; tests using it must not run in parallel.
+func inLocalZone(t *testing.T, name string) {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Skipf("no zone data: %v", err)
+	}
+	old := time.Local
+	time.Local = loc
+	t.Cleanup(func() { time.Local = old })
 }
