@@ -329,19 +329,15 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 	sdb.SetMaxOpenConns(1)
 	sdb.SetConnMaxIdleTime(0)
 	d := &DB{db: sdb, path: p, now: func() time.Time { return time.Now().UTC() }}
-	cur, err := d.SchemaVersion(ctx)
+	cur, n, err := versionAndForeign(ctx, sdb)
 	switch {
 	case err != nil:
 		err = openError(p, err)
+	case cur == 0 && n > 0:
+		// No migration ever ran, yet it holds tables: not driftprobe's.
+		err = notOurs(p, n)
 	case cur == 0:
-		// No migration ever ran: an empty file, or not driftprobe's.
-		if n, ferr := foreignObjects(ctx, sdb); ferr != nil {
-			err = openError(p, ferr)
-		} else if n > 0 {
-			err = notOurs(p, n)
-		} else {
-			err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
-		}
+		err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
 	}
 	if err != nil {
 		sdb.Close()
@@ -364,21 +360,37 @@ func refuseForeign(ctx context.Context, p string) error {
 		return nil
 	}
 	defer sdb.Close()
-	var cur int
-	if err := sdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err != nil {
+	cur, n, err := versionAndForeign(ctx, sdb)
+	if err != nil {
 		if sqliteCode(err) == sqliteNotADB {
 			return openError(p, err)
 		}
 		return nil
 	}
-	if cur != 0 {
-		return nil
-	}
-	if n, err := foreignObjects(ctx, sdb); err == nil && n > 0 {
+	if cur == 0 && n > 0 {
 		return notOurs(p, n)
 	}
 	return nil
 }
+
+// versionAndForeign reads the schema version and, when it is 0, the number
+// of objects (foreignObjects). A non-zero version is read alone: the
+// schema of a newer release may not parse here, and only reading
+// sqlite_master parses it. At version 0 the two are read again in one
+// statement, so from one snapshot: read separately, the version could be
+// read before another process's first migration commits and the objects
+// after, making driftprobe's own schema look like another program's.
+func versionAndForeign(ctx context.Context, sdb *sql.DB) (version, objects int, err error) {
+	if err = sdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 0 {
+		return version, 0, err
+	}
+	err = sdb.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version), (`+foreignObjectsSQL+`)`).Scan(&version, &objects)
+	return version, objects, err
+}
+
+// foreignObjectsSQL counts a database's tables, indexes, views and
+// triggers, SQLite's own aside.
+const foreignObjectsSQL = `SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\'`
 
 // foreignObjects counts the tables, indexes, views and triggers of a
 // database whose schema version is 0: driftprobe never migrated it, so any
@@ -387,7 +399,7 @@ func foreignObjects(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }) (int, error) {
 	var n int
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\'`).Scan(&n)
+	err := q.QueryRowContext(ctx, foreignObjectsSQL).Scan(&n)
 	return n, err
 }
 
