@@ -196,6 +196,12 @@ type deliverer struct {
 	index  map[string]*github.Issue // event fingerprint -> issue, from the label listing (and findRecent)
 	listed bool
 	seen   map[int]map[string]bool // issue -> update markers present in its comments
+	// authors holds issues' authors (number -> login) and self the logins
+	// this pass created issues or comments as: an update marker counts
+	// only in a comment by either, so nobody else can silence an update by
+	// pasting its (guessable) marker into a comment of their own.
+	authors map[int]string
+	self    map[string]bool
 	// claims holds the next_attempt_at value this pass's claim wrote on
 	// each row it claimed: release and fail compare-and-swap on it, so a
 	// row another process claimed after this claim ran out is left alone.
@@ -259,7 +265,8 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		return res, nil
 	}
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
-		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}, claims: map[int64]string{}}
+		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}, claims: map[int64]string{},
+		authors: map[int]string{}, self: map[string]bool{}}
 	lost := func(r row, what string) {
 		note := fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, what)
 		res.Lost++
@@ -755,6 +762,10 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		return 0, err
 	}
 	d.index[ev.Fingerprint] = iss
+	if login := iss.GetUser().GetLogin(); login != "" {
+		d.authors[iss.GetNumber()] = login
+		d.self[login] = true
+	}
 	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
 		return 0, dbError{err}
 	}
@@ -861,13 +872,44 @@ func (d *deliverer) list(ctx context.Context) error {
 	return nil
 }
 
+// issueAuthor returns the login that opened issue num: known from the
+// label listing or the creation, else asked of GitHub.
+func (d *deliverer) issueAuthor(ctx context.Context, num int) (string, error) {
+	if a, ok := d.authors[num]; ok {
+		return a, nil
+	}
+	for _, iss := range d.index {
+		if iss.GetNumber() == num && iss.GetUser().GetLogin() != "" {
+			d.authors[num] = iss.GetUser().GetLogin()
+			return d.authors[num], nil
+		}
+	}
+	var iss *github.Issue
+	err := d.call(ctx, func(ctx context.Context) error {
+		var err error
+		iss, _, err = d.gh.Issues.Get(ctx, d.owner, d.repo, num)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	d.authors[num] = iss.GetUser().GetLogin()
+	return d.authors[num], nil
+}
+
 // ensureComment posts the update's comment unless the issue already has
-// it.
+// it: a comment that starts with the update's marker, written by the
+// issue's author (driftprobe, which opened it) or by the login this pass
+// posts as. Anyone else's comment carrying the marker is ignored.
 func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) error {
 	marker := UpdateMarker(u.ID)
 	seen, ok := d.seen[num]
 	if !ok {
 		seen = map[string]bool{}
+		author, err := d.issueAuthor(ctx, num)
+		if err != nil {
+			return d.issueErr(ctx, ev, err)
+		}
 		opt := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 		for {
 			var page []*github.IssueComment
@@ -881,7 +923,10 @@ func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, 
 				return d.issueErr(ctx, ev, err)
 			}
 			for _, c := range page {
-				for _, m := range updateMarkerRe.FindAllString(c.GetBody(), -1) {
+				if login := c.GetUser().GetLogin(); login == "" || (login != author && !d.self[login]) {
+					continue
+				}
+				if m := updateMarkerRe.FindString(c.GetBody()); m != "" && strings.HasPrefix(c.GetBody(), m) {
 					seen[m] = true
 				}
 			}
@@ -897,12 +942,17 @@ func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, 
 		return nil
 	}
 	body := CommentBody(ev, u, e, closing)
+	var posted *github.IssueComment
 	err := d.call(ctx, func(ctx context.Context) error {
-		_, _, err := d.gh.Issues.CreateComment(ctx, d.owner, d.repo, num, &github.IssueComment{Body: github.String(body)})
+		var err error
+		posted, _, err = d.gh.Issues.CreateComment(ctx, d.owner, d.repo, num, &github.IssueComment{Body: github.String(body)})
 		return err
 	})
 	if err != nil {
 		return d.issueErr(ctx, ev, err)
+	}
+	if login := posted.GetUser().GetLogin(); login != "" {
+		d.self[login] = true
 	}
 	seen[marker] = true
 	d.log.Info("github comment posted", "event", ev.ID, "issue", num, "update", u.ID, "change", u.Change)

@@ -976,3 +976,62 @@ func TestLostCreateWithoutLabelIsFoundAgain(t *testing.T) {
 		t.Errorf("pending: %+v", p)
 	}
 }
+
+// TestStrangerMarkersDoNotSilenceUpdates: anyone can comment on a public
+// repository, and update markers are sequential, so easy to guess. A
+// stranger's comment carrying the markers of updates yet to come (hidden
+// in a friendly comment, or at its very start) must not make driftprobe
+// believe it already posted them: every update is still commented, once,
+// by driftprobe.
+func TestStrangerMarkersDoNotSilenceUpdates(t *testing.T) {
+	t.Setenv(tokenEnv, testToken)
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := newSys(t, filepath.Join(t.TempDir(), "test.db"), f.BaseURL())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var all strings.Builder
+	for id := 1; id < 200; id++ {
+		all.WriteString(ghissue.UpdateMarker(int64(id)) + "\n")
+	}
+	seeded := map[int]bool{}
+	for run := 1; run <= totalRuns; run++ {
+		s.run()
+		if _, err := ghissue.AfterRun(context.Background(), s.st, s.cfg, log, nil); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		f.mu.Lock()
+		for _, iss := range f.issues {
+			if !seeded[iss.Number] {
+				seeded[iss.Number] = true
+				f.nextCID++
+				f.comments[iss.Number] = append(f.comments[iss.Number],
+					&fakeComment{ID: f.nextCID, Body: "Thanks for the report, looking into it.\n" + all.String(), User: &fakeUser{Login: "mallory"}})
+				f.nextCID++
+				f.comments[iss.Number] = append(f.comments[iss.Number],
+					&fakeComment{ID: f.nextCID, Body: all.String(), User: &fakeUser{Login: "mallory"}})
+			}
+		}
+		f.mu.Unlock()
+	}
+	evs := events(t, s)
+	updates := 0
+	for _, ev := range evs {
+		for _, u := range ev.Updates {
+			if u.Change == diff.ChangeOpened {
+				continue
+			}
+			updates++
+			n := 0
+			for _, c := range f.commentsOf(ev.IssueNumber) {
+				if c.User != nil && c.User.Login == fakeBot && strings.HasPrefix(c.Body, ghissue.UpdateMarker(u.ID)) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("event %d update %d (%s): %d comments by driftprobe, want 1", ev.ID, u.ID, u.Change, n)
+			}
+		}
+	}
+	if updates == 0 {
+		t.Fatal("the scenario made no updates to comment on")
+	}
+}

@@ -44,7 +44,16 @@ type fakeGitHub struct {
 	// now stamps created_at/updated_at (default time.Now; tests inject
 	// their clock).
 	now func() time.Time
+	// login is the user the API's callers create issues and comments as
+	// (default fakeBot; fakeAppBot once enableApp is called).
+	login string
 }
+
+// The logins driftprobe posts as in these tests.
+const (
+	fakeBot    = "driftprobe-bot"
+	fakeAppBot = "driftprobe-app[bot]"
+)
 
 // fakeApp is one GitHub App installation: POST
 // /app/installations/{id}/access_tokens checks the app's RS256 JWT and
@@ -71,11 +80,18 @@ type fakeIssue struct {
 	// CreatedAt and UpdatedAt are GitHub's timestamps (zero for issues a
 	// test put in place: created long ago).
 	CreatedAt, UpdatedAt time.Time `json:"-"`
+	// Author is the user who opened it ("" for none).
+	Author string `json:"-"`
 }
 
 type fakeComment struct {
-	ID   int64  `json:"id"`
-	Body string `json:"body"`
+	ID   int64     `json:"id"`
+	Body string    `json:"body"`
+	User *fakeUser `json:"user,omitempty"`
+}
+
+type fakeUser struct {
+	Login string `json:"login"`
 }
 
 type fakeReq struct {
@@ -98,7 +114,7 @@ type fault struct {
 }
 
 func newFakeGitHub(t testing.TB, owner, repo, token string) *fakeGitHub {
-	f := &fakeGitHub{t: t, owner: owner, repo: repo, token: token, perPage: 2, comments: map[int][]*fakeComment{}, nextCID: 1000}
+	f := &fakeGitHub{t: t, owner: owner, repo: repo, token: token, perPage: 2, comments: map[int][]*fakeComment{}, nextCID: 1000, login: fakeBot}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -110,6 +126,7 @@ func (f *fakeGitHub) enableApp(appID, installationID int64, pub *rsa.PublicKey, 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.app = &fakeApp{id: appID, installation: installationID, pub: pub, token: token}
+	f.login = fakeAppBot
 }
 
 func (f *fakeGitHub) appState() fakeApp {
@@ -167,6 +184,9 @@ func (f *fakeGitHub) issueJSON(i *fakeIssue) map[string]any {
 	}
 	if i.StateReason != "" {
 		m["state_reason"] = i.StateReason
+	}
+	if i.Author != "" {
+		m["user"] = map[string]any{"login": i.Author}
 	}
 	m["created_at"] = i.CreatedAt.UTC().Format(time.RFC3339)
 	m["updated_at"] = i.UpdatedAt.UTC().Format(time.RFC3339)
@@ -381,7 +401,7 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 				labels = nil
 			}
 			now := f.clock()
-			iss := &fakeIssue{Number: len(f.issues) + 1, Title: req.Title, Body: req.Body, State: "open", Labels: labels, CreatedAt: now, UpdatedAt: now}
+			iss := &fakeIssue{Number: len(f.issues) + 1, Title: req.Title, Body: req.Body, State: "open", Labels: labels, CreatedAt: now, UpdatedAt: now, Author: f.login}
 			f.issues = append(f.issues, iss)
 			writeJSON(w, 201, f.issueJSON(iss))
 		case http.MethodGet:
@@ -459,7 +479,7 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 				return
 			}
 			f.nextCID++
-			c := &fakeComment{ID: f.nextCID, Body: req.Body}
+			c := &fakeComment{ID: f.nextCID, Body: req.Body, User: &fakeUser{Login: f.login}}
 			f.comments[n] = append(f.comments[n], c)
 			f.issues[n-1].UpdatedAt = f.clock()
 			writeJSON(w, 201, c)
