@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -44,6 +45,62 @@ targets:
 				r := o.Result
 				if bytes.Contains(body, []byte(key)) || strings.Contains(fmt.Sprint(r.Message, r.Reason, r.RequestID, r.Unknown), key) {
 					t.Fatalf("%s: key stored: body %s, result %+v", o.ProbeID, body, r)
+				}
+				if !bytes.Contains(body, []byte("[REDACTED]")) {
+					t.Fatalf("%s: body %s", o.ProbeID, body)
+				}
+			}
+		})
+	}
+}
+
+// A key echoed in a JSON message with escapes (PHP escapes every "/";
+// some servers escape more) is redacted as well, in every spelling.
+func TestEchoedKeyRedactedWhenJSONEscaped(t *testing.T) {
+	const key = "sk-QA/SECRET/0123456789abcdef"
+	escapes := map[string]func(string) string{
+		"slashes": func(k string) string { return strings.ReplaceAll(k, "/", `\/`) },
+		"dash":    func(k string) string { return strings.ReplaceAll(k, "-", `\u002d`) },
+		"every": func(k string) string {
+			var b strings.Builder
+			for _, r := range k {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			}
+			return b.String()
+		},
+	}
+	for name, esc := range escapes {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				k := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error"}}`, esc(k))
+			}))
+			defer srv.Close()
+			t.Setenv("QA_KEY", key)
+			e := testenv.New(t, fmt.Sprintf(`
+targets:
+  - {name: c, provider: openai_compatible, model: m, api_key_env: QA_KEY, base_url: %q, concurrency: 2}
+`, srv.URL+"/v1"))
+			res := e.Run()
+			obs, err := e.Store.Observations(context.Background(), res.Summary.RunID, 0)
+			if err != nil || len(obs) == 0 {
+				t.Fatal(err)
+			}
+			for _, o := range obs {
+				_, body, err := e.Store.ObservationBodies(context.Background(), o.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var decoded struct {
+					Error struct{ Message string }
+				}
+				if err := json.Unmarshal(body, &decoded); err != nil {
+					t.Fatalf("%s: stored body is no longer JSON: %v: %s", o.ProbeID, err, body)
+				}
+				if strings.Contains(decoded.Error.Message, key) || strings.Contains(o.Result.Message, key) {
+					t.Fatalf("%s: key stored: body %s, message %q", o.ProbeID, body, o.Result.Message)
 				}
 				if !bytes.Contains(body, []byte("[REDACTED]")) {
 					t.Fatalf("%s: body %s", o.ProbeID, body)

@@ -785,7 +785,7 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 		resp.Body = rd.Redact(resp.Body)
 	}
 	if len(t.Secret) >= minSecret {
-		resp.Body = bytes.ReplaceAll(resp.Body, []byte(t.Secret), []byte("[REDACTED]"))
+		resp.Body = wire.RedactBytes(resp.Body, t.Secret)
 		res = wire.Redact(res, t.Secret)
 	}
 	return &attemptResult{resp: resp, result: res, at: r.o.Now()}

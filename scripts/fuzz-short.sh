@@ -35,11 +35,12 @@ for pkg in "${pkgs[@]}"; do
 done
 
 # Other untrusted input: stored bodies and signals read back, production
-# JSONL files.
+# JSONL files, keys echoed in provider bodies (redaction).
 others=(
 	"./storage FuzzBody"
 	"./storage FuzzDecodeSignals"
 	"./attribution FuzzReadJSONL"
+	"./probes/wire FuzzRedactBytes"
 )
 for o in "${others[@]}"; do
 	read -r pkg fz <<<"${o}"

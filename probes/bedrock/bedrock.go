@@ -443,12 +443,8 @@ func (p *Prober) scrub(s string) string {
 // Redact returns b with any credential value replaced by [REDACTED]. AWS
 // signature errors echo the canonical request, including the
 // x-amz-security-token header; callers storing raw response bodies should
-// pass them through Redact.
+// pass them through Redact. JSON-escaped spellings count too (AWS secret
+// keys contain "/", which JSON may escape as "\/").
 func (p *Prober) Redact(b []byte) []byte {
-	for _, sec := range p.secrets() {
-		if bytes.Contains(b, []byte(sec)) {
-			b = bytes.ReplaceAll(b, []byte(sec), []byte("[REDACTED]"))
-		}
-	}
-	return b
+	return wire.RedactBytes(b, p.secrets()...)
 }
