@@ -1073,8 +1073,9 @@ var secretShapes = []*regexp.Regexp{
 
 // looksLikeSecret reports whether s, though a valid variable name, looks
 // like a credential pasted where its variable's name belongs: one of the
-// known credential shapes, or 32+ characters of mixed-case letters and
-// digits with no '_' (a Mistral key, say), which variable names are not.
+// known credential shapes, or 32+ characters with no '_' of mixed-case
+// letters and digits (a Mistral key, say) or of hex digits (an Azure key,
+// a classic GitHub token), which variable names are not.
 func looksLikeSecret(s string) bool {
 	for _, re := range secretShapes {
 		if re.MatchString(s) {
@@ -1085,12 +1086,16 @@ func looksLikeSecret(s string) bool {
 		return false
 	}
 	var lower, upper, digit bool
+	hex := true
 	for _, r := range s {
 		lower = lower || r >= 'a' && r <= 'z'
 		upper = upper || r >= 'A' && r <= 'Z'
 		digit = digit || r >= '0' && r <= '9'
+		hex = hex && (r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F')
 	}
-	return lower && upper && digit
+	// Hex keys (Azure's 32 characters, a classic 40-character GitHub
+	// token) are one case only.
+	return digit && (lower && upper || hex && (lower || upper))
 }
 
 // envName reports whether s is a usable environment variable name.

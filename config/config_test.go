@@ -940,9 +940,14 @@ func TestLooksLikeSecret(t *testing.T) {
 		"ghs_" + strings.Repeat("Zz9", 12): true,
 		"github_pat_" + strings.Repeat("A1", 11) + "_" + strings.Repeat("b2c", 19) + "d3": true,
 		"AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW":                                         true,
-		"AKIAIOSFODNN7EXAMPLE":             true,
-		"aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE": true, // Mistral-shaped, 32
-		"AKIA":                             false,
+		"AKIAIOSFODNN7EXAMPLE":                     true,
+		"aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE":         true, // Mistral-shaped, 32
+		"AKIA":                                     false,
+		"c0ffee5a1b2c3d4e5f60718293a4b5c6":         true, // Azure-shaped: 32 lowercase hex
+		"f1e2d3c4b5a697887766554433221100aabbccdd": true, // classic 40-hex GitHub token
+		"C0FFEE5A1B2C3D4E5F60718293A4B5C6":         true,
+		"ABCDEFABCDEFABCDEFABCDEFABCDEFABCDEF":     false, // no digit
+		"c0ffee5a1b2c3d4e5f6071829":                false, // 25: too short to tell
 	} {
 		if got := looksLikeSecret(s); got != want {
 			t.Errorf("looksLikeSecret(%q) = %v, want %v", s, got, want)
