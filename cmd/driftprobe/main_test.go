@@ -396,6 +396,26 @@ func TestPushGivesUp(t *testing.T) {
 	}
 }
 
+// A Pushgateway's password (user:password@ in --pushgateway) is never
+// repeated in the error that gets logged when the push fails.
+func TestPushErrorMasksPassword(t *testing.T) {
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "<!DOCTYPE HTML> not implemented", http.StatusNotImplemented)
+	}))
+	defer gw.Close()
+	u := strings.Replace(gw.URL, "http://", "http://pguser:PGPASS%2Fqa123@", 1)
+	err := app.ExportMetrics(context.Background(), prometheus.NewRegistry(), "", u)
+	if err == nil || !strings.Contains(err.Error(), "501") {
+		t.Fatalf("push to a failing gateway: %v", err)
+	}
+	if strings.Contains(err.Error(), "PGPASS") || !strings.Contains(err.Error(), "pguser:xxxxx@") {
+		t.Fatalf("password in the error: %v", err)
+	}
+	if got := checkPushgateway("ftp://pguser:PGPASS@host"); got == nil || strings.Contains(got.Error(), "PGPASS") {
+		t.Fatalf("usage error repeats the password: %v", got)
+	}
+}
+
 // A run killed outright (SIGKILL, the OOM killer) cannot release its
 // lease. The next run on the same machine sees that the holder has ended
 // and takes the lease over at once instead of failing (exit 3) until the

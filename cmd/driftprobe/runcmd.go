@@ -118,8 +118,12 @@ func checkPushgateway(s string) error {
 		return nil
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", s))
+	if err != nil {
+		// Not repeated: it may hold a password (user:password@).
+		return app.Usage(fmt.Errorf("run: --pushgateway: not a URL; want an http(s) URL such as http://pushgateway:9091"))
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", u.Redacted()))
 	}
 	return nil
 }
