@@ -188,6 +188,11 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"config", "check", "--config", bad}, 2, "unknown provider"},
 		{[]string{"run", "--bogus-flag"}, 2, "unknown flag"},
 		{[]string{"nosuchcommand"}, 2, "unknown command"},
+		// A mistyped subcommand of a group is no help page with exit 0:
+		// a scheduled "db backpu" must fail, not back nothing up.
+		{[]string{"db", "backpu", filepath.Join(dir, "bk.db")}, 2, `unknown command "backpu" for "driftprobe db"; did you mean backup?`},
+		{[]string{"config", "chek", "--config", bad}, 2, `unknown command "chek" for "driftprobe config"`},
+		{[]string{"corpus", "lnit"}, 2, `unknown command "lnit" for "driftprobe corpus"`},
 		{[]string{"run", "--config", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
 		{[]string{"diff"}, 2, "--target is required"},
 		{[]string{"events", "--since", "-3"}, 2, "events: --since -3: want a run id"},

@@ -146,6 +146,9 @@ probes the embedded simulator: no keys, no network.`,
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
+		if c.HasSubCommands() && !c.Runnable() {
+			groupCommand(c)
+		}
 	}
 	return root
 }
@@ -219,4 +222,24 @@ func openSession(ctx context.Context, g *globals, writes, needKeys bool, mode ap
 		return app.Open(ctx, g.config, g.db, needKeys, mode)
 	}
 	return app.OpenRead(ctx, g.config, g.db, mode)
+}
+
+// groupCommand makes a command that only groups subcommands (db, corpus,
+// config) refuse an unknown subcommand as a usage error (exit 2), as the
+// root does: cobra would print the group's help and exit 0, so a typo in a
+// scheduled "db backpu" would report success and back nothing up. The
+// group alone still prints its help.
+func groupCommand(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.SuggestionsMinimumDistance = 2
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return app.Usage(errors.New(msg))
+	}
 }
