@@ -87,6 +87,15 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	if err := dec.Decode(v); err != nil {
 		return &root, convert(file, &root, err)
 	}
+	// A second document ("---") would be ignored silently: refuse it.
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil && next.Kind != 0 && len(next.Content) > 0 && !emptyScalar(next.Content[0]) {
+		line := next.Line
+		if line == 0 {
+			line = next.Content[0].Line
+		}
+		return &root, List{{File: file, Line: line, Msg: "a second YAML document starts here: a file holds one document, and nothing from here on would be read"}}
+	}
 	return &root, nil
 }
 
@@ -475,4 +484,10 @@ func IsNull(n *yaml.Node) bool {
 		n = n.Alias
 	}
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// emptyScalar reports whether n is the empty value a bare "---" at the
+// end of a file makes.
+func emptyScalar(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null"
 }

@@ -237,6 +237,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"mapping value in scalar", "database: x\ntargets: a: b\n", []string{"f.yaml:2: invalid YAML: mapping values are not allowed in this context"}},
 		{"unknown anchor", "database: x\ntargets: *nope\n", []string{"f.yaml:2: invalid YAML: unknown anchor 'nope' referenced"}},
 		{"no trailing newline", "database: x\ntargets: [a", []string{"f.yaml:2: invalid YAML: did not find expected ',' or ']'"}},
+		{"second document", "database: x\n---\ndatabase: y\n", []string{"f.yaml:2: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
+		{"second document after a start marker", "---\ndatabase: x\n---\ntargets: []\n", []string{"f.yaml:3: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,6 +259,16 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("errors:\n%s\nwant:\n%s", err, strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// A bare "---" closing the file, or opening it, is one document.
+func TestDecodeDocumentMarkers(t *testing.T) {
+	for _, src := range []string{"---\ndatabase: x\n", "database: x\n---\n", "---\ndatabase: x\n---\n", "database: x\n...\n"} {
+		var c config
+		if _, err := Decode("f.yaml", []byte(src), &c); err != nil || c.Database != "x" {
+			t.Errorf("%q: %v %+v", src, err, c)
+		}
 	}
 }
 
