@@ -344,17 +344,30 @@ type RunDiffEntry struct {
 // RunDiff is every probe whose verdict differs between two runs of a
 // target. A probe without a verdict in either run (transient, client error,
 // unavailable filter, account-level enforcement: no answer about its
-// bytes) is not a difference; it is counted in NotCompared.
+// bytes) is not a difference; it is counted in NotCompared. A probe one of
+// the runs never observed (it was aborted, killed or interrupted first, or
+// the corpus changed between them) is counted in Missing: "0 probes
+// differ" is about Compared probes only.
 type RunDiff struct {
 	Target      string         `json:"target"`
 	FromRun     int64          `json:"from_run"`
 	ToRun       int64          `json:"to_run"`
 	Probes      []RunDiffEntry `json:"probes"`
 	NotCompared int            `json:"not_compared"`
+	// Compared is how many probes had a verdict in both runs.
+	Compared int `json:"compared"`
+	// Missing is how many probes only one of the runs observed.
+	Missing int `json:"missing"`
+	// FromStatus and ToStatus are the runs' statuses (complete, partial,
+	// aborted; running for one still going or killed outright).
+	FromStatus string `json:"from_status"`
+	ToStatus   string `json:"to_status"`
 }
 
 // DiffRuns compares two runs of a target. from/to of 0 mean "the run
-// before the latest" and "the latest" run that observed the target.
+// before the latest" and "the latest" run that probed the target to the
+// end: runs aborted (or the target's part of them) and runs killed
+// outright are not chosen by default, only when named.
 func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64) (*RunDiff, error) {
 	t, err := db.TargetByName(ctx, target)
 	if err != nil {
@@ -363,9 +376,10 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	// Defaults: --to the target's latest run, --from the target's run
 	// before --to (not before its latest).
 	prev := func(before int64) (int64, error) {
-		q, args := `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ?`, []any{t.ID}
+		q, args := `SELECT COALESCE(MAX(rt.run_id), 0) FROM run_targets rt JOIN runs r ON r.id = rt.run_id
+			WHERE rt.target_id = ? AND r.status IN ('complete', 'partial') AND rt.status != 'aborted'`, []any{t.ID}
 		if before > 0 {
-			q, args = q+` AND run_id < ?`, append(args, before)
+			q, args = q+` AND rt.run_id < ?`, append(args, before)
 		}
 		var id int64
 		err := db.SQL().QueryRowContext(ctx, q, args...).Scan(&id)
@@ -376,7 +390,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 			return nil, err
 		}
 		if to == 0 {
-			return nil, fmt.Errorf("target %s: need two runs to diff (found none)", target)
+			return nil, fmt.Errorf("target %s: need two runs to diff (found none that was not aborted; name aborted runs with --from and --to)", target)
 		}
 	}
 	if from == 0 {
@@ -384,7 +398,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 			return nil, err
 		}
 		if from == 0 {
-			return nil, fmt.Errorf("target %s: no run before run %d to diff it with", target, to)
+			return nil, fmt.Errorf("target %s: no run before run %d to diff it with (aborted runs are not chosen; name one with --from)", target, to)
 		}
 	}
 	if from == to {
@@ -392,6 +406,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	}
 	// A run that does not exist, or did not probe the target, is an
 	// error, never "0 probes differ".
+	status := map[int64]string{}
 	for _, id := range []int64{from, to} {
 		var n int
 		// A run killed outright has observations but no run_targets row.
@@ -406,6 +421,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 		if n == 0 {
 			return nil, fmt.Errorf("run %d did not probe target %s", id, target)
 		}
+		status[id] = r.Status
 		if r.Pruned == storage.PrunedObservations {
 			return nil, fmt.Errorf("run %d: retention deleted its observations (only those events and detection pin are left), so a diff would miss what changed; events and evidence keep the flips", id)
 		}
@@ -428,7 +444,12 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 		return m
 	}
 	am, bm := first(a), first(b)
-	d := &RunDiff{Target: target, FromRun: from, ToRun: to, Probes: []RunDiffEntry{}}
+	d := &RunDiff{Target: target, FromRun: from, ToRun: to, Probes: []RunDiffEntry{}, FromStatus: status[from], ToStatus: status[to]}
+	for id := range bm {
+		if am[id] == nil {
+			d.Missing++
+		}
+	}
 	ids := make([]string, 0, len(am))
 	for id := range am {
 		ids = append(ids, id)
@@ -437,6 +458,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	for _, id := range ids {
 		x, y := am[id], bm[id]
 		if y == nil {
+			d.Missing++
 			continue
 		}
 		// Account-level enforcement is no answer about the bytes either
@@ -445,6 +467,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 			d.NotCompared++
 			continue
 		}
+		d.Compared++
 		vx, vy := VerdictOf(x.Result), VerdictOf(y.Result)
 		if vx.Key() == vy.Key() {
 			continue

@@ -188,6 +188,43 @@ func TestDiffRunsSkipsNonVerdicts(t *testing.T) {
 	}
 }
 
+// An aborted run is never one of diff's default runs, and a diff against
+// one says how little it compared: the probes it never observed are
+// counted as missing, not silently read as "0 differ".
+func TestDiffRunsAbortedRunsAndMissingProbes(t *testing.T) {
+	s := newSynth(t)
+	ctx := context.Background()
+	finish := func(_ *diff.Result, run, target string) int64 {
+		t.Helper()
+		id, err := s.db.LatestRunID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.FinishRun(ctx, id, run, []storage.RunTarget{{RunID: id, TargetID: s.tid, Target: "a", Status: target}}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	r1 := finish(s.run(storage.TargetComplete, 0, false, obs("p", sha1, 0, "allowed|"), obs("q", sha2, 0, "allowed|"), obs("r", sha1, 0, "allowed|")), storage.RunComplete, storage.TargetComplete)
+	r2 := finish(s.run(storage.TargetComplete, 0, false, obs("p", sha1, 0, "allowed|"), obs("q", sha2, 0, "blocked_output|hate"), obs("r", sha1, 0, "allowed|")), storage.RunComplete, storage.TargetComplete)
+	r3 := finish(s.run(storage.TargetAborted, 0, false, obs("p", sha1, 0, "allowed|")), storage.RunAborted, storage.TargetAborted)
+
+	d, err := diff.DiffRuns(ctx, s.db, "a", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.FromRun != r1 || d.ToRun != r2 || len(d.Probes) != 1 || d.Compared != 3 || d.Missing != 0 {
+		t.Fatalf("default diff %+v: want runs %d → %d (the aborted run %d skipped), q differing, 3 compared", d, r1, r2, r3)
+	}
+	d, err = diff.DiffRuns(ctx, s.db, "a", r2, r3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Probes) != 0 || d.Compared != 1 || d.Missing != 2 || d.ToStatus != storage.RunAborted || d.FromStatus != storage.RunComplete {
+		t.Fatalf("diff against the aborted run %+v: want 1 compared, 2 missing, its status aborted", d)
+	}
+}
+
 // A probe going back and forth between two verdicts that both differ from
 // its baseline (never back to it) is nondeterministic, not a change in
 // stages that never holds.

@@ -30,15 +30,15 @@ func TestDiffMissingRun(t *testing.T) {
 		{[]string{"--target", "sim-a", "--from", "1", "--to", "99"}, 2, "diff: run 99: not found"},
 		{[]string{"--target", "sim-a", "--from", "-1"}, 2, "diff: run -1: not found"},
 		{[]string{"--target", "sim-b", "--from", "1", "--to", "2"}, 2, "diff: run 2 did not probe target sim-b"},
-		{[]string{"--target", "sim-b", "--from", "1", "--to", "3"}, 0, "sim-b: run 1 → run 3: 0 probe(s) differ"},
-		{[]string{"--target", "sim-a"}, 0, "sim-a: run 2 → run 3: 0 probe(s) differ"},
+		{[]string{"--target", "sim-b", "--from", "1", "--to", "3"}, 0, "sim-b: run 1 → run 3: 0 probes differ (of 62 probes compared)"},
+		{[]string{"--target", "sim-a"}, 0, "sim-a: run 2 → run 3: 0 probes differ (of 62 probes compared)"},
 		// --to alone: from the target's run before it, not before its latest.
-		{[]string{"--target", "sim-a", "--to", "2"}, 0, "sim-a: run 1 → run 2: 0 probe(s) differ"},
-		{[]string{"--target", "sim-b", "--to", "3"}, 0, "sim-b: run 1 → run 3: 0 probe(s) differ"},
+		{[]string{"--target", "sim-a", "--to", "2"}, 0, "sim-a: run 1 → run 2: 0 probes differ (of 62 probes compared)"},
+		{[]string{"--target", "sim-b", "--to", "3"}, 0, "sim-b: run 1 → run 3: 0 probes differ (of 62 probes compared)"},
 		{[]string{"--target", "sim-a", "--to", "1"}, 2, "no run before run 1"},
 		{[]string{"--target", "sim-a", "--from", "1", "--to", "1"}, 2, "nothing to compare"},
 		// A run killed outright stored observations but no run_targets row.
-		{[]string{"--target", "sim-a", "--from", "2", "--to", "3"}, 0, "sim-a: run 2 → run 3: 0 probe(s) differ"},
+		{[]string{"--target", "sim-a", "--from", "2", "--to", "3"}, 0, "sim-a: run 2 → run 3: 0 probes differ (of 62 probes compared)"},
 	} {
 		if len(c.args) == 6 && c.args[3] == "2" {
 			st, err := storage.Open(context.Background(), db)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/termtext"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 func newDiffCmd(g *globals) *cobra.Command {
@@ -20,7 +22,9 @@ func newDiffCmd(g *globals) *cobra.Command {
 		Long: `Show every probe whose verdict differs between two runs of one target, with
 both request fingerprints (same_bytes says whether the request bytes were
 identical, i.e. whether the difference is the provider's). --to defaults to the
-latest run of the target, --from to the one before.`,
+latest run of the target, --from to the one before; runs aborted (or
+killed) are chosen only when named. The header says how many probes had a
+verdict in both runs; probes only one run observed are counted apart.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if target == "" {
@@ -53,7 +57,19 @@ latest run of the target, --from to the one before.`,
 
 // WriteRunDiff prints a run diff for humans.
 func WriteRunDiff(g *globals, d *diff.RunDiff) {
-	fmt.Fprintf(g.stdout, "%s: run %d → run %d: %d probe(s) differ\n", d.Target, d.FromRun, d.ToRun, len(d.Probes))
+	fmt.Fprintf(g.stdout, "%s: run %d → run %d: %s differ (of %s compared)\n", d.Target, d.FromRun, d.ToRun,
+		termtext.Count(len(d.Probes), "probe", "probes"), termtext.Count(d.Compared, "probe", "probes"))
+	for _, r := range []struct {
+		id     int64
+		status string
+	}{{d.FromRun, d.FromStatus}, {d.ToRun, d.ToStatus}} {
+		if r.status != storage.RunComplete && r.status != storage.RunPartial {
+			fmt.Fprintf(g.stdout, "run %d is %s: it did not probe the whole corpus\n", r.id, r.status)
+		}
+	}
+	if d.Missing > 0 {
+		fmt.Fprintf(g.stdout, "%s not compared: observed in only one of the runs (a run aborted or killed first, or the corpus changed)\n", termtext.Count(d.Missing, "probe", "probes"))
+	}
 	if d.NotCompared > 0 {
 		fmt.Fprintf(g.stdout, "%d probe(s) not compared: no verdict in one of the runs (transient error, client error, unavailable filter)\n", d.NotCompared)
 	}

@@ -123,7 +123,11 @@ func checkPushgateway(s string) error {
 		return app.Usage(fmt.Errorf("run: --pushgateway: not a URL; want an http(s) URL such as http://pushgateway:9091"))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", u.Redacted()))
+		shown := s
+		if _, ok := u.User.Password(); ok {
+			shown = u.Redacted()
+		}
+		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", shown))
 	}
 	return nil
 }
