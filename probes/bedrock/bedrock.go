@@ -17,14 +17,36 @@
 // input when the trace's inputAssessment has a BLOCKED action (the model
 // never ran), else output when an output assessment acted, else input when
 // the input was only masked (ANONYMIZED), else, with no usable trace, input
-// when outputTokens is 0 and output otherwise. "content_filtered" (the
-// model's own filter) is blocked_output. end_turn, max_tokens,
-// stop_sequence, tool_use and the malformed_* reasons are allowed (a short
-// plain-text refusal is model_refusal with Heuristic set);
-// model_context_window_exceeded is a client error; any other stop reason is
-// allowed and recorded in Unknown as "stop_reason:X". ApplyGuardrail action
-// GUARDRAIL_INTERVENED is blocked_input, NONE is allowed. A guardrail masking
-// PII (action ANONYMIZED) is an intervention: it fires its signal.
+// when usage reports outputTokens 0 and output otherwise (a wrongly typed
+// outputTokens is not read as 0). "content_filtered" (the model's own
+// filter) is blocked_output. Both blocks hold with or without an output
+// message. end_turn, max_tokens, stop_sequence, tool_use and the
+// malformed_* reasons are allowed (a short plain-text refusal is
+// model_refusal with Heuristic set); model_context_window_exceeded is a
+// client error; any other stop reason is allowed and recorded in Unknown as
+// "stop_reason:X". An answer without a stopReason (absent, null or ""), or
+// with a stop reason other than the two blocks and
+// model_context_window_exceeded but no output.message.content (absent,
+// null, or of the wrong type; an empty array is an empty answer), is no
+// answer: transient "malformed_response". ApplyGuardrail action
+// GUARDRAIL_INTERVENED is blocked_input, NONE is allowed; a missing action
+// is malformed_response. A guardrail masking PII (action ANONYMIZED) is an
+// intervention: it fires its signal.
+//
+// Bookkeeping. The verdict is read from stopReason, the guardrail trace's
+// assessments, the Converse output content and the ApplyGuardrail action
+// and assessments, decoded strictly. Bookkeeping fields — Converse usage
+// (inputTokens, outputTokens, totalTokens), metrics.latencyMs,
+// output.message.role, trace.promptRouter.invokedModelId,
+// trace.guardrail.actionReason, and ApplyGuardrail actionReason and
+// outputs[].text — are decoded leniently (wire.Count, wire.Text): a wrongly
+// typed one is recorded in Unknown as "<field>:bad_type" (e.g.
+// "usage.inputTokens:bad_type", "usage:bad_type" when usage is not an
+// object) and the answer is read as usual; an odd model id or message is
+// not used. A block whose output message is of the wrong type stays a
+// block ("output:bad_type"). Assessment members the adapter does not read
+// (detected, filterStrength, threshold, a topic's type) are not decoded, so
+// an odd one there cannot drop the assessment's signals.
 //
 // Signals. Raw names are "contentPolicy.HATE", "topicPolicy.<topic name>",
 // "wordPolicy.customWords", "wordPolicy.<managed list>",

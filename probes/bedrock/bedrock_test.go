@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -598,5 +600,125 @@ func TestUnknownSanitized(t *testing.T) {
 			}
 		}
 		probestest.Check(t, r, probestest.Want{Class: r.Class, Stage: r.Stage, Unknown: c.want, NoCheckCategories: true, Heuristic: r.Heuristic})
+	}
+}
+
+// TestConverseSkeleton: a Converse answer without a stop reason, or with a
+// normal stop reason but no output.message.content, is not an answer (it
+// used to be stored allowed); a block needs no output.
+func TestConverseSkeleton(t *testing.T) {
+	malformed := probestest.Want{Class: probes.Transient, Reason: "malformed_response", RequestID: reqID}
+	cases := []probestest.Case{
+		{Name: "output_empty_object", Body: `{"output":{}}`, Want: malformed},
+		{Name: "message_and_stop_null", Body: `{"output":{"message":null},"stopReason":null}`, Want: malformed},
+		{Name: "stop_only", Body: `{"stopReason":"end_turn"}`, Want: malformed},
+		{Name: "stop_empty_string", Body: `{"output":{"message":{"role":"assistant","content":[{"text":"hi"}]}},"stopReason":""}`, Want: malformed},
+		{Name: "no_stop_reason", Body: `{"output":{"message":{"role":"assistant","content":[{"text":"hi"}]}},"usage":{"inputTokens":1,"outputTokens":1}}`, Want: malformed},
+		{Name: "content_absent", Body: `{"output":{"message":{"role":"assistant"}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":0}}`, Want: malformed},
+		{Name: "content_null_unknown_stop", Body: `{"output":{"message":{"role":"assistant","content":null}},"stopReason":"brand_new_reason"}`, Want: malformed},
+		{Name: "output_wrong_type", Body: `{"output":"hello","stopReason":"end_turn"}`, Want: malformed},
+		{Name: "content_wrong_type", Body: `{"output":{"message":{"role":"assistant","content":"hello"}},"stopReason":"max_tokens"}`, Want: malformed},
+		// An empty content array is an (empty) answer, as an empty
+		// completion is for the other adapters.
+		{Name: "content_empty_array", Body: `{"output":{"message":{"role":"assistant","content":[]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":0}}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn"}},
+		// Blocks keep working with or without output.
+		{Name: "guardrail_stop_only", Body: `{"stopReason":"guardrail_intervened"}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "guardrail_intervened"}},
+		{Name: "guardrail_null_message_no_output_tokens", Body: `{"output":{"message":null},"stopReason":"guardrail_intervened","usage":{"inputTokens":0,"outputTokens":0}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "guardrail_intervened"}},
+		{Name: "content_filtered_stop_only", Body: `{"stopReason":"content_filtered"}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "content_filtered"}},
+		{Name: "guardrail_output_wrong_type", Body: `{"output":{"message":{"content":"blocked"}},"stopReason":"guardrail_intervened","usage":{"inputTokens":3,"outputTokens":0}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "guardrail_intervened", Unknown: []string{"output:bad_type"}}},
+		{Name: "context_window_stop_only", Body: `{"stopReason":"model_context_window_exceeded"}`,
+			Want: probestest.Want{Class: probes.ClientError, Reason: "model_context_window_exceeded"}},
+	}
+	for i := range cases {
+		cases[i].Header = hdr()
+	}
+	probestest.Conformance(t, chatProber, probestest.Probe, cases)
+}
+
+// TestBookkeepingBadType: a wrongly typed bookkeeping field (token counts,
+// latency, model id, role, message text) is noted in Unknown and never
+// turns a clear answer into malformed_response; bookkeeping members of an
+// assessment never drop its signals.
+func TestBookkeepingBadType(t *testing.T) {
+	chat := []probestest.Case{
+		{Name: "qa_guardrail_input_tokens_string", Body: `{"output":{"message":{"content":[{"text":"Sorry, the model cannot answer this question."}],"role":"assistant"}},"stopReason":"guardrail_intervened","usage":{"inputTokens":"10","outputTokens":0,"totalTokens":10}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "guardrail_intervened", TokensIn: 10, Unknown: []string{"usage.inputTokens:bad_type"}}},
+		{Name: "qa_guardrail_input_tokens_string_only", Body: `{"stopReason":"guardrail_intervened","usage":{"inputTokens":"10"}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "guardrail_intervened", Unknown: []string{"usage.inputTokens:bad_type"}}},
+		{Name: "guardrail_output_tokens_garbage", Body: `{"stopReason":"guardrail_intervened","usage":{"inputTokens":5,"outputTokens":"many"}}`,
+			// A count that cannot be read is not read as 0 (model never ran).
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "guardrail_intervened", TokensIn: 5, Unknown: []string{"usage.outputTokens:bad_type"}}},
+		{Name: "usage_not_object", Body: `{"output":{"message":{"content":[{"text":""}],"role":"assistant"}},"stopReason":"content_filtered","usage":"lots"}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "content_filtered", Unknown: []string{"usage:bad_type"}}},
+		{Name: "end_turn_latency_string", Body: `{"metrics":{"latencyMs":"412"},"output":{"message":{"content":[{"text":"Yes."}],"role":"assistant"}},"stopReason":"end_turn","usage":{"inputTokens":31,"outputTokens":2,"totalTokens":true}}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn", TokensIn: 31, TokensOut: 2, Unknown: []string{"metrics.latencyMs:bad_type", "usage.totalTokens:bad_type"}}},
+		{Name: "metrics_not_object", Body: `{"metrics":[412],"output":{"message":{"content":[{"text":"Yes."}],"role":7}},"stopReason":"end_turn"}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn", Unknown: []string{"metrics:bad_type", "output.message.role:bad_type"}}},
+		{Name: "invoked_model_id_number", Body: `{"output":{"message":{"content":[{"text":"Yes."}],"role":"assistant"}},"stopReason":"end_turn","trace":{"promptRouter":{"invokedModelId":42}}}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn", ModelID: testModel, Unknown: []string{"trace.promptRouter.invokedModelId:bad_type"}}},
+		{Name: "prompt_router_not_object", Body: `{"output":{"message":{"content":[{"text":"Yes."}],"role":"assistant"}},"stopReason":"end_turn","trace":{"promptRouter":"x"}}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn", ModelID: testModel, Unknown: []string{"trace.promptRouter:bad_type"}}},
+		{Name: "action_reason_number", Body: `{"stopReason":"guardrail_intervened","trace":{"guardrail":{"actionReason":5,"inputAssessment":{"g":{"contentPolicy":{"filters":[{"action":"BLOCKED","confidence":"HIGH","type":"VIOLENCE"}]}}}}},"usage":{"inputTokens":0,"outputTokens":0}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Categories: []string{probes.CatViolence}, Reason: "guardrail_intervened", Unknown: []string{"trace.guardrail.actionReason:bad_type"}}},
+		// detected, filterStrength and threshold are not read: odd values
+		// there keep the assessment (and so the stage: the output tokens
+		// alone would say output).
+		{Name: "assessment_bookkeeping_odd", Body: `{"output":{"message":{"content":[{"text":"Sorry."}],"role":"assistant"}},"stopReason":"guardrail_intervened","trace":{"guardrail":{"inputAssessment":{"g":{"contentPolicy":{"filters":[{"action":"BLOCKED","confidence":"HIGH","detected":"yes","filterStrength":3,"type":"VIOLENCE"}]},"topicPolicy":{"topics":[{"action":"NONE","detected":1,"name":"Investing","type":0}]},"contextualGroundingPolicy":{"filters":[{"action":"NONE","detected":false,"score":0.9,"threshold":"0.5","type":"GROUNDING"}]}}}}},"usage":{"inputTokens":10,"outputTokens":5}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Categories: []string{probes.CatViolence}, Raw: []string{"contentPolicy.VIOLENCE"},
+				Scores: map[string]float64{"contextualGroundingPolicy.GROUNDING": 0.9}, Reason: "guardrail_intervened"}},
+	}
+	for i := range chat {
+		chat[i].Header = hdr()
+	}
+	probestest.Conformance(t, chatProber, probestest.Probe, chat)
+
+	guard := []probestest.Case{
+		{Name: "action_reason_and_outputs_odd", Body: `{"action":"GUARDRAIL_INTERVENED","actionReason":5,"outputs":"blocked","assessments":[]}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "GUARDRAIL_INTERVENED", Unknown: []string{"actionReason:bad_type", "outputs:bad_type"}}},
+		{Name: "output_text_odd", Body: `{"action":"NONE","outputs":[{"text":7}],"assessments":[]}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "NONE", Unknown: []string{"outputs.text:bad_type"}}},
+		{Name: "assessment_bookkeeping_odd", Body: `{"action":"GUARDRAIL_WARNED","assessments":[{"topicPolicy":{"topics":[{"action":"BLOCKED","detected":"yes","name":"Investing","type":1}]}}]}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Categories: []string{probes.CatOther}, Raw: []string{"topicPolicy.Investing"}, Unknown: []string{"action:GUARDRAIL_WARNED"}}},
+	}
+	for i := range guard {
+		guard[i].Header = hdr()
+	}
+	probestest.Conformance(t, guardrailProber, probestest.Probe, guard)
+}
+
+// TestFixturesNoBadType: the well-formed fixtures note no bookkeeping field.
+func TestFixturesNoBadType(t *testing.T) {
+	setCreds(t)
+	chat, guard := chatProber(t, "https://bedrock.invalid").(*Prober), guardrailProber(t, "https://bedrock.invalid").(*Prober)
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("fixtures: %v %v", files, err)
+	}
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := chat
+		if strings.HasPrefix(filepath.Base(f), "apply_") {
+			p = guard
+		}
+		r := p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{}, Body: body})
+		if strings.Contains(filepath.Base(f), "429") {
+			continue // an error body, not an answer
+		}
+		if r.Class == probes.Transient {
+			t.Errorf("%s: transient (%s)", f, r.Reason)
+		}
+		for _, u := range r.Unknown {
+			if strings.HasSuffix(u, ":bad_type") {
+				t.Errorf("%s: %s", f, u)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package bedrock
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -14,24 +15,26 @@ import (
 // Wire shapes of the responses (field names per the Bedrock Runtime API
 // reference and aws-sdk-go-v2 service/bedrockruntime).
 
+// detected is a finding's policy action. Only what the adapter reads is
+// decoded: bookkeeping members of a finding (detected, filterStrength,
+// threshold, a topic's type, the match) are left out, so that one of them
+// of an unexpected type cannot make the whole assessment unreadable and
+// drop its signals.
 type detected struct {
-	Action   string `json:"action"`
-	Detected *bool  `json:"detected"`
+	Action string `json:"action"`
 }
 
 type assessment struct {
 	TopicPolicy *struct {
 		Topics []struct {
 			Name string `json:"name"`
-			Type string `json:"type"`
 			detected
 		} `json:"topics"`
 	} `json:"topicPolicy"`
 	ContentPolicy *struct {
 		Filters []struct {
-			Type           string `json:"type"`
-			Confidence     string `json:"confidence"`
-			FilterStrength string `json:"filterStrength"`
+			Type       string `json:"type"`
+			Confidence string `json:"confidence"`
 			detected
 		} `json:"filters"`
 	} `json:"contentPolicy"`
@@ -56,9 +59,8 @@ type assessment struct {
 	} `json:"sensitiveInformationPolicy"`
 	ContextualGroundingPolicy *struct {
 		Filters []struct {
-			Type      string   `json:"type"`
-			Score     *float64 `json:"score"`
-			Threshold *float64 `json:"threshold"`
+			Type  string   `json:"type"`
+			Score *float64 `json:"score"`
 			detected
 		} `json:"filters"`
 	} `json:"contextualGroundingPolicy"`
@@ -77,35 +79,74 @@ type contentBlock struct {
 	Text *string `json:"text"`
 }
 
+// converseResponse is a Converse answer. The verdict is read from
+// stopReason, the guardrail trace and (for a non-block stop reason) the
+// output message, which are decoded strictly. Bookkeeping parts — usage,
+// metrics, the prompt router — are kept raw and decoded leniently
+// (decodeLenient): a wrongly typed one is noted in Unknown, never fatal.
 type converseResponse struct {
-	Output *struct {
-		Message *struct {
-			Role    string         `json:"role"`
-			Content []contentBlock `json:"content"`
-		} `json:"message"`
-	} `json:"output"`
-	StopReason string `json:"stopReason"`
-	Usage      *struct {
-		InputTokens  int `json:"inputTokens"`
-		OutputTokens int `json:"outputTokens"`
-	} `json:"usage"`
-	Trace *struct {
+	Output     json.RawMessage `json:"output"`
+	StopReason string          `json:"stopReason"` // null reads as ""
+	Usage      json.RawMessage `json:"usage"`
+	Metrics    json.RawMessage `json:"metrics"`
+	Trace      *struct {
 		Guardrail *struct {
 			InputAssessment   map[string]json.RawMessage   `json:"inputAssessment"`
 			OutputAssessments map[string][]json.RawMessage `json:"outputAssessments"`
-			ActionReason      string                       `json:"actionReason"`
+			ActionReason      wire.Text                    `json:"actionReason"` // message text only
 		} `json:"guardrail"`
-		PromptRouter *struct {
-			InvokedModelID string `json:"invokedModelId"`
-		} `json:"promptRouter"`
+		PromptRouter json.RawMessage `json:"promptRouter"`
 	} `json:"trace"`
 }
 
+type converseOutput struct {
+	Message *struct {
+		Role    wire.Text      `json:"role"`
+		Content []contentBlock `json:"content"`
+	} `json:"message"`
+}
+
+type converseUsage struct {
+	InputTokens  wire.Count `json:"inputTokens"`
+	OutputTokens wire.Count `json:"outputTokens"`
+	TotalTokens  wire.Count `json:"totalTokens"`
+}
+
+type converseMetrics struct {
+	LatencyMs wire.Count `json:"latencyMs"`
+}
+
+type promptRouter struct {
+	InvokedModelID wire.Text `json:"invokedModelId"`
+}
+
+// applyResponse is an ApplyGuardrail answer. The verdict is read from
+// action and the assessments; actionReason and the outputs are message
+// text only and are decoded leniently.
 type applyResponse struct {
 	Action       string            `json:"action"`
-	ActionReason string            `json:"actionReason"`
-	Outputs      []textBlock       `json:"outputs"`
+	ActionReason wire.Text         `json:"actionReason"`
+	Outputs      json.RawMessage   `json:"outputs"`
 	Assessments  []json.RawMessage `json:"assessments"`
+}
+
+type applyOutput struct {
+	Text wire.Text `json:"text"`
+}
+
+// decodeLenient decodes a bookkeeping part raw into v, whose members must
+// themselves be lenient (wire.Count, wire.Text). It reports whether the
+// part is present (not absent, not null) and whether it was odd: present
+// but not decodable into v (an object expected, a string or number sent).
+func decodeLenient(raw json.RawMessage, v any) (present, odd bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return false, false
+	}
+	if json.Unmarshal(raw, v) != nil {
+		return true, true
+	}
+	return true, false
 }
 
 type errorBody struct {
@@ -358,14 +399,30 @@ func (p *Prober) classifyApply(resp *probes.Response, r probes.Result) probes.Re
 		return malformed(resp, r)
 	}
 	r.ModelID = p.target.Model
+	var outputs []applyOutput
+	_, outputsOdd := decodeLenient(ar.Outputs, &outputs)
+	if outputsOdd {
+		outputs = nil
+	}
+	textOdd := false
+	for _, o := range outputs {
+		textOdd = textOdd || o.Text.Odd
+	}
+	r.Unknown = append(r.Unknown, wire.OddFields(
+		"actionReason", ar.ActionReason.Odd,
+		"outputs", outputsOdd,
+		"outputs.text", textOdd,
+	)...)
 	in := &assessmentReader{r: &r}
 	for _, a := range ar.Assessments {
 		in.read(a)
 	}
 	r.Reason = ar.Action
-	r.Message = ar.ActionReason
-	if r.Message == "" && len(ar.Outputs) > 0 {
-		r.Message = ar.Outputs[0].Text
+	if !ar.ActionReason.Odd {
+		r.Message = ar.ActionReason.S
+	}
+	if r.Message == "" && len(outputs) > 0 && !outputs[0].Text.Odd {
+		r.Message = outputs[0].Text.S
 	}
 	switch ar.Action {
 	case "GUARDRAIL_INTERVENED":
@@ -385,37 +442,85 @@ func (p *Prober) classifyApply(resp *probes.Response, r probes.Result) probes.Re
 	return r
 }
 
+// blockStop are the Converse stop reasons that are blocks whatever the
+// output carries (a guardrail may replace or omit the message).
+var blockStop = map[string]bool{"guardrail_intervened": true, "content_filtered": true}
+
 func (p *Prober) classifyConverse(resp *probes.Response, r probes.Result) probes.Result {
 	var cr converseResponse
-	if err := json.Unmarshal(resp.Body, &cr); err != nil || (cr.StopReason == "" && cr.Output == nil) {
+	if err := json.Unmarshal(resp.Body, &cr); err != nil || cr.StopReason == "" {
+		// No stop reason (absent, null or ""): not an answer.
+		return malformed(resp, r)
+	}
+	var out converseOutput
+	_, outOdd := decodeLenient(cr.Output, &out)
+	hasContent := !outOdd && out.Message != nil && out.Message.Content != nil
+	if !hasContent && !blockStop[cr.StopReason] && cr.StopReason != "model_context_window_exceeded" {
+		// A normal stop with no output.message.content (absent, null or
+		// of the wrong type) carries no answer to read a verdict from.
 		return malformed(resp, r)
 	}
 	r.ModelID = p.target.Model
-	if cr.Usage != nil {
-		r.TokensIn, r.TokensOut = cr.Usage.InputTokens, cr.Usage.OutputTokens
+	var usage converseUsage
+	usagePresent, usageOdd := decodeLenient(cr.Usage, &usage)
+	if usageOdd {
+		usage = converseUsage{}
 	}
+	r.TokensIn, r.TokensOut = usage.InputTokens.N, usage.OutputTokens.N
+	var metrics converseMetrics
+	_, metricsOdd := decodeLenient(cr.Metrics, &metrics)
+	if metricsOdd {
+		metrics = converseMetrics{}
+	}
+	var router promptRouter
+	routerOdd := false
+	if cr.Trace != nil {
+		_, routerOdd = decodeLenient(cr.Trace.PromptRouter, &router)
+		if routerOdd {
+			router = promptRouter{}
+		}
+	}
+	actionReasonOdd := cr.Trace != nil && cr.Trace.Guardrail != nil && cr.Trace.Guardrail.ActionReason.Odd
+	roleOdd := hasContent && out.Message.Role.Odd
+	r.Unknown = append(r.Unknown, wire.OddFields(
+		// The output is only odd here for a block, whose verdict is not
+		// read from it.
+		"output", outOdd,
+		"output.message.role", roleOdd,
+		"usage", usageOdd,
+		"usage.inputTokens", usage.InputTokens.Odd,
+		"usage.outputTokens", usage.OutputTokens.Odd,
+		"usage.totalTokens", usage.TotalTokens.Odd,
+		"metrics", metricsOdd,
+		"metrics.latencyMs", metrics.LatencyMs.Odd,
+		"trace.promptRouter", routerOdd,
+		"trace.promptRouter.invokedModelId", router.InvokedModelID.Odd,
+		"trace.guardrail.actionReason", actionReasonOdd,
+	)...)
 	in := &assessmentReader{r: &r}
-	out := &assessmentReader{r: &r, prefix: "output."}
+	outA := &assessmentReader{r: &r, prefix: "output."}
 	actionReason := ""
 	if t := cr.Trace; t != nil {
-		if t.PromptRouter != nil && t.PromptRouter.InvokedModelID != "" {
-			r.ModelID = t.PromptRouter.InvokedModelID
+		if id := router.InvokedModelID; id.S != "" && !id.Odd {
+			r.ModelID = id.S
 		}
 		if g := t.Guardrail; g != nil {
-			actionReason = g.ActionReason
+			if !g.ActionReason.Odd {
+				actionReason = g.ActionReason.S
+			}
 			for _, k := range sortedKeys(g.InputAssessment) {
 				in.read(g.InputAssessment[k])
 			}
 			for _, k := range sortedKeys(g.OutputAssessments) {
 				for _, a := range g.OutputAssessments[k] {
-					out.read(a)
+					outA.read(a)
 				}
 			}
 		}
 	}
 	var text strings.Builder
-	if cr.Output != nil && cr.Output.Message != nil {
-		for _, c := range cr.Output.Message.Content {
+	if hasContent {
+		for _, c := range out.Message.Content {
 			if c.Text != nil {
 				text.WriteString(*c.Text)
 			}
@@ -431,11 +536,13 @@ func (p *Prober) classifyConverse(resp *probes.Response, r probes.Result) probes
 		switch {
 		case in.blocked:
 			r.Stage, r.Categories = probes.StageInput, in.fired
-		case out.acted:
-			r.Stage, r.Categories = probes.StageOutput, out.fired
+		case outA.acted:
+			r.Stage, r.Categories = probes.StageOutput, outA.fired
 		case in.acted:
 			r.Stage, r.Categories = probes.StageInput, in.fired
-		case cr.Usage != nil && cr.Usage.OutputTokens == 0:
+		case usagePresent && !usageOdd && !usage.OutputTokens.Odd && usage.OutputTokens.N == 0:
+			// No usable trace: no output tokens means the model never ran.
+			// A wrongly typed outputTokens is not read as 0.
 			r.Stage = probes.StageInput
 		default:
 			r.Stage = probes.StageOutput
@@ -451,7 +558,7 @@ func (p *Prober) classifyConverse(resp *probes.Response, r probes.Result) probes
 		return r
 	case "content_filtered":
 		r.Class, r.Stage = probes.BlockedOutput, probes.StageOutput
-		r.Categories = out.fired
+		r.Categories = outA.fired
 		if len(r.Categories) == 0 {
 			r.Categories = []string{}
 		}
