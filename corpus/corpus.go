@@ -184,6 +184,8 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 		switch {
 		case p.Prompt != "" && len(p.Messages) > 0:
 			col.Add(at+".prompt", "give prompt or messages, not both")
+		case p.Messages != nil && len(p.Messages) == 0 && p.Prompt == "":
+			col.Add(at+".messages", "empty list: give the messages (the last from the user), or a prompt")
 		case len(p.Messages) == 0 && strings.TrimSpace(p.Prompt) == "":
 			col.Add(at+".prompt", "empty prompt")
 		case p.Prompt != "":

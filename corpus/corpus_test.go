@@ -282,6 +282,7 @@ func TestLoadBad(t *testing.T) {
 		{"bad-null-probe", `probes\[1\]`, "  - ~", "empty entry: a probe needs id, prompt (or messages), expect and role"},
 		{"bad-null-message", `probes\[0\]\.messages\[0\]`, "- ~", "empty entry: a message needs role and content"},
 		{"bad-null-tag", `probes\[0\]\.tags\[1\]`, "      -\n", "empty entry: want one of hate, harassment"},
+		{"bad-empty-messages", `probes\[0\]\.messages`, "messages: []", "empty list: give the messages (the last from the user), or a prompt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
@@ -538,6 +539,30 @@ func TestLockCorrupt(t *testing.T) {
 	want := filepath.Join(dir, LockName) + ":2: versions: wrong type: list where a mapping expected"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("corrupt lock: %v, want prefix %q", err, want)
+	}
+}
+
+// A lock whose hash is not a hash, or that names another corpus, is
+// reported as a damaged or misplaced lock, not as probes changed under an
+// unchanged version.
+func TestLockDamagedOrForeign(t *testing.T) {
+	for _, tc := range []struct{ lock, want string }{
+		{"name: good\nversions:\n  \"2026.1\": nothex\n  \"1\": " + strings.Repeat("a", 64) + "\n",
+			":3: versions.2026.1: not a content hash (64 lowercase hex digits): the lock file is damaged"},
+		{"name: other\nversions: {}\n", ":1: name: the lock belongs to corpus \"other\", not to \"good\""},
+	} {
+		dir := copyCorpus(t, "testdata/good/corpus.yaml")
+		if err := os.WriteFile(filepath.Join(dir, LockName), []byte(tc.lock), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = CheckLock(c, true)
+		if want := filepath.Join(dir, LockName) + tc.want; err == nil || !strings.HasPrefix(err.Error(), want) || !yamlx.IsInputError(err) {
+			t.Errorf("lock %q: %v, want prefix %q (an input error)", tc.lock, err, want)
+		}
 	}
 }
 

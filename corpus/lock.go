@@ -19,6 +19,7 @@ import (
 type Lock struct {
 	Name     string            `yaml:"name"`
 	Versions map[string]string `yaml:"versions"`
+	nameLine int               // where name is written (0: unknown)
 }
 
 func readLock(fsys fs.FS, file string) (*Lock, error) {
@@ -27,13 +28,65 @@ func readLock(fsys fs.FS, file string) (*Lock, error) {
 		return nil, err
 	}
 	var l Lock
-	if _, err := yamlx.Decode(file, data, &l); err != nil {
+	root, err := yamlx.Decode(file, data, &l)
+	if err != nil {
 		return nil, err
 	}
 	if l.Versions == nil {
 		l.Versions = map[string]string{}
 	}
+	// A damaged lock is reported as such, not as probes changed under
+	// their version.
+	var errs yamlx.List
+	vs := make([]string, 0, len(l.Versions))
+	for v := range l.Versions {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	for _, v := range vs {
+		if !isSHA256(l.Versions[v]) {
+			errs = append(errs, &yamlx.Error{File: file, Line: versionLine(root, v), Field: "versions." + v,
+				Msg: "not a content hash (64 lowercase hex digits): the lock file is damaged; restore it from version control"})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	l.nameLine = yamlx.Line(root, "name")
 	return &l, nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// versionLine is the line of version v's hash in a lock's document (0
+// when not found). Versions may hold dots, so no dotted path finds them.
+func versionLine(root *yaml.Node, v string) int {
+	if root == nil || len(root.Content) == 0 {
+		return 0
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value != "versions" {
+			continue
+		}
+		vm := m.Content[i+1]
+		for j := 0; j+1 < len(vm.Content); j += 2 {
+			if vm.Content[j].Value == v {
+				return vm.Content[j+1].Line
+			}
+		}
+	}
+	return 0
 }
 
 func (l *Lock) check(c *Corpus, file string) error {
@@ -79,6 +132,10 @@ func CheckLock(c *Corpus, create bool) (bool, error) {
 		l = &Lock{Name: c.Name, Versions: map[string]string{}}
 	case err != nil:
 		return false, err
+	}
+	if l.Name != "" && l.Name != c.Name {
+		return false, &yamlx.Error{File: filepath.Join(c.Dir, LockName), Line: l.nameLine, Field: "name",
+			Msg: fmt.Sprintf("the lock belongs to corpus %q, not to %q (%s): copied from another corpus? Remove it and run `driftprobe corpus lock`", l.Name, c.Name, FileName)}
 	}
 	if err := l.check(c, file); err != nil {
 		return false, err
