@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -22,7 +23,21 @@ func FuzzClassify(f *testing.F) {
 		p := pr.(*Prober)
 		p.now = func() time.Time { return probestest.FuzzNow }
 		targets = append(targets, probestest.FuzzTarget{Name: name,
-			Classify: func(resp *probes.Response) probes.Result { return p.Classify(nil, resp) }})
+			Classify:     func(resp *probes.Response) probes.Result { return p.Classify(nil, resp) },
+			AllowVerdict: streamVerdict})
 	}
 	probestest.Fuzz(f, targets, "testdata")
+}
+
+// streamVerdict is the one documented rule that reads a verdict from a body
+// that is not a JSON object: a complete, untruncated 2xx SSE stream whose
+// every event is a JSON object is read like the answer it merges into.
+func streamVerdict(resp *probes.Response, r probes.Result) bool {
+	t := bytes.TrimSpace(resp.Body)
+	if resp.Status < 200 || resp.Status > 299 || resp.Truncated || !isSSE(t) {
+		return false
+	}
+	var gr generateResponse
+	_, stream, err := decode(t, &gr)
+	return stream && err == nil && streamDone(&gr) && r.Class.IsVerdict()
 }

@@ -21,6 +21,13 @@
 //     threshold blocks medium and above). A non-SAFETY reason with no flagged
 //     rating adds one fired signal named "blockReason:<REASON>" (SPII→privacy,
 //     anything else→other), so the block has a category to compare.
+//   - With no candidates and no blockReason (or the unused
+//     BLOCK_REASON_UNSPECIFIED / BLOCKED_REASON_UNSPECIFIED), promptFeedback
+//     is still a block only if it says so: a blockReasonMessage or a prompt
+//     rating with blocked:true (reason "block_reason_missing", or the
+//     unspecified value; no fallback category). Otherwise — ratings only, an
+//     empty promptFeedback — nothing was generated and nothing blocked: it
+//     is transient "no_candidates", like an answer with no promptFeedback.
 //   - candidates[0].finishReason SAFETY, PROHIBITED_CONTENT, BLOCKLIST, SPII,
 //     IMAGE_SAFETY, IMAGE_PROHIBITED_CONTENT is an output-stage block
 //     (blocked_output) read the same way from the candidate's safetyRatings
@@ -31,9 +38,19 @@
 //     Reason "RECITATION" so it never counts as a block nor as a flip in
 //     composition, while the reason stays recorded.
 //   - STOP, MAX_TOKENS, OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL and the other
-//     documented non-policy reasons are allowed with the reason recorded (a
-//     short plain-text refusal in the text is a heuristic model_refusal); an
-//     unknown finishReason is allowed and recorded in Result.Unknown.
+//     documented non-policy reasons, with answer text (thought parts do not
+//     count), are allowed with the reason recorded (a short plain-text
+//     refusal in the text is a heuristic model_refusal); an unknown
+//     finishReason with text is allowed and recorded in Result.Unknown.
+//   - A candidate with no text (none, or only white space or thoughts) and a
+//     non-policy finishReason is a failed generation, not a verdict:
+//     transient "empty_candidate:<REASON>" with finishMessage kept (OTHER
+//     "Model failed to generate content due to internal error.", the
+//     occasional empty STOP, LANGUAGE, MALFORMED_FUNCTION_CALL, an unknown
+//     reason), or "empty_candidate" with no finishReason either. The
+//     exceptions are RECITATION (above) and MAX_TOKENS: a thinking model can
+//     spend the whole budget before any text, and a provider that ran out of
+//     tokens did not block, so MAX_TOKENS with no text is still allowed.
 //   - safetyRatings are kept as Signals: prompt ratings under the raw name
 //     "prompt.<CATEGORY>", candidate ratings under "<CATEGORY>", with Severity
 //     = probability and Score = probabilityScore. Vertex also reports
@@ -49,7 +66,17 @@
 //     model behind an alias changes. Request id: the x-goog-request-id
 //     header when present, else the body's responseId. Tokens:
 //     usageMetadata.promptTokenCount, and candidatesTokenCount +
-//     thoughtsTokenCount (thinking tokens are billed as output).
+//     thoughtsTokenCount (thinking tokens are billed as output). These
+//     bookkeeping fields, finishMessage, blockReasonMessage, rating scores
+//     and error.code are read leniently: a wrong type is noted in Unknown
+//     ("modelVersion:bad_type", "usageMetadata.promptTokenCount:bad_type",
+//     ...) and never makes a block malformed.
+//   - A server-sent event stream (streamGenerateContent?alt=sse; never
+//     requested, but a proxy may answer with one) is merged into the answer
+//     it stands for: candidates[0] content parts concatenated, every other
+//     field from the last chunk holding it. A stream that ends without a
+//     finishReason, prompt block or error is transient "incomplete_stream";
+//     a cut one is "truncated_response".
 //   - Errors {error:{code,message,status,details}} (also wrapped in a JSON
 //     array, as Google sometimes sends): 429 RESOURCE_EXHAUSTED, 500 INTERNAL,
 //     503 UNAVAILABLE, 504 and other 5xx are transient, with the wait from
@@ -285,15 +312,21 @@ func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Resul
 	return classify(resp, p.now(), p.target.APIKey)
 }
 
+// rating is one safetyRatings entry. The scores are read leniently (see
+// readScore): a wrongly typed score must not drop the rating, whose
+// blocked flag names the category of a block.
 type rating struct {
-	Category         string   `json:"category"`
-	Probability      string   `json:"probability"`
-	ProbabilityScore *float64 `json:"probabilityScore"`
-	Severity         string   `json:"severity"`
-	SeverityScore    *float64 `json:"severityScore"`
-	Blocked          bool     `json:"blocked"`
+	Category         string          `json:"category"`
+	Probability      string          `json:"probability"`
+	ProbabilityScore json.RawMessage `json:"probabilityScore"`
+	Severity         string          `json:"severity"`
+	SeverityScore    json.RawMessage `json:"severityScore"`
+	Blocked          bool            `json:"blocked"`
 }
 
+// candidate is candidates[0]. finishReason and content are read strictly
+// (the verdict comes from them); finishMessage is descriptive text, read
+// leniently.
 type candidate struct {
 	Content *struct {
 		Parts []struct {
@@ -302,34 +335,57 @@ type candidate struct {
 		} `json:"parts"`
 	} `json:"content"`
 	FinishReason  string            `json:"finishReason"`
-	FinishMessage string            `json:"finishMessage"`
+	FinishMessage wire.Text         `json:"finishMessage"`
 	SafetyRatings []json.RawMessage `json:"safetyRatings"`
 }
 
 type promptFeedback struct {
 	BlockReason        string            `json:"blockReason"`
-	BlockReasonMessage string            `json:"blockReasonMessage"`
+	BlockReasonMessage wire.Text         `json:"blockReasonMessage"`
 	SafetyRatings      []json.RawMessage `json:"safetyRatings"`
 }
 
+// apiError is Google's error envelope. code echoes the HTTP status (read
+// leniently); status, message and details are what the class is read from.
 type apiError struct {
-	Code    int               `json:"code"`
+	Code    wire.Count        `json:"code"`
 	Message string            `json:"message"`
 	Status  string            `json:"status"`
 	Details []json.RawMessage `json:"details"`
 }
 
+type usageMetadata struct {
+	PromptTokenCount     wire.Count `json:"promptTokenCount"`
+	CandidatesTokenCount wire.Count `json:"candidatesTokenCount"`
+	ThoughtsTokenCount   wire.Count `json:"thoughtsTokenCount"`
+}
+
+// generateResponse is one generateContent answer. The bookkeeping fields
+// (usageMetadata, modelVersion, responseId) are read leniently: one of the
+// wrong type is noted in Unknown ("<field>:bad_type") and never turns a
+// block into a malformed answer.
 type generateResponse struct {
 	Candidates     []json.RawMessage `json:"candidates"`
 	PromptFeedback *promptFeedback   `json:"promptFeedback"`
-	UsageMetadata  *struct {
-		PromptTokenCount     int `json:"promptTokenCount"`
-		CandidatesTokenCount int `json:"candidatesTokenCount"`
-		ThoughtsTokenCount   int `json:"thoughtsTokenCount"`
-	} `json:"usageMetadata"`
-	ModelVersion string    `json:"modelVersion"`
-	ResponseID   string    `json:"responseId"`
-	Error        *apiError `json:"error"`
+	UsageMetadata  json.RawMessage   `json:"usageMetadata"`
+	ModelVersion   wire.Text         `json:"modelVersion"`
+	ResponseID     wire.Text         `json:"responseId"`
+	Error          *apiError         `json:"error"`
+}
+
+// usage reads usageMetadata leniently: its counts, and the bad_type
+// entries for Unknown (the whole field when it is not an object).
+func (gr *generateResponse) usage() (u usageMetadata, odd []string) {
+	if len(gr.UsageMetadata) == 0 || string(gr.UsageMetadata) == "null" {
+		return u, nil
+	}
+	if json.Unmarshal(gr.UsageMetadata, &u) != nil {
+		return usageMetadata{}, []string{"usageMetadata:bad_type"}
+	}
+	return u, wire.OddFields(
+		"usageMetadata.promptTokenCount", u.PromptTokenCount.Odd,
+		"usageMetadata.candidatesTokenCount", u.CandidatesTokenCount.Odd,
+		"usageMetadata.thoughtsTokenCount", u.ThoughtsTokenCount.Odd)
 }
 
 // Known wire vocabulary. Anything else is recorded in Result.Unknown.
@@ -351,6 +407,11 @@ var (
 	otherFinish = wire.Set("STOP", "MAX_TOKENS", "RECITATION", "IMAGE_RECITATION", "OTHER", "IMAGE_OTHER", "LANGUAGE",
 		"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "NO_IMAGE", "MALFORMED_RESPONSE",
 		"MISSING_THOUGHT_SIGNATURE", "FINISH_REASON_UNSPECIFIED")
+	// emptyAnswer are the non-policy finish reasons that are still an
+	// answer with no text: the output budget spent (a thinking model may
+	// spend it all on thoughts) or text withheld as a recitation. Any other
+	// non-policy reason with no text is a failed generation (transient).
+	emptyAnswer = wire.Set("MAX_TOKENS", "RECITATION", "IMAGE_RECITATION")
 	knownStatus = wire.Set("INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNAUTHENTICATED", "PERMISSION_DENIED",
 		"NOT_FOUND", "ABORTED", "ALREADY_EXISTS", "RESOURCE_EXHAUSTED", "CANCELLED", "DATA_LOSS", "UNKNOWN", "INTERNAL",
 		"UNIMPLEMENTED", "UNAVAILABLE", "DEADLINE_EXCEEDED")
@@ -397,9 +458,15 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 	var r probes.Result
 	r.RequestID = wire.Truncate(resp.Header.Get("X-Goog-Request-Id"), 200)
 	var gr generateResponse
-	obj, perr := decode(resp.Body, &gr)
-	if perr == nil && r.RequestID == "" {
-		r.RequestID = wire.Truncate(gr.ResponseID, 200)
+	obj, stream, perr := decode(resp.Body, &gr)
+	if perr == nil {
+		if r.RequestID == "" {
+			r.RequestID = wire.Truncate(gr.ResponseID.S, 200)
+		}
+		r.Unknown = append(r.Unknown, wire.OddFields("responseId", gr.ResponseID.Odd, "modelVersion", gr.ModelVersion.Odd)...)
+		if gr.Error != nil {
+			r.Unknown = append(r.Unknown, wire.OddFields("error.code", gr.Error.Code.Odd)...)
+		}
 	}
 	ok2xx := resp.Status >= 200 && resp.Status < 300
 	switch {
@@ -409,12 +476,16 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 			r.Reason = "truncated_response"
 		}
 	case ok2xx && gr.Error != nil:
-		status := gr.Error.Code
+		status := gr.Error.Code.N
 		if status < 400 {
 			status = 500
 		}
 		r = classifyError(r, resp, gr.Error, status, now)
 		r.Reason = "200:" + r.Reason
+	case ok2xx && stream && resp.Truncated:
+		r.Class, r.Reason = probes.Transient, "truncated_response"
+	case ok2xx && stream && !streamDone(&gr):
+		r.Class, r.Reason = probes.Transient, "incomplete_stream"
 	case ok2xx:
 		r = classifyOK(r, obj, &gr)
 	default:
@@ -433,27 +504,158 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 }
 
 // decode reads body into v, accepting the JSON-array wrapping Google uses
-// for some errors ([{"error":{...}}]): the first element is read. It returns
-// the raw object read, for unknown-key detection.
-func decode(body []byte, v *generateResponse) (json.RawMessage, error) {
+// for some errors ([{"error":{...}}]): the first element is read. A
+// server-sent event stream (streamGenerateContent?alt=sse, which driftprobe
+// never asks for but a proxy may answer with) is merged into the one object
+// the unary call returns (see mergeSSE) and stream is true. It returns the
+// raw object read, for unknown-key detection.
+func decode(body []byte, v *generateResponse) (obj json.RawMessage, stream bool, err error) {
 	t := bytes.TrimSpace(body)
+	if isSSE(t) {
+		if t, err = mergeSSE(t); err != nil {
+			return nil, true, err
+		}
+		return t, true, json.Unmarshal(t, v)
+	}
 	if len(t) > 0 && t[0] == '[' {
 		var arr []json.RawMessage
 		if err := json.Unmarshal(t, &arr); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if len(arr) == 0 {
-			return nil, fmt.Errorf("empty array")
+			return nil, false, fmt.Errorf("empty array")
 		}
 		t = arr[0]
 	}
 	if len(t) == 0 || t[0] != '{' {
-		return nil, fmt.Errorf("not a JSON object")
+		return nil, false, fmt.Errorf("not a JSON object")
 	}
 	if err := json.Unmarshal(t, v); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return t, nil
+	return t, false, nil
+}
+
+// isSSE reports whether a (trimmed) body is a server-sent event stream.
+func isSSE(t []byte) bool {
+	return bytes.HasPrefix(t, []byte("data:")) || bytes.HasPrefix(t, []byte("event:"))
+}
+
+// sseData returns the data of each event of an SSE stream, in order
+// (data lines of one event joined with "\n"; other fields and comments
+// ignored).
+func sseData(body []byte) [][]byte {
+	var out [][]byte
+	var cur []byte
+	has := false
+	flush := func() {
+		if has {
+			out = append(out, cur)
+		}
+		cur, has = nil, false
+	}
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			flush()
+			continue
+		}
+		v, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue
+		}
+		v = bytes.TrimPrefix(v, []byte(" "))
+		if has {
+			cur = append(cur, '\n')
+		}
+		cur, has = append(cur, v...), true
+	}
+	flush()
+	return out
+}
+
+// mergeSSE merges the chunks of a streamGenerateContent SSE stream into one
+// generateContent object: top-level fields and the fields of candidates[0]
+// are taken from the last chunk that has them (the final chunk carries
+// finishReason, safetyRatings and usageMetadata; a prompt block is a single
+// promptFeedback chunk), and the content parts of candidates[0] of every
+// chunk are concatenated. Every event must hold a JSON object.
+func mergeSSE(body []byte) (json.RawMessage, error) {
+	events := sseData(body)
+	if len(events) == 0 {
+		return nil, fmt.Errorf("empty event stream")
+	}
+	top := map[string]json.RawMessage{}
+	cand := map[string]json.RawMessage{}
+	var parts []json.RawMessage
+	sawCandidate := false
+	for _, ev := range events {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(ev, &m); err != nil || m == nil {
+			return nil, fmt.Errorf("event is not a JSON object")
+		}
+		for k, v := range m {
+			if k != "candidates" {
+				top[k] = v
+			}
+		}
+		var cs []json.RawMessage
+		if err := json.Unmarshal(m["candidates"], &cs); m["candidates"] != nil && err != nil {
+			return nil, err
+		}
+		if len(cs) == 0 {
+			continue
+		}
+		var c map[string]json.RawMessage
+		if err := json.Unmarshal(cs[0], &c); err != nil || c == nil {
+			return nil, fmt.Errorf("candidate is not a JSON object")
+		}
+		sawCandidate = true
+		for k, v := range c {
+			if k != "content" {
+				cand[k] = v
+				continue
+			}
+			var ct struct {
+				Parts []json.RawMessage `json:"parts"`
+			}
+			if err := json.Unmarshal(v, &ct); err != nil {
+				return nil, err
+			}
+			parts = append(parts, ct.Parts...)
+		}
+	}
+	if sawCandidate {
+		if len(parts) > 0 {
+			b, err := json.Marshal(map[string]any{"role": "model", "parts": parts})
+			if err != nil {
+				return nil, err
+			}
+			cand["content"] = b
+		}
+		b, err := json.Marshal([]any{cand})
+		if err != nil {
+			return nil, err
+		}
+		top["candidates"] = b
+	}
+	return json.Marshal(top)
+}
+
+// streamDone reports whether a merged stream is complete: it ends with a
+// finishReason, a prompt block or an error. A stream that stops before
+// (a dropped connection at an event boundary) is not an answer.
+func streamDone(gr *generateResponse) bool {
+	if gr.Error != nil || (gr.PromptFeedback != nil && gr.PromptFeedback.BlockReason != "") {
+		return true
+	}
+	if len(gr.Candidates) == 0 {
+		return false
+	}
+	var c struct {
+		FinishReason string `json:"finishReason"`
+	}
+	return json.Unmarshal(gr.Candidates[0], &c) == nil && c.FinishReason != ""
 }
 
 func classifyError(r probes.Result, resp *probes.Response, e *apiError, status int, now time.Time) probes.Result {
@@ -525,17 +727,18 @@ func readDetails(details []json.RawMessage) (reason string, delay time.Duration)
 }
 
 func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) probes.Result {
-	r.ModelID = wire.Truncate(gr.ModelVersion, 200)
+	r.ModelID = wire.Truncate(gr.ModelVersion.S, 200)
 	r.ModelFP = r.ModelID
-	if u := gr.UsageMetadata; u != nil {
-		r.TokensIn, r.TokensOut = u.PromptTokenCount, u.CandidatesTokenCount+u.ThoughtsTokenCount
-	}
+	u, odd := gr.usage()
+	r.TokensIn, r.TokensOut = u.PromptTokenCount.N, u.CandidatesTokenCount.N+u.ThoughtsTokenCount.N
+	r.Unknown = append(r.Unknown, odd...)
 	r.Unknown = append(r.Unknown, wire.UnknownKeys(obj, knownTop, "field:")...)
 
 	// Prompt-side ratings are kept on every answer, under "prompt.".
 	var promptSignals []probes.Signal
 	if pf := gr.PromptFeedback; pf != nil {
 		promptSignals = readRatings(pf.SafetyRatings, "prompt.", &r)
+		r.Unknown = append(r.Unknown, wire.OddFields("promptFeedback.blockReasonMessage", pf.BlockReasonMessage.Odd)...)
 		var raw struct {
 			PromptFeedback json.RawMessage `json:"promptFeedback"`
 		}
@@ -544,20 +747,29 @@ func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) prob
 		}
 	}
 
-	// Input-side block: promptFeedback.blockReason, or (an SDK edge case)
-	// promptFeedback with no candidates and no reason at all. An
-	// "unspecified" reason beside candidates is not a block.
-	if pf := gr.PromptFeedback; pf != nil && ((pf.BlockReason != "" && !strings.HasSuffix(pf.BlockReason, "_UNSPECIFIED")) || len(gr.Candidates) == 0) {
+	// Input-side block: a real promptFeedback.blockReason (not the
+	// "unspecified" placeholder). With no reason and no candidates, only a
+	// blockReasonMessage or a prompt rating flagged blocked:true still says
+	// the prompt was blocked; otherwise nothing was generated and nothing
+	// blocked, which is no_candidates below.
+	if pf := gr.PromptFeedback; pf != nil && (realBlockReason(pf.BlockReason) ||
+		len(gr.Candidates) == 0 && (pf.BlockReasonMessage.S != "" || anyFired(promptSignals))) {
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, pf.BlockReason
-		r.Message = pf.BlockReasonMessage
+		r.Message = pf.BlockReasonMessage.S
+		reason := pf.BlockReason
 		switch {
-		case pf.BlockReason == "":
-			r.Reason = "block_reason_missing"
-			r.Unknown = append(r.Unknown, "block_reason:<none>")
-		case !knownBlock[pf.BlockReason]:
-			r.Unknown = append(r.Unknown, "block_reason:"+pf.BlockReason)
+		case !realBlockReason(reason):
+			// Unspecified: the block names no reason, hence no fallback
+			// category either.
+			reason = ""
+			if pf.BlockReason == "" {
+				r.Reason = "block_reason_missing"
+				r.Unknown = append(r.Unknown, "block_reason:<none>")
+			}
+		case !knownBlock[reason]:
+			r.Unknown = append(r.Unknown, "block_reason:"+reason)
 		}
-		r.Signals = attribute(promptSignals, pf.BlockReason, "blockReason:")
+		r.Signals = attribute(promptSignals, reason, "blockReason:")
 		return r
 	}
 	r.Signals = append(r.Signals, promptSignals...)
@@ -572,6 +784,7 @@ func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) prob
 		r.Class, r.Reason = probes.Transient, "malformed_response"
 		return r
 	}
+	r.Unknown = append(r.Unknown, wire.OddFields("candidate.finishMessage", c.FinishMessage.Odd)...)
 	outSignals := readRatings(c.SafetyRatings, "", &r)
 	var text strings.Builder
 	if c.Content != nil {
@@ -584,30 +797,54 @@ func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) prob
 	fr := c.FinishReason
 	if policyFinish[fr] {
 		r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, fr
-		r.Message = c.FinishMessage
+		r.Message = c.FinishMessage.S
 		r.Signals = append(r.Signals, attribute(outSignals, fr, "finishReason:")...)
 		return r
 	}
 	r.Signals = append(r.Signals, outSignals...)
+	if fr != "" && !otherFinish[fr] {
+		r.Unknown = append(r.Unknown, "finish_reason:"+fr)
+	}
+	empty := strings.TrimSpace(text.String()) == ""
 	switch {
-	case fr == "" && text.Len() == 0:
+	case empty && fr == "":
 		r.Class, r.Reason = probes.Transient, "empty_candidate"
+		return r
+	case empty && !emptyAnswer[fr]:
+		// Nothing generated and nothing blocked (OTHER "Model failed to
+		// generate content due to internal error.", an empty STOP, ...):
+		// not a verdict.
+		r.Class, r.Reason = probes.Transient, "empty_candidate:"+fr
+		r.Message = c.FinishMessage.S
 		return r
 	case fr == "":
 		r.Unknown = append(r.Unknown, "finish_reason:<none>")
-	case !otherFinish[fr]:
-		r.Unknown = append(r.Unknown, "finish_reason:"+fr)
 	}
 	if wire.IsRefusal(text.String()) {
 		r.Class, r.Stage, r.Reason, r.Heuristic = probes.ModelRefusal, probes.StageOutput, "refusal_text", true
 		r.Message = text.String()
 		return r
 	}
-	// RECITATION lands here on purpose: allowed, with the reason recorded
-	// (see the package comment).
+	// RECITATION and MAX_TOKENS land here even with no text, on purpose:
+	// allowed, with the reason recorded (see the package comment).
 	r.Class, r.Reason = probes.Allowed, fr
-	r.Message = c.FinishMessage
+	r.Message = c.FinishMessage.S
 	return r
+}
+
+// realBlockReason reports whether a promptFeedback.blockReason names a
+// block: set, and not the unused "unspecified" placeholder.
+func realBlockReason(reason string) bool {
+	return reason != "" && !strings.HasSuffix(reason, "_UNSPECIFIED")
+}
+
+func anyFired(sigs []probes.Signal) bool {
+	for _, s := range sigs {
+		if s.Fired {
+			return true
+		}
+	}
+	return false
 }
 
 // attribute decides which signals caused a block with the given reason.
@@ -660,22 +897,34 @@ func readRatings(raws []json.RawMessage, prefix string, r *probes.Result) []prob
 			r.Unknown = append(r.Unknown, "probability:"+rt.Probability)
 		}
 		s := probes.Signal{Category: cat, Raw: prefix + rt.Category, Severity: rt.Probability, Fired: rt.Blocked}
-		if rt.ProbabilityScore != nil {
-			s.Score, s.HasScore = *rt.ProbabilityScore, true
-		}
+		var odd bool
+		s.Score, s.HasScore, odd = readScore(rt.ProbabilityScore)
+		r.Unknown = append(r.Unknown, wire.OddFields("rating.probabilityScore", odd)...)
 		out = append(out, s)
-		if rt.Severity != "" || rt.SeverityScore != nil {
+		sv := probes.Signal{Category: cat, Raw: s.Raw + ":severity", Severity: rt.Severity, Fired: rt.Blocked}
+		sv.Score, sv.HasScore, odd = readScore(rt.SeverityScore)
+		r.Unknown = append(r.Unknown, wire.OddFields("rating.severityScore", odd)...)
+		if rt.Severity != "" || sv.HasScore {
 			if rt.Severity != "" && !knownSeverity[rt.Severity] {
 				r.Unknown = append(r.Unknown, "severity:"+rt.Severity)
-			}
-			sv := probes.Signal{Category: cat, Raw: s.Raw + ":severity", Severity: rt.Severity, Fired: rt.Blocked}
-			if rt.SeverityScore != nil {
-				sv.Score, sv.HasScore = *rt.SeverityScore, true
 			}
 			out = append(out, sv)
 		}
 	}
 	return out
+}
+
+// readScore reads a probabilityScore or severityScore: a JSON number is a
+// score; null or absence is none; anything else is none and odd (noted in
+// Unknown), never a reason to drop the rating.
+func readScore(raw json.RawMessage) (score float64, has, odd bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false, false
+	}
+	if json.Unmarshal(raw, &score) != nil {
+		return 0, false, true
+	}
+	return score, true, false
 }
 
 // keyRE matches Google API keys and the "api_key:..." consumer names that

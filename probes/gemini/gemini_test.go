@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +52,9 @@ func TestConformanceGeminiAPI(t *testing.T) {
 			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "SAFETY", Categories: nil,
 				ModelID: "gemini-2.0-flash", ModelFP: "gemini-2.0-flash", TokensIn: 7, TokensOut: 20}},
 		{Name: "finish_other_with_message", Fixture: "developer_api_200_finish_reason_other_with_message.json",
-			Want: probestest.Want{Class: probes.Allowed, Reason: "OTHER"}},
+			// "Model failed to generate content due to internal error.": no
+			// text and no block, so not a verdict.
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:OTHER"}},
 		{Name: "prompt_feedback_message_only", Fixture: "developer_api_200_prompt_feedback_message_only.json",
 			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "block_reason_missing",
 				ModelID: "gemini-2.0-flash", Unknown: []string{"block_reason:<none>"}}},
@@ -61,10 +65,12 @@ func TestConformanceGeminiAPI(t *testing.T) {
 		{Name: "503_unavailable_retry_after", Fixture: "developer_api_503_unavailable_observed.json", Status: 503,
 			Header: map[string]string{"Retry-After": "30"}, // synthesized: the observed report shows no headers
 			Want:   probestest.Want{Class: probes.Transient, Reason: "503:UNAVAILABLE", RetryAfter: 30 * time.Second}},
+		// A complete SSE stream reads like the answer it merges into.
 		{Name: "sse_prompt_blocked", Fixture: "developer_api_stream_prompt_blocked_safety.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"},
-			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "SAFETY",
+				Categories: []string{probes.CatHate}, Raw: []string{"prompt.HARM_CATEGORY_HATE_SPEECH"}}},
 		{Name: "sse_recitation", Fixture: "developer_api_stream_finish_reason_recitation.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"},
-			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
+			Want: probestest.Want{Class: probes.Allowed, Reason: "RECITATION", ModelID: "gemini-2.0-flash", TokensIn: 9, TokensOut: 261}},
 
 		// Synthesized from the docs and enum lists (no fixture exists).
 		{Name: "block_prohibited_content",
@@ -109,9 +115,9 @@ func TestConformanceGeminiAPI(t *testing.T) {
 			Body: `{"candidates":[{"finishReason":"RECITATION","citationMetadata":{"citationSources":[{"startIndex":793,"endIndex":1341,"uri":"https://www.google.com/"}]}}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":261,"totalTokenCount":270},"modelVersion":"gemini-2.0-flash"}`,
 			Want: probestest.Want{Class: probes.Allowed, Reason: "RECITATION", TokensIn: 9, TokensOut: 261}},
 		{Name: "finish_language", Body: `{"candidates":[{"finishReason":"LANGUAGE"}]}`,
-			Want: probestest.Want{Class: probes.Allowed, Reason: "LANGUAGE"}},
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:LANGUAGE"}},
 		{Name: "finish_malformed_function_call", Body: `{"candidates":[{"finishReason":"MALFORMED_FUNCTION_CALL"}]}`,
-			Want: probestest.Want{Class: probes.Allowed, Reason: "MALFORMED_FUNCTION_CALL"}},
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:MALFORMED_FUNCTION_CALL"}},
 		{Name: "max_tokens_with_thoughts",
 			Body: `{"candidates":[{"content":{"parts":[{"text":"thinking…","thought":true},{"text":"A long answer"}],"role":"model"},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":40,"thoughtsTokenCount":24},"modelVersion":"gemini-2.5-flash"}`,
 			Want: probestest.Want{Class: probes.Allowed, Reason: "MAX_TOKENS", TokensIn: 5, TokensOut: 64}},
@@ -449,9 +455,11 @@ func TestUnspecifiedBlockReasonBesideCandidates(t *testing.T) {
 	got := p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{},
 		Body: []byte(`{"candidates":[{"content":{"parts":[{"text":"hi"}]},"finishReason":"STOP"}],"promptFeedback":{"blockReason":"BLOCK_REASON_UNSPECIFIED"}}`)})
 	probestest.Check(t, got, probestest.Want{Class: probes.Allowed, Reason: "STOP"})
+	// With no candidates either, the unused placeholder names no block:
+	// nothing was generated (it was read as a block before).
 	got = p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{},
 		Body: []byte(`{"promptFeedback":{"blockReason":"BLOCKED_REASON_UNSPECIFIED"}}`)})
-	probestest.Check(t, got, probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "BLOCKED_REASON_UNSPECIFIED", Categories: []string{probes.CatOther}})
+	probestest.Check(t, got, probestest.Want{Class: probes.Transient, Reason: "no_candidates"})
 }
 
 // TestUnknownSanitized: provider-controlled values recorded in Unknown
@@ -483,4 +491,172 @@ func TestUnknownSanitized(t *testing.T) {
 		}
 		probestest.Check(t, r, probestest.Want{Class: r.Class, Stage: r.Stage, Unknown: c.want, NoCheckCategories: true, Heuristic: r.Heuristic})
 	}
+}
+
+// TestNoTextIsNoVerdict: a candidate with no text whose finish reason is not
+// a block is a failed generation (transient empty_candidate:<REASON>), not
+// an allowed answer; MAX_TOKENS and RECITATION stay answers even with no
+// text; with text, the non-policy reasons stay allowed.
+func TestNoTextIsNoVerdict(t *testing.T) {
+	const other = `{"candidates":[{"finishReason":"OTHER","finishMessage":"Model failed to generate content due to internal error."}]}`
+	cases := []probestest.Case{
+		{Name: "other_no_content", Body: `{"candidates":[{"finishReason":"OTHER"}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:OTHER"}},
+		{Name: "other_internal_error_message", Body: other,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:OTHER"}},
+		{Name: "language_no_content", Body: `{"candidates":[{"finishReason":"LANGUAGE","safetyRatings":` + negligible + `}],"modelVersion":"gemini-2.0-flash"}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:LANGUAGE"}},
+		{Name: "malformed_function_call_no_content", Body: `{"candidates":[{"finishReason":"MALFORMED_FUNCTION_CALL","index":0}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:MALFORMED_FUNCTION_CALL"}},
+		{Name: "stop_empty_parts", Body: `{"candidates":[{"content":{"role":"model"},"finishReason":"STOP","index":0}],"modelVersion":"gemini-2.5-pro"}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:STOP"}},
+		{Name: "stop_blank_text", Body: `{"candidates":[{"content":{"parts":[{"text":" \n"}],"role":"model"},"finishReason":"STOP"}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:STOP"}},
+		{Name: "stop_thoughts_only", Body: `{"candidates":[{"content":{"parts":[{"text":"hmm","thought":true}],"role":"model"},"finishReason":"STOP"}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:STOP"}},
+		{Name: "unknown_reason_no_content", Body: `{"candidates":[{"finishReason":"NEW_FANCY_REASON"}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate:NEW_FANCY_REASON", Unknown: []string{"finish_reason:NEW_FANCY_REASON"}}},
+		{Name: "no_reason_blank_text", Body: `{"candidates":[{"content":{"parts":[{"text":""}]}}]}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "empty_candidate"}},
+		// Answers with no text.
+		{Name: "max_tokens_no_text", Body: `{"candidates":[{"content":{"role":"model"},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":5,"thoughtsTokenCount":64}}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "MAX_TOKENS", TokensIn: 5, TokensOut: 64}},
+		{Name: "max_tokens_thoughts_only", Body: `{"candidates":[{"content":{"parts":[{"text":"planning","thought":true}],"role":"model"},"finishReason":"MAX_TOKENS"}]}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "MAX_TOKENS"}},
+		{Name: "recitation_no_text", Body: `{"candidates":[{"finishReason":"RECITATION"}]}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "RECITATION"}},
+		// With text: unchanged.
+		{Name: "other_with_text", Body: `{"candidates":[{"content":{"parts":[{"text":"Paris is the capital"}],"role":"model"},"finishReason":"OTHER"}]}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "OTHER"}},
+		{Name: "language_with_text", Body: `{"candidates":[{"content":{"parts":[{"text":"Bonjour"}],"role":"model"},"finishReason":"LANGUAGE"}]}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "LANGUAGE"}},
+		// Policy reasons with no text stay blocks.
+		{Name: "safety_no_content_still_block", Fixture: "vertex_200_finish_reason_safety_no_content.json",
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "SAFETY", Categories: []string{probes.CatHarassment}}},
+	}
+	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, nil, nil) }, probestest.Probe, cases)
+
+	// The finishMessage of a failed generation is kept.
+	got := newTestProber(t, "", nil, nil).Classify(nil, &probes.Response{Status: 200, Header: http.Header{}, Body: []byte(other)})
+	if got.Message != "Model failed to generate content due to internal error." {
+		t.Errorf("message = %q", got.Message)
+	}
+}
+
+// TestPromptFeedbackWithoutBlockReason: promptFeedback with no candidates is
+// an input block only when it says so (a real blockReason, a
+// blockReasonMessage, or a prompt rating flagged blocked:true); otherwise
+// nothing was generated: transient no_candidates.
+func TestPromptFeedbackWithoutBlockReason(t *testing.T) {
+	cases := []probestest.Case{
+		{Name: "ratings_only", Body: `{"promptFeedback":{"safetyRatings":[{"category":"HARM_CATEGORY_HATE_SPEECH","probability":"NEGLIGIBLE"}]},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash-001"}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "no_candidates", Severities: map[string]string{"prompt.HARM_CATEGORY_HATE_SPEECH": "NEGLIGIBLE"}}},
+		{Name: "empty_feedback", Body: `{"promptFeedback":{}}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "no_candidates"}},
+		{Name: "empty_feedback_empty_candidates", Body: `{"candidates":[],"promptFeedback":{}}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "no_candidates"}},
+		{Name: "unspecified_no_candidates", Body: `{"promptFeedback":{"blockReason":"BLOCK_REASON_UNSPECIFIED"}}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "no_candidates"}},
+		{Name: "high_rating_not_flagged", Body: `{"promptFeedback":{"safetyRatings":[{"category":"HARM_CATEGORY_HATE_SPEECH","probability":"HIGH"}]}}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "no_candidates"}},
+		// Still blocks.
+		{Name: "flagged_rating_no_reason", Body: `{"promptFeedback":{"safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "block_reason_missing",
+				Categories: []string{probes.CatHarassment}, Unknown: []string{"block_reason:<none>"}}},
+		{Name: "unspecified_with_message", Body: `{"promptFeedback":{"blockReason":"BLOCKED_REASON_UNSPECIFIED","blockReasonMessage":"Blocked."}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "BLOCKED_REASON_UNSPECIFIED", Categories: nil}},
+		{Name: "safety_reason", Body: `{"promptFeedback":{"blockReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HATE_SPEECH","probability":"HIGH"}]}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "SAFETY", Categories: []string{probes.CatHate}}},
+	}
+	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, nil, nil) }, probestest.Probe, cases)
+}
+
+// TestBookkeepingTypes: a wrongly typed bookkeeping field (token counts,
+// modelVersion, responseId, messages, scores, error code) never turns a
+// clear block into a malformed answer; it is noted in Unknown.
+func TestBookkeepingTypes(t *testing.T) {
+	cases := []probestest.Case{
+		{Name: "prompt_tokens_string", Body: `{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":"8"}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "SAFETY", TokensIn: 8,
+				Unknown: []string{"usageMetadata.promptTokenCount:bad_type"}}},
+		{Name: "model_version_number", Body: `{"promptFeedback":{"blockReason":"SAFETY"},"modelVersion":5}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "SAFETY", Unknown: []string{"modelVersion:bad_type"}}},
+		{Name: "response_id_object", Body: `{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"responseId":{"x":1}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "PROHIBITED_CONTENT", Categories: []string{probes.CatOther}, Unknown: []string{"responseId:bad_type"}}},
+		{Name: "usage_not_object", Body: `{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}],"usageMetadata":"n/a"}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "SAFETY", Categories: []string{probes.CatHarassment},
+				Unknown: []string{"usageMetadata:bad_type"}}},
+		{Name: "output_tokens_float", Body: `{"candidates":[{"finishReason":"SAFETY"}],"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":1.5,"thoughtsTokenCount":[]}}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "SAFETY", TokensIn: 8,
+				Unknown: []string{"usageMetadata.candidatesTokenCount:bad_type", "usageMetadata.thoughtsTokenCount:bad_type"}}},
+		{Name: "finish_message_number", Body: `{"candidates":[{"finishReason":"PROHIBITED_CONTENT","finishMessage":5}]}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "PROHIBITED_CONTENT", Categories: []string{probes.CatOther}, Unknown: []string{"candidate.finishMessage:bad_type"}}},
+		{Name: "block_message_object", Body: `{"promptFeedback":{"blockReason":"OTHER","blockReasonMessage":{"text":"x"}}}`,
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "OTHER", Categories: []string{probes.CatOther}, Unknown: []string{"promptFeedback.blockReasonMessage:bad_type"}}},
+		{Name: "score_string_keeps_flagged_rating",
+			Body: `{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"LOW","probabilityScore":"0.61","severity":"HARM_SEVERITY_LOW","severityScore":true,"blocked":true}]}]}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "SAFETY", Categories: []string{probes.CatHarassment},
+				Raw: []string{"HARM_CATEGORY_HARASSMENT", "HARM_CATEGORY_HARASSMENT:severity"}, Unknown: []string{"rating.probabilityScore:bad_type", "rating.severityScore:bad_type"}}},
+		{Name: "error_code_string_suspended", Status: 403,
+			Body: `{"error":{"code":"403","message":"Permission denied: Consumer has been suspended.","status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"CONSUMER_SUSPENDED"}]}}`,
+			Want: probestest.Want{Class: probes.AbuseBlock, Stage: probes.StageAccount, Reason: "403:PERMISSION_DENIED:CONSUMER_SUSPENDED", Unknown: []string{"error.code:bad_type"}}},
+		{Name: "error_in_200_code_string", Body: `{"error":{"code":"503","message":"overloaded","status":"UNAVAILABLE"}}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "200:503:UNAVAILABLE", Unknown: []string{"error.code:bad_type"}}},
+		// Well typed bodies note nothing.
+		{Name: "normal_no_bad_type", Fixture: "developer_api_200_normal.json", Want: probestest.Want{Class: probes.Allowed, Reason: "STOP", TokensIn: 7, TokensOut: 22}},
+	}
+	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, nil, nil) }, probestest.Probe, cases)
+
+	p := newTestProber(t, "", nil, nil)
+	got := p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{}, Body: []byte(`{"promptFeedback":{"blockReason":"SAFETY"},"modelVersion":5,"responseId":7}`)})
+	if got.ModelID != "5" || got.RequestID != "7" {
+		t.Errorf("model %q request id %q", got.ModelID, got.RequestID)
+	}
+	for _, f := range []string{"developer_api_200_normal.json", "vertex_200_normal_with_severity_scores.json", "vertex_200_finish_reason_safety_blocked_rating.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{}, Body: b}).Unknown {
+			if strings.HasSuffix(u, ":bad_type") {
+				t.Errorf("%s: %s", f, u)
+			}
+		}
+	}
+}
+
+// TestSSEStream: a complete streamGenerateContent SSE body reads like the
+// answer it merges into; a stream cut before its end is transient.
+func TestSSEStream(t *testing.T) {
+	rec, err := os.ReadFile(filepath.Join("testdata", "developer_api_stream_finish_reason_recitation.sse.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := strings.SplitAfter(strings.ReplaceAll(string(rec), "\r\n", "\n"), "\n\n")
+	cases := []probestest.Case{
+		{Name: "text_then_stop", Body: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hello\"}],\"role\":\"model\"}}],\"modelVersion\":\"gemini-2.0-flash\"}\n\n" +
+			"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\" world\"}],\"role\":\"model\"},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":2},\"modelVersion\":\"gemini-2.0-flash\",\"responseId\":\"r-sse\"}\n\n",
+			Want: probestest.Want{Class: probes.Allowed, Reason: "STOP", TokensIn: 4, TokensOut: 2, RequestID: "r-sse", ModelFP: "gemini-2.0-flash"}},
+		{Name: "text_then_safety", Body: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Sure, here\"}],\"role\":\"model\"}}]}\r\n\r\n" +
+			"data: {\"candidates\":[{\"finishReason\":\"SAFETY\",\"safetyRatings\":[{\"category\":\"HARM_CATEGORY_DANGEROUS_CONTENT\",\"probability\":\"HIGH\",\"blocked\":true}]}]}\r\n\r\n",
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "SAFETY", Categories: []string{probes.CatIllicit}}},
+		{Name: "refusal_split_across_chunks", Body: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"I'm sorry, but \"}]}}]}\n\ndata: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"I can't help with that.\"}]},\"finishReason\":\"STOP\"}]}\n\n",
+			Want: probestest.Want{Class: probes.ModelRefusal, Stage: probes.StageOutput, Reason: "refusal_text", Heuristic: true}},
+		{Name: "error_event", Body: "data: {\"error\":{\"code\":503,\"message\":\"overloaded\",\"status\":\"UNAVAILABLE\"}}\n\n",
+			Want: probestest.Want{Class: probes.Transient, Reason: "200:503:UNAVAILABLE"}},
+		{Name: "cut_before_finish", Body: strings.Join(events[:3], ""),
+			Want: probestest.Want{Class: probes.Transient, Reason: "incomplete_stream"}},
+		{Name: "cut_mid_event", Body: string(rec[:len(rec)-40]),
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
+		{Name: "openai_stream", Body: "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\ndata: [DONE]\n\n",
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
+		{Name: "empty_stream", Body: "event: ping\n\n",
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
+	}
+	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, nil, nil) }, probestest.Probe, cases)
+
+	// A stream the reader cut (max_body_bytes) is never an answer.
+	p := newTestProber(t, "", nil, nil)
+	got := p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{}, Body: rec, Truncated: true})
+	probestest.Check(t, got, probestest.Want{Class: probes.Transient, Reason: "truncated_response"})
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // unknownClean reports whether SanitizeUnknown leaves s as it is: valid
-// UTF-8 with no comma and no control character.
+// UTF-8 with no comma, no control and no format character.
 func unknownClean(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -20,7 +20,7 @@ func unknownClean(s string) bool {
 		if c >= utf8.RuneSelf {
 			// Multi-byte: decode the rest (C1 controls, invalid bytes).
 			for _, r := range s[i:] {
-				if r == ',' || r == utf8.RuneError || unicode.IsControl(r) {
+				if r == ',' || r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 					return false
 				}
 			}
@@ -33,7 +33,9 @@ func unknownClean(s string) bool {
 // SanitizeUnknown is the one sanitizer of Result.Unknown entries, keys and
 // provider-controlled values alike: a comma (the separator storage joins
 // the list with, so "category:a,b" would read back as two entries) and
-// every control character (line breaks, tabs, NUL, DEL, C1) become "_";
+// every control character (line breaks, tabs, NUL, DEL, C1) and format
+// character (bidirectional overrides and isolates, zero-width characters,
+// the BOM: invisible, or reordering what a terminal shows) become "_";
 // invalid UTF-8 becomes U+FFFD. A clean string is returned as it is,
 // without allocating.
 func SanitizeUnknown(s string) string {
@@ -41,7 +43,7 @@ func SanitizeUnknown(s string) string {
 		return s
 	}
 	return strings.Map(func(r rune) rune {
-		if r == ',' || unicode.IsControl(r) {
+		if r == ',' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return '_'
 		}
 		return r

@@ -96,13 +96,14 @@ func TestIsAbuseNotOnInvalidPrompt(t *testing.T) {
 
 func TestSanitizeUnknown(t *testing.T) {
 	for in, want := range map[string]string{
-		"category:hate":          "category:hate",
-		"category:new,cat":       "category:new_cat",
-		"content_type:a\nb\r\tc": "content_type:a_b__c",
-		"x\x00y\x7fz\u0085w":     "x_y_z_w",
-		"ünïcode:ok é":           "ünïcode:ok é",
-		"bad:\xff":               "bad:\uFFFD",
-		"":                       "",
+		"category:hate":            "category:hate",
+		"category:new,cat":         "category:new_cat",
+		"content_type:a\nb\r\tc":   "content_type:a_b__c",
+		"x\x00y\x7fz\u0085w":       "x_y_z_w",
+		"fp:a\u202eb\u200bc\ufeff": "fp:a_b_c_",
+		"ünïcode:ok é":             "ünïcode:ok é",
+		"bad:\xff":                 "bad:\uFFFD",
+		"":                         "",
 	} {
 		if got := SanitizeUnknown(in); got != want {
 			t.Errorf("SanitizeUnknown(%q) = %q, want %q", in, got, want)
