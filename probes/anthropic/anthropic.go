@@ -11,7 +11,14 @@
 //     tool_use, pause_turn, model_context_window_exceeded) is allowed, except
 //     that a short plain-text refusal in the text content is a model_refusal
 //     decided by heuristic (wire.IsRefusal, Heuristic=true). An unknown
-//     stop_reason is allowed and recorded in Result.Unknown.
+//     stop_reason is allowed (or model_refusal by the same heuristic) and
+//     recorded in Result.Unknown ("stop_reason:<value>").
+//   - A 200 Messages answer always carries a stop_reason and a content array
+//     (empty on a refusal). One without a stop_reason (absent, null or "")
+//     or without a content array (absent or null) — {"type":"message"},
+//     {"content":[]}, {"stop_reason":"end_turn"} — is a skeleton, not an
+//     answer: transient "malformed_response", with "stop_reason:<none>" /
+//     "content:<none>" in Result.Unknown.
 //   - 400 invalid_request_error "Output blocked by content filtering policy"
 //     (the output content filter; matched exactly, case-insensitively,
 //     trailing punctuation ignored) is an output-stage block
@@ -26,21 +33,35 @@
 //   - Request id: the request-id header, else the body's request_id. Model:
 //     the response model id, used as the model fingerprint too (Anthropic
 //     sends no separate fingerprint). Tokens: usage.input_tokens and
-//     usage.output_tokens.
+//     usage.output_tokens. These bookkeeping fields (and id,
+//     stop_details.type, stop_details.explanation) are read leniently: a
+//     wrong type never fails the answer and is noted in Result.Unknown as
+//     "<field>:bad_type" ("usage.input_tokens:bad_type"); an odd model,
+//     request id or explanation is not kept, a count sent as a numeric
+//     string ("12") is.
+//     The fields a verdict is read from (type, content, stop_reason,
+//     stop_details.category, error) stay strictly typed.
 //
 // Anthropic has no input-side filter signal and reports no scores. The
 // anthropic-version header is pinned (probes.Request.Pinned): it is part of
 // the request fingerprint. A 200 whose
-// body is not a Messages object (an SSE stream, garbage, a cut body) is
-// transient "malformed_response" (or "truncated_response"), never a verdict.
+// body is not a Messages object (garbage, a cut body, an incomplete or
+// failed SSE stream) is transient "malformed_response" (or
+// "truncated_response"), never a verdict. The adapter never asks for a
+// stream, but a complete one (Content-Type text/event-stream, message_start
+// … message_delta … message_stop, no error event, body not cut) is rebuilt
+// into the message it describes and read like it, with
+// "response:event_stream" in Result.Unknown.
 // The API key is added by Authorize as x-api-key and is never part of the
 // rendered request; it is redacted from any provider message kept.
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"regexp"
 	"strings"
@@ -214,10 +235,13 @@ type contentBlock struct {
 	Text string `json:"text"`
 }
 
+// stopDetails is read strictly where the verdict comes from (category);
+// type and explanation are only noted and kept as the message, so they are
+// decoded leniently.
 type stopDetails struct {
-	Type        string  `json:"type"`
-	Category    *string `json:"category"`
-	Explanation *string `json:"explanation"`
+	Type        wire.Text `json:"type"`
+	Category    *string   `json:"category"`
+	Explanation wire.Text `json:"explanation"`
 }
 
 type apiError struct {
@@ -225,19 +249,50 @@ type apiError struct {
 	Message string `json:"message"`
 }
 
+// messageResponse is a Messages object or an error envelope. The fields a
+// verdict is read from (type, content, stop_reason, stop_details.category,
+// error) are strictly typed: a wrong type there makes the answer
+// unreadable. Bookkeeping fields (id, model, usage, request_id) are lenient:
+// a wrong type is noted in Result.Unknown ("model:bad_type") and never
+// fails the answer.
 type messageResponse struct {
-	ID          string         `json:"id"`
+	ID          wire.Text      `json:"id"`
 	Type        string         `json:"type"`
-	Model       string         `json:"model"`
+	Model       wire.Text      `json:"model"`
 	Content     []contentBlock `json:"content"`
 	StopReason  *string        `json:"stop_reason"`
 	StopDetails *stopDetails   `json:"stop_details"`
-	Usage       *struct {
-		InputTokens  int `json:"input_tokens"`
-		OutputTokens int `json:"output_tokens"`
-	} `json:"usage"`
-	Error     *apiError `json:"error"`
-	RequestID string    `json:"request_id"`
+	Usage       usage          `json:"usage"`
+	Error       *apiError      `json:"error"`
+	RequestID   wire.Text      `json:"request_id"`
+}
+
+// usage is the token accounting: bookkeeping, decoded leniently. A usage
+// that is not an object (nor null) sets Odd; a count of the wrong type sets
+// that count's Odd.
+type usage struct {
+	InputTokens  wire.Count
+	OutputTokens wire.Count
+	Odd          bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (u *usage) UnmarshalJSON(b []byte) error {
+	*u = usage{}
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	var v struct {
+		InputTokens  wire.Count `json:"input_tokens"`
+		OutputTokens wire.Count `json:"output_tokens"`
+	}
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &v) != nil {
+		u.Odd = true
+		return nil
+	}
+	u.InputTokens, u.OutputTokens = v.InputTokens, v.OutputTokens
+	return nil
 }
 
 // Known wire vocabulary. Anything else is recorded in Result.Unknown.
@@ -282,12 +337,29 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 	}
 	var r probes.Result
 	r.RequestID = wire.Truncate(resp.Header.Get("Request-Id"), 200)
+	body := resp.Body
 	var mr messageResponse
-	perr := json.Unmarshal(resp.Body, &mr)
-	if perr == nil && r.RequestID == "" {
-		r.RequestID = wire.Truncate(mr.RequestID, 200)
-	}
+	perr := json.Unmarshal(body, &mr)
 	ok2xx := resp.Status >= 200 && resp.Status < 300
+	if ok2xx && perr != nil && !resp.Truncated && isEventStream(resp.Header) {
+		// We never ask for a stream; a complete one (message_start …
+		// message_stop) is read as the message it describes, anything
+		// less stays malformed.
+		if msg, unknown, ok := streamMessage(body); ok {
+			var smr messageResponse
+			if json.Unmarshal(msg, &smr) == nil {
+				body, mr, perr = msg, smr, nil
+				r.Unknown = append(r.Unknown, "response:event_stream")
+				r.Unknown = append(r.Unknown, unknown...)
+			}
+		}
+	}
+	if perr == nil {
+		if r.RequestID == "" && !mr.RequestID.Odd {
+			r.RequestID = wire.Truncate(mr.RequestID.S, 200)
+		}
+		r.Unknown = append(r.Unknown, wire.OddFields("request_id", mr.RequestID.Odd)...)
+	}
 	switch {
 	case ok2xx && perr != nil:
 		r.Class, r.Reason = probes.Transient, "malformed_response"
@@ -306,7 +378,7 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 		r = classifyError(r, resp, &mr, status, now)
 		r.Reason = "200:" + strings.TrimPrefix(r.Reason, fmt.Sprintf("%d:", status))
 	case ok2xx:
-		r = classifyMessage(r, resp.Body, &mr)
+		r = classifyMessage(r, body, &mr)
 	default:
 		if perr != nil {
 			mr = messageResponse{}
@@ -405,19 +477,34 @@ func retryAfter(h http.Header, now time.Time, status int) time.Duration {
 }
 
 func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.Result {
-	if mr.Type == "" && mr.StopReason == nil && mr.Content == nil && mr.Model == "" {
-		// Valid JSON but not a message (null, {}, another object).
-		r.Class, r.Reason = probes.Transient, "malformed_response"
-		return r
+	if !mr.Model.Odd {
+		r.ModelID = wire.Truncate(mr.Model.S, 200)
+		r.ModelFP = r.ModelID
 	}
-	r.ModelID = wire.Truncate(mr.Model, 200)
-	r.ModelFP = r.ModelID
-	if mr.Usage != nil {
-		r.TokensIn, r.TokensOut = mr.Usage.InputTokens, mr.Usage.OutputTokens
-	}
+	r.TokensIn, r.TokensOut = mr.Usage.InputTokens.N, mr.Usage.OutputTokens.N
+	r.Unknown = append(r.Unknown, wire.OddFields("id", mr.ID.Odd, "model", mr.Model.Odd, "usage", mr.Usage.Odd,
+		"usage.input_tokens", mr.Usage.InputTokens.Odd, "usage.output_tokens", mr.Usage.OutputTokens.Odd)...)
 	r.Unknown = append(r.Unknown, wire.UnknownKeys(body, knownTop, "field:")...)
 	if mr.Type != "" && mr.Type != "message" {
 		r.Unknown = append(r.Unknown, "type:"+mr.Type)
+	}
+	stop := ""
+	if mr.StopReason != nil {
+		stop = *mr.StopReason
+	}
+	// A non-streaming Messages answer always carries a stop_reason and a
+	// content array (empty on a refusal). Without either it is a skeleton
+	// ({"type":"message"}, {"content":[]}, a proxy's stub), not an answer:
+	// reading it as allowed after a block would confirm a fake loosening.
+	if stop == "" || mr.Content == nil {
+		if stop == "" {
+			r.Unknown = append(r.Unknown, "stop_reason:<none>")
+		}
+		if mr.Content == nil {
+			r.Unknown = append(r.Unknown, "content:<none>")
+		}
+		r.Class, r.Reason = probes.Transient, "malformed_response"
+		return r
 	}
 	var text strings.Builder
 	for _, c := range mr.Content {
@@ -428,10 +515,6 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 			r.Unknown = append(r.Unknown, "content_type:"+c.Type)
 		}
 	}
-	stop := ""
-	if mr.StopReason != nil {
-		stop = *mr.StopReason
-	}
 	if stop == "refusal" {
 		r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, "refusal"
 		if d := mr.StopDetails; d != nil {
@@ -441,8 +524,9 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 			if json.Unmarshal(body, &raw) == nil {
 				r.Unknown = append(r.Unknown, wire.UnknownKeys(raw.StopDetails, knownStopDetails, "stop_details.")...)
 			}
-			if d.Type != "" && d.Type != "refusal" {
-				r.Unknown = append(r.Unknown, "stop_details.type:"+d.Type)
+			r.Unknown = append(r.Unknown, wire.OddFields("stop_details.type", d.Type.Odd, "stop_details.explanation", d.Explanation.Odd)...)
+			if !d.Type.Odd && d.Type.S != "" && d.Type.S != "refusal" {
+				r.Unknown = append(r.Unknown, "stop_details.type:"+d.Type.S)
 			}
 			if d.Category != nil && *d.Category != "" {
 				cat, known := NormalizeCategory(*d.Category)
@@ -451,16 +535,13 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 				}
 				r.Signals = append(r.Signals, probes.Signal{Category: cat, Raw: *d.Category, Fired: true})
 			}
-			if d.Explanation != nil {
-				r.Message = *d.Explanation
+			if !d.Explanation.Odd {
+				r.Message = d.Explanation.S
 			}
 		}
 		return r
 	}
-	switch {
-	case stop == "":
-		r.Unknown = append(r.Unknown, "stop_reason:<none>")
-	case !allowedStops[stop]:
+	if !allowedStops[stop] {
 		r.Unknown = append(r.Unknown, "stop_reason:"+stop)
 	}
 	if wire.IsRefusal(text.String()) {
@@ -470,6 +551,212 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 	}
 	r.Class, r.Reason = probes.Allowed, stop
 	return r
+}
+
+// isEventStream reports whether h declares a text/event-stream body.
+func isEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
+}
+
+// sseEvent is one Server-Sent Event: its event name and joined data.
+type sseEvent struct{ name, data string }
+
+// sseEvents splits an event stream into events, as the SSE specification
+// reads one: lines end with CRLF, LF or CR (an unterminated last line is
+// dropped); an event ends at a blank line (a last event without one is
+// incomplete and dropped); lines starting
+// with ':' are comments; data lines are joined with "\n"; an event with
+// no data is skipped.
+func sseEvents(body []byte) []sseEvent {
+	text := strings.ReplaceAll(strings.ReplaceAll(string(body), "\r\n", "\n"), "\r", "\n")
+	var out []sseEvent
+	var name string
+	var data []string
+	hasData := false
+	lines := strings.Split(text, "\n")
+	// The last piece is not a line: it has no line ending (empty when the
+	// body ends with one, an unterminated line when it was cut).
+	for _, line := range lines[:len(lines)-1] {
+		if line == "" {
+			if hasData {
+				out = append(out, sseEvent{name, strings.Join(data, "\n")})
+			}
+			name, data, hasData = "", nil, false
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "event":
+			name = value
+		case "data":
+			data, hasData = append(data, value), true
+		}
+	}
+	return out
+}
+
+// streamMessage rebuilds the Messages object that a complete Messages
+// event stream describes, for classify to read like a non-streaming
+// answer. Complete means: every event's data is a JSON object with a type
+// (matching the event name when one is given); message_start comes first
+// (pings aside) with a message object; content blocks start in index
+// order, and deltas and stops touch only open blocks; message_delta fields
+// (stop_reason, stop_sequence, stop_details, usage) are merged into the
+// message; message_stop comes last with every block closed; there is no
+// error event. Anything else returns ok false: a cut or failed stream is
+// never a verdict. Unknown event types are skipped (Anthropic documents
+// that new ones may appear) and returned as "stream_event:<type>" entries.
+func streamMessage(body []byte) (msg []byte, unknown []string, ok bool) {
+	type block struct {
+		raw  map[string]json.RawMessage
+		text strings.Builder
+		open bool
+	}
+	var (
+		message        map[string]json.RawMessage
+		blocks         []*block
+		started, ended bool
+	)
+	for _, ev := range sseEvents(body) {
+		var e struct {
+			Type         string                     `json:"type"`
+			Message      map[string]json.RawMessage `json:"message"`
+			Index        *int                       `json:"index"`
+			ContentBlock map[string]json.RawMessage `json:"content_block"`
+			Delta        map[string]json.RawMessage `json:"delta"`
+			Usage        json.RawMessage            `json:"usage"`
+		}
+		d := strings.TrimSpace(ev.data)
+		if !strings.HasPrefix(d, "{") || json.Unmarshal([]byte(d), &e) != nil {
+			return nil, nil, false
+		}
+		if e.Type == "" || ev.name != "" && ev.name != e.Type {
+			return nil, nil, false
+		}
+		if e.Type == "ping" {
+			continue
+		}
+		if ended || (!started && e.Type != "message_start") {
+			return nil, nil, false
+		}
+		var cur *block
+		if e.Index != nil && *e.Index >= 0 && *e.Index < len(blocks) {
+			cur = blocks[*e.Index]
+		}
+		switch e.Type {
+		case "message_start":
+			if t, has := e.Message["type"]; started || e.Message == nil || has && string(t) != `"message"` {
+				return nil, nil, false
+			}
+			message, started = e.Message, true
+		case "content_block_start":
+			if e.Index == nil || *e.Index != len(blocks) || e.ContentBlock == nil {
+				return nil, nil, false
+			}
+			b := &block{raw: e.ContentBlock, open: true}
+			if t, has := e.ContentBlock["text"]; has {
+				var s string
+				if json.Unmarshal(t, &s) != nil {
+					return nil, nil, false
+				}
+				b.text.WriteString(s)
+			}
+			blocks = append(blocks, b)
+		case "content_block_delta":
+			if cur == nil || !cur.open || e.Delta == nil {
+				return nil, nil, false
+			}
+			// Only text reaches the classifier; other deltas (tool input,
+			// thinking, signatures, citations) are checked for a type and
+			// otherwise skipped.
+			var typ, text string
+			if json.Unmarshal(e.Delta["type"], &typ) != nil {
+				return nil, nil, false
+			}
+			if typ == "text_delta" {
+				if json.Unmarshal(e.Delta["text"], &text) != nil {
+					return nil, nil, false
+				}
+				cur.text.WriteString(text)
+			}
+		case "content_block_stop":
+			if cur == nil || !cur.open {
+				return nil, nil, false
+			}
+			cur.open = false
+		case "message_delta":
+			if e.Delta == nil {
+				return nil, nil, false
+			}
+			for k, v := range e.Delta {
+				if k != "type" && k != "content" {
+					message[k] = v
+				}
+			}
+			if u := bytes.TrimSpace(e.Usage); len(u) > 0 && string(u) != "null" {
+				message["usage"] = mergeObjects(message["usage"], u)
+			}
+		case "message_stop":
+			for _, b := range blocks {
+				if b.open {
+					return nil, nil, false
+				}
+			}
+			ended = true
+		case "error":
+			return nil, nil, false
+		default:
+			unknown = append(unknown, "stream_event:"+e.Type)
+		}
+	}
+	if !ended {
+		return nil, nil, false
+	}
+	content := make([]map[string]json.RawMessage, len(blocks))
+	for i, b := range blocks {
+		if _, has := b.raw["text"]; has {
+			t, err := json.Marshal(b.text.String())
+			if err != nil {
+				return nil, nil, false
+			}
+			b.raw["text"] = t
+		}
+		content[i] = b.raw
+	}
+	c, err := json.Marshal(content)
+	if err != nil {
+		return nil, nil, false
+	}
+	message["content"] = c
+	if msg, err = json.Marshal(message); err != nil {
+		return nil, nil, false
+	}
+	return msg, unknown, true
+}
+
+// mergeObjects overlays the keys of the JSON object over on base (when
+// both are objects); otherwise over replaces base.
+func mergeObjects(base, over json.RawMessage) json.RawMessage {
+	var b, o map[string]json.RawMessage
+	if json.Unmarshal(over, &o) != nil || o == nil {
+		return over
+	}
+	if json.Unmarshal(base, &b) != nil || b == nil {
+		return over
+	}
+	for k, v := range o {
+		b[k] = v
+	}
+	m, err := json.Marshal(b)
+	if err != nil {
+		return over
+	}
+	return m
 }
 
 // keyRE matches Anthropic API keys, should a provider message ever echo one.

@@ -335,3 +335,193 @@ func TestUnknownSanitized(t *testing.T) {
 		probestest.Check(t, r, probestest.Want{Class: r.Class, Unknown: c.want, NoCheckCategories: true})
 	}
 }
+
+// TestSkeletonNotAVerdict: a non-streaming Messages answer always carries a
+// stop_reason and a content array. A 200 body without either is a skeleton
+// (QA: after three refusals, {"type":"message"} read as allowed and
+// confirmed a fake "loosened" policy change): transient, never a verdict.
+// Real answers of every documented stop_reason, an empty content array
+// included, still read as before.
+func TestSkeletonNotAVerdict(t *testing.T) {
+	malformed := func(unknown ...string) probestest.Want {
+		return probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: unknown}
+	}
+	cases := []probestest.Case{
+		{Name: "type_only", Body: `{"type":"message"}`, Want: malformed("stop_reason:<none>", "content:<none>")},
+		{Name: "model_only", Body: `{"model":"m"}`, Want: malformed("stop_reason:<none>", "content:<none>")},
+		{Name: "empty_content_no_stop", Body: `{"content":[]}`, Want: malformed("stop_reason:<none>")},
+		{Name: "null_content_null_stop", Body: `{"type":"message","content":null,"stop_reason":null}`, Want: malformed("stop_reason:<none>", "content:<none>")},
+		{Name: "stop_without_content", Body: `{"stop_reason":"end_turn"}`, Want: malformed("content:<none>")},
+		{Name: "empty_stop_reason", Body: `{"type":"message","content":[{"type":"text","text":"hi"}],"stop_reason":""}`, Want: malformed("stop_reason:<none>")},
+		{Name: "text_without_stop", Body: `{"id":"msg_1","type":"message","model":"m","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1,"output_tokens":1}}`,
+			Want: malformed("stop_reason:<none>")},
+		{Name: "refusal_without_content", Body: `{"type":"message","stop_reason":"refusal","stop_details":{"type":"refusal","category":"cyber"}}`,
+			Want: malformed("content:<none>")},
+		{Name: "text_refusal_without_stop", Body: `{"type":"message","content":[{"type":"text","text":"I can't help with that."}]}`,
+			Want: malformed("stop_reason:<none>")},
+
+		// Real answers keep working.
+		{Name: "end_turn_empty_content", Body: `{"type":"message","content":[],"stop_reason":"end_turn"}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn"}},
+		{Name: "max_tokens", Body: `{"type":"message","content":[{"type":"text","text":"Sure, here"}],"stop_reason":"max_tokens"}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "max_tokens"}},
+		{Name: "stop_sequence", Body: `{"type":"message","content":[{"type":"text","text":"ok"}],"stop_reason":"stop_sequence","stop_sequence":"END"}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "stop_sequence"}},
+		{Name: "tool_use", Body: `{"type":"message","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}}],"stop_reason":"tool_use"}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "tool_use"}},
+		{Name: "pause_turn", Body: `{"type":"message","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}],"stop_reason":"pause_turn"}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "pause_turn"}},
+		{Name: "refusal_empty_content", Body: `{"type":"message","content":[],"stop_reason":"refusal","stop_details":{"type":"refusal","category":"cyber","explanation":"x"}}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal", Categories: []string{probes.CatIllicit}}},
+		{Name: "unknown_future_stop", Body: `{"type":"message","content":[{"type":"text","text":"hi"}],"stop_reason":"brand_new"}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "brand_new", Unknown: []string{"stop_reason:brand_new"}}},
+	}
+	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, nil) }, probestest.Probe, cases)
+
+	// The QA body must be a retried non-verdict (a verdict there is what
+	// confirmed the fake flip).
+	p := newTestProber(t, "", nil)
+	r := p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{}, Body: []byte(`{"type":"message"}`)})
+	if r.Class.IsVerdict() || !r.Class.Retryable() {
+		t.Errorf(`{"type":"message"} read as %s (reason %q): a skeleton must be a retried non-verdict`, r.Class, r.Reason)
+	}
+}
+
+// TestLenientBookkeeping: a wrongly typed bookkeeping field (token counts,
+// id, model, request_id, stop_details.explanation) must not turn a clear
+// refusal into a retried malformed_response (QA: usage.input_tokens "12",
+// model 5, id 7). The block is kept with its categories; the odd field is
+// noted "<field>:bad_type".
+func TestLenientBookkeeping(t *testing.T) {
+	refusal := func(extra string) string {
+		return `{"type":"message","role":"assistant","content":[],"stop_reason":"refusal","stop_details":{"type":"refusal","category":"cyber","explanation":"Declined."}` + extra + `}`
+	}
+	blocked := func(unknown ...string) probestest.Want {
+		return probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal",
+			Categories: []string{probes.CatIllicit}, Raw: []string{"cyber"}, Unknown: unknown}
+	}
+	cases := []probestest.Case{
+		{Name: "input_tokens_string", Body: refusal(`,"id":"msg_1","model":"m","usage":{"input_tokens":"12","output_tokens":3}`),
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal", Categories: []string{probes.CatIllicit},
+				Raw: []string{"cyber"}, ModelID: "m", TokensIn: 12, TokensOut: 3, Unknown: []string{"usage.input_tokens:bad_type"}}},
+		{Name: "output_tokens_object", Body: refusal(`,"usage":{"input_tokens":4,"output_tokens":{"n":1}}`),
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal", Categories: []string{probes.CatIllicit},
+				TokensIn: 4, Unknown: []string{"usage.output_tokens:bad_type"}}},
+		{Name: "model_number", Body: refusal(`,"model":5`), Want: blocked("model:bad_type")},
+		{Name: "id_number", Body: refusal(`,"id":7`), Want: blocked("id:bad_type")},
+		{Name: "usage_not_object", Body: refusal(`,"usage":"lots"`), Want: blocked("usage:bad_type")},
+		{Name: "request_id_number", Body: refusal(`,"request_id":9`), Want: blocked("request_id:bad_type")},
+		{Name: "explanation_number", Body: `{"type":"message","content":[],"stop_reason":"refusal","stop_details":{"type":7,"category":"bio","explanation":5}}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal", Categories: []string{probes.CatWeapons},
+				Unknown: []string{"stop_details.type:bad_type", "stop_details.explanation:bad_type"}}},
+		{Name: "all_at_once", Body: refusal(`,"id":[1],"model":true,"usage":{"input_tokens":1.5,"output_tokens":"x"},"request_id":{}`),
+			Want: blocked("id:bad_type", "model:bad_type", "usage.input_tokens:bad_type", "usage.output_tokens:bad_type", "request_id:bad_type")},
+		{Name: "allowed_with_odd_usage", Body: `{"type":"message","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":null,"output_tokens":"2"}}`,
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn", ModelID: "m", TokensOut: 2, Unknown: []string{"usage.output_tokens:bad_type"}}},
+		{Name: "error_envelope_odd_request_id", Status: 429, Header: map[string]string{"retry-after": "3"},
+			Body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"},"request_id":12}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "429:rate_limit_error", RetryAfter: 3 * time.Second, Unknown: []string{"request_id:bad_type"}}},
+		// Verdict fields stay strict: a stop_reason of the wrong type is
+		// unreadable, not a guess.
+		{Name: "stop_reason_number_is_malformed", Body: `{"type":"message","content":[],"stop_reason":5}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
+	}
+	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, nil) }, probestest.Probe, cases)
+
+	// An odd model or request id is not kept as evidence.
+	p := newTestProber(t, "", nil)
+	r := p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{}, Body: []byte(refusal(`,"model":5,"request_id":6`))})
+	if r.ModelID != "" || r.ModelFP != "" || r.RequestID != "" {
+		t.Errorf("odd values kept: model %q fp %q request id %q", r.ModelID, r.ModelFP, r.RequestID)
+	}
+	if r.Message != "Declined." {
+		t.Errorf("message = %q", r.Message)
+	}
+}
+
+// sse builds an event stream from (event, data) pairs.
+func sse(pairs ...string) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i] != "" {
+			b.WriteString("event: " + pairs[i] + "\n")
+		}
+		b.WriteString("data: " + pairs[i+1] + "\n\n")
+	}
+	return b.String()
+}
+
+// TestEventStream: we never ask for a stream, but a complete one is read
+// like the message it describes; anything less (a fragment, a cut or failed
+// stream, no event-stream Content-Type) stays a transient non-verdict.
+func TestEventStream(t *testing.T) {
+	const (
+		start    = `{"type":"message_start","message":{"id":"msg_s","type":"message","role":"assistant","content":[],"model":"claude-x","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":1}}}`
+		blockTxt = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+		stop0    = `{"type":"content_block_stop","index":0}`
+		endTurn  = `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}`
+		msgStop  = `{"type":"message_stop"}`
+	)
+	delta := func(i int, text string) string {
+		return `{"type":"content_block_delta","index":` + string(rune('0'+i)) + `,"delta":{"type":"text_delta","text":"` + text + `"}}`
+	}
+	es := map[string]string{"Content-Type": "text/event-stream; charset=utf-8", "request-id": "req_sse"}
+	malformed := probestest.Want{Class: probes.Transient, Reason: "malformed_response"}
+	cases := []probestest.Case{
+		{Name: "docs_end_turn", Fixture: "stream_end_turn_docs.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"},
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn", ModelID: "claude-3-5-sonnet-20241022", TokensIn: 25, TokensOut: 15,
+				Unknown: []string{"response:event_stream"}}},
+		{Name: "complete_refusal", Fixture: "stream_refusal_complete_synth.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"},
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal", Categories: []string{probes.CatIllicit},
+				Raw: []string{"cyber"}, TokensIn: 15, TokensOut: 8, Unknown: []string{"response:event_stream"}}},
+		{Name: "plain_text_refusal", Header: es,
+			Body: sse("message_start", start, "content_block_start", blockTxt, "content_block_delta", delta(0, "I can’t help"),
+				"content_block_delta", delta(0, " with that request."), "content_block_stop", stop0, "message_delta", endTurn, "message_stop", msgStop),
+			Want: probestest.Want{Class: probes.ModelRefusal, Stage: probes.StageOutput, Reason: "refusal_text", Heuristic: true, RequestID: "req_sse",
+				ModelID: "claude-x", TokensIn: 7, TokensOut: 9}},
+		{Name: "crlf_comments_no_event_names", Header: es,
+			Body: strings.ReplaceAll(": keepalive\n\n"+sse("", start, "", blockTxt, "", delta(0, "Hi"), "", stop0, "", endTurn, "", msgStop), "\n", "\r\n"),
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn"}},
+		{Name: "unknown_event_skipped", Header: es,
+			Body: sse("message_start", start, "future_thing", `{"type":"future_thing","x":1}`, "message_delta", endTurn, "message_stop", msgStop),
+			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn", Unknown: []string{"stream_event:future_thing"}}},
+
+		// Anything less is not a verdict.
+		{Name: "fragment_fixture", Fixture: "stream_refusal_message_delta.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"}, Want: malformed},
+		{Name: "error_fixture", Fixture: "stream_error_overloaded_after_200.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"}, Want: malformed},
+		{Name: "no_content_type", Body: sse("message_start", start, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "json_content_type", Header: map[string]string{"Content-Type": "application/json"},
+			Body: sse("message_start", start, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "no_message_stop", Header: es, Body: sse("message_start", start, "message_delta", endTurn), Want: malformed},
+		{Name: "last_event_without_blank_line", Header: es,
+			Body: strings.TrimSuffix(sse("message_start", start, "message_delta", endTurn, "message_stop", msgStop), "\n"), Want: malformed},
+		{Name: "no_message_start", Header: es, Body: sse("message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "no_stop_reason", Header: es, Body: sse("message_start", start, "message_stop", msgStop),
+			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: []string{"stop_reason:<none>"}}},
+		{Name: "error_mid_stream", Header: es,
+			Body: sse("message_start", start, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "message_delta", endTurn, "message_stop", msgStop),
+			Want: malformed},
+		{Name: "event_after_stop", Header: es, Body: sse("message_start", start, "message_delta", endTurn, "message_stop", msgStop, "message_delta", endTurn), Want: malformed},
+		{Name: "block_left_open", Header: es, Body: sse("message_start", start, "content_block_start", blockTxt, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "delta_without_block", Header: es, Body: sse("message_start", start, "content_block_delta", delta(0, "x"), "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "block_index_skips", Header: es,
+			Body: sse("message_start", start, "content_block_start", strings.Replace(blockTxt, `"index":0`, `"index":1`, 1), "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "event_name_mismatch", Header: es, Body: sse("message_start", start, "message_stop", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "two_message_starts", Header: es, Body: sse("message_start", start, "message_start", start, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "event_without_type", Header: es, Body: sse("message_start", start, "", `{"x":1}`, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		{Name: "data_not_json", Header: es, Body: sse("message_start", start, "message_delta", "{not json", "message_stop", msgStop), Want: malformed},
+		{Name: "start_message_is_error", Header: es,
+			Body: sse("message_start", `{"type":"message_start","message":{"type":"error","error":{"type":"invalid_request_error","message":"Output blocked by content filtering policy"}}}`,
+				"message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+	}
+	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, nil) }, probestest.Probe, cases)
+
+	// A cut stream is truncated, never rebuilt.
+	p := newTestProber(t, "", nil)
+	full := sse("message_start", start, "message_delta", strings.Replace(endTurn, "end_turn", "refusal", 1), "message_stop", msgStop)
+	r := p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: []byte(full), Truncated: true})
+	probestest.Check(t, r, probestest.Want{Class: probes.Transient, Reason: "truncated_response"})
+	// The same stream, whole, is the refusal.
+	r = p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: []byte(full)})
+	probestest.Check(t, r, probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal", Unknown: []string{"response:event_stream"}})
+}

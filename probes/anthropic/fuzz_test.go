@@ -1,6 +1,8 @@
 package anthropic
 
 import (
+	"bytes"
+	"net/http"
 	"testing"
 	"time"
 
@@ -8,7 +10,9 @@ import (
 	"github.com/driftprobe/driftprobe/probes/probestest"
 )
 
-// FuzzClassify fuzzes the Messages API reader through the prober.
+// FuzzClassify fuzzes the Messages API reader through the prober, once as
+// given and once with the body declared an event stream (the only way the
+// SSE rebuilder is reached).
 //
 //	go test ./probes/anthropic -run '^$' -fuzz '^FuzzClassify$' -fuzztime 30s
 func FuzzClassify(f *testing.F) {
@@ -18,6 +22,23 @@ func FuzzClassify(f *testing.F) {
 	}
 	p := pr.(*Prober)
 	p.now = func() time.Time { return probestest.FuzzNow }
-	probestest.Fuzz(f, []probestest.FuzzTarget{{Name: "chat",
-		Classify: func(resp *probes.Response) probes.Result { return p.Classify(nil, resp) }}}, "testdata")
+	asStream := func(resp *probes.Response) *probes.Response {
+		c := *resp
+		c.Header = http.Header{}
+		for k, v := range resp.Header {
+			c.Header[k] = v
+		}
+		c.Header.Set("Content-Type", "text/event-stream")
+		return &c
+	}
+	probestest.Fuzz(f, []probestest.FuzzTarget{
+		{Name: "chat", Classify: func(resp *probes.Response) probes.Result { return p.Classify(nil, resp) }},
+		{Name: "chat_event_stream", Classify: func(resp *probes.Response) probes.Result { return p.Classify(nil, asStream(resp)) },
+			// Documented rule: a complete, uncut 2xx Messages stream is
+			// read like the message it describes.
+			AllowVerdict: func(resp *probes.Response, r probes.Result) bool {
+				return resp.Status >= 200 && resp.Status < 300 && !resp.Truncated &&
+					bytes.Contains(resp.Body, []byte("message_start")) && bytes.Contains(resp.Body, []byte("message_stop"))
+			}},
+	}, "testdata")
 }
