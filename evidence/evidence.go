@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -66,25 +67,29 @@ type Request struct {
 
 // Observation is one side of a flip.
 type Observation struct {
-	ID             int64           `json:"observation_id"`
-	RunID          int64           `json:"run_id"`
-	RunStartedAt   time.Time       `json:"run_started_at"`
-	ObservedAt     time.Time       `json:"observed_at"`
-	Verdict        diff.Verdict    `json:"verdict"`
-	Stage          string          `json:"stage"`
-	Signals        []probes.Signal `json:"signals"`
-	Reason         string          `json:"reason"`
-	Message        string          `json:"message,omitempty"`
-	Heuristic      bool            `json:"heuristic,omitempty"`
-	HTTPStatus     int             `json:"http_status"`
-	RequestID      string          `json:"provider_request_id"`
-	ModelID        string          `json:"model_id"`
-	ModelFP        string          `json:"model_fingerprint"`
-	Attempts       int             `json:"attempts"`
-	ResponseBody   string          `json:"response_body"`
-	ResponseSHA256 string          `json:"response_body_sha256"`
-	ResponseOK     bool            `json:"response_body_verified"`
-	Truncated      bool            `json:"response_body_truncated,omitempty"`
+	ID           int64           `json:"observation_id"`
+	RunID        int64           `json:"run_id"`
+	RunStartedAt time.Time       `json:"run_started_at"`
+	ObservedAt   time.Time       `json:"observed_at"`
+	Verdict      diff.Verdict    `json:"verdict"`
+	Stage        string          `json:"stage"`
+	Signals      []probes.Signal `json:"signals"`
+	Reason       string          `json:"reason"`
+	Message      string          `json:"message,omitempty"`
+	Heuristic    bool            `json:"heuristic,omitempty"`
+	HTTPStatus   int             `json:"http_status"`
+	RequestID    string          `json:"provider_request_id"`
+	ModelID      string          `json:"model_id"`
+	ModelFP      string          `json:"model_fingerprint"`
+	Attempts     int             `json:"attempts"`
+	ResponseBody string          `json:"response_body"`
+	// ResponseBase64 holds the exact response bytes, base64, when they are
+	// not valid UTF-8 (ResponseBody then shows them with U+FFFD in place
+	// of the invalid bytes, and could not be re-hashed).
+	ResponseBase64 string `json:"response_body_base64,omitempty"`
+	ResponseSHA256 string `json:"response_body_sha256"`
+	ResponseOK     bool   `json:"response_body_verified"`
+	Truncated      bool   `json:"response_body_truncated,omitempty"`
 	// ResponseAbsent says why the stored response body is not in the
 	// record (retention dropped it): ResponseSHA256 is still the hash of
 	// what was received. Not a mismatch.
@@ -322,6 +327,9 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 			problems = append(problems, bodies.ResponseErr.Error())
 		} else {
 			out.ResponseBody = text(rs)
+			if !utf8.Valid(rs) {
+				out.ResponseBase64 = base64.StdEncoding.EncodeToString(rs)
+			}
 			sum := sha256.Sum256(rs)
 			switch got := hex.EncodeToString(sum[:]); {
 			case o.BodySHA256 == "" && len(rs) == 0, got == o.BodySHA256:
@@ -525,13 +533,29 @@ func Verify(r *Record) error {
 			o    *Observation
 		}{{"before", p.Before}, {"after", p.After}} {
 			o := side.o
-			// A body that was not valid UTF-8 is recorded with U+FFFD in
-			// place of the invalid bytes and cannot be re-hashed.
-			if o == nil || !o.ResponseOK || strings.ContainsRune(o.ResponseBody, utf8.RuneError) {
+			if o == nil || !o.ResponseOK {
 				continue
 			}
-			sum := sha256.Sum256([]byte(o.ResponseBody))
-			if o.ResponseSHA256 != "" && hex.EncodeToString(sum[:]) != o.ResponseSHA256 || o.ResponseSHA256 == "" && o.ResponseBody != "" {
+			raw := []byte(o.ResponseBody)
+			if o.ResponseBase64 != "" {
+				// A body that was not valid UTF-8: its exact bytes, which
+				// the readable text must show.
+				b, err := base64.StdEncoding.DecodeString(o.ResponseBase64)
+				if err != nil {
+					return fmt.Errorf("%s/%s: %s response_body_base64: %v", p.Target, p.ProbeID, side.name, err)
+				}
+				if text(b) != o.ResponseBody {
+					return fmt.Errorf("%s/%s: %s response_body is not the text of response_body_base64", p.Target, p.ProbeID, side.name)
+				}
+				raw = b
+			}
+			sum := sha256.Sum256(raw)
+			if matches := hex.EncodeToString(sum[:]) == o.ResponseSHA256 || o.ResponseSHA256 == "" && len(raw) == 0; !matches {
+				if o.ResponseBase64 == "" && strings.ContainsRune(o.ResponseBody, utf8.RuneError) {
+					// A record written before response_body_base64: its
+					// invalid bytes were replaced and cannot be re-hashed.
+					continue
+				}
 				return fmt.Errorf("%s/%s: %s response body does not hash to its recorded sha256 %s", p.Target, p.ProbeID, side.name, o.ResponseSHA256)
 			}
 		}

@@ -3,6 +3,9 @@ package evidence_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -278,5 +281,60 @@ func TestMarkdownOfAnOrdinaryRecord(t *testing.T) {
 	var ue *evidence.UnverifiedError
 	if errors.As(evidence.Verify(r), &ue) {
 		t.Fatal(ue)
+	}
+}
+
+// A response body that is not valid UTF-8 is carried exactly
+// (response_body_base64) and re-hashed by Verify: before, its text with
+// U+FFFD could not be, and any body holding a U+FFFD was skipped.
+func TestInvalidUTF8BodyVerifies(t *testing.T) {
+	e := testenv.New(t, violence)
+	e.Runs(4)
+	ev := eventOfKind(t, e, "policy_change")
+	after := ev.Probes[0].AfterObs
+	body := []byte("{\"error\":\"\xff\xfe bad bytes \xe9\"}")
+	sum := sha256.Sum256(body)
+	exec(t, e, `UPDATE observations SET body = ?, body_sha256 = ? WHERE id = ?`, body, hex.EncodeToString(sum[:]), after)
+	rec, err := evidence.Build(context.Background(), e.Store, ev.ID, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o *evidence.Observation
+	for i := range rec.Probes {
+		if a := rec.Probes[i].After; a != nil && a.ID == after {
+			o = a
+		}
+	}
+	if o == nil || !o.ResponseOK || o.ResponseBase64 != base64.StdEncoding.EncodeToString(body) || !strings.Contains(o.ResponseBody, "\ufffd bad bytes") {
+		t.Fatalf("after observation %+v: want the exact bytes in response_body_base64, verified", o)
+	}
+	data := writeLikeTheCLI(t, rec)
+	if _, err := evidence.VerifyJSON(data); err != nil {
+		t.Fatalf("untouched record: %v", err)
+	}
+	// Altered bytes fail, and so does a readable text that no longer
+	// matches them (each with its record hash recomputed, as a forger
+	// would, so that the body check itself is what catches it).
+	for name, edit := range map[string]func(*evidence.Observation){
+		"bytes": func(o *evidence.Observation) {
+			o.ResponseBase64 = base64.StdEncoding.EncodeToString(append(bytes.Clone(body), ' '))
+		},
+		"text": func(o *evidence.Observation) { o.ResponseBody = strings.Replace(o.ResponseBody, "bad", "good", 1) },
+	} {
+		r2, err := evidence.VerifyJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range r2.Probes {
+			if a := r2.Probes[i].After; a != nil && a.ID == after {
+				edit(a)
+			}
+		}
+		if err := r2.Rehash(); err != nil {
+			t.Fatal(err)
+		}
+		if err := evidence.Verify(r2); err == nil || !strings.Contains(err.Error(), "response") {
+			t.Errorf("%s altered: %v, want a response body failure", name, err)
+		}
 	}
 }
