@@ -578,11 +578,7 @@ func (c *Config) Validate(needKeys bool) error {
 		// Credentials in a base URL would be logged, stored as the
 		// target's endpoint and sent in clear on plain http; the URL is
 		// not echoed, since it holds them.
-		if u, err := url.Parse(t.BaseURL); t.BaseURL != "" && err == nil && u.User != nil {
-			col.Add(at+".base_url", "must not carry credentials (user:password@host): the key comes from api_key_env")
-		} else {
-			checkScheme(col, at+".base_url", t.BaseURL)
-		}
+		checkBaseURL(col, at+".base_url", t.BaseURL, "api_key_env")
 		c.validateTargetNumbers(col, at, t)
 		if t.Sim != nil && t.Provider != "sim" {
 			col.Add(at+".sim", "only valid for provider sim")
@@ -657,7 +653,7 @@ func (c *Config) Validate(needKeys bool) error {
 		} else if parts := strings.Split(g.Repo, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 			col.Add("github.repo", "%q: want owner/name", g.Repo)
 		}
-		checkScheme(col, "github.base_url", g.BaseURL)
+		checkBaseURL(col, "github.base_url", g.BaseURL, "token_env")
 		if g.AppAuth() {
 			g.validateApp(col)
 		}
@@ -755,6 +751,41 @@ func checkDuration(col *yamlx.Collector, path string, v Duration, lo, hi, def ti
 // checkScheme adds a problem when raw, if set, is not an http(s) URL. The
 // value is echoed only when it carries no user information (it might be
 // a password).
+// checkBaseURL refuses a base URL carrying a credential — user:password@
+// or a key pasted into its path — which would be logged, stored as the
+// target's endpoint and in every observation's request path, and sent in
+// clear on plain http; the URL is not echoed, since it holds one. keyField
+// names where the credential belongs. The scheme must be http(s).
+func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
+	u, err := url.Parse(raw)
+	if raw != "" && err == nil && u.User != nil {
+		col.Add(path, "must not carry credentials (user:password@host): the key comes from %s", keyField)
+		return
+	}
+	if raw != "" && err == nil {
+		for _, seg := range strings.Split(u.Path, "/") {
+			if keyInPath(seg) {
+				col.Add(path, "must not carry a credential in its path: the key comes from %s", keyField)
+				return
+			}
+		}
+	}
+	checkScheme(col, path, raw)
+}
+
+// keyInPath reports whether a URL path segment is shaped like an API key:
+// a documented credential shape, or an sk- / sk_ key (OpenAI, Anthropic
+// and many compatible servers). Hex ids are not refused: gateway URLs
+// carry account ids of 32 hex digits.
+func keyInPath(seg string) bool {
+	for _, re := range secretShapes {
+		if re.MatchString(seg) {
+			return true
+		}
+	}
+	return len(seg) >= 20 && (strings.HasPrefix(seg, "sk-") || strings.HasPrefix(seg, "sk_"))
+}
+
 func checkScheme(col *yamlx.Collector, path, raw string) {
 	if raw == "" || strings.HasPrefix(raw, "http://") || strings.HasPrefix(raw, "https://") {
 		return

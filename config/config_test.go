@@ -911,6 +911,40 @@ func TestBaseURLWithCredentials(t *testing.T) {
 	}
 }
 
+// A key pasted into a base URL's path (it would be stored as every
+// observation's request path and shown in evidence) is refused without
+// being repeated, as are credentials in github.base_url; a gateway URL
+// with a 32-hex account id passes.
+func TestBaseURLKeyInPath(t *testing.T) {
+	t.Setenv(setKeyVar, "k")
+	for _, tc := range []struct{ yaml, want string }{
+		{"targets:\n  - {name: a, provider: openai_compatible, model: m, api_key_env: " + setKeyVar + ", base_url: \"http://127.0.0.1:18081/v1/sk-QA-SECRET-0123456789abcdef/\"}\n",
+			"u.yaml:2: targets[0].base_url: must not carry a credential in its path"},
+		{"targets:\n  - {name: a, provider: gemini, model: m, api_key_env: " + setKeyVar + ", base_url: \"https://proxy.example.invalid/AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW/v1\"}\n",
+			"u.yaml:2: targets[0].base_url: must not carry a credential in its path"},
+		{"targets:\n  - {name: a, provider: sim, model: m}\ngithub:\n  repo: o/r\n  base_url: \"https://bot:ghp_" + strings.Repeat("aB3", 12) + "@ghe.example.invalid/\"\n",
+			"u.yaml:5: github.base_url: must not carry credentials"},
+	} {
+		c, err := Parse("u.yaml", []byte(tc.yaml))
+		if err == nil {
+			err = c.Validate(false)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "0123456789abcdef") ||
+			strings.Contains(err.Error(), "AIzaSy") || strings.Contains(err.Error(), "aB3aB3") {
+			t.Errorf("%q: %v, want %q without the credential", tc.yaml, err, tc.want)
+		}
+	}
+	ok := "targets:\n  - {name: a, provider: openai_compatible, model: m, api_key_env: " + setKeyVar +
+		", base_url: \"https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/my-gateway/openai\"}\n"
+	c, err := Parse("u.yaml", []byte(ok))
+	if err == nil {
+		err = c.Validate(true)
+	}
+	if err != nil {
+		t.Errorf("gateway URL with an account id refused: %v", err)
+	}
+}
+
 // A key is sent, and so redacted, without the white space around it
 // (a secret file's trailing newline).
 func TestKeyTrimmed(t *testing.T) {
