@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -137,8 +139,50 @@ default corpus.`,
 }
 
 func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeInvisible(b.Bytes()))
+	return err
+}
+
+// escapeInvisible rewrites, in encoded JSON, the characters a terminal
+// acts on or hides but encoding/json writes raw — DEL, the C1 controls,
+// bidirectional overrides and isolates, zero-width characters, the BOM —
+// as \uXXXX escapes. They can only occur inside strings (a provider's
+// message, a model fingerprint), whose decoded values stay the same, so
+// JSON printed to a terminal cannot reorder or hide what it shows.
+func escapeInvisible(b []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if invisible(r) {
+			if out == nil {
+				out = make([]byte, 0, len(b)+16)
+			}
+			out = append(out, b[last:i]...)
+			out = fmt.Appendf(out, `\u%04x`, r)
+			last = i + n
+		}
+		i += n
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+func invisible(r rune) bool {
+	switch {
+	case r == 0x7f, r >= 0x80 && r <= 0x9f, r == 0x61c, r == 0xfeff,
+		r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e,
+		r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }

@@ -193,6 +193,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"db", "backpu", filepath.Join(dir, "bk.db")}, 2, `unknown command "backpu" for "driftprobe db"; did you mean backup?`},
 		{[]string{"config", "chek", "--config", bad}, 2, `unknown command "chek" for "driftprobe config"`},
 		{[]string{"corpus", "lnit"}, 2, `unknown command "lnit" for "driftprobe corpus"`},
+		{[]string{"events", "--db", ""}, 2, "events: --db is empty"},
+		{[]string{"config", "check", "--config", " "}, 2, "--config is empty"},
 		{[]string{"run", "--config", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
 		{[]string{"diff"}, 2, "--target is required"},
 		{[]string{"events", "--since", "-3"}, 2, "events: --since -3: want a run id"},

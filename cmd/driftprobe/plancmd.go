@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"text/tabwriter"
@@ -82,9 +81,7 @@ the database is not opened.`,
 				out.Targets = append(out.Targets, pt)
 			}
 			if asJSON {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return writeJSON(g.stdout, out)
 			}
 			fmt.Fprintf(g.stdout, "corpus %s %s: %d probes, sha256 %s\n\n", cp.Name, cp.Version, len(cp.Probes), cp.Hash)
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)

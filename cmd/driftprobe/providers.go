@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -20,9 +19,7 @@ func newProvidersCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ps := probes.Providers()
 			if asJSON {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(ps)
+				return writeJSON(g.stdout, ps)
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PROVIDER\tENDPOINTS\tKEY\tINPUT\tOUTPUT\tSCORES\tREQUEST ID\tMODEL FINGERPRINT")

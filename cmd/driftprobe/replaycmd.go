@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -63,9 +62,7 @@ because the run's targets are not in the config.`,
 					run, strings.Join(rep.Unconfigured, ", ")))
 			}
 			if asJSON {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := writeJSON(g.stdout, rep); err != nil {
 					return err
 				}
 			} else {

@@ -185,6 +185,14 @@ func noConfig(c *cobra.Command) *cobra.Command {
 // checkUnused refuses --config or --db given to a command that would
 // ignore it (a user who passes --db to demo expects that database used).
 func checkUnused(c *cobra.Command) error {
+	// An empty --db or --config (an unset variable in a unit file,
+	// --db "$DB") would silently fall back to the default database or
+	// config: refuse it.
+	for _, name := range []string{"config", "db"} {
+		if f := c.Flags().Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
+			return cobraUsage{fmt.Errorf("%s: --%s is empty (give a file, or leave the flag out for the default)", c.CommandPath(), name)}
+		}
+	}
 	if c.Annotations[ignoresConfig] == "" {
 		return nil
 	}
