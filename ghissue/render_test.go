@@ -248,6 +248,7 @@ func TestInert(t *testing.T) {
 		"a\nb":               "a b",
 		"gh-5":               "gh\\-\u200d5",
 		"x" + "\u202e" + "y": "xy",
+		"$x^2$ costs $5":     `\$x^2\$ costs \$5`, // no GitHub math
 	} {
 		if got := inert(in, 100); got != want {
 			t.Errorf("inert(%q) = %q, want %q", in, got, want)

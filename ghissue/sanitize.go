@@ -25,7 +25,7 @@ import (
 const zwj = "\u200d"
 
 // mdSpecial are escaped with a backslash in inert text.
-const mdSpecial = "\\`*_[]{}()!|~+-=:#"
+const mdSpecial = "\\`*_[]{}()!|~+-=:#$"
 
 var (
 	ghRefRe  = regexp.MustCompile(`(?i)\b(gh)-(\d)`)
