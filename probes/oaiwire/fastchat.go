@@ -16,7 +16,10 @@ package oaiwire
 // member name that is not exactly a known one but equal to one under
 // encoding/json's case folding, a value of a type the reference decodes
 // differently or rejects (a string where a number is expected, a number
-// that is not an int for an int field, a float out of range), a filter
+// that is not an int for an int field, a float out of range; among them
+// every bookkeeping field of an odd type — id, created, model,
+// system_fingerprint, usage and its counts, index, prompt_index — which
+// the reference reads leniently and notes in Unknown), a filter
 // entry that is not an object or carries an "error", a set-level filter
 // "error", and a body with neither choices nor prompt_filter_results (the
 // error-shaped bodies). Declining is always safe; a different answer is a
@@ -58,6 +61,7 @@ import (
 // fastChoice is one choice as the fast reader keeps it.
 type fastChoice struct {
 	finish                          string
+	hasMessage                      bool // a message object (not absent, not null)
 	hasContent, hasRefusal, hasText bool // the *string fields are non-nil
 	content, refusal, text          []byte
 	sigs                            []probes.Signal // content_filter_results, sorted by key
@@ -216,7 +220,7 @@ func (c *chatReader) classify(r probes.Result) probes.Result {
 		content = ch.text // empty when text is absent too
 	}
 	switch {
-	case ch.finish == "" && !ch.hasContent && !ch.hasText && !ch.hasRefusal:
+	case ch.finish == "" && len(ch.content) == 0 && len(ch.text) == 0 && len(ch.refusal) == 0:
 		r.Class, r.Reason = probes.Transient, "empty_choice"
 	case ch.finish == "content_filter":
 		r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, "content_filter"
@@ -228,6 +232,8 @@ func (c *chatReader) classify(r probes.Result) probes.Result {
 			}
 		}
 		return r
+	case !ch.hasMessage && !ch.hasText:
+		r.Class, r.Reason = probes.Transient, "no_message"
 	case ch.hasRefusal && len(ch.refusal) > 0:
 		r.Class, r.Stage, r.Reason = probes.ModelRefusal, probes.StageOutput, "message.refusal"
 		r.Message = string(ch.refusal)
@@ -790,7 +796,11 @@ func (c *chatReader) read(body []byte, wantID bool) bool {
 			return true, c.readPrompts()
 		case "usage":
 			return true, c.readUsage()
-		case "object", "created", "service_tier", "error":
+		case "created":
+			// Read only to decline a value the reference notes as odd.
+			var created int
+			return true, c.intField(&created)
+		case "object", "service_tier", "error":
 			// Read by nobody on an answer (error only matters without
 			// choices, which declines).
 			return true, c.skip()
@@ -858,6 +868,7 @@ func (c *chatReader) readMessage(ch *fastChoice, first bool) bool {
 	if open, ok := c.open('{'); !open || !ok {
 		return ok
 	}
+	ch.hasMessage = true
 	return c.members(foldMessage, func(k []byte) (bool, bool) {
 		switch string(k) {
 		case "content":

@@ -206,6 +206,21 @@ func TestFastChatEdgeCases(t *testing.T) {
 		{"text without finish", `{"choices":[{"text":"hi"}]}`, yes},
 		{"empty text without finish", `{"choices":[{"text":""}]}`, yes},
 		{"content without finish", `{"choices":[{"message":{"content":"hi"}}]}`, yes},
+		{"empty content without finish", `{"choices":[{"message":{"content":""}}]}`, yes},
+		{"finish without message", `{"choices":[{"finish_reason":"stop"}]}`, yes},
+		{"finish with null message and text", `{"choices":[{"message":null,"text":null,"finish_reason":"length"}]}`, yes},
+		{"finish with empty message", `{"choices":[{"message":{},"finish_reason":"stop"}]}`, yes},
+		{"content filter without message", `{"choices":[{"finish_reason":"content_filter"}]}`, yes},
+		{"n2 first without message", `{"choices":[{"finish_reason":"stop"},{"message":{"content":"hi"},"finish_reason":"stop"}]}`, yes},
+		{"created", `{"id":"c","object":"chat.completion","created":1767225600,"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`, yes},
+		{"created null", `{"created":null,"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`, yes},
+		{"created string", `{"created":"x","choices":[{"message":{"content":"hi"},"finish_reason":"content_filter"}]}`, no},
+		{"created float", `{"created":1767225600.5,"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`, no},
+		{"created object", `{"created":{},"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`, no},
+		{"fingerprint number", `{"system_fingerprint":123,"choices":[{"message":{"content":null},"finish_reason":"content_filter"}]}`, no},
+		{"prompt index string", `{"prompt_filter_results":[{"prompt_index":"0","content_filter_results":{"hate":{"filtered":false}}}],"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`, no},
+		{"usage null counts", `{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":null,"completion_tokens":null}}`, yes},
+		{"usage count object", `{"choices":[{"message":{"content":null},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":{}}}`, no},
 		{"null content without finish", `{"choices":[{"message":{"content":null,"refusal":null},"text":null}]}`, yes},
 		{"refusal without finish", `{"choices":[{"message":{"refusal":""}}]}`, yes},
 		{"text completion", `{"choices":[{"text":"hi","finish_reason":"stop"}]}`, yes},
@@ -435,7 +450,8 @@ var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9
 // FuzzFastChat is a structure-aware companion of FuzzClassify: it builds a
 // chat answer from fuzzed parts (names that may fold onto known ones,
 // strings with any content, a raw literal dropped into value positions,
-// n > 1 choices, prompt filters, nulls, duplicates) so that most inputs are
+// n > 1 choices, a choice without a message, prompt filters, nulls,
+// duplicates, a raw literal in bookkeeping fields) so that most inputs are
 // valid JSON the fast path reads, and compares it with the reference.
 //
 //	go test ./probes/oaiwire -run '^$' -fuzz '^FuzzFastChat$' -fuzztime 1m
@@ -445,6 +461,8 @@ func FuzzFastChat(f *testing.F) {
 	f.Add(uint32(0x1005a5a), "violence", "Filtered", "true", "medium", "length", "text", "Sorry, I can't", "\u212aey")
 	f.Add(uint32(0x2010f0f), "error", "detected", "null", "", "", "role", "\u0130 cannot", "usage")
 	f.Add(uint32(0x7031234), "jailbreak", "error", "{}", "low", "tool_calls", "Content", "caf\u00e9 \U0001F600", "choices")
+	f.Add(uint32(0xc0001), "hate", "filtered", `"x"`, "safe", "stop", "content", "", "extra")
+	f.Add(uint32(0x40000), "sexual", "filtered", "1.5", "high", "content_filter", "role", "", "created")
 	f.Fuzz(func(t *testing.T, bits uint32, cat, field, raw, sev, finish, key, text, extra string) {
 		bit := func(i uint) bool { return bits>>i&1 == 1 }
 		// The raw literal goes in at most one place (rawAt), so that most
@@ -479,7 +497,11 @@ func FuzzFastChat(f *testing.F) {
 			msg += `,"content":` + q(text)
 		}
 		msg += `}`
-		choice0 := `{"index":0,"message":` + msg + `,"finish_reason":` + val(3, finish) + `,"content_filter_results":` + filters(1) + `}`
+		msgMember := `"message":` + msg + `,`
+		if bit(18) {
+			msgMember = "" // a choice with no message object
+		}
+		choice0 := `{"index":0,` + msgMember + `"finish_reason":` + val(3, finish) + `,"content_filter_results":` + filters(1) + `}`
 		choices := []string{choice0}
 		if bit(4) {
 			choices = append(choices, `{"index":1,`+q(extra)+`:1,"message":{"content":null},"finish_reason":"content_filter","content_filter_results":`+filters(5)+`}`)
@@ -510,6 +532,13 @@ func FuzzFastChat(f *testing.F) {
 		}
 		if bit(16) {
 			top = append(top, `"id":"dup"`)
+		}
+		if bit(19) {
+			v := `1767225600`
+			if rawAt == 0 {
+				v = raw
+			}
+			top = append(top, `"created":`+v)
 		}
 		if bit(17) {
 			top[0], top[len(top)-1] = top[len(top)-1], top[0]

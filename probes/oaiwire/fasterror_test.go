@@ -50,7 +50,9 @@ func errFastSlowDiff(resp *probes.Response) (accepted bool, diff string) {
 // (commit e2b8722), verbatim but for the name, retryWaitOrig and the
 // gateway rules added since (marked "gateway"; decodeError reads LiteLLM's
 // provider_specific_fields.innererror into e.Inner and OpenRouter's
-// moderation metadata itself): the refactored reference
+// moderation metadata itself; the invalid-prompt message, first read on
+// 4xx but 429 only, is read under any status, marked "any status"): the
+// refactored reference
 // (classifyErrorSlow, errorResult, statusReason, innerFilters, RetryWait's
 // hasRetryAfter) must still return what it did.
 func classifyErrorOrig(resp *probes.Response, now time.Time) probes.Result {
@@ -92,7 +94,7 @@ func classifyErrorOrig(resp *probes.Response, now time.Time) probes.Result {
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, e.Code
 	case (resp.Status >= 400 && resp.Status < 500 || ok2xx) && wire.IsAbuse(e.Type, e.Code, e.Message):
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount // before the gateway's message rules
-	case (resp.Status >= 400 && resp.Status < 500 && resp.Status != 429 || ok2xx) && wire.IsPromptFlagged(e.Message): // gateway
+	case wire.IsPromptFlagged(e.Message) && !wire.IsAbuse(e.Type, e.Code, e.Message): // gateway; any status
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "invalid_prompt"
 	case (resp.Status == 403 || resp.Status == 400 || ok2xx) && e.moderation: // gateway
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "moderation"

@@ -164,31 +164,92 @@ type FilterFailure struct {
 // plus an optional error saying the filter did not run.
 type filterSet map[string]json.RawMessage
 
+// A chat answer is read in two kinds of fields. The ones the verdict is
+// read from (finish_reason, message and its content and refusal, text,
+// the filter results, the shape of choices and prompt_filter_results) are
+// strictly typed: a value of the wrong type makes the answer malformed.
+// The bookkeeping ones (id, created, model, system_fingerprint, usage and
+// its counts, a choice's index, a prompt_index) are wire.Text, wire.Count
+// or chatUsage, which never fail: a value of the wrong type is noted in
+// Unknown as "NAME:bad_type" (oddFields) and the verdict stands.
+
+type chatMessage struct {
+	Content *string `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
 type chatChoice struct {
-	Index        int    `json:"index"`
-	FinishReason string `json:"finish_reason"`
-	Message      struct {
-		Content *string `json:"content"`
-		Refusal *string `json:"refusal"`
-	} `json:"message"`
-	Text                 *string   `json:"text"`
-	ContentFilterResults filterSet `json:"content_filter_results"`
+	Index        wire.Count `json:"index"`
+	FinishReason string     `json:"finish_reason"`
+	// Message is nil when the choice has no message object (absent or
+	// null).
+	Message              *chatMessage `json:"message"`
+	Text                 *string      `json:"text"`
+	ContentFilterResults filterSet    `json:"content_filter_results"`
 }
 
 type chatResponse struct {
-	ID                  string       `json:"id"`
-	Model               string       `json:"model"`
-	SystemFingerprint   string       `json:"system_fingerprint"`
+	ID                  wire.Text    `json:"id"`
+	Created             wire.Count   `json:"created"`
+	Model               wire.Text    `json:"model"`
+	SystemFingerprint   wire.Text    `json:"system_fingerprint"`
 	Choices             []chatChoice `json:"choices"`
 	PromptFilterResults []struct {
-		PromptIndex          int       `json:"prompt_index"`
-		ContentFilterResults filterSet `json:"content_filter_results"`
+		PromptIndex          wire.Count `json:"prompt_index"`
+		ContentFilterResults filterSet  `json:"content_filter_results"`
 	} `json:"prompt_filter_results"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage chatUsage       `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// chatUsage is the usage object, read leniently: null or absence leaves it
+// zero, a value that is not an object sets Odd, and the counts are
+// wire.Counts. Its UnmarshalJSON never fails.
+type chatUsage struct {
+	PromptTokens     wire.Count `json:"prompt_tokens"`
+	CompletionTokens wire.Count `json:"completion_tokens"`
+	Odd              bool       `json:"-"`
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (u *chatUsage) UnmarshalJSON(b []byte) error {
+	*u = chatUsage{}
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	type plain chatUsage // without the method
+	var p plain
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, &p) != nil {
+		u.Odd = true
+		return nil
+	}
+	*u = chatUsage(p)
+	return nil
+}
+
+// oddFields returns the "NAME:bad_type" Unknown entries of cr's
+// bookkeeping fields of an unexpected type (every choice's index and every
+// prompt_index count, not only the answer's).
+func (cr *chatResponse) oddFields() []string {
+	var index, promptIndex bool
+	for i := range cr.Choices {
+		index = index || cr.Choices[i].Index.Odd
+	}
+	for i := range cr.PromptFilterResults {
+		promptIndex = promptIndex || cr.PromptFilterResults[i].PromptIndex.Odd
+	}
+	return wire.OddFields(
+		"id", cr.ID.Odd,
+		"created", cr.Created.Odd,
+		"model", cr.Model.Odd,
+		"system_fingerprint", cr.SystemFingerprint.Odd,
+		"usage", cr.Usage.Odd,
+		"usage.prompt_tokens", cr.Usage.PromptTokens.Odd,
+		"usage.completion_tokens", cr.Usage.CompletionTokens.Odd,
+		"choices.index", index,
+		"prompt_filter_results.prompt_index", promptIndex,
+	)
 }
 
 // Known keys of a chat response; others are recorded as "key:NAME",
@@ -572,9 +633,10 @@ var promptBlockCodes = wire.Set("invalid_prompt", "content_policy_violation")
 // ("content_policy_violation"), with Azure's per-category results when
 // LiteLLM forwards the innererror in error.provider_specific_fields (then
 // read exactly as Azure's, "content_filter"); OpenAI's "Invalid prompt:
-// your prompt was flagged" message (wire.IsPromptFlagged) on any 4xx but
-// 429 is an input block ("invalid_prompt") whatever the code, and never
-// abuse_block; OpenRouter's moderation error (403, error.metadata with
+// your prompt was flagged" message (wire.IsPromptFlagged) is an input
+// block ("invalid_prompt") under any status and whatever the code, and
+// never abuse_block (an enforcement type or code, or account wording, on
+// a 2xx or 4xx still is); OpenRouter's moderation error (403, error.metadata with
 // reasons or flagged_input) is an input block ("moderation") whose reasons
 // are the categories (NormalizeReason), flagged_input never kept.
 //
@@ -686,10 +748,15 @@ func errorResult(resp *probes.Response, now time.Time, r probes.Result, e *errFi
 		// message).
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
 		r.Reason = statusReason(resp.Status, e)
-	case (resp.Status >= 400 && resp.Status < 500 && resp.Status != 429 || ok2xx) && wire.IsPromptFlagged(e.Message):
+	case wire.IsPromptFlagged(e.Message) && !wire.IsAbuse(e.Type, e.Code, e.Message):
 		// OpenAI's invalid-prompt input block forwarded by a gateway
 		// without its code (LiteLLM: code "400"): per request, never
-		// account enforcement, though it speaks of the usage policy.
+		// account enforcement, though it speaks of the usage policy. Under
+		// any status: the wording is OpenAI's own and nothing else says it
+		// (no rate-limit, quota or server error does), so a gateway that
+		// wraps it in a 429 or a 5xx still forwards a block. Enforcement
+		// (IsAbuse) in the same body is abuse_block on a 4xx or 2xx (the
+		// case above) and never this block under other statuses.
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "invalid_prompt"
 	case (resp.Status == 403 || resp.Status == 400 || ok2xx) && e.moderation:
 		// OpenRouter's moderation: the input was flagged before any model
@@ -837,6 +904,23 @@ func malformed(resp *probes.Response, r probes.Result) probes.Result {
 // ClassifyChat reads a chat-completions response in the OpenAI or Azure
 // dialect. now is used only to read an HTTP-date Retry-After.
 //
+// The answer is choices[0] (or a later choice that finished with
+// content_filter): finish_reason content_filter is blocked_output (with or
+// without a message; categories from its fired filter results); a choice
+// with no finish_reason and no text (content, refusal and text absent,
+// null or "") is transient "empty_choice"; another finish_reason on a
+// choice with no message object (absent or null) and no legacy text is
+// transient "no_message"; a non-empty message.refusal is model_refusal; a
+// filter that says it did not run is filter_unavailable; a short refusal
+// text is model_refusal (heuristic); anything else is allowed. No choices
+// is transient "no_choices"; a body that does not parse, or whose verdict
+// fields (choices, finish_reason, message, content, refusal, text, filter
+// results) have the wrong type, is transient "malformed_response". A
+// bookkeeping field of the wrong type (id, created, model,
+// system_fingerprint, usage and its counts, index, prompt_index) leaves
+// the verdict as it is and is noted in Unknown as "NAME:bad_type"
+// ("usage.prompt_tokens:bad_type", "choices.index:bad_type").
+//
 // A 2xx body is first given to the single-pass reader classifyChatFast
 // (fastchat.go), which either returns exactly what classifyChatSlow
 // returns or declines; anything it declines is read by classifyChatSlow.
@@ -870,12 +954,12 @@ func classifyChatSlow(resp *probes.Response, now time.Time) probes.Result {
 		if e, err := decodeError(resp.Body); err == nil && e.present {
 			return ClassifyError(resp, now)
 		}
-		if cr.ID == "" && cr.Model == "" {
+		if cr.ID.S == "" && cr.Model.S == "" {
 			return malformed(resp, r)
 		}
 	}
 	if r.RequestID == "" {
-		r.RequestID = wire.Truncate(cr.ID, 200)
+		r.RequestID = wire.Truncate(cr.ID.S, 200)
 	}
 	r = classifyOK(&cr, r)
 	r.Unknown = append(r.Unknown, chatNewKeys(resp.Body)...)
@@ -886,11 +970,10 @@ func classifyChatSlow(resp *probes.Response, now time.Time) probes.Result {
 }
 
 func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
-	r.ModelID = wire.Truncate(cr.Model, 200)
-	r.ModelFP = wire.Truncate(cr.SystemFingerprint, 200)
-	if cr.Usage != nil {
-		r.TokensIn, r.TokensOut = cr.Usage.PromptTokens, cr.Usage.CompletionTokens
-	}
+	r.ModelID = wire.Truncate(cr.Model.S, 200)
+	r.ModelFP = wire.Truncate(cr.SystemFingerprint.S, 200)
+	r.TokensIn, r.TokensOut = cr.Usage.PromptTokens.N, cr.Usage.CompletionTokens.N
+	r.Unknown = append(r.Unknown, cr.oddFields()...)
 	unavailable := false
 	for _, p := range cr.PromptFilterResults {
 		// Input-side results on an answered request are scores, not blocks.
@@ -931,15 +1014,21 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 	if !knownFinish[c.FinishReason] {
 		r.Unknown = append(r.Unknown, "finish_reason:"+sanitize(c.FinishReason))
 	}
+	var msg chatMessage
+	if c.Message != nil {
+		msg = *c.Message
+	}
 	content := ""
-	if c.Message.Content != nil {
-		content = *c.Message.Content
+	if msg.Content != nil {
+		content = *msg.Content
 	} else if c.Text != nil {
 		content = *c.Text
 	}
 	switch {
-	case c.FinishReason == "" && c.Message.Content == nil && c.Text == nil && c.Message.Refusal == nil && !unavailable:
-		// A choice with neither an answer nor a finish reason says nothing.
+	case c.FinishReason == "" && emptyText(msg.Content) && emptyText(c.Text) && emptyText(msg.Refusal) && !unavailable:
+		// A choice with no text (absent, null or "") and no finish reason
+		// says nothing: a non-streaming answer that ended has a finish
+		// reason (vLLM, llama.cpp and Ollama set one too).
 		r.Class, r.Reason = probes.Transient, "empty_choice"
 	case c.FinishReason == "content_filter":
 		r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, "content_filter"
@@ -951,9 +1040,13 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 			}
 		}
 		return r
-	case c.Message.Refusal != nil && *c.Message.Refusal != "":
+	case c.Message == nil && c.Text == nil && !unavailable:
+		// A finish reason other than content_filter on a choice with no
+		// message object (and no legacy text): the answer is missing.
+		r.Class, r.Reason = probes.Transient, "no_message"
+	case msg.Refusal != nil && *msg.Refusal != "":
 		r.Class, r.Stage, r.Reason = probes.ModelRefusal, probes.StageOutput, "message.refusal"
-		r.Message = *c.Message.Refusal
+		r.Message = *msg.Refusal
 	case unavailable:
 		r.Class, r.Stage = probes.FilterUnavailable, probes.StageNone
 	case wire.IsRefusal(content):
@@ -967,6 +1060,9 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 	r.Categories = nil
 	return r
 }
+
+// emptyText reports whether a text field is absent, null or "".
+func emptyText(s *string) bool { return s == nil || *s == "" }
 
 // Redact removes secret (the target's key) from every string field of r
 // (see wire.Redact), in case an error message, a header or a gateway echoes

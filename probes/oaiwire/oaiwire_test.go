@@ -183,7 +183,17 @@ func TestGatewayErrors(t *testing.T) {
 		// whatever else the message says.
 		{"invalid prompt, account code", 400, `{"error":{"message":"Invalid prompt: your prompt was flagged","code":"account_deactivated"}}`, probes.AbuseBlock, "400::account_deactivated", nil},
 		{"invalid prompt, account suspended", 400, `{"error":{"message":"Invalid prompt: your prompt was flagged as potentially violating our usage policy. Your account has been suspended.","code":"400"}}`, probes.AbuseBlock, "400::400", nil},
-		{"litellm invalid prompt 429", 429, invalid, probes.Transient, "429::400", nil},
+		// The invalid-prompt wording is read under any status: a gateway
+		// may wrap the block in a 429 or a 5xx (QA). It was transient on a
+		// 429 and a 5xx.
+		{"litellm invalid prompt 429", 429, invalid, probes.BlockedInput, "invalid_prompt", nil},
+		{"litellm invalid prompt 500", 500, invalid, probes.BlockedInput, "invalid_prompt", nil},
+		{"litellm invalid prompt 502", 502, invalid, probes.BlockedInput, "invalid_prompt", nil},
+		{"litellm invalid prompt 503", 503, invalid, probes.BlockedInput, "invalid_prompt", nil},
+		// Account wording in the same body is never this block: abuse_block
+		// on a 4xx (above), the status's class elsewhere.
+		{"invalid prompt, account suspended 503", 503, `{"error":{"message":"Invalid prompt: your prompt was flagged as potentially violating our usage policy. Your account has been suspended.","code":"503"}}`, probes.Transient, "503::503", nil},
+		{"invalid prompt, account code 502", 502, `{"error":{"message":"Invalid prompt: your prompt was flagged","code":"account_deactivated"}}`, probes.Transient, "502::account_deactivated", nil},
 		{"openrouter moderation", 403, openrouter, probes.BlockedInput, "moderation", []string{"harassment", "violence"}},
 		{"openrouter moderation 400", 400, openrouter, probes.BlockedInput, "moderation", []string{"harassment", "violence"}},
 		{"openrouter moderation 2xx", 200, openrouter, probes.BlockedInput, "moderation", []string{"harassment", "violence"}},
@@ -202,6 +212,146 @@ func TestGatewayErrors(t *testing.T) {
 			if strings.Contains(r.Message+strings.Join(r.Unknown, ",")+r.Reason, "[probe text echoed back]") {
 				t.Errorf("%s: flagged_input copied into the result: %+v", c.name, r)
 			}
+		}
+	}
+}
+
+// TestInvalidPromptAnyStatus: OpenAI's invalid-prompt block, as OpenAI
+// sends it (a 400 with code invalid_prompt) and as LiteLLM forwards it
+// (code "400"), is blocked_input under every status a gateway may wrap it
+// in; OpenAI's real rate-limit and quota bodies never read as it.
+func TestInvalidPromptAnyStatus(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	now := time.Now()
+	for _, path := range []string{"../openai/testdata/error_400_invalid_prompt_observed.json", "../openaicompat/testdata/litellm_400_openai_invalid_prompt.json"} {
+		body := read(path)
+		for _, st := range []int{400, 403, 404, 422, 429, 500, 502, 503, 504, 529, 200} {
+			resp := &probes.Response{Status: st, Body: []byte(body)}
+			for _, r := range []probes.Result{ClassifyError(resp, now), ClassifyChat(resp, now)} {
+				if r.Class != probes.BlockedInput || r.Reason != "invalid_prompt" {
+					t.Errorf("%s as %d: %s %q, want blocked_input invalid_prompt", path, st, r.Class, r.Reason)
+				}
+			}
+		}
+	}
+	rateLimits := []string{
+		read("../openai/testdata/error_429_rate_limit_tokens.json"),
+		read("../openai/testdata/error_429_rate_limit_tokens_2023.json"),
+		read("../openaicompat/testdata/error_429_rate_limit_tokens.json"),
+		`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+		`{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds."}}`,
+	}
+	for _, body := range rateLimits {
+		r := ClassifyError(&probes.Response{Status: 429, Body: []byte(body)}, now)
+		if r.Class == probes.BlockedInput || r.Class.IsVerdict() {
+			t.Errorf("429 %.80s: %s %q, want no verdict", body, r.Class, r.Reason)
+		}
+	}
+}
+
+// TestSkeletonAnswers: a choice with no text and no finish reason, and a
+// choice whose (non-filter) finish reason comes with no message object at
+// all, are not verdicts (QA: both were stored allowed); a content_filter
+// finish is a block with or without a message. Both readers agree.
+func TestSkeletonAnswers(t *testing.T) {
+	filterErr := `"content_filter_results":{"error":{"code":"content_filter_error","message":"not run"}}`
+	for _, c := range []struct {
+		body   string
+		class  probes.Class
+		reason string
+		cats   []string
+	}{
+		{`{"choices":[{"message":{"content":""}}]}`, probes.Transient, "empty_choice", nil},
+		{`{"choices":[{"message":{"content":null}}]}`, probes.Transient, "empty_choice", nil},
+		{`{"choices":[{"message":{"role":"assistant","content":"","refusal":""},"text":""}]}`, probes.Transient, "empty_choice", nil},
+		{`{"choices":[{"text":""}]}`, probes.Transient, "empty_choice", nil},
+		{`{"choices":[{"message":{"refusal":""}}]}`, probes.Transient, "empty_choice", nil},
+		{`{"choices":[{"message":{"content":""},"finish_reason":""}]}`, probes.Transient, "empty_choice", nil},
+		{`{"choices":[{"finish_reason":"stop"}]}`, probes.Transient, "no_message", nil},
+		{`{"choices":[{"finish_reason":"length"}]}`, probes.Transient, "no_message", nil},
+		{`{"choices":[{"finish_reason":"brand_new"}]}`, probes.Transient, "no_message", nil},
+		{`{"choices":[{"message":null,"text":null,"finish_reason":"stop"}]}`, probes.Transient, "no_message", nil},
+		{`{"id":"c","model":"gpt-4o","choices":[{"index":0,"finish_reason":"stop","logprobs":null}],"usage":{"prompt_tokens":12,"completion_tokens":0}}`, probes.Transient, "no_message", nil},
+		// A content_filter finish stays a block, with or without a message.
+		{`{"choices":[{"finish_reason":"content_filter"}]}`, probes.BlockedOutput, "content_filter", nil},
+		{`{"choices":[{"message":{"content":""},"finish_reason":"content_filter"}]}`, probes.BlockedOutput, "content_filter", nil},
+		{`{"choices":[{"finish_reason":"content_filter","content_filter_results":{"violence":{"filtered":true,"severity":"high"}}}]}`, probes.BlockedOutput, "content_filter", []string{"violence"}},
+		// A filter that did not run still says so.
+		{`{"choices":[{"finish_reason":"stop",` + filterErr + `}]}`, probes.FilterUnavailable, "filter_error:content_filter_error", nil},
+		{`{"choices":[{` + filterErr + `}]}`, probes.FilterUnavailable, "filter_error:content_filter_error", nil},
+		// Answers, as before.
+		{`{"choices":[{"message":{"content":""},"finish_reason":"stop"}]}`, probes.Allowed, "stop", nil},
+		{`{"choices":[{"message":{"content":"hi"}}]}`, probes.Allowed, "", nil},
+		{`{"choices":[{"text":"hi","finish_reason":"stop"}]}`, probes.Allowed, "stop", nil},
+		{`{"choices":[{"text":"","finish_reason":"length"}]}`, probes.Allowed, "length", nil},
+		{`{"choices":[{"message":{"content":null,"refusal":"I can't help with that."}}]}`, probes.ModelRefusal, "message.refusal", nil},
+	} {
+		resp := &probes.Response{Status: 200, Body: []byte(c.body)}
+		r := ClassifyChat(resp, time.Now())
+		if r.Class != c.class || r.Reason != c.reason || strings.Join(r.Categories, ",") != strings.Join(c.cats, ",") {
+			t.Errorf("%s: %s %q %v, want %s %q %v", c.body, r.Class, r.Reason, r.Categories, c.class, c.reason, c.cats)
+		}
+		if _, diff := fastSlowDiff(resp); diff != "" {
+			t.Error(diff)
+		}
+	}
+}
+
+// TestBookkeepingTypes: a bookkeeping field of the wrong type (QA: a
+// string token count, a numeric fingerprint or id, a string index or
+// created) no longer makes a clear block malformed (retried, counted by
+// the breaker): the verdict stands, sent once, and the field is noted in
+// Unknown. A verdict field of the wrong type still makes the answer
+// malformed. Both readers agree (the fast one may decline).
+func TestBookkeepingTypes(t *testing.T) {
+	block := func(top, index string) string {
+		return `{"id":"c","model":"gpt-4o",` + top + `"choices":[{"index":` + index + `,"finish_reason":"content_filter","message":{"role":"assistant","content":null},"content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"sexual":{"filtered":true,"severity":"medium"}}}]}`
+	}
+	qa := `{"id":"c","model":"gpt-4o","choices":[{"index":0,"finish_reason":"content_filter","message":{"role":"assistant","content":null}}],"usage":{"prompt_tokens":"12","completion_tokens":0}}`
+	answer := `"choices":[{"index":0,"message":{"content":"hi"},"finish_reason":"stop"}]`
+	for _, c := range []struct {
+		body    string
+		class   probes.Class
+		cats    []string
+		unknown []string
+		in, out int
+	}{
+		{qa, probes.BlockedOutput, nil, []string{"usage.prompt_tokens:bad_type"}, 12, 0},
+		{strings.Replace(qa, `"model":"gpt-4o"`, `"model":"gpt-4o","system_fingerprint":123`, 1), probes.BlockedOutput, nil, []string{"system_fingerprint:bad_type", "usage.prompt_tokens:bad_type"}, 12, 0},
+		{strings.Replace(qa, `"id":"c"`, `"id":5`, 1), probes.BlockedOutput, nil, []string{"id:bad_type", "usage.prompt_tokens:bad_type"}, 12, 0},
+		{strings.Replace(qa, `"index":0`, `"index":"0"`, 1), probes.BlockedOutput, nil, []string{"choices.index:bad_type", "usage.prompt_tokens:bad_type"}, 12, 0},
+		{strings.Replace(qa, `"id":"c"`, `"id":"c","created":"x"`, 1), probes.BlockedOutput, nil, []string{"created:bad_type", "usage.prompt_tokens:bad_type"}, 12, 0},
+		{block(`"usage":{"prompt_tokens":"12","completion_tokens":0},`, "0"), probes.BlockedOutput, []string{"sexual"}, []string{"usage.prompt_tokens:bad_type"}, 12, 0},
+		{block(`"system_fingerprint":123,"created":1.5,`, `"0"`), probes.BlockedOutput, []string{"sexual"}, []string{"choices.index:bad_type", "created:bad_type", "system_fingerprint:bad_type"}, 0, 0},
+		{block(`"usage":[12,0],`, "0"), probes.BlockedOutput, []string{"sexual"}, []string{"usage:bad_type"}, 0, 0},
+		{block(`"usage":{"prompt_tokens":1.5,"completion_tokens":{"n":3}},`, "null"), probes.BlockedOutput, []string{"sexual"}, []string{"usage.completion_tokens:bad_type", "usage.prompt_tokens:bad_type"}, 0, 0},
+		{strings.Replace(block(`"prompt_filter_results":[{"prompt_index":"0","content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}],`, "0"), `"model":"gpt-4o"`, `"model":{"name":"gpt-4o"}`, 1), probes.BlockedOutput, []string{"sexual"}, []string{"model:bad_type", "prompt_filter_results.prompt_index:bad_type"}, 0, 0},
+		{`{"id":true,"model":"m",` + answer + `,"usage":{"prompt_tokens":"7","completion_tokens":3}}`, probes.Allowed, nil, []string{"id:bad_type", "usage.prompt_tokens:bad_type"}, 7, 3},
+		// Verdict fields stay strict: the answer is malformed.
+		{`{"id":"c","choices":[{"message":{"content":null},"finish_reason":1}]}`, probes.Transient, nil, nil, 0, 0},
+		{`{"id":"c","choices":[{"message":{"content":1},"finish_reason":"stop"}]}`, probes.Transient, nil, nil, 0, 0},
+		{`{"id":"c","choices":[{"message":"hi","finish_reason":"stop"}]}`, probes.Transient, nil, nil, 0, 0},
+		{`{"id":"c","choices":[{"message":{"content":"hi"},"finish_reason":"stop","text":5}]}`, probes.Transient, nil, nil, 0, 0},
+	} {
+		resp := &probes.Response{Status: 200, Body: []byte(c.body)}
+		r := ClassifyChat(resp, time.Now())
+		if r.Class != c.class || strings.Join(r.Categories, ",") != strings.Join(c.cats, ",") || strings.Join(r.Unknown, ",") != strings.Join(c.unknown, ",") || r.TokensIn != c.in || r.TokensOut != c.out {
+			t.Errorf("%s:\n %s %q cats %v unknown %v tokens %d/%d, want %s %v %v %d/%d", c.body, r.Class, r.Reason, r.Categories, r.Unknown, r.TokensIn, r.TokensOut, c.class, c.cats, c.unknown, c.in, c.out)
+		}
+		if c.class == probes.BlockedOutput && (r.Reason != "content_filter" || r.Class.Retryable() || r.Class.BreakerFailure()) {
+			t.Errorf("%s: %s %q would be retried or counted", c.body, r.Class, r.Reason)
+		}
+		if c.class == probes.Transient && r.Reason != "malformed_response" {
+			t.Errorf("%s: reason %q, want malformed_response", c.body, r.Reason)
+		}
+		if _, diff := fastSlowDiff(resp); diff != "" {
+			t.Error(diff)
 		}
 	}
 }
