@@ -198,6 +198,26 @@ func TestReadOnlyDirectory(t *testing.T) {
 	p := checkedDB(t, dir, 40)
 	lockDir(t, dir)
 	readsUnchanged(t, p, 40)
+	writerRefused(t, p)
+}
+
+// writerRefused: Open, which writes, says this user may not write there
+// (not just SQLite's "attempt to write a readonly database"), and leaves
+// the directory as it was.
+func writerRefused(t *testing.T, p string) {
+	t.Helper()
+	before := listing(t, filepath.Dir(p))
+	d, err := Open(context.Background(), p)
+	if err == nil {
+		d.Close()
+		t.Fatal("a writer opened a database this user may not write")
+	}
+	if !strings.Contains(err.Error(), p+": this user may not write the database or its directory") {
+		t.Errorf("writer's error: %v", err)
+	}
+	if after := listing(t, filepath.Dir(p)); after != before {
+		t.Errorf("a refused writer changed the directory: %s, was %s", after, before)
+	}
 }
 
 // A database file this user cannot write (mode 0444) in a directory it can:
@@ -211,6 +231,7 @@ func TestReadOnlyFile(t *testing.T) {
 	p := checkedDB(t, dir, 40)
 	lockFile(t, p)
 	readsUnchanged(t, p, 40)
+	writerRefused(t, p)
 }
 
 // walCopy copies the database at dir/d.db while a writer holds commits in

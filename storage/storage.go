@@ -47,6 +47,14 @@ type DB struct {
 // Open opens (creating if needed) the database at path and applies pending
 // migrations.
 func Open(ctx context.Context, p string) (*DB, error) {
+	// SQLite would open a file this user may not write read-only, leave
+	// -wal and -shm files owned by this user beside it, and fail only at
+	// the first write: refuse it first.
+	if f, err := os.OpenFile(p, os.O_RDWR, 0); err == nil {
+		f.Close()
+	} else if errors.Is(err, fs.ErrPermission) {
+		return nil, fmt.Errorf("%s: "+cannotWrite+": %w", p, err)
+	}
 	if err := refuseForeign(ctx, p); err != nil {
 		return nil, err
 	}
@@ -424,9 +432,21 @@ func openError(p string, err error) error {
 		return fmt.Errorf("%s: %w (not an SQLite database: another program's file, or a damaged one — driftprobe db check tells: %w)", p, ErrNotDriftprobe, err)
 	case sqliteCantOpen:
 		return fmt.Errorf("%s: cannot open the database (does its directory exist, is it a file, may this user write there?): %w", p, err)
+	case sqliteReadOnly:
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code() != sqliteReadOnlyRollback {
+			return fmt.Errorf("%s: "+cannotWrite+": %w", p, err)
+		}
 	}
 	return fmt.Errorf("%s: read schema version: %w", p, err)
 }
+
+// cannotWrite explains a database this user may not write.
+const cannotWrite = "this user may not write the database or its directory (run, serve, db migrate and db prune write to it; commands that only read do not need to)"
+
+// sqliteReadOnlyRollback is SQLITE_READONLY_ROLLBACK: a hot journal this
+// connection may not roll back (an interrupted write; see ErrIncomplete).
+const sqliteReadOnlyRollback = sqliteReadOnly | 3<<8
 
 // isCantOpen and isReadOnly report SQLite's SQLITE_CANTOPEN and
 // SQLITE_READONLY.
