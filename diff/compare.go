@@ -109,7 +109,7 @@ func LatestCompleteRun(ctx context.Context, db *storage.DB, target, version stri
 	var v string
 	err := db.SQL().QueryRowContext(ctx, q, args...).Scan(&id, &v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", fmt.Errorf("target %s: %w", target, ErrNoCompleteRun)
+		return 0, "", fmt.Errorf("target %s: %w (every run of it so far was partial, degraded or aborted, or it never ran: compare reads a run that probed the whole corpus; run it, or compare --run)", target, ErrNoCompleteRun)
 	}
 	return id, v, err
 }

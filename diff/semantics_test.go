@@ -364,3 +364,13 @@ func TestProbeMovingAgainIsNotMoreProbes(t *testing.T) {
 		t.Errorf("update detail %q: want p changed again, not more probes", last.Detail)
 	}
 }
+
+// A target without a complete run is named, with what compare needs.
+func TestLatestCompleteRunMissingSaysWhy(t *testing.T) {
+	s := newSynth(t)
+	s.run(storage.TargetComplete, 0, false, obs("p", sha1, 0, "allowed|")) // never finished
+	_, _, err := diff.LatestCompleteRun(context.Background(), s.db, "a", "")
+	if !errors.Is(err, diff.ErrNoCompleteRun) || !strings.Contains(err.Error(), "target a: no complete run (every run of it so far was partial, degraded or aborted") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -95,7 +95,7 @@ than N positive controls (under-blocking; off by default), else 0.`,
 			}
 			cmp, err := diff.Compare(ctx, st, cp, from, to, maxNew, maxLost)
 			if err != nil {
-				return app.Usage(err)
+				return app.Usage(fmt.Errorf("compare: %w", err))
 			}
 			switch format {
 			case "json":
