@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -49,6 +50,14 @@ default corpus.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cp, err := load(args, false)
 			if err != nil {
+				if asJSON {
+					// CI parsing the JSON gets the verdict and the problems
+					// too (the message still goes to stderr, the exit code
+					// is the same).
+					if werr := writeJSON(g.stdout, map[string]any{"ok": false, "errors": strings.Split(err.Error(), "\n")}); werr != nil {
+						return errors.Join(err, werr)
+					}
+				}
 				return err
 			}
 			roles := map[string]int{}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +37,19 @@ func TestWriteJSONEscapesInvisible(t *testing.T) {
 	}
 	if !bytes.Contains(b.Bytes(), []byte("héllo <b> &")) {
 		t.Errorf("ordinary text escaped: %s", b.Bytes())
+	}
+}
+
+// corpus lint --json on a bad corpus still prints JSON on stdout, with
+// ok false and the problems, for CI that parses it; exit 2 as without.
+func TestCorpusLintJSONFailure(t *testing.T) {
+	stdout, stderr, code := runIn(t, "corpus", "lint", "--json", filepath.Join("..", "..", "corpus", "testdata", "bad-duplicate-id"))
+	var got struct {
+		OK     bool     `json:"ok"`
+		Errors []string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 2 || got.OK || len(got.Errors) != 1 ||
+		!strings.Contains(got.Errors[0], `corpus.yaml:14: probes[2].id: duplicate id "p-one"`) || !strings.Contains(stderr, "duplicate id") {
+		t.Fatalf("exit %d, stdout %q (%v), stderr %q", code, stdout, err, stderr)
 	}
 }
