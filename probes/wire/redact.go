@@ -21,13 +21,15 @@ func RedactBytes(b []byte, secrets ...string) []byte {
 		if len(s) < 4 {
 			continue
 		}
-		if bytes.IndexByte(b, '\\') < 0 {
-			if bytes.Contains(b, []byte(s)) {
-				b = bytes.ReplaceAll(b, []byte(s), []byte(Redacted))
-			}
-			continue
+		// The raw spelling first, wherever it is, even where an escape's
+		// hex digits begin it ("\u00a1b2c3…" holds the key "a1b2c3…" as
+		// bytes): no stored byte may spell the key.
+		if bytes.Contains(b, []byte(s)) {
+			b = bytes.ReplaceAll(b, []byte(s), []byte(Redacted))
 		}
-		b = redactEscaped(b, []rune(s))
+		if bytes.IndexByte(b, '\\') >= 0 {
+			b = redactEscaped(b, []rune(s))
+		}
 	}
 	return b
 }
