@@ -278,6 +278,12 @@ func TestSkeletonAnswers(t *testing.T) {
 		{`{"choices":[{"finish_reason":"brand_new"}]}`, probes.Transient, "no_message", nil},
 		{`{"choices":[{"message":null,"text":null,"finish_reason":"stop"}]}`, probes.Transient, "no_message", nil},
 		{`{"id":"c","model":"gpt-4o","choices":[{"index":0,"finish_reason":"stop","logprobs":null}],"usage":{"prompt_tokens":12,"completion_tokens":0}}`, probes.Transient, "no_message", nil},
+		// A message object with no content and no refusal is no answer
+		// either (a tool call aside); "" is one.
+		{`{"choices":[{"index":0,"finish_reason":"stop","message":{}}]}`, probes.Transient, "no_content", nil},
+		{`{"choices":[{"finish_reason":"stop","message":{"role":"assistant"}}]}`, probes.Transient, "no_content", nil},
+		{`{"choices":[{"finish_reason":"length","message":{"content":null}}]}`, probes.Transient, "no_content", nil},
+		{`{"choices":[{"finish_reason":"tool_calls","message":{"content":null,"tool_calls":[]}}]}`, probes.Allowed, "tool_calls", nil},
 		// A content_filter finish stays a block, with or without a message.
 		{`{"choices":[{"finish_reason":"content_filter"}]}`, probes.BlockedOutput, "content_filter", nil},
 		{`{"choices":[{"message":{"content":""},"finish_reason":"content_filter"}]}`, probes.BlockedOutput, "content_filter", nil},
