@@ -18,7 +18,8 @@
 //     or without a content array (absent or null) — {"type":"message"},
 //     {"content":[]}, {"stop_reason":"end_turn"} — is a skeleton, not an
 //     answer: transient "malformed_response", with "stop_reason:<none>" /
-//     "content:<none>" in Result.Unknown.
+//     "content:<none>" in Result.Unknown (a refusal stop_reason without
+//     content is still a block).
 //   - 400 invalid_request_error "Output blocked by content filtering policy"
 //     (the output content filter; matched exactly, case-insensitively,
 //     trailing punctuation ignored) is an output-stage block
@@ -496,7 +497,9 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 	// content array (empty on a refusal). Without either it is a skeleton
 	// ({"type":"message"}, {"content":[]}, a proxy's stub), not an answer:
 	// reading it as allowed after a block would confirm a fake loosening.
-	if stop == "" || mr.Content == nil {
+	// A refusal is unmistakable without content (a proxy re-encoding with
+	// omitempty drops the empty array): it stays a block.
+	if stop == "" || mr.Content == nil && stop != "refusal" {
 		if stop == "" {
 			r.Unknown = append(r.Unknown, "stop_reason:<none>")
 		}

@@ -355,8 +355,10 @@ func TestSkeletonNotAVerdict(t *testing.T) {
 		{Name: "empty_stop_reason", Body: `{"type":"message","content":[{"type":"text","text":"hi"}],"stop_reason":""}`, Want: malformed("stop_reason:<none>")},
 		{Name: "text_without_stop", Body: `{"id":"msg_1","type":"message","model":"m","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1,"output_tokens":1}}`,
 			Want: malformed("stop_reason:<none>")},
+		// A refusal is unmistakable without its (empty) content array: a
+		// proxy re-encoding with omitempty drops it. Still a block.
 		{Name: "refusal_without_content", Body: `{"type":"message","stop_reason":"refusal","stop_details":{"type":"refusal","category":"cyber"}}`,
-			Want: malformed("content:<none>")},
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal", Categories: []string{"illicit"}}},
 		{Name: "text_refusal_without_stop", Body: `{"type":"message","content":[{"type":"text","text":"I can't help with that."}]}`,
 			Want: malformed("stop_reason:<none>")},
 
