@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strconv"
@@ -87,14 +88,24 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	if err := dec.Decode(v); err != nil {
 		return &root, convert(file, &root, err)
 	}
-	// A second document ("---") would be ignored silently: refuse it.
-	var next yaml.Node
-	if err := dec.Decode(&next); err == nil && next.Kind != 0 && len(next.Content) > 0 && !emptyScalar(next.Content[0]) {
-		line := next.Line
-		if line == 0 {
-			line = next.Content[0].Line
+	// A second document ("---") would be ignored silently: refuse the
+	// first one that holds anything, and any that does not parse.
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		return &root, List{{File: file, Line: line, Msg: "a second YAML document starts here: a file holds one document, and nothing from here on would be read"}}
+		if err != nil {
+			return &root, syntaxError(file, data, err)
+		}
+		if next.Kind != 0 && len(next.Content) > 0 && !emptyScalar(next.Content[0]) {
+			line := next.Line
+			if line == 0 {
+				line = next.Content[0].Line
+			}
+			return &root, List{{File: file, Line: line, Msg: "a second YAML document starts here: a file holds one document, and nothing from here on would be read"}}
+		}
 	}
 	return &root, nil
 }

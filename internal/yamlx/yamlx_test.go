@@ -238,6 +238,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown anchor", "database: x\ntargets: *nope\n", []string{"f.yaml:2: invalid YAML: unknown anchor 'nope' referenced"}},
 		{"no trailing newline", "database: x\ntargets: [a", []string{"f.yaml:2: invalid YAML: did not find expected ',' or ']'"}},
 		{"second document", "database: x\n---\ndatabase: y\n", []string{"f.yaml:2: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
+		{"third document after an empty second", "database: x\n---\n---\ntargets: []\n", []string{"f.yaml:3: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
+		{"broken second document", "database: x\n---\ntargets: [\n", []string{"f.yaml:4: invalid YAML: did not find expected node content"}},
 		{"second document after a start marker", "---\ndatabase: x\n---\ntargets: []\n", []string{"f.yaml:3: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
 	}
 	for _, tt := range tests {
