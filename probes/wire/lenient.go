@@ -49,8 +49,10 @@ func (c *Count) UnmarshalJSON(b []byte) error {
 }
 
 // Text is bookkeeping text: a JSON string sets S; null or absence leaves
-// it empty; a number or a boolean sets S to its JSON text and Odd; an
-// object or array leaves S empty and sets Odd.
+// it empty; anything else (a number, a boolean, an object, an array)
+// leaves S empty and sets Odd. S is never made up from an odd value: a
+// model id of 5 from a buggy gateway would otherwise read as a model
+// change.
 type Text struct {
 	S   string
 	Odd bool
@@ -66,10 +68,8 @@ func (t *Text) UnmarshalJSON(b []byte) error {
 		if json.Unmarshal(b, &t.S) != nil {
 			t.S, t.Odd = "", true
 		}
-	case len(b) > 0 && (b[0] == '{' || b[0] == '['):
-		t.Odd = true
 	default:
-		t.S, t.Odd = string(b), true
+		t.Odd = true
 	}
 	return nil
 }
