@@ -671,6 +671,12 @@ func TestBookkeepingBadType(t *testing.T) {
 		{Name: "assessment_bookkeeping_odd", Body: `{"output":{"message":{"content":[{"text":"Sorry."}],"role":"assistant"}},"stopReason":"guardrail_intervened","trace":{"guardrail":{"inputAssessment":{"g":{"contentPolicy":{"filters":[{"action":"BLOCKED","confidence":"HIGH","detected":"yes","filterStrength":3,"type":"VIOLENCE"}]},"topicPolicy":{"topics":[{"action":"NONE","detected":1,"name":"Investing","type":0}]},"contextualGroundingPolicy":{"filters":[{"action":"NONE","detected":false,"score":0.9,"threshold":"0.5","type":"GROUNDING"}]}}}}},"usage":{"inputTokens":10,"outputTokens":5}}`,
 			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Categories: []string{probes.CatViolence}, Raw: []string{"contentPolicy.VIOLENCE"},
 				Scores: map[string]float64{"contextualGroundingPolicy.GROUNDING": 0.9}, Reason: "guardrail_intervened"}},
+		// A grounding score of the wrong type keeps the assessment, and so
+		// its stage and category (it used to drop them: blocked_input,
+		// no categories, instead of blocked_output, other).
+		{Name: "grounding_score_string", Body: `{"stopReason":"guardrail_intervened","trace":{"guardrail":{"outputAssessments":{"g":[{"contextualGroundingPolicy":{"filters":[{"action":"BLOCKED","detected":true,"score":"0.1","threshold":0.5,"type":"GROUNDING"}]}}]}}},"usage":{"inputTokens":10,"outputTokens":0}}`,
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Categories: []string{probes.CatOther}, Reason: "guardrail_intervened",
+				Unknown: []string{"contextualGroundingPolicy.filters.score:bad_type"}}},
 	}
 	for i := range chat {
 		chat[i].Header = hdr()

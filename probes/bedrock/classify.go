@@ -59,8 +59,8 @@ type assessment struct {
 	} `json:"sensitiveInformationPolicy"`
 	ContextualGroundingPolicy *struct {
 		Filters []struct {
-			Type  string   `json:"type"`
-			Score *float64 `json:"score"`
+			Type  string     `json:"type"`
+			Score wire.Score `json:"score"` // bookkeeping: odd is noted, never fatal
 			detected
 		} `json:"filters"`
 	} `json:"contextualGroundingPolicy"`
@@ -283,8 +283,9 @@ func (a *assessmentReader) read(raw json.RawMessage) {
 	if gp := as.ContextualGroundingPolicy; gp != nil {
 		for _, f := range gp.Filters {
 			s := probes.Signal{Category: probes.CatOther, Raw: "contextualGroundingPolicy." + f.Type, Severity: f.Action, Fired: a.action(f.detected)}
-			if f.Score != nil {
-				s.Score, s.HasScore = *f.Score, true
+			s.Score, s.HasScore = f.Score.V, f.Score.Has
+			if f.Score.Odd {
+				a.r.Unknown = append(a.r.Unknown, "contextualGroundingPolicy.filters.score:bad_type")
 			}
 			a.add(s)
 		}

@@ -316,12 +316,12 @@ func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Resul
 // readScore): a wrongly typed score must not drop the rating, whose
 // blocked flag names the category of a block.
 type rating struct {
-	Category         string          `json:"category"`
-	Probability      string          `json:"probability"`
-	ProbabilityScore json.RawMessage `json:"probabilityScore"`
-	Severity         string          `json:"severity"`
-	SeverityScore    json.RawMessage `json:"severityScore"`
-	Blocked          bool            `json:"blocked"`
+	Category         string     `json:"category"`
+	Probability      string     `json:"probability"`
+	ProbabilityScore wire.Score `json:"probabilityScore"`
+	Severity         string     `json:"severity"`
+	SeverityScore    wire.Score `json:"severityScore"`
+	Blocked          bool       `json:"blocked"`
 }
 
 // candidate is candidates[0]. finishReason and content are read strictly
@@ -897,13 +897,12 @@ func readRatings(raws []json.RawMessage, prefix string, r *probes.Result) []prob
 			r.Unknown = append(r.Unknown, "probability:"+rt.Probability)
 		}
 		s := probes.Signal{Category: cat, Raw: prefix + rt.Category, Severity: rt.Probability, Fired: rt.Blocked}
-		var odd bool
-		s.Score, s.HasScore, odd = readScore(rt.ProbabilityScore)
-		r.Unknown = append(r.Unknown, wire.OddFields("rating.probabilityScore", odd)...)
+		s.Score, s.HasScore = rt.ProbabilityScore.V, rt.ProbabilityScore.Has
+		r.Unknown = append(r.Unknown, wire.OddFields("rating.probabilityScore", rt.ProbabilityScore.Odd)...)
 		out = append(out, s)
 		sv := probes.Signal{Category: cat, Raw: s.Raw + ":severity", Severity: rt.Severity, Fired: rt.Blocked}
-		sv.Score, sv.HasScore, odd = readScore(rt.SeverityScore)
-		r.Unknown = append(r.Unknown, wire.OddFields("rating.severityScore", odd)...)
+		sv.Score, sv.HasScore = rt.SeverityScore.V, rt.SeverityScore.Has
+		r.Unknown = append(r.Unknown, wire.OddFields("rating.severityScore", rt.SeverityScore.Odd)...)
 		if rt.Severity != "" || sv.HasScore {
 			if rt.Severity != "" && !knownSeverity[rt.Severity] {
 				r.Unknown = append(r.Unknown, "severity:"+rt.Severity)
@@ -912,19 +911,6 @@ func readRatings(raws []json.RawMessage, prefix string, r *probes.Result) []prob
 		}
 	}
 	return out
-}
-
-// readScore reads a probabilityScore or severityScore: a JSON number is a
-// score; null or absence is none; anything else is none and odd (noted in
-// Unknown), never a reason to drop the rating.
-func readScore(raw json.RawMessage) (score float64, has, odd bool) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, false, false
-	}
-	if json.Unmarshal(raw, &score) != nil {
-		return 0, false, true
-	}
-	return score, true, false
 }
 
 // keyRE matches Google API keys and the "api_key:..." consumer names that

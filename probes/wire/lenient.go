@@ -86,3 +86,29 @@ func OddFields(pairs ...any) []string {
 	}
 	return out
 }
+
+// Score is a provider's filter score decoded leniently: a JSON number sets
+// V and Has; null or absence leaves both unset; anything else (a numeric
+// string included) leaves them unset and sets Odd. A wrongly typed score
+// must not make the whole assessment or rating it sits in unreadable: the
+// action or the flag beside it is the verdict.
+type Score struct {
+	V   float64
+	Has bool
+	Odd bool
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (s *Score) UnmarshalJSON(b []byte) error {
+	*s = Score{}
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if json.Unmarshal(b, &s.V) != nil {
+		s.V, s.Odd = 0, true
+		return nil
+	}
+	s.Has = true
+	return nil
+}

@@ -29,3 +29,13 @@ func TestLenientBookkeeping(t *testing.T) {
 		t.Errorf("OddFields = %v", got)
 	}
 }
+
+func TestLenientScore(t *testing.T) {
+	var v struct{ A, B, C, D Score }
+	if err := json.Unmarshal([]byte(`{"A":0.25,"B":"0.1","C":null,"D":{"x":1}}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.A != (Score{0.25, true, false}) || v.B != (Score{0, false, true}) || v.C != (Score{}) || v.D != (Score{0, false, true}) {
+		t.Errorf("%+v", v)
+	}
+}
