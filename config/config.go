@@ -748,9 +748,6 @@ func checkDuration(col *yamlx.Collector, path string, v Duration, lo, hi, def ti
 	}
 }
 
-// checkScheme adds a problem when raw, if set, is not an http(s) URL. The
-// value is echoed only when it carries no user information (it might be
-// a password).
 // checkBaseURL refuses a base URL carrying a credential — user:password@
 // or a key pasted into its path — which would be logged, stored as the
 // target's endpoint and in every observation's request path, and sent in
@@ -786,6 +783,9 @@ func keyInPath(seg string) bool {
 	return len(seg) >= 20 && (strings.HasPrefix(seg, "sk-") || strings.HasPrefix(seg, "sk_"))
 }
 
+// checkScheme adds a problem when raw, if set, is not an http(s) URL. The
+// value is echoed only when it carries no user information (it might be
+// a password).
 func checkScheme(col *yamlx.Collector, path, raw string) {
 	if raw == "" || strings.HasPrefix(raw, "http://") || strings.HasPrefix(raw, "https://") {
 		return

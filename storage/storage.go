@@ -442,7 +442,7 @@ func openError(p string, err error) error {
 }
 
 // cannotWrite explains a database this user may not write.
-const cannotWrite = "this user may not write the database or its directory (run, serve, db migrate and db prune write to it; commands that only read do not need to)"
+const cannotWrite = "this user may not write the database or its directory (run, serve, compare --run, outbox --send, db migrate and db prune write to it; commands that only read do not need to)"
 
 // sqliteReadOnlyRollback is SQLITE_READONLY_ROLLBACK: a hot journal this
 // connection may not roll back (an interrupted write; see ErrIncomplete).

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -161,7 +163,8 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 
 // escapeInvisible rewrites, in encoded JSON, the characters a terminal
 // acts on or hides but encoding/json writes raw — DEL, the C1 controls,
-// bidirectional overrides and isolates, zero-width characters, the BOM —
+// format characters (bidirectional overrides and isolates, zero-width
+// characters, the BOM, the tag characters of "ASCII smuggling") —
 // as \uXXXX escapes. They can only occur inside strings (a provider's
 // message, a model fingerprint), whose decoded values stay the same, so
 // JSON printed to a terminal cannot reorder or hide what it shows.
@@ -175,7 +178,12 @@ func escapeInvisible(b []byte) []byte {
 				out = make([]byte, 0, len(b)+16)
 			}
 			out = append(out, b[last:i]...)
-			out = fmt.Appendf(out, `\u%04x`, r)
+			if r > 0xffff { // beyond the BMP: a surrogate pair
+				hi, lo := utf16.EncodeRune(r)
+				out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+			} else {
+				out = fmt.Appendf(out, `\u%04x`, r)
+			}
 			last = i + n
 		}
 		i += n
@@ -187,11 +195,7 @@ func escapeInvisible(b []byte) []byte {
 }
 
 func invisible(r rune) bool {
-	switch {
-	case r == 0x7f, r >= 0x80 && r <= 0x9f, r == 0x61c, r == 0xfeff,
-		r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e,
-		r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
+	// >= 0x7f: the encoder's own newlines and indentation stay; every
+	// control below it inside a string is escaped by encoding/json.
+	return r >= 0x7f && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r))
 }

@@ -14,14 +14,14 @@ import (
 func TestWriteJSONEscapesInvisible(t *testing.T) {
 	v := map[string]string{
 		"fp":      "fp_\u202eevil\u202c",
-		"message": "a\u007fb\u0085c\u200bd\ufeffe",
+		"message": "a\u007fb\u0085c\u200bd\ufeffe\U000E0041f\u00adg",
 		"plain":   "héllo <b> & \u2028 ok",
 	}
 	var b bytes.Buffer
 	if err := writeJSON(&b, v); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []string{"\u202e", "\u202c", "\u007f", "\u0085", "\u200b", "\ufeff"} {
+	for _, r := range []string{"\u202e", "\u202c", "\u007f", "\u0085", "\u200b", "\ufeff", "\U000E0041", "\u00ad"} {
 		if bytes.Contains(b.Bytes(), []byte(r)) {
 			t.Errorf("raw %U in %s", []rune(r)[0], b.Bytes())
 		}
@@ -51,5 +51,18 @@ func TestCorpusLintJSONFailure(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 2 || got.OK || len(got.Errors) != 1 ||
 		!strings.Contains(got.Errors[0], `corpus.yaml:14: probes[2].id: duplicate id "p-one"`) || !strings.Contains(stderr, "duplicate id") {
 		t.Fatalf("exit %d, stdout %q (%v), stderr %q", code, stdout, err, stderr)
+	}
+}
+
+// DRIFTPROBE_CONFIG set but blank (an unset variable expanded in a unit
+// file) is refused rather than read as "no config": the built-in
+// simulator config would run instead, exit 0.
+func TestBlankConfigVariableRefused(t *testing.T) {
+	t.Setenv("DRIFTPROBE_CONFIG", " ")
+	if _, stderr, code := runIn(t, "config", "check"); code != 2 || !strings.Contains(stderr, "DRIFTPROBE_CONFIG is set but empty") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, _, code := runIn(t, "version"); code != 0 {
+		t.Fatalf("version, which reads no config: exit %d", code)
 	}
 }

@@ -187,10 +187,16 @@ func noConfig(c *cobra.Command) *cobra.Command {
 func checkUnused(c *cobra.Command) error {
 	// An empty --db or --config (an unset variable in a unit file,
 	// --db "$DB") would silently fall back to the default database or
-	// config: refuse it.
+	// config: refuse it. So is DRIFTPROBE_CONFIG set but blank, unless
+	// --config says otherwise.
 	for _, name := range []string{"config", "db"} {
 		if f := c.Flags().Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
 			return cobraUsage{fmt.Errorf("%s: --%s is empty (give a file, or leave the flag out for the default)", c.CommandPath(), name)}
+		}
+	}
+	if v, set := os.LookupEnv("DRIFTPROBE_CONFIG"); set && strings.TrimSpace(v) == "" && c.Annotations[ignoresConfig] == "" {
+		if f := c.Flags().Lookup("config"); f == nil || !f.Changed {
+			return cobraUsage{fmt.Errorf("%s: DRIFTPROBE_CONFIG is set but empty (name a config file, or unset it for the built-in simulator config)", c.CommandPath())}
 		}
 	}
 	if c.Annotations[ignoresConfig] == "" {
