@@ -754,15 +754,29 @@ func checkDuration(col *yamlx.Collector, path string, v Duration, lo, hi, def ti
 // clear on plain http; the URL is not echoed, since it holds one. keyField
 // names where the credential belongs. The scheme must be http(s).
 func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
+	if raw == "" {
+		return
+	}
 	u, err := url.Parse(raw)
-	if raw != "" && err == nil && u.User != nil {
+	if err != nil {
+		// Not repeated: it may hold a credential.
+		col.Add(path, "not a URL (want http(s)://host[:port][/path])")
+		return
+	}
+	if u.User != nil {
 		col.Add(path, "must not carry credentials (user:password@host): the key comes from %s", keyField)
 		return
 	}
-	if raw != "" && err == nil {
-		for _, seg := range strings.Split(u.Path, "/") {
-			if keyInPath(seg) {
-				col.Add(path, "must not carry a credential in its path: the key comes from %s", keyField)
+	for _, seg := range strings.Split(u.Path, "/") {
+		if keyInPath(seg) {
+			col.Add(path, "must not carry a credential in its path: the key comes from %s", keyField)
+			return
+		}
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			if keyInPath(v) || looksLikeSecret(v) {
+				col.Add(path, "must not carry a credential in its query (?key=…): the key comes from %s", keyField)
 				return
 			}
 		}

@@ -924,6 +924,8 @@ func TestBaseURLKeyInPath(t *testing.T) {
 			"u.yaml:2: targets[0].base_url: must not carry a credential in its path"},
 		{"targets:\n  - {name: a, provider: sim, model: m}\ngithub:\n  repo: o/r\n  base_url: \"https://bot:ghp_" + strings.Repeat("aB3", 12) + "@ghe.example.invalid/\"\n",
 			"u.yaml:5: github.base_url: must not carry credentials"},
+		{"targets:\n  - {name: a, provider: gemini, model: m, api_key_env: " + setKeyVar + ", base_url: \"https://proxy.example.invalid/v1beta?key=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW\"}\n",
+			"u.yaml:2: targets[0].base_url: must not carry a credential in its query"},
 	} {
 		c, err := Parse("u.yaml", []byte(tc.yaml))
 		if err == nil {
