@@ -9,11 +9,14 @@ import (
 const Redacted = "[REDACTED]"
 
 // RedactBytes returns b with every secret (of 4 bytes or more) replaced by
-// [REDACTED], whether it appears as it is or spelled as JSON string
-// content with escapes: a provider echoing a key in a JSON error message
-// may escape any character of it ("sk-a\/b" for "sk-a/b", "\u002d" for
-// "-"; PHP escapes every "/" by default, and AWS secrets contain them).
-// Each character of a match may be raw or escaped independently. b is
+// [REDACTED], however a provider or a gateway spelled it when echoing it:
+// as it is; with JSON escapes at any depth ("sk-a\/b", "\u002d" for "-",
+// "sk-a\\\/b" for an upstream's JSON error a gateway wrapped in a JSON
+// string of its own; PHP escapes every "/" by default, and AWS secrets
+// contain them); percent-encoded ("sk-a%2Fb"). Each character of a match
+// may be spelled differently. Any run of 12 or more letters and digits of
+// a secret left anywhere after that (a spelling none of these covers) is
+// replaced too: no stored byte may spell a long piece of a key. b is
 // modified only through copies; the result may share b's array when
 // nothing matched.
 func RedactBytes(b []byte, secrets ...string) []byte {
@@ -23,15 +26,54 @@ func RedactBytes(b []byte, secrets ...string) []byte {
 		}
 		// The raw spelling first, wherever it is, even where an escape's
 		// hex digits begin it ("\u00a1b2c3…" holds the key "a1b2c3…" as
-		// bytes): no stored byte may spell the key.
+		// bytes).
 		if bytes.Contains(b, []byte(s)) {
 			b = bytes.ReplaceAll(b, []byte(s), []byte(Redacted))
 		}
-		if bytes.IndexByte(b, '\\') >= 0 {
+		if bytes.IndexByte(b, '\\') >= 0 || bytes.IndexByte(b, '%') >= 0 {
 			b = redactEscaped(b, []rune(s))
+		}
+		for _, f := range keyFragments(s) {
+			if bytes.Contains(b, []byte(f)) {
+				b = bytes.ReplaceAll(b, []byte(f), []byte(Redacted))
+			}
 		}
 	}
 	return b
+}
+
+// RedactString is RedactBytes for a string.
+func RedactString(s string, secrets ...string) string {
+	r := RedactBytes([]byte(s), secrets...)
+	if string(r) == s {
+		return s
+	}
+	return string(r)
+}
+
+// minFragment is the shortest run of a secret's letters and digits
+// redacted on its own: 12 alphanumerics of a key are ~70 bits, never
+// found in unrelated text.
+const minFragment = 12
+
+// keyFragments returns the maximal runs of ASCII letters and digits of s
+// at least minFragment long, other than s itself.
+func keyFragments(s string) []string {
+	var out []string
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		alnum := i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z')
+		switch {
+		case alnum && start < 0:
+			start = i
+		case !alnum && start >= 0:
+			if i-start >= minFragment && i-start < len(s) {
+				out = append(out, s[start:i])
+			}
+			start = -1
+		}
+	}
+	return out
 }
 
 // redactEscaped replaces every spelling of rs in b, raw or with JSON
@@ -79,7 +121,7 @@ func tokenLen(b []byte) int {
 
 func isHex4(b []byte) bool {
 	for _, h := range b {
-		if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+		if !isHexDigit(h) {
 			return false
 		}
 	}
@@ -87,28 +129,57 @@ func isHex4(b []byte) bool {
 }
 
 // matchEscaped returns the length of the prefix of b that spells rs, each
-// rune raw or as a JSON escape, or 0.
+// rune raw, escaped at any depth (any run of backslashes, then the rune,
+// its short escape letter or u and four hex digits), or percent-encoded
+// (an ASCII rune as %XX), or 0.
 func matchEscaped(b []byte, rs []rune) int {
 	n := 0
 	for _, r := range rs {
 		if n >= len(b) {
 			return 0
 		}
-		if b[n] == '\\' {
-			m := escapeSpells(b[n:], r)
+		switch {
+		case b[n] == '\\':
+			j := n
+			for j < len(b) && b[j] == '\\' {
+				j++
+			}
+			m := escapeSpells(b[j-1:], r) // the last backslash and what follows
 			if m == 0 {
 				return 0
 			}
-			n += m
-			continue
+			n = j - 1 + m
+		case b[n] == '%' && r < utf8.RuneSelf && r != '%':
+			if n+3 > len(b) || !isHex2(b[n+1:n+3]) || rune(hexVal(b[n+1])<<4|hexVal(b[n+2])) != r {
+				return 0
+			}
+			n += 3
+		default:
+			c, size := utf8.DecodeRune(b[n:])
+			if c != r || c == utf8.RuneError && size < 2 {
+				return 0
+			}
+			n += size
 		}
-		c, size := utf8.DecodeRune(b[n:])
-		if c != r || c == utf8.RuneError && size < 2 {
-			return 0
-		}
-		n += size
 	}
 	return n
+}
+
+func isHex2(b []byte) bool { return len(b) == 2 && isHexDigit(b[0]) && isHexDigit(b[1]) }
+
+func isHexDigit(h byte) bool {
+	return h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F'
+}
+
+func hexVal(h byte) byte {
+	switch {
+	case h >= '0' && h <= '9':
+		return h - '0'
+	case h >= 'a' && h <= 'f':
+		return h - 'a' + 10
+	default:
+		return h - 'A' + 10
+	}
 }
 
 // shortEscapes are JSON's two-character escapes and the runes they spell.

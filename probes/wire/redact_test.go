@@ -44,6 +44,27 @@ func TestRedactBytesEscapedForms(t *testing.T) {
 			t.Errorf("%q changed: %q", body, got)
 		}
 	}
+	// A gateway wrapping an upstream's JSON error in a JSON string of its
+	// own escapes twice; a percent-encoded echo; a spelling none of these
+	// covers still loses every long run of the key's letters and digits.
+	for _, body := range []string{
+		`{"error":{"message":"upstream={\"error\":{\"message\":\"Incorrect API key provided: sk-QA\\\/SECRET\\\/0123456789abcdef\"}}"}}`,
+		`{"m":"key=sk-QA%2FSECRET%2F0123456789abcdef"}`,
+		`{"m":"key=sk-QA%2fSECRET%2f0123456789abcdef"}`,
+		`{"m":"sk~QA~SECRET~0123456789abcdef"}`,
+	} {
+		got := string(RedactBytes([]byte(body), key))
+		if strings.Contains(got, "0123456789abcdef") || !strings.Contains(got, Redacted) {
+			t.Errorf("%s: %s", body, got)
+		}
+	}
+	if got := string(RedactBytes([]byte(`sk-QA%2FSECRET%2F0123456789abcdef`), key)); got != Redacted {
+		t.Errorf("percent-encoded key: %q, want it all redacted", got)
+	}
+	// A result's message, decoded once, still holds the inner escapes.
+	if got := RedactString(`provided: sk-QA\/SECRET\/0123456789abcdef.`, key); got != "provided: "+Redacted+"." {
+		t.Errorf("RedactString = %q", got)
+	}
 	// The key spelled by bytes that begin inside an escape is still
 	// removed: no stored byte may spell it.
 	hexKey := "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"

@@ -83,37 +83,38 @@ func Duration(v float64, unit time.Duration) time.Duration {
 
 // Redact replaces every secret (of 4 bytes or more) in the string fields of
 // r — Reason, Message, RequestID, ModelID, ModelFP, Unknown and the Raw and
-// Severity of each signal — with [REDACTED], then re-applies the Message and
-// Reason bounds. Adapters call it on every result with the target's
+// Severity of each signal — with [REDACTED], in every spelling RedactBytes
+// knows (a message decoded once may still hold a wrapped upstream's
+// escapes), then re-applies the Message and Reason bounds. Adapters call it on every result with the target's
 // credentials, since a provider (or a gateway) may echo a credential in any
 // field it returns.
 func Redact(r probes.Result, secrets ...string) probes.Result {
-	var pairs []string
+	var keep []string
 	for _, s := range secrets {
 		if len(s) >= 4 {
-			pairs = append(pairs, s, "[REDACTED]")
+			keep = append(keep, s)
 		}
 	}
-	if len(pairs) == 0 {
+	if len(keep) == 0 {
 		return r
 	}
-	rep := strings.NewReplacer(pairs...)
-	r.Reason = Truncate(rep.Replace(r.Reason), 200)
-	r.Message = Truncate(rep.Replace(r.Message), MaxMessage)
-	r.RequestID = rep.Replace(r.RequestID)
-	r.ModelID = rep.Replace(r.ModelID)
-	r.ModelFP = rep.Replace(r.ModelFP)
+	rep := func(s string) string { return RedactString(s, keep...) }
+	r.Reason = Truncate(rep(r.Reason), 200)
+	r.Message = Truncate(rep(r.Message), MaxMessage)
+	r.RequestID = rep(r.RequestID)
+	r.ModelID = rep(r.ModelID)
+	r.ModelFP = rep(r.ModelFP)
 	if len(r.Unknown) > 0 {
 		u := make([]string, len(r.Unknown))
 		for i, s := range r.Unknown {
-			u[i] = rep.Replace(s)
+			u[i] = rep(s)
 		}
 		r.Unknown = u
 	}
 	if len(r.Signals) > 0 {
 		sig := make([]probes.Signal, len(r.Signals))
 		for i, s := range r.Signals {
-			s.Raw, s.Severity = rep.Replace(s.Raw), rep.Replace(s.Severity)
+			s.Raw, s.Severity = rep(s.Raw), rep(s.Severity)
 			sig[i] = s
 		}
 		r.Signals = sig
