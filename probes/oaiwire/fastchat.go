@@ -234,7 +234,7 @@ func (c *chatReader) classify(r probes.Result) probes.Result {
 		return r
 	case !ch.hasMessage && !ch.hasText:
 		r.Class, r.Reason = probes.Transient, "no_message"
-	case !ch.hasContent && !ch.hasText && len(ch.refusal) == 0 && !toolFinish[ch.finish]:
+	case !ch.hasContent && !ch.hasText && len(ch.refusal) == 0:
 		r.Class, r.Reason = probes.Transient, "no_content"
 	case ch.hasRefusal && len(ch.refusal) > 0:
 		r.Class, r.Stage, r.Reason = probes.ModelRefusal, probes.StageOutput, "message.refusal"

@@ -1044,11 +1044,12 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 		// A finish reason other than content_filter on a choice with no
 		// message object (and no legacy text): the answer is missing.
 		r.Class, r.Reason = probes.Transient, "no_message"
-	case msg.Content == nil && c.Text == nil && emptyText(msg.Refusal) && !unavailable && !toolFinish[c.FinishReason]:
+	case msg.Content == nil && c.Text == nil && emptyText(msg.Refusal) && !unavailable:
 		// A message object with no content at all (absent or null: {},
-		// {"role":"assistant"}) and no refusal, ending other than in a
-		// tool call: the answer is missing. An empty "" is an answer (a
-		// reasoning model that spent its budget).
+		// {"role":"assistant"}) and no refusal: the answer is missing,
+		// whatever the finish reason ("tool_calls" too: a probe offers
+		// no tools). An empty "" is an answer (a reasoning model that
+		// spent its budget).
 		r.Class, r.Reason = probes.Transient, "no_content"
 	case msg.Refusal != nil && *msg.Refusal != "":
 		r.Class, r.Stage, r.Reason = probes.ModelRefusal, probes.StageOutput, "message.refusal"
@@ -1066,10 +1067,6 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 	r.Categories = nil
 	return r
 }
-
-// toolFinish are the finish reasons whose message carries no content by
-// design (a tool call instead).
-var toolFinish = map[string]bool{"tool_calls": true, "function_call": true}
 
 // emptyText reports whether a text field is absent, null or "".
 func emptyText(s *string) bool { return s == nil || *s == "" }

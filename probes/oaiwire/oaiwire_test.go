@@ -283,7 +283,10 @@ func TestSkeletonAnswers(t *testing.T) {
 		{`{"choices":[{"index":0,"finish_reason":"stop","message":{}}]}`, probes.Transient, "no_content", nil},
 		{`{"choices":[{"finish_reason":"stop","message":{"role":"assistant"}}]}`, probes.Transient, "no_content", nil},
 		{`{"choices":[{"finish_reason":"length","message":{"content":null}}]}`, probes.Transient, "no_content", nil},
-		{`{"choices":[{"finish_reason":"tool_calls","message":{"content":null,"tool_calls":[]}}]}`, probes.Allowed, "tool_calls", nil},
+		// A probe offers no tools: a tool finish without content is no
+		// answer either.
+		{`{"choices":[{"finish_reason":"tool_calls","message":{"content":null,"tool_calls":[]}}]}`, probes.Transient, "no_content", nil},
+		{`{"choices":[{"index":0,"finish_reason":"function_call","message":{"role":"assistant","content":null}}]}`, probes.Transient, "no_content", nil},
 		// A content_filter finish stays a block, with or without a message.
 		{`{"choices":[{"finish_reason":"content_filter"}]}`, probes.BlockedOutput, "content_filter", nil},
 		{`{"choices":[{"message":{"content":""},"finish_reason":"content_filter"}]}`, probes.BlockedOutput, "content_filter", nil},
