@@ -1127,6 +1127,12 @@ func looksLikeSecret(s string) bool {
 			return true
 		}
 	}
+	// A short lower-case prefix and a long mixed-case token (Groq gsk_…,
+	// Hugging Face hf_…, Replicate r8_…, Fireworks fw_…): variable names
+	// are not written that way.
+	if m := prefixedToken.FindStringSubmatch(s); m != nil && mixedAlnum(m[1]) {
+		return true
+	}
 	if len(s) < 32 || strings.Contains(s, "_") {
 		return false
 	}
@@ -1141,6 +1147,21 @@ func looksLikeSecret(s string) bool {
 	// Hex keys (Azure's 32 characters, a classic 40-character GitHub
 	// token) are one case only.
 	return digit && (lower && upper || hex && (lower || upper))
+}
+
+// prefixedToken is a credential-like "prefix_token" (see looksLikeSecret).
+var prefixedToken = regexp.MustCompile(`^[a-z0-9]{2,6}[_-]([A-Za-z0-9]{24,})$`)
+
+// mixedAlnum reports whether s holds upper- and lower-case letters and
+// digits.
+func mixedAlnum(s string) bool {
+	var lower, upper, digit bool
+	for _, r := range s {
+		lower = lower || r >= 'a' && r <= 'z'
+		upper = upper || r >= 'A' && r <= 'Z'
+		digit = digit || r >= '0' && r <= '9'
+	}
+	return lower && upper && digit
 }
 
 // envName reports whether s is a usable environment variable name.

@@ -976,14 +976,19 @@ func TestLooksLikeSecret(t *testing.T) {
 		"ghs_" + strings.Repeat("Zz9", 12): true,
 		"github_pat_" + strings.Repeat("A1", 11) + "_" + strings.Repeat("b2c", 19) + "d3": true,
 		"AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW":                                         true,
-		"AKIAIOSFODNN7EXAMPLE":                     true,
-		"aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE":         true, // Mistral-shaped, 32
-		"AKIA":                                     false,
-		"c0ffee5a1b2c3d4e5f60718293a4b5c6":         true, // Azure-shaped: 32 lowercase hex
-		"f1e2d3c4b5a697887766554433221100aabbccdd": true, // classic 40-hex GitHub token
-		"C0FFEE5A1B2C3D4E5F60718293A4B5C6":         true,
-		"ABCDEFABCDEFABCDEFABCDEFABCDEFABCDEF":     false, // no digit
-		"c0ffee5a1b2c3d4e5f6071829":                false, // 25: too short to tell
+		"AKIAIOSFODNN7EXAMPLE":                                            true,
+		"aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE":                                true, // Mistral-shaped, 32
+		"AKIA":                                                            false,
+		"c0ffee5a1b2c3d4e5f60718293a4b5c6":                                true, // Azure-shaped: 32 lowercase hex
+		"f1e2d3c4b5a697887766554433221100aabbccdd":                        true, // classic 40-hex GitHub token
+		"C0FFEE5A1B2C3D4E5F60718293A4B5C6":                                true,
+		"ABCDEFABCDEFABCDEFABCDEFABCDEFABCDEF":                            false, // no digit
+		"c0ffee5a1b2c3d4e5f6071829":                                       false, // 25: too short to tell
+		"gsk_Q8r3LmN0pXyZ7a2Bc4De6Fg8Hj0Kl2Mn4Op6Qr8St0Uv2Wx4Yz6Ab8Cd0Ef": true,  // Groq
+		"hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789":                         true,  // Hugging Face
+		"r8_Ab3De5Gh7Jk9Mn1Pq3St5Vw7Yz9Bc1Df3Gh5":                         true,  // Replicate
+		"my_service_api_key_for_production_2024":                          false,
+		"ci_OPENAIAPIKEYFORPRODUCTIONDEPLOYS2024":                         false, // no lower case in the tail
 	} {
 		if got := looksLikeSecret(s); got != want {
 			t.Errorf("looksLikeSecret(%q) = %v, want %v", s, got, want)
