@@ -415,11 +415,19 @@ func TestPushErrorMasksPassword(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "501") {
 		t.Fatalf("push to a failing gateway: %v", err)
 	}
-	if strings.Contains(err.Error(), "PGPASS") || !strings.Contains(err.Error(), "pguser:xxxxx@") {
-		t.Fatalf("password in the error: %v", err)
+	if strings.Contains(err.Error(), "PGPASS") || strings.Contains(err.Error(), "pguser") || !strings.Contains(err.Error(), "xxxxx@") {
+		t.Fatalf("credentials in the error: %v", err)
 	}
-	if got := checkPushgateway("ftp://pguser:PGPASS@host"); got == nil || strings.Contains(got.Error(), "PGPASS") {
-		t.Fatalf("usage error repeats the password: %v", got)
+	// A token as the user name, or in the query, is masked as well.
+	for _, u := range []string{strings.Replace(gw.URL, "http://", "http://PGTOKENqa123456@", 1), gw.URL + "/?token=PGQTOKqa999"} {
+		if err := app.ExportMetrics(context.Background(), prometheus.NewRegistry(), "", u); err == nil || strings.Contains(err.Error(), "PGTOKEN") || strings.Contains(err.Error(), "PGQTOK") {
+			t.Fatalf("token in the error: %v", err)
+		}
+	}
+	for _, bad := range []string{"ftp://pguser:PGPASS@host", "pguser:PGPASS@pushgw:9091", "http:/pguser:PGPASS@127.0.0.1:1"} {
+		if got := checkPushgateway(bad); got == nil || strings.Contains(got.Error(), "PGPASS") {
+			t.Fatalf("usage error for %q repeats the password: %v", bad, got)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -123,11 +124,11 @@ func checkPushgateway(s string) error {
 		return app.Usage(fmt.Errorf("run: --pushgateway: not a URL; want an http(s) URL such as http://pushgateway:9091"))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		shown := s
-		if _, ok := u.User.Password(); ok {
-			shown = u.Redacted()
+		if strings.ContainsAny(s, "@?") {
+			// Not repeated: it may hold a password or a token.
+			return app.Usage(fmt.Errorf("run: --pushgateway: want an http(s) URL such as http://pushgateway:9091"))
 		}
-		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", shown))
+		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", s))
 	}
 	return nil
 }

@@ -40,36 +40,44 @@ func ExportMetrics(ctx context.Context, reg *prometheus.Registry, textfile, push
 	return nil
 }
 
-// maskPassword returns err with the password of rawURL (user:password@)
-// shown as "xxxxx" wherever its message repeats it, as url.URL.Redacted
-// does: the push client's errors quote the URL it pushed to, and they are
-// logged. errors.Is and As still see err.
+// maskPassword returns err with the credentials of rawURL — the user
+// information (user:password@, or a token as the user name) and the values
+// of its query — shown as "xxxxx" wherever its message repeats them: the
+// push client's errors quote the URL it pushed to, and they are logged.
+// errors.Is and As still see err.
 func maskPassword(err error, rawURL string) error {
 	u, perr := url.Parse(rawURL)
-	if perr != nil || u.User == nil {
+	if perr != nil || u.User == nil && u.RawQuery == "" {
 		return err
 	}
-	pw, ok := u.User.Password()
-	if !ok || pw == "" {
-		return err
+	var hide []string
+	if u.User != nil {
+		hide = append(hide, u.User.String(), u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			hide = append(hide, pw)
+		}
 	}
-	return masked{err: err, hide: []string{u.String(), rawURL, pw, url.QueryEscape(pw), url.PathEscape(pw)}, with: u.Redacted()}
+	for _, vs := range u.Query() {
+		hide = append(hide, vs...)
+	}
+	var out []string
+	for _, h := range hide {
+		if len(h) >= 3 {
+			out = append(out, h, url.QueryEscape(h), url.PathEscape(h))
+		}
+	}
+	return masked{err: err, hide: out}
 }
 
 type masked struct {
 	err  error
-	hide []string // the URL as given and as printed, then the password alone
-	with string   // the URL with its password masked
+	hide []string // credentials, as given and escaped
 }
 
 func (m masked) Error() string {
 	s := m.err.Error()
-	for i, h := range m.hide {
-		rep := m.with
-		if i >= 2 {
-			rep = "xxxxx"
-		}
-		s = strings.ReplaceAll(s, h, rep)
+	for _, h := range m.hide {
+		s = strings.ReplaceAll(s, h, "xxxxx")
 	}
 	return s
 }
