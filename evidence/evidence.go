@@ -698,17 +698,24 @@ func WriteMarkdown(w io.Writer, r *Record) {
 // oneLine makes untrusted text safe for a terminal and a rendered page:
 // valid UTF-8, control characters (C0, DEL, C1, so escape sequences,
 // newlines and NUL), line and paragraph separators and the BOM become
-// spaces, bidi embeddings, overrides, isolates and marks are dropped.
+// spaces, bidi embeddings, overrides, isolates and marks are dropped, and
+// other invisible format characters (zero-width, soft hyphen, tags) are
+// shown as their code point, so two ids that differ only by them never
+// read the same.
 func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
 		switch {
 		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == '\uFEFF':
-			return ' '
-		case r >= '\u202A' && r <= '\u202E', r >= '\u2066' && r <= '\u2069', r == '\u200E', r == '\u200F', r == '\u061C':
-			return -1
+			b.WriteByte(' ')
+		case ghissue.BidiControl(r):
+		case unicode.Is(unicode.Cf, r):
+			b.WriteString(ghissue.FormatEscape(r))
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
+	}
+	return b.String()
 }
 
 // code renders an untrusted identifier (a model id, a target name, a

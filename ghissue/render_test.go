@@ -248,7 +248,10 @@ func TestInert(t *testing.T) {
 		"a\nb":               "a b",
 		"gh-5":               "gh\\-\u200d5",
 		"x" + "\u202e" + "y": "xy",
-		"$x^2$ costs $5":     `\$x^2\$ costs \$5`, // no GitHub math
+		"$x^2$ costs $5":     `\$x^2\$ costs \$5`,  // no GitHub math
+		"gpt\u200b4\u00ad":   `gpt\\u200b4\\u00ad`, // invisible characters shown
+		"id\U000E0041":       `id\\U000e0041`,      // a tag character ("ASCII smuggling")
+		"a\u200eb\u061c":     "ab",                 // bidi marks dropped
 	} {
 		if got := inert(in, 100); got != want {
 			t.Errorf("inert(%q) = %q, want %q", in, got, want)

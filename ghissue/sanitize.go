@@ -1,6 +1,7 @@
 package ghissue
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
@@ -38,25 +39,51 @@ var (
 func clean(s string, keepLines bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.ReplaceAll(s, "\r\n", "\n")
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
 		switch {
 		case r == '\n' || r == '\t':
 			if keepLines {
-				return r
+				b.WriteRune(r)
+			} else {
+				b.WriteByte(' ')
 			}
-			return ' '
 		case r == '\r':
 			if keepLines {
-				return '\n'
+				b.WriteByte('\n')
+			} else {
+				b.WriteByte(' ')
 			}
-			return ' '
 		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == '\uFEFF':
-			return ' '
-		case r >= '\u202A' && r <= '\u202E' || r >= '\u2066' && r <= '\u2069':
-			return -1 // bidi overrides: no "Trojan Source" tricks in evidence
+			b.WriteByte(' ')
+		case BidiControl(r):
+			// bidi overrides: no "Trojan Source" tricks in evidence
+		case unicode.Is(unicode.Cf, r):
+			// Other invisible format characters (zero-width spaces and
+			// joiners, the soft hyphen, tag characters) are shown, so two
+			// strings that differ only by them never read the same.
+			b.WriteString(FormatEscape(r))
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, s)
+	}
+	return b.String()
+}
+
+// BidiControl reports whether r is a bidirectional embedding, override,
+// isolate or mark: dropped from rendered untrusted text.
+func BidiControl(r rune) bool {
+	return r >= '\u202A' && r <= '\u202E' || r >= '\u2066' && r <= '\u2069' || r == '\u200E' || r == '\u200F' || r == '\u061C'
+}
+
+// FormatEscape is how rendered untrusted text shows an invisible format
+// character: its code point as text ("\u200b").
+func FormatEscape(r rune) string {
+	if r > 0xffff {
+		return fmt.Sprintf(`\U%08x`, r)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
 }
 
 // truncRunes cuts s to at most n runes, marking the cut with "…".
