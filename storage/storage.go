@@ -596,6 +596,11 @@ func (d *DB) migrate(ctx context.Context) error {
 func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
+		if isReadOnly(err) {
+			// Files beside the database (its -wal, -shm) this user may
+			// not write, or a mount that became read-only.
+			return fmt.Errorf("begin: %s: %s: %w", d.path, cannotWrite, err)
+		}
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
