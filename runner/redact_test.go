@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/driftprobe/driftprobe/internal/testenv"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // A provider echoing the key (in its body and in headers the result
@@ -27,21 +28,8 @@ func TestEchoedKeyRedactedFromBodyAndResult(t *testing.T) {
 				fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error","code":"%s"}}`, k, k)
 			}))
 			defer srv.Close()
-			t.Setenv("QA_KEY", key)
-			e := testenv.New(t, fmt.Sprintf(`
-targets:
-  - {name: c, provider: openai_compatible, model: m, api_key_env: QA_KEY, base_url: %q, concurrency: 2}
-`, srv.URL+"/v1"))
-			res := e.Run()
-			obs, err := e.Store.Observations(context.Background(), res.Summary.RunID, 0)
-			if err != nil || len(obs) == 0 {
-				t.Fatal(err)
-			}
-			for _, o := range obs {
-				_, body, err := e.Store.ObservationBodies(context.Background(), o.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
+			for _, ob := range echoRun(t, key, srv.URL) {
+				o, body := ob.o, ob.body
 				r := o.Result
 				if bytes.Contains(body, []byte(key)) || strings.Contains(fmt.Sprint(r.Message, r.Reason, r.RequestID, r.Unknown), key) {
 					t.Fatalf("%s: key stored: body %s, result %+v", o.ProbeID, body, r)
@@ -78,21 +66,8 @@ func TestEchoedKeyRedactedWhenJSONEscaped(t *testing.T) {
 				fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error"}}`, esc(k))
 			}))
 			defer srv.Close()
-			t.Setenv("QA_KEY", key)
-			e := testenv.New(t, fmt.Sprintf(`
-targets:
-  - {name: c, provider: openai_compatible, model: m, api_key_env: QA_KEY, base_url: %q, concurrency: 2}
-`, srv.URL+"/v1"))
-			res := e.Run()
-			obs, err := e.Store.Observations(context.Background(), res.Summary.RunID, 0)
-			if err != nil || len(obs) == 0 {
-				t.Fatal(err)
-			}
-			for _, o := range obs {
-				_, body, err := e.Store.ObservationBodies(context.Background(), o.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
+			for _, ob := range echoRun(t, key, srv.URL) {
+				o, body := ob.o, ob.body
 				var decoded struct {
 					Error struct{ Message string }
 				}
@@ -108,4 +83,34 @@ targets:
 			}
 		})
 	}
+}
+
+type storedObs struct {
+	o    *storage.Observation
+	body []byte
+}
+
+// echoRun runs the default corpus once against srv (an OpenAI-compatible
+// server) with key in QA_KEY, and returns what was stored.
+func echoRun(t *testing.T, key, srv string) []storedObs {
+	t.Helper()
+	t.Setenv("QA_KEY", key)
+	e := testenv.New(t, fmt.Sprintf(`
+targets:
+  - {name: c, provider: openai_compatible, model: m, api_key_env: QA_KEY, base_url: %q, concurrency: 2}
+`, srv+"/v1"))
+	res := e.Run()
+	obs, err := e.Store.Observations(context.Background(), res.Summary.RunID, 0)
+	if err != nil || len(obs) == 0 {
+		t.Fatal(err)
+	}
+	var out []storedObs
+	for _, o := range obs {
+		_, body, err := e.Store.ObservationBodies(context.Background(), o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, storedObs{o, body})
+	}
+	return out
 }
