@@ -94,6 +94,13 @@ func TestGitHubAppInstallationAuth(t *testing.T) {
 	}
 	creates := 0
 	for _, r := range reqs[1:] {
+		if r.Method == http.MethodGet && r.Path == "/api/v3/app" {
+			// Which app posts (its bot's login): asked with the JWT.
+			if jwt, ok := strings.CutPrefix(r.Auth, "Bearer "); !ok || verifyJWT(jwt, &key.PublicKey, testAppID) != nil {
+				t.Errorf("GET /app: Authorization %q, want the app JWT", r.Auth)
+			}
+			continue
+		}
 		if r.Auth != "token "+installToken {
 			t.Errorf("%s %s: Authorization %q, want the installation token", r.Method, r.Path, r.Auth)
 		}

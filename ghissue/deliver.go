@@ -202,6 +202,12 @@ type deliverer struct {
 	// pasting its (guessable) marker into a comment of their own.
 	authors map[int]string
 	self    map[string]bool
+	// whoami asks GitHub for the login this pass posts as (once, before
+	// the first comment listing): its comments from an earlier pass count
+	// even on an issue another login opened (a token's, before a switch
+	// to a GitHub App). When GitHub does not say, the rule above holds.
+	whoami   func(context.Context) (string, error)
+	askedWho bool
 	// claims holds the next_attempt_at value this pass's claim wrote on
 	// each row it claimed: release and fail compare-and-swap on it, so a
 	// row another process claimed after this claim ran out is left alone.
@@ -253,7 +259,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	g := cfg.GitHub
 	now := opts.Now() // which rows are due; claims and retry times read the clock when they happen
 	owner, repo, _ := strings.Cut(g.Repo, "/")
-	client, auth, red, msg := newClient(g, opts.HTTPClient, opts.Getenv)
+	client, auth, red, msg, whoami := newClient(g, opts.HTTPClient, opts.Getenv)
 	if msg != "" {
 		// A configuration problem: nothing is sent, every row says why.
 		log.Warn("github delivery skipped", "reason", msg, "pending", len(rows))
@@ -266,7 +272,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	}
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
 		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}, claims: map[int64]string{},
-		authors: map[int]string{}, self: map[string]bool{}}
+		authors: map[int]string{}, self: map[string]bool{}, whoami: whoami}
 	lost := func(r row, what string) {
 		note := fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, what)
 		res.Lost++
@@ -560,7 +566,10 @@ func credential(h string) string {
 // out of every message (the configured token or key now, each credential
 // as it is sent), and, instead of a client, a configuration problem to
 // record on the rows.
-func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (client *github.Client, auth string, red *redactor, problem string) {
+// newClient returns the client delivery calls GitHub with, who it calls as
+// (for messages), the credentials to redact, a configuration problem ("" if
+// none), and whoami, which asks GitHub for the login the client posts as.
+func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (client *github.Client, auth string, red *redactor, problem string, whoami func(context.Context) (string, error)) {
 	red = &redactor{}
 	if hc == nil {
 		hc = &http.Client{}
@@ -573,18 +582,19 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 	// through the recorder.
 	rec := authRecorder{next: base, red: red}
 	var itr *ghinstallation.Transport
+	var appKey string
 	if g.AppAuth() {
 		auth = fmt.Sprintf("GitHub App installation %d (app_id %d)", g.InstallationID, g.AppID)
 		raw := getenv(g.PrivateKeyEnv)
 		if raw == "" {
-			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) is not set", g.PrivateKeyEnv)
+			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) is not set", g.PrivateKeyEnv), nil
 		}
 		// Without surrounding white space (see the token below): a
 		// one-line key read from a file ends in a real newline, which
 		// must not stop the literal \n from being taken for line breaks.
 		key := strings.TrimSpace(raw)
 		if key == "" {
-			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) holds only white space", g.PrivateKeyEnv)
+			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) holds only white space", g.PrivateKeyEnv), nil
 		}
 		red.add(key)
 		if !strings.Contains(key, "\n") && strings.Contains(key, `\n`) {
@@ -595,11 +605,12 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		// Neither message quotes the parser's error: nothing of the key
 		// may reach a row or a log.
 		if blk, _ := pem.Decode([]byte(key)); blk == nil {
-			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: environment variable %s (github.private_key_env) does not hold a PEM-encoded private key (-----BEGIN RSA PRIVATE KEY-----)", g.PrivateKeyEnv)
+			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: environment variable %s (github.private_key_env) does not hold a PEM-encoded private key (-----BEGIN RSA PRIVATE KEY-----)", g.PrivateKeyEnv), nil
 		}
 		var err error
+		appKey = key
 		if itr, err = ghinstallation.New(rec, g.AppID, g.InstallationID, []byte(key)); err != nil {
-			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: the PEM in environment variable %s (github.private_key_env) is not an RSA private key (PKCS#1 or PKCS#8)", g.PrivateKeyEnv)
+			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: the PEM in environment variable %s (github.private_key_env) is not an RSA private key (PKCS#1 or PKCS#8)", g.PrivateKeyEnv), nil
 		}
 		hc2 := *hc
 		hc2.Transport = itr
@@ -608,7 +619,7 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		auth = "the token in $" + g.TokenEnv
 		raw := getenv(g.TokenEnv)
 		if raw == "" {
-			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv)
+			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv), nil
 		}
 		// Without surrounding white space, like a provider key
 		// (config.Target.Key): a token read from a file (a Kubernetes
@@ -617,7 +628,7 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		// what is redacted (it is inside the raw value too).
 		token := strings.TrimSpace(raw)
 		if token == "" {
-			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) holds only white space", g.TokenEnv)
+			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) holds only white space", g.TokenEnv), nil
 		}
 		red.add(token)
 		hc2 := *hc
@@ -627,7 +638,7 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 	if g.BaseURL != "" {
 		var err error
 		if client, err = client.WithEnterpriseURLs(g.BaseURL, g.BaseURL); err != nil {
-			return nil, auth, red, red.redact(fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err))
+			return nil, auth, red, red.redact(fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err)), nil
 		}
 		if itr != nil {
 			// Installation tokens come from the same API root:
@@ -635,7 +646,27 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 			itr.BaseURL = strings.TrimSuffix(client.BaseURL.String(), "/")
 		}
 	}
-	return client, auth, red, ""
+	if itr != nil {
+		atr, err := ghinstallation.NewAppsTransport(rec, g.AppID, []byte(appKey))
+		if err == nil {
+			atr.BaseURL = itr.BaseURL
+			appClient := github.NewClient(&http.Client{Transport: atr, Timeout: hc.Timeout})
+			appClient.BaseURL = client.BaseURL
+			whoami = func(ctx context.Context) (string, error) {
+				app, _, err := appClient.Apps.Get(ctx, "")
+				if err != nil || app.GetSlug() == "" {
+					return "", err
+				}
+				return app.GetSlug() + "[bot]", nil // how GitHub names an app's comments
+			}
+		}
+	} else {
+		whoami = func(ctx context.Context) (string, error) {
+			u, _, err := client.Users.Get(ctx, "")
+			return u.GetLogin(), err
+		}
+	}
+	return client, auth, red, "", whoami
 }
 
 // call bounds one GitHub call by the per-call timeout.
@@ -906,6 +937,20 @@ func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, 
 	seen, ok := d.seen[num]
 	if !ok {
 		seen = map[string]bool{}
+		if !d.askedWho && d.whoami != nil {
+			d.askedWho = true
+			var login string
+			err := d.call(ctx, func(ctx context.Context) error {
+				var err error
+				login, err = d.whoami(ctx)
+				return err
+			})
+			if err == nil && login != "" {
+				d.self[login] = true
+			} else {
+				d.log.Debug("github: could not tell which login posts", "error", d.red.redact(fmt.Sprint(err)))
+			}
+		}
 		author, err := d.issueAuthor(ctx, num)
 		if err != nil {
 			return d.issueErr(ctx, ev, err)

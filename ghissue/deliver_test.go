@@ -1035,3 +1035,48 @@ func TestStrangerMarkersDoNotSilenceUpdates(t *testing.T) {
 		t.Fatal("the scenario made no updates to comment on")
 	}
 }
+
+// TestOwnCommentAfterLoginSwitch: issues a token of one user opened, then
+// delivery switched to another login (a new token, a GitHub App). A
+// comment the new login posted whose answer was lost is recognised as
+// driftprobe's own (GitHub says who the client is), not posted again,
+// though its author is not the issue's.
+func TestOwnCommentAfterLoginSwitch(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	opts := ghissue.Options{}
+	f.login = "alice"
+	comments := func(r *http.Request) bool { return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments") }
+	f.addFault(fault{match: comments, status: 503, body: `{"message":"unavailable"}`})
+	deliver(t, s, c, opts)
+	if len(f.issueList()) == 0 || len(pending(t, s)) == 0 {
+		t.Fatalf("want issues opened and a comment pending: %d issues, %+v", len(f.issueList()), pending(t, s))
+	}
+	f.mu.Lock()
+	f.login = fakeBot
+	f.mu.Unlock()
+	c.Advance(time.Hour)
+	f.addFault(fault{match: comments, after: true, status: 502, body: `{"message":"Bad Gateway"}`})
+	deliver(t, s, c, opts)
+	for i := 0; i < 3; i++ {
+		c.Advance(time.Hour)
+		deliver(t, s, c, opts)
+	}
+	if p := pending(t, s); len(p) != 0 {
+		t.Fatalf("rows still pending: %+v", p)
+	}
+	for _, iss := range f.issueList() {
+		markers := map[string]int{}
+		for _, cm := range f.commentsOf(iss.Number) {
+			if m := strings.SplitN(cm.Body, "\n", 2)[0]; strings.HasPrefix(m, "<!-- driftprobe:update=") {
+				markers[m]++
+			}
+		}
+		for m, n := range markers {
+			if n != 1 {
+				t.Errorf("issue %d: %s posted %d times", iss.Number, m, n)
+			}
+		}
+	}
+}
