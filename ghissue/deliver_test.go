@@ -1047,7 +1047,9 @@ func TestOwnCommentAfterLoginSwitch(t *testing.T) {
 	c := newClock()
 	opts := ghissue.Options{}
 	f.login = "alice"
-	comments := func(r *http.Request) bool { return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments") }
+	comments := func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments")
+	}
 	f.addFault(fault{match: comments, status: 503, body: `{"message":"unavailable"}`})
 	deliver(t, s, c, opts)
 	if len(f.issueList()) == 0 || len(pending(t, s)) == 0 {
