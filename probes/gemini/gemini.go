@@ -538,7 +538,12 @@ func decode(body []byte, v *generateResponse) (obj json.RawMessage, stream bool,
 
 // isSSE reports whether a (trimmed) body is a server-sent event stream.
 func isSSE(t []byte) bool {
-	return bytes.HasPrefix(t, []byte("data:")) || bytes.HasPrefix(t, []byte("event:"))
+	for _, p := range []string{"data:", "event:", "id:", "retry:", ":"} {
+		if bytes.HasPrefix(t, []byte(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // sseData returns the data of each event of an SSE stream, in order
@@ -554,8 +559,9 @@ func sseData(body []byte) [][]byte {
 		}
 		cur, has = nil, false
 	}
+	// Lines end in LF, CRLF or a lone CR (the SSE grammar allows all three).
+	body = bytes.ReplaceAll(bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
 	for _, line := range bytes.Split(body, []byte("\n")) {
-		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) == 0 {
 			flush()
 			continue
@@ -646,8 +652,8 @@ func mergeSSE(body []byte) (json.RawMessage, error) {
 // finishReason, a prompt block or an error. A stream that stops before
 // (a dropped connection at an event boundary) is not an answer.
 func streamDone(gr *generateResponse) bool {
-	if gr.Error != nil || (gr.PromptFeedback != nil && gr.PromptFeedback.BlockReason != "") {
-		return true
+	if gr.Error != nil || (gr.PromptFeedback != nil && (gr.PromptFeedback.BlockReason != "" || gr.PromptFeedback.BlockReasonMessage.S != "")) {
+		return true // a prompt block (the unary rule decides which)
 	}
 	if len(gr.Candidates) == 0 {
 		return false

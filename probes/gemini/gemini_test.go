@@ -654,6 +654,15 @@ func TestSSEStream(t *testing.T) {
 			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
 		{Name: "empty_stream", Body: "event: ping\n\n",
 			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
+		// Comments and id lines first, lone-CR line endings: still a stream.
+		{Name: "comment_and_id_lines", Body: ": keep-alive\nid: 1\ndata: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]},\"finishReason\":\"STOP\"}]}\n\n",
+			Want: probestest.Want{Class: probes.Allowed, Reason: "STOP"}},
+		{Name: "cr_line_endings", Body: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]},\"finishReason\":\"STOP\"}]}\r\r",
+			Want: probestest.Want{Class: probes.Allowed, Reason: "STOP"}},
+		// A streamed prompt block carrying only its message reads as the
+		// unary answer does: a block.
+		{Name: "prompt_block_message_only", Body: "data: {\"promptFeedback\":{\"blockReasonMessage\":\"The prompt was blocked.\"}}\n\n",
+			Want: probestest.Want{Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "block_reason_missing"}},
 	}
 	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, nil, nil) }, probestest.Probe, cases)
 
