@@ -767,7 +767,12 @@ func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
 		col.Add(path, "must not carry credentials (user:password@host): the key comes from %s", keyField)
 		return
 	}
-	for _, seg := range strings.Split(u.Path, "/") {
+	if u.Fragment != "" && keyInPath(u.Fragment) {
+		col.Add(path, "must not carry a credential in its fragment: the key comes from %s", keyField)
+		return
+	}
+	// Segments, and the parameters inside them (";key=…", "x-AIza…").
+	for _, seg := range strings.FieldsFunc(u.Path, func(r rune) bool { return strings.ContainsRune("/;=,&", r) }) {
 		if keyInPath(seg) {
 			col.Add(path, "must not carry a credential in its path: the key comes from %s", keyField)
 			return
@@ -790,9 +795,12 @@ func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
 // carry account ids of 32 hex digits.
 func keyInPath(seg string) bool {
 	for _, re := range secretShapes {
-		if re.MatchString(seg) {
+		if re.MatchString(seg) || re.MatchString(strings.TrimLeft(seg, "-_.~")) {
 			return true
 		}
+	}
+	if m := prefixedToken.FindStringSubmatch(seg); m != nil && (mixedAlnum(m[2]) || knownTokenPrefix[m[1]]) {
+		return true
 	}
 	return len(seg) >= 20 && (strings.HasPrefix(seg, "sk-") || strings.HasPrefix(seg, "sk_"))
 }
@@ -1130,7 +1138,7 @@ func looksLikeSecret(s string) bool {
 	// A short lower-case prefix and a long mixed-case token (Groq gsk_…,
 	// Hugging Face hf_…, Replicate r8_…, Fireworks fw_…): variable names
 	// are not written that way.
-	if m := prefixedToken.FindStringSubmatch(s); m != nil && mixedAlnum(m[1]) {
+	if m := prefixedToken.FindStringSubmatch(s); m != nil && (mixedAlnum(m[2]) || knownTokenPrefix[m[1]]) {
 		return true
 	}
 	if len(s) < 32 || strings.Contains(s, "_") {
@@ -1150,7 +1158,11 @@ func looksLikeSecret(s string) bool {
 }
 
 // prefixedToken is a credential-like "prefix_token" (see looksLikeSecret).
-var prefixedToken = regexp.MustCompile(`^[a-z0-9]{2,6}[_-]([A-Za-z0-9]{24,})$`)
+var prefixedToken = regexp.MustCompile(`^([a-z0-9]{2,6})[_-]([A-Za-z0-9]{24,})$`)
+
+// knownTokenPrefix are providers' documented key prefixes, whose token part
+// may be letters only (a Hugging Face hf_ token).
+var knownTokenPrefix = map[string]bool{"hf": true, "gsk": true, "r8": true, "fw": true, "xai": true, "pplx": true, "nvapi": true, "sk": true}
 
 // mixedAlnum reports whether s holds upper- and lower-case letters and
 // digits.

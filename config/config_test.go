@@ -926,6 +926,12 @@ func TestBaseURLKeyInPath(t *testing.T) {
 			"u.yaml:5: github.base_url: must not carry credentials"},
 		{"targets:\n  - {name: a, provider: gemini, model: m, api_key_env: " + setKeyVar + ", base_url: \"https://proxy.example.invalid/v1beta?key=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW\"}\n",
 			"u.yaml:2: targets[0].base_url: must not carry a credential in its query"},
+		{"targets:\n  - {name: a, provider: gemini, model: m, api_key_env: " + setKeyVar + ", base_url: \"https://proxy.example.invalid/v1;key=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW\"}\n",
+			"u.yaml:2: targets[0].base_url: must not carry a credential in its path"},
+		{"targets:\n  - {name: a, provider: openai_compatible, model: m, api_key_env: " + setKeyVar + ", base_url: \"https://proxy.example.invalid/v1/gsk_Q8r3LmN0pXyZ7a2Bc4De6Fg8Hj0Kl2Mn4Op6\"}\n",
+			"u.yaml:2: targets[0].base_url: must not carry a credential in its path"},
+		{"targets:\n  - {name: a, provider: sim, model: m}\ngithub:\n  repo: o/r\n  base_url: \"https://ghe.example.invalid/api/v3#ghp_" + strings.Repeat("aB3", 12) + "\"\n",
+			"u.yaml:5: github.base_url: must not carry a credential in its fragment"},
 	} {
 		c, err := Parse("u.yaml", []byte(tc.yaml))
 		if err == nil {
@@ -986,6 +992,7 @@ func TestLooksLikeSecret(t *testing.T) {
 		"c0ffee5a1b2c3d4e5f6071829":                                       false, // 25: too short to tell
 		"gsk_Q8r3LmN0pXyZ7a2Bc4De6Fg8Hj0Kl2Mn4Op6Qr8St0Uv2Wx4Yz6Ab8Cd0Ef": true,  // Groq
 		"hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789":                         true,  // Hugging Face
+		"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":                           true,  // Hugging Face, letters only
 		"r8_Ab3De5Gh7Jk9Mn1Pq3St5Vw7Yz9Bc1Df3Gh5":                         true,  // Replicate
 		"my_service_api_key_for_production_2024":                          false,
 		"ci_OPENAIAPIKEYFORPRODUCTIONDEPLOYS2024":                         false, // no lower case in the tail

@@ -19,8 +19,8 @@ type ModerationRequest struct {
 }
 
 type moderationResponse struct {
-	ID      string             `json:"id"`
-	Model   string             `json:"model"`
+	ID      wire.Text          `json:"id"`    // bookkeeping: lenient
+	Model   wire.Text          `json:"model"` // bookkeeping: lenient
 	Results []moderationResult `json:"results"`
 }
 
@@ -77,16 +77,17 @@ func ClassifyModeration(resp *probes.Response, now time.Time, norm Normalizer) p
 			return ClassifyError(resp, now)
 		}
 		r.Reason = "no_results"
-		if mr.ID == "" && mr.Model == "" {
+		if mr.ID.S == "" && mr.Model.S == "" {
 			r.Reason = "malformed_response"
 		}
 		r.Class = probes.Transient
 		return finish(r)
 	}
 	if r.RequestID == "" {
-		r.RequestID = wire.Truncate(mr.ID, 200)
+		r.RequestID = wire.Truncate(mr.ID.S, 200)
 	}
-	r.ModelID = wire.Truncate(mr.Model, 200)
+	r.ModelID = wire.Truncate(mr.Model.S, 200)
+	r.Unknown = append(r.Unknown, wire.OddFields("id", mr.ID.Odd, "model", mr.Model.Odd)...)
 	r.Unknown = append(r.Unknown, moderationNewKeys(resp.Body)...)
 	if resp.Truncated {
 		r.Unknown = append(r.Unknown, "truncated_body")

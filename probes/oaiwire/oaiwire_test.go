@@ -364,3 +364,17 @@ func TestBookkeepingTypes(t *testing.T) {
 		}
 	}
 }
+
+// A moderation answer's id and model are bookkeeping: a wrongly typed one
+// is noted, never discards the flagged verdict.
+func TestModerationBookkeepingTypes(t *testing.T) {
+	for _, body := range []string{
+		`{"id":5,"model":"omni-moderation-latest","results":[{"flagged":true,"categories":{"violence":true},"category_scores":{"violence":0.9}}]}`,
+		`{"id":"modr-1","model":7,"results":[{"flagged":true,"categories":{"violence":true},"category_scores":{"violence":0.9}}]}`,
+	} {
+		r := ClassifyModeration(&probes.Response{Status: 200, Body: []byte(body)}, time.Now(), NormalizeAzure)
+		if r.Class != probes.BlockedInput || !strings.Contains(strings.Join(r.Unknown, ","), ":bad_type") {
+			t.Errorf("%s: %s %q %v", body, r.Class, r.Reason, r.Unknown)
+		}
+	}
+}
