@@ -132,3 +132,40 @@ func TestProviderWideCommentsListOnlyTheirTarget(t *testing.T) {
 		}
 	}
 }
+
+// outbox names, for an update row, the target the update is about (the
+// one that joined, the one that flipped back), not the event's first.
+func TestPendingRowsNameTheUpdatesTarget(t *testing.T) {
+	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(providerWideYAML, filepath.Join(t.TempDir(), "test.db"), "http://127.0.0.1:1/")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(true); err != nil {
+		t.Fatal(err)
+	}
+	s := &sys{t: t, cfg: cfg}
+	s.open()
+	t.Cleanup(s.close)
+	for i := 0; i < 7; i++ {
+		s.run() // nothing delivered: every row stays pending
+	}
+	byUpdate := map[int64]string{}
+	for _, ev := range events(t, s) {
+		for _, u := range ev.Updates {
+			byUpdate[u.ID] = u.Target
+		}
+	}
+	joined := 0
+	for _, p := range pending(t, s) {
+		if p.Change != diff.ChangeTargetJoined {
+			continue
+		}
+		joined++
+		if want := byUpdate[p.UpdateID]; want == "" || p.Target != want {
+			t.Errorf("row %d (%s): target %q, want the update's %q", p.ID, p.Change, p.Target, want)
+		}
+	}
+	if joined == 0 {
+		t.Fatal("scenario changed: no target_joined row")
+	}
+}

@@ -39,9 +39,12 @@ type PendingRow struct {
 // Pending lists undelivered outbox rows, oldest first, each with the reason
 // it is still pending (as of the store's clock).
 func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
-	rows, err := db.SQL().QueryContext(ctx, `SELECT o.id, o.event_id, e.fingerprint, t.name, e.kind, o.update_id, COALESCE(u.run_id, 0), COALESCE(u.change, ''),
+	// The target is the update's (a target joining a provider-wide event,
+	// its revert), else the event's.
+	rows, err := db.SQL().QueryContext(ctx, `SELECT o.id, o.event_id, e.fingerprint, COALESCE(ut.name, t.name), e.kind, o.update_id, COALESCE(u.run_id, 0), COALESCE(u.change, ''),
 		o.action, e.issue_number, e.issue_url, o.created_at, o.attempts, o.last_error, o.next_attempt_at
 		FROM outbox o JOIN events e ON e.id = o.event_id JOIN targets t ON t.id = e.target_id LEFT JOIN event_updates u ON u.id = o.update_id
+		LEFT JOIN targets ut ON ut.id = u.target_id AND u.target_id != 0
 		WHERE o.sent_at = '' ORDER BY o.id`)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)

@@ -368,7 +368,7 @@ func reproduce(ev *diff.Event) string {
 	for _, t := range targets {
 		cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", shellWord(t), from, ev.ConfirmedRun))
 	}
-	cmds = append(cmds, "driftprobe events --json")
+	cmds = append(cmds, "driftprobe events --json", fmt.Sprintf("driftprobe evidence %d --json > evidence-%d.json   # the hash-verifiable record", ev.ID, ev.ID))
 	return "### How to reproduce\n\nRun against the driftprobe database that filed this issue:\n\n" +
 		fenced(strings.Join(cmds, "\n"), 10000) + "\n"
 }

@@ -321,3 +321,11 @@ func TestCommentBodyListsTheUpdatesTarget(t *testing.T) {
 		}
 	}
 }
+
+// The issue says how to get the hash-verifiable record of its event.
+func TestIssueBodyNamesEvidenceCommand(t *testing.T) {
+	ev := &diff.Event{ID: 7, Target: "a", Kind: diff.KindPolicy, FirstRun: 3, ConfirmedRun: 4, Fingerprint: "abc"}
+	if body := IssueBody(ev, nil); !strings.Contains(body, "driftprobe evidence 7 --json") {
+		t.Fatalf("no evidence command in:\n%s", body)
+	}
+}

@@ -14,7 +14,17 @@ import (
 // Delivery failures are recorded on outbox rows and never fail the run.
 func afterRunHook(g *globals, log *slog.Logger) func(ctx context.Context, cfg *config.Config, st *storage.DB, res *app.RunResult) {
 	return func(ctx context.Context, cfg *config.Config, st *storage.DB, res *app.RunResult) {
+		if ctx.Err() != nil {
+			// Shutting down (serve's SIGTERM mid-run): the rows stay
+			// queued for the next run or process; no ERROR for a clean stop.
+			log.Info("github outbox left for the next run: shutting down")
+			return
+		}
 		if _, err := ghissue.AfterRun(ctx, st, cfg, log, nil); err != nil {
+			if ctx.Err() != nil {
+				log.Info("github outbox interrupted: shutting down", "error", err)
+				return
+			}
 			log.Error("github outbox", "error", err)
 		}
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,5 +66,18 @@ func TestBlankConfigVariableRefused(t *testing.T) {
 	}
 	if _, _, code := runIn(t, "version"); code != 0 {
 		t.Fatalf("version, which reads no config: exit %d", code)
+	}
+}
+
+// A stop mid-run (serve's SIGTERM) leaves the outbox queued without an
+// ERROR line: log-based alerting must not page on a clean shutdown.
+func TestAfterRunHookQuietOnShutdown(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	afterRunHook(nil, log)(ctx, nil, nil, nil)
+	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "shutting down") {
+		t.Fatalf("logs: %s", logs.String())
 	}
 }
