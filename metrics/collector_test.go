@@ -887,3 +887,20 @@ func TestModelChangeMergedIntoOpenEvent(t *testing.T) {
 	}
 	diffLines(t, "by detail, for older updates", gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), metrics.EventsTotal, metrics.LastEventTimestamp), want)
 }
+
+// An event reverted leaves driftprobe_events_open at 0 for its target and
+// kind, not absent: "== 0" and dashboards read 0, not "no data".
+func TestEventsOpenDropsToZero(t *testing.T) {
+	st := openStore(t)
+	a := ensureTarget(t, st, "a")
+	reg := collectorRegistry(metrics.NewDBCollector(st.SQL()))
+	addEvent(t, st, "e1", a, "policy_change", "tightened", 1, "2026-11-20T10:00:00Z", 0, 0, "")
+	addEvent(t, st, "e2", a, "nondeterminism", "mixed", 2, "2026-11-20T11:00:00Z", 0, 0, "")
+	if _, err := st.SQL().Exec(`UPDATE events SET status = 'reverted' WHERE fingerprint = 'e2'`); err != nil {
+		t.Fatal(err)
+	}
+	diffLines(t, "events open", gathered(t, reg, metrics.EventsOpen), []string{
+		"driftprobe_events_open{kind=nondeterminism,target=a} 0",
+		"driftprobe_events_open{kind=policy_change,target=a} 1",
+	})
+}

@@ -470,7 +470,7 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectNewCategories(ctx, ch, names)
 
 	c.grouped(ctx, ch, c.events, prometheus.CounterValue, `SELECT t.name, e.opened_kind, e.opened_direction, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2, 3`, 3, true)
-	c.grouped(ctx, ch, c.open, prometheus.GaugeValue, `SELECT t.name, e.kind, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id WHERE e.status = 'open' GROUP BY 1, 2`, 2, true)
+	c.grouped(ctx, ch, c.open, prometheus.GaugeValue, `SELECT t.name, e.kind, SUM(e.status = 'open') FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2`, 2, true)
 	c.collectLastEvents(ctx, ch)
 	var pages, free, pageSize float64
 	if err := c.db.QueryRowContext(ctx, `SELECT page_count, freelist_count, page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()`).Scan(&pages, &free, &pageSize); err != nil {
