@@ -799,7 +799,7 @@ func keyInPath(seg string) bool {
 			return true
 		}
 	}
-	if m := prefixedToken.FindStringSubmatch(seg); m != nil && (mixedAlnum(m[2]) || knownTokenPrefix[m[1]]) {
+	if prefixedKey(seg) {
 		return true
 	}
 	return len(seg) >= 20 && (strings.HasPrefix(seg, "sk-") || strings.HasPrefix(seg, "sk_"))
@@ -1138,7 +1138,7 @@ func looksLikeSecret(s string) bool {
 	// A short lower-case prefix and a long mixed-case token (Groq gsk_…,
 	// Hugging Face hf_…, Replicate r8_…, Fireworks fw_…): variable names
 	// are not written that way.
-	if m := prefixedToken.FindStringSubmatch(s); m != nil && (mixedAlnum(m[2]) || knownTokenPrefix[m[1]]) {
+	if prefixedKey(s) {
 		return true
 	}
 	if len(s) < 32 || strings.Contains(s, "_") {
@@ -1159,6 +1159,13 @@ func looksLikeSecret(s string) bool {
 
 // prefixedToken is a credential-like "prefix_token" (see looksLikeSecret).
 var prefixedToken = regexp.MustCompile(`^([a-z0-9]{2,6})[_-]([A-Za-z0-9]{24,})$`)
+
+// prefixedKey reports whether s is a "prefix_token" key: a long
+// mixed-case token, or any long token after a known prefix.
+func prefixedKey(s string) bool {
+	m := prefixedToken.FindStringSubmatch(s)
+	return m != nil && (mixedAlnum(m[2]) || knownTokenPrefix[m[1]])
+}
 
 // knownTokenPrefix are providers' documented key prefixes, whose token part
 // may be letters only (a Hugging Face hf_ token).

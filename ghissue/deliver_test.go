@@ -80,7 +80,14 @@ type sys struct {
 
 func newSys(t testing.TB, db, baseURL string) *sys {
 	t.Helper()
-	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(simYAML, db, baseURL)))
+	return newSysFrom(t, simYAML, db, baseURL)
+}
+
+// newSysFrom is newSys with another config template (database and GitHub
+// base URL, in that order).
+func newSysFrom(t testing.TB, tmpl, db, baseURL string) *sys {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(tmpl, db, baseURL)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/ghissue"
 )
@@ -44,16 +43,7 @@ var (
 // each list their own target's probes.
 func TestProviderWideCommentsListOnlyTheirTarget(t *testing.T) {
 	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
-	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(providerWideYAML, filepath.Join(t.TempDir(), "test.db"), f.BaseURL())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(true); err != nil {
-		t.Fatal(err)
-	}
-	s := &sys{t: t, cfg: cfg}
-	s.open()
-	t.Cleanup(s.close)
+	s := newSysFrom(t, providerWideYAML, filepath.Join(t.TempDir(), "test.db"), f.BaseURL())
 	// Delivered after every run, as run and serve do.
 	c := newClock()
 	for i := 0; i < 7; i++ {
@@ -136,16 +126,7 @@ func TestProviderWideCommentsListOnlyTheirTarget(t *testing.T) {
 // outbox names, for an update row, the target the update is about (the
 // one that joined, the one that flipped back), not the event's first.
 func TestPendingRowsNameTheUpdatesTarget(t *testing.T) {
-	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(providerWideYAML, filepath.Join(t.TempDir(), "test.db"), "http://127.0.0.1:1/")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(true); err != nil {
-		t.Fatal(err)
-	}
-	s := &sys{t: t, cfg: cfg}
-	s.open()
-	t.Cleanup(s.close)
+	s := newSysFrom(t, providerWideYAML, filepath.Join(t.TempDir(), "test.db"), "http://127.0.0.1:1/")
 	for i := 0; i < 7; i++ {
 		s.run() // nothing delivered: every row stays pending
 	}

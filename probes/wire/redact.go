@@ -192,22 +192,10 @@ func escapeSpells(b []byte, r rune) int {
 		return 0
 	}
 	if b[1] == 'u' {
-		if len(b) < 6 {
+		if len(b) < 6 || !isHex4(b[2:6]) {
 			return 0
 		}
-		var v rune
-		for _, h := range b[2:6] {
-			switch {
-			case h >= '0' && h <= '9':
-				v = v<<4 | rune(h-'0')
-			case h >= 'a' && h <= 'f':
-				v = v<<4 | rune(h-'a'+10)
-			case h >= 'A' && h <= 'F':
-				v = v<<4 | rune(h-'A'+10)
-			default:
-				return 0
-			}
-		}
+		v := rune(hexVal(b[2]))<<12 | rune(hexVal(b[3]))<<8 | rune(hexVal(b[4]))<<4 | rune(hexVal(b[5]))
 		if v == r {
 			return 6
 		}
