@@ -110,6 +110,11 @@ type Runner struct {
 	// byURL memoizes breaker lookups per target and request URL, so a
 	// probe costs a map hit instead of parsing its URL.
 	byURL map[urlKey]*breakerGroup
+	// ownClient is set when New made the client: each Run then closes its
+	// idle connections when it ends, so a daemon building a runner per run
+	// leaves no keep-alive sockets behind (they would linger until the
+	// transport's idle timeout, one pool per run).
+	ownClient bool
 }
 
 type urlKey struct {
@@ -125,7 +130,8 @@ type breakerGroup struct {
 
 // New returns a Runner.
 func New(o Options) *Runner {
-	if o.Client == nil {
+	own := o.Client == nil
+	if own {
 		o.Client = DefaultClient()
 	}
 	if o.Sleep == nil {
@@ -143,7 +149,7 @@ func New(o Options) *Runner {
 	if o.FlushEvery <= 0 {
 		o.FlushEvery = 2 * time.Second
 	}
-	return &Runner{o: o, breakers: map[string]*breakerGroup{}, opened: map[string]bool{}, byURL: map[urlKey]*breakerGroup{}}
+	return &Runner{o: o, breakers: map[string]*breakerGroup{}, opened: map[string]bool{}, byURL: map[urlKey]*breakerGroup{}, ownClient: own}
 }
 
 // DefaultClient returns the HTTP client used for providers: keep-alive
@@ -197,6 +203,9 @@ type Summary struct {
 // marked aborted.
 func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	o := r.o
+	if r.ownClient {
+		defer o.Client.CloseIdleConnections()
+	}
 	st := o.Store
 	start := o.Now()
 	runID, err := st.BeginRun(context.WithoutCancel(ctx), storage.Run{
