@@ -139,8 +139,8 @@ type Result struct {
 	// delivery first. Notes says which rows and what happened; neither is
 	// an error of the pass.
 	Lost   int      `json:"lost"`
-	Errors []string `json:"errors,omitempty"`
-	Notes  []string `json:"notes,omitempty"`
+	Errors []string `json:"errors"` // nil marshals as null: outbox --json sets []
+	Notes  []string `json:"notes"`
 }
 
 // row is one outbox row.

@@ -2,6 +2,7 @@ package ghissue
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -198,6 +199,10 @@ func renderOne(ev *diff.Event, e *Evidence, u diff.EventUpdate, action string, g
 		lj, _ := json.Marshal(labels)
 		if dir != "" {
 			head = fmt.Sprintf("---\ntitle: %s\nlabels: %s\nrepo: %s\n---\n", tj, lj, repo)
+		} else if ev.IssueNumber != 0 {
+			// Rendering every event (--all, or nothing pending): this
+			// one's issue exists; nothing would open another.
+			head = fmt.Sprintf("==== event %d already has issue #%d: its body as rendered now (nothing would be sent) ====\ntitle: %s\nlabels: %s\n\n", ev.ID, ev.IssueNumber, tj, lj)
 		} else {
 			head = fmt.Sprintf("==== would open an issue in %s for event %d ====\ntitle: %s\nlabels: %s\n\n", repo, ev.ID, tj, lj)
 		}
@@ -229,4 +234,74 @@ func renderOne(ev *diff.Event, e *Evidence, u diff.EventUpdate, action string, g
 	}
 	_, err := io.WriteString(w, head+strings.TrimRight(body, "\n")+"\n\n")
 	return err
+}
+
+// Unfiled returns the open events that have no issue and nothing queued
+// for GitHub, oldest first, among the kinds file accepts (nil: every kind):
+// events recorded while no github block was configured, or while
+// github.kinds left their kind out. Detection queues an event's later
+// changes only when its opening was queued, so such an event is never
+// filed unless QueueUnfiled queues it.
+func Unfiled(ctx context.Context, db *storage.DB, file func(kind string) bool) ([]int64, error) {
+	ids, err := unfiled(ctx, db.SQL(), file)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	return ids, nil
+}
+
+// QueueUnfiled queues an "open" delivery for every event Unfiled returns,
+// as detection would have queued its opening: the issue then shows the
+// event as it is when delivered, and its later changes are queued as
+// comments. It returns the events queued. Checked and queued in one
+// transaction, so two processes cannot queue an event twice (the outbox's
+// update_id is unique besides).
+func QueueUnfiled(ctx context.Context, db *storage.DB, file func(kind string) bool) ([]int64, error) {
+	var queued []int64
+	err := db.Tx(ctx, func(tx *sql.Tx) error {
+		ids, err := unfiled(ctx, tx, file)
+		if err != nil {
+			return err
+		}
+		now := ts(db.Now())
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (event_id, update_id, action, created_at)
+				SELECT ?, MIN(id), ?, ? FROM event_updates WHERE event_id = ?`, id, ActionOpen, now, id); err != nil {
+				return err
+			}
+		}
+		queued = ids
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: queue unfiled events: %w", err)
+	}
+	return queued, nil
+}
+
+// unfiled is Unfiled's query, run on q (the database or a transaction).
+func unfiled(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, file func(kind string) bool) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT e.id, e.kind FROM events e
+		WHERE e.status = 'open' AND e.issue_number = 0 AND e.issue_url = ''
+		AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = e.id)
+		AND EXISTS (SELECT 1 FROM event_updates u WHERE u.event_id = e.id)
+		ORDER BY e.id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var kind string
+		if err := rows.Scan(&id, &kind); err != nil {
+			return nil, err
+		}
+		if file == nil || file(kind) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, rows.Err()
 }

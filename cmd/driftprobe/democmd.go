@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,14 +79,20 @@ DIR/demo.yaml --production DIR/production.jsonl).`,
 			} else if err := os.MkdirAll(dir, 0o755); err != nil {
 				return app.Usage(fmt.Errorf("demo: --dir %s: %w", dir, err)) // a file there, or no permission
 			}
-			db := filepath.Join(dir, "demo.db")
+			// The config names the database by its absolute path, so it
+			// works from any directory (cd DIR && driftprobe -c demo.yaml).
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			db := filepath.Join(abs, "demo.db")
 			if _, err := os.Stat(db); err == nil {
 				// Its runs would continue the old ones on a virtual clock
 				// that starts over.
 				return app.Usage(fmt.Errorf("demo: %s already holds a demo database: give --dir an empty or new directory", dir))
 			}
 			cfgFile := filepath.Join(dir, "demo.yaml")
-			text := fmt.Sprintf(demoConfig, db)
+			text := fmt.Sprintf(demoConfig, strconv.Quote(db))
 			if err := os.WriteFile(cfgFile, []byte(text), 0o644); err != nil {
 				return err
 			}

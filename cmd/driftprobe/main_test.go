@@ -293,6 +293,17 @@ func TestDemo(t *testing.T) {
 	if _, stderr, code := runIn(t, "demo", "--runs", "1", "--dir", dir); code != 2 || !strings.Contains(stderr, "already holds a demo database") {
 		t.Errorf("second demo in %s: exit %d: %s", dir, code, stderr)
 	}
+	// A relative --dir (with a space in it) writes a config that works
+	// from any working directory: it names the database by absolute path.
+	base := t.TempDir()
+	t.Chdir(base)
+	if _, stderr, code := runIn(t, "demo", "--runs", "1", "--dir", "my demo"); code != 0 {
+		t.Fatalf("demo --dir 'my demo': exit %d: %s", code, stderr)
+	}
+	t.Chdir(filepath.Join(base, "my demo"))
+	if stdout, stderr, code := runIn(t, "-c", "demo.yaml", "events", "--json"); code != 0 || strings.TrimSpace(stdout) != "[]" {
+		t.Errorf("events from inside the demo directory: exit %d: %s%s", code, stdout, stderr)
+	}
 }
 
 // A second process is refused while another holds the run lease, and says
@@ -548,6 +559,18 @@ func TestUnusedGlobalFlagsRefused(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "is not used by this command") {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
 		}
+	}
+	// Their help does not offer the flags they refuse; other commands'
+	// help still does (the flags are hidden only while one help prints).
+	for _, cmd := range []string{"providers", "version", "demo", "sim", "providers"} {
+		stdout, _, _ := runIn(t, cmd, "--help")
+		_, flags, _ := strings.Cut(stdout, "Usage:")
+		if strings.Contains(flags, "--db string") || strings.Contains(flags, "--config string") || !strings.Contains(flags, "--log-level") {
+			t.Errorf("%s --help offers --db/--config it refuses (or lost --log-level):\n%s", cmd, stdout)
+		}
+	}
+	if stdout, _, _ := runIn(t, "events", "--help"); !strings.Contains(stdout, "--db string") || !strings.Contains(stdout, "--config string") {
+		t.Errorf("events --help lost --db/--config:\n%s", stdout)
 	}
 	t.Setenv("DRIFTPROBE_CONFIG", filepath.Join(t.TempDir(), "absent.yaml"))
 	if stdout, stderr, code := runIn(t, "version"); code != 0 || !strings.Contains(stdout, "driftprobe") {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -13,7 +15,7 @@ import (
 )
 
 func newOutboxCmd(g *globals) *cobra.Command {
-	var asJSON, send, dryRun, all bool
+	var asJSON, send, dryRun, all, backfill bool
 	var dir string
 	c := &cobra.Command{
 		Use:   "outbox",
@@ -32,6 +34,10 @@ queued with their error and next attempt time.
                                  sent, sending nothing (--dir D: one file each).
                                  Without a github block, or with --all, renders
                                  every event's issue and comments instead.
+  driftprobe outbox --backfill   queue an issue for every open event that has
+                                 none: events recorded before the github block
+                                 was configured (or while github.kinds left
+                                 their kind out) are otherwise never filed.
 
 The token comes from the environment variable named by github.token_env
 (default GITHUB_TOKEN), or a GitHub App installation authenticates
@@ -43,14 +49,21 @@ variable named by github.private_key_env).`,
 			if send && dryRun {
 				return cobraUsage{fmt.Errorf("%s: --send and --dry-run exclude each other", cmd.CommandPath())}
 			}
+			if asJSON && dryRun {
+				return cobraUsage{fmt.Errorf("%s: --json and --dry-run exclude each other (a dry run prints the Markdown bodies; --dir writes one file each)", cmd.CommandPath())}
+			}
 			if dir != "" && !dryRun {
 				return cobraUsage{fmt.Errorf("%s: --dir needs --dry-run", cmd.CommandPath())}
 			}
 			if all && !dryRun {
 				return cobraUsage{fmt.Errorf("%s: --all needs --dry-run", cmd.CommandPath())}
 			}
-			// Listing and rendering only read (never migrate); --send writes.
-			sess, err := openSession(ctx, g, send, false, app.NoCorpus)
+			if backfill && dryRun {
+				return cobraUsage{fmt.Errorf("%s: --backfill and --dry-run exclude each other (--dry-run --all renders every event)", cmd.CommandPath())}
+			}
+			// Listing and rendering only read (never migrate); --send and
+			// --backfill write.
+			sess, err := openSession(ctx, g, send || backfill, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}
@@ -88,6 +101,19 @@ variable named by github.private_key_env).`,
 				return nil
 			}
 
+			file := app.DetectionParams(cfg).Enqueue // nil without a github block
+			if backfill {
+				if cfg.GitHub == nil {
+					return app.Usage(fmt.Errorf("%s: no github block in the config: there is nowhere to file issues", configName(cfg.File)))
+				}
+				ids, err := ghissue.QueueUnfiled(ctx, st, file)
+				if err != nil {
+					return err
+				}
+				if !asJSON {
+					fmt.Fprintf(g.stdout, "queued an issue for %d open event(s) that had none%s\n", len(ids), eventList(ids))
+				}
+			}
 			var res *ghissue.Result
 			if send {
 				if cfg.GitHub == nil {
@@ -103,6 +129,15 @@ variable named by github.private_key_env).`,
 			}
 			if asJSON {
 				if res != nil {
+					// errors and notes are always arrays, empty or not.
+					out := *res
+					if out.Errors == nil {
+						out.Errors = []string{}
+					}
+					if out.Notes == nil {
+						out.Notes = []string{}
+					}
+					res = &out
 					if err := writeJSON(g.stdout, struct {
 						*ghissue.Result
 						Pending []ghissue.PendingRow `json:"pending"`
@@ -139,7 +174,7 @@ variable named by github.private_key_env).`,
 				case len(pending) == 0 && cfg.GitHub == nil:
 					// Said above: nothing is queued, nothing was delivered.
 				case len(pending) == 0:
-					fmt.Fprintln(w, "outbox empty: every event change has been delivered")
+					fmt.Fprintln(w, "outbox empty: every queued event change has been delivered")
 				default:
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(tw, "ID\tEVENT\tTARGET\tACTION\tCHANGE\tRUN\tISSUE\tATTEMPTS\tREASON")
@@ -152,6 +187,17 @@ variable named by github.private_key_env).`,
 					}
 					tw.Flush()
 				}
+				if cfg.GitHub != nil && !backfill {
+					// Events detection never queued: say so, or an empty
+					// outbox reads as "every event has its issue".
+					ids, err := ghissue.Unfiled(ctx, st, file)
+					if err != nil {
+						return err
+					}
+					if len(ids) > 0 {
+						fmt.Fprintf(w, "%d open event(s) have no issue and nothing queued%s: recorded before the github block was configured (or while github.kinds left their kind out), they are never filed on their own; `driftprobe outbox --backfill` queues them.\n", len(ids), eventList(ids))
+					}
+				}
 			}
 			if res != nil && len(res.Errors) > 0 {
 				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed or could not be attempted and stay queued (see above)", len(pending))
@@ -159,12 +205,25 @@ variable named by github.private_key_env).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, lost, errors, notes and pending)")
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, rendered (dry runs only: 0), lost, errors, notes and pending)")
 	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
 	c.Flags().BoolVar(&all, "all", false, "with --dry-run: render every event's issue and comments, not just pending deliveries")
+	c.Flags().BoolVar(&backfill, "backfill", false, "queue an issue for every open event that has none (recorded before the github block was configured); with --send, deliver them now")
 	return c
+}
+
+// eventList is " (events 1, 3)" for ids, "" for none.
+func eventList(ids []int64) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return " (events " + strings.Join(s, ", ") + ")"
 }
 
 func configName(file string) string {

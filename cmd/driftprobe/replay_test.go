@@ -82,8 +82,8 @@ func TestReplay(t *testing.T) {
 	if !strings.Contains(text, "2 differ") || !strings.Contains(text, "blocked_output") {
 		t.Errorf("text report:\n%s", text)
 	}
-	if _, _, code := runIn(t, "replay", "--db", db, "--target", "nope"); code != 2 {
-		t.Errorf("unknown target: exit %d, want 2", code)
+	if _, stderr, code := runIn(t, "replay", "--db", db, "--target", "nope"); code != 2 || !strings.Contains(stderr, `no target "nope" in the configuration or the database (run 1 has sim-a)`) {
+		t.Errorf("unknown target: exit %d, want 2 naming the run's targets: %s", code, stderr)
 	}
 }
 

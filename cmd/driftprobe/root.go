@@ -179,6 +179,16 @@ func noConfig(c *cobra.Command) *cobra.Command {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[ignoresConfig] = "true"
+	// Its help leaves out the global --config and --db it refuses.
+	c.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		for _, name := range []string{"config", "db"} {
+			if f := cmd.InheritedFlags().Lookup(name); f != nil && !f.Hidden {
+				f.Hidden = true
+				defer func() { f.Hidden = false }()
+			}
+		}
+		cmd.Root().HelpFunc()(cmd, args)
+	})
 	return c
 }
 

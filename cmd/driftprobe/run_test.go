@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // Changing a target's parameters changes its request bytes: the run says
@@ -122,5 +125,58 @@ func TestCorpusLockJSON(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "corpus.lock")); err != nil {
 		t.Errorf("corpus lock --json wrote no lock: %v", err)
+	}
+}
+
+// Events recorded before the github block was configured were never
+// filed, and outbox said "every event change has been delivered": it now
+// names them, --backfill queues their issues, and a dry run over an event
+// whose issue exists does not say it "would open" one.
+func TestOutboxNamesAndBackfillsUnfiledEvents(t *testing.T) {
+	dir := t.TempDir()
+	db, withGH, without := filepath.Join(dir, "d.db"), filepath.Join(dir, "gh.yaml"), filepath.Join(dir, "nogh.yaml")
+	targets := "targets:\n  - name: sim-a\n    provider: sim\n    model: sim-large\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.01}}]}\n"
+	os.WriteFile(withGH, []byte(targets+"github: {repo: o/r, base_url: \"http://127.0.0.1:1/\"}\n"), 0o644)
+	os.WriteFile(without, []byte(targets), 0o644)
+	t.Setenv("GITHUB_TOKEN", "test-token")
+	for i := 0; i < 4; i++ {
+		runIn(t, "run", "--config", without, "--db", db, "--no-progress")
+	}
+	stdout, stderr, code := runIn(t, "outbox", "--config", withGH, "--db", db)
+	if code != 0 || !strings.Contains(stdout, "1 open event(s) have no issue and nothing queued (events 1)") || !strings.Contains(stdout, "outbox --backfill") {
+		t.Fatalf("outbox with unfiled events: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, stderr, code := runIn(t, "outbox", "--config", without, "--db", db, "--backfill"); code != 2 || !strings.Contains(stderr, "no github block") {
+		t.Errorf("--backfill without a github block: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code = runIn(t, "outbox", "--config", withGH, "--db", db, "--backfill")
+	if code != 0 || !strings.Contains(stdout, "queued an issue for 1 open event(s) that had none (events 1)") || !strings.Contains(stdout, "open") {
+		t.Fatalf("outbox --backfill: exit %d\n%s%s", code, stdout, stderr)
+	}
+	stdout, _, _ = runIn(t, "outbox", "--config", withGH, "--db", db, "--json")
+	var rows []struct {
+		EventID int64 `json:"event_id"`
+		Action  string
+	}
+	if json.Unmarshal([]byte(stdout), &rows) != nil || len(rows) != 1 || rows[0].EventID != 1 || rows[0].Action != "open" {
+		t.Errorf("pending after --backfill: %s", stdout)
+	}
+	if stdout, _, _ := runIn(t, "outbox", "--config", withGH, "--db", db, "--backfill"); !strings.Contains(stdout, "queued an issue for 0 open event(s)") {
+		t.Errorf("a second --backfill queued again: %s", stdout)
+	}
+	// An event whose issue exists renders as such, not as "would open".
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SQL().Exec(`UPDATE events SET issue_number = 42, issue_url = 'https://github.example/o/r/issues/42'`)
+	st.SQL().Exec(`UPDATE outbox SET sent_at = '2026-01-01T00:00:00Z'`)
+	st.Close()
+	stdout, _, _ = runIn(t, "outbox", "--config", withGH, "--db", db, "--dry-run")
+	if strings.Contains(stdout, "would open an issue") || !strings.Contains(stdout, "event 1 already has issue #42") {
+		t.Errorf("dry run over a filed event:\n%s", stdout)
+	}
+	if _, stderr, code := runIn(t, "outbox", "--config", withGH, "--db", db, "--dry-run", "--json"); code != 2 || !strings.Contains(stderr, "--json and --dry-run exclude each other") {
+		t.Errorf("--dry-run --json: exit %d: %s", code, stderr)
 	}
 }

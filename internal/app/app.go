@@ -218,13 +218,18 @@ func load(path, dbOverride string, needKeys, mustExist bool, mode CorpusMode) (*
 	return s, nil
 }
 
-// requireDatabase refuses a database file that does not exist.
+// requireDatabase refuses a database file that does not exist, and a
+// directory in its place.
 func requireDatabase(cfg *config.Config) error {
 	if cfg.Database == ":memory:" {
 		return nil
 	}
-	if _, err := os.Stat(cfg.Database); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Stat(cfg.Database)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return Usage(fmt.Errorf("database %s does not exist (driftprobe run creates it; check --db or the config's database)", cfg.Database))
+	case err == nil && fi.IsDir():
+		return Usage(fmt.Errorf("database %s is a directory, not a database file (check --db or the config's database)", cfg.Database))
 	}
 	return nil
 }

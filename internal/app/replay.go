@@ -175,7 +175,22 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 		}
 	}
 	if only != "" && !found {
-		return nil, Usage(fmt.Errorf("replay: run %d has no target %q", runID, only))
+		// Say whether the name is known at all: a typo reads differently
+		// from a target that did not take part in this run.
+		known := slices.ContainsFunc(rows, func(r storage.TargetRow) bool { return r.Name == only })
+		_, configured := byName[only]
+		has := "no targets"
+		if len(rts) > 0 {
+			var names []string
+			for _, rt := range rts {
+				names = append(names, rt.Target)
+			}
+			has = strings.Join(names, ", ")
+		}
+		if !known && !configured {
+			return nil, Usage(fmt.Errorf("replay: no target %q in the configuration or the database (run %d has %s)", only, runID, has))
+		}
+		return nil, Usage(fmt.Errorf("replay: target %q took no part in run %d (it has %s)", only, runID, has))
 	}
 	return rep, nil
 }
