@@ -342,6 +342,13 @@ type job struct {
 
 // TargetPlan is what a run would send to one target, computed without
 // sending anything.
+//
+// How many requests a run then makes follows from it: every probe that
+// renders is sent once; after a verdict, Options.Resample may ask for
+// extra samples of the identical bytes; each of these sends is attempted
+// up to the target's max_attempts (retries of retryable classes only). A
+// probe that does not render sends nothing. A circuit breaker that opens,
+// or a cancelled run, sends fewer.
 type TargetPlan struct {
 	Probes       int // probes of the corpus
 	RenderErrors int // probes the target cannot render (recorded as client errors)
@@ -351,12 +358,34 @@ type TargetPlan struct {
 	// probe that does not render): equal across runs exactly when every
 	// request is byte-identical. A run reports the same value.
 	RequestsSHA256 string
+	// Requests is every probe's request in corpus order, the lines
+	// RequestsSHA256 is made of. Only Plan fills it.
+	Requests []ProbePlan
+}
+
+// ProbePlan is one probe's request as a run renders it.
+type ProbePlan struct {
+	ProbeID     string
+	ProbeSHA256 string // the probe's canonical hash (changes only with the corpus)
+	// RequestSHA256 is the request's fingerprint (probes.Request.SHA256), as
+	// observations record it; storage.RenderError when it does not render.
+	RequestSHA256 string
+	BodyBytes     int   // request body bytes (0 when it does not render)
+	Err           error // why it does not render; nil when it does
 }
 
 // Plan renders every probe of c for t, as a run does first, and sends
 // nothing.
 func Plan(c *corpus.Corpus, t *Target) TargetPlan {
-	_, p := render(c, t)
+	jobs, p := render(c, t)
+	p.Requests = make([]ProbePlan, len(jobs))
+	for i, j := range jobs {
+		pp := ProbePlan{ProbeID: j.probe.ID, ProbeSHA256: j.probe.SHA256, RequestSHA256: storage.RenderError, Err: j.err}
+		if j.err == nil {
+			pp.RequestSHA256, pp.BodyBytes = j.req.SHA256(), len(j.req.Body)
+		}
+		p.Requests[i] = pp
+	}
 	return p
 }
 

@@ -34,8 +34,13 @@ targets:
 		t.Fatalf("plan: %+v", plan)
 	}
 	b := plan.Targets[1]
-	if b.Target != "sim-b" || b.Probes != 62 || b.RenderErrors != 0 || b.RequestBytes == 0 || b.MaxRequests != 62*3 ||
-		b.MinDurationSec != 0.6 || b.MaxOutputToks != 62*32 || b.MaxOutputUSD != float64(62*32)*4/1e6 {
+	// Ceilings: 62 probes × 3 samples (1 + screen_samples 2) × 3 attempts,
+	// each at 32 output tokens; the usual run: 62 requests, whose rate
+	// limit (100/s, the first at once) allows no less than 0.61s.
+	if b.Target != "sim-b" || b.Probes != 62 || b.RenderErrors != 0 || b.RequestBytes == 0 || b.MaxRequests != 62*3*3 ||
+		b.MaxSamplesPerProbe != 3 || b.MaxAttempts != 3 || b.MaxTokens != 32 ||
+		b.MinDurationSec != 0.61 || b.MaxOutputToks != 62*3*3*32 || b.MaxOutputUSD != float64(62*3*3*32)*4/1e6 ||
+		b.LikelyRequests != 62 || b.LikelyMaxOutputToks != 62*32 || b.LikelyMaxOutputUSD != float64(62*32)*4/1e6 || b.ProbeRequests != nil {
 		t.Errorf("sim-b plan: %+v", b)
 	}
 	stdout, stderr, code = runIn(t, "run", "--json", "--config", cfg, "--db", db)
@@ -66,7 +71,7 @@ targets:
 	}
 	// The table names every target and its fingerprint.
 	text, _, code := runIn(t, "plan", "--config", cfg, "--db", db)
-	if code != 0 || !strings.Contains(text, "sim-a") || !strings.Contains(text, plan.Targets[0].RequestsSHA256) || !strings.Contains(text, "600ms") {
+	if code != 0 || !strings.Contains(text, "sim-a") || !strings.Contains(text, plan.Targets[0].RequestsSHA256) || !strings.Contains(text, "610ms") {
 		t.Errorf("plan table (exit %d):\n%s", code, text)
 	}
 }
