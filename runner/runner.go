@@ -569,7 +569,9 @@ func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *co
 		s := sha256.Sum256(ob.Body)
 		ob.BodySHA256 = hex.EncodeToString(s[:])
 	}
-	ob.CostUSD = (float64(a.result.TokensIn)*tc.Price.InputPerMTok + float64(a.result.TokensOut)*tc.Price.OutputPerMTok) / 1e6
+	// The cost is what every attempt was billed; tokens_in/tokens_out are
+	// the answer's own usage, as it reported them.
+	ob.CostUSD = (float64(a.billedIn)*tc.Price.InputPerMTok + float64(a.billedOut)*tc.Price.OutputPerMTok) / 1e6
 	ob.ObservedAt = a.at
 	// Compress here, in the worker, so the single writer only inserts.
 	ob.CompressBodies()
@@ -580,6 +582,10 @@ type attemptResult struct {
 	result   probes.Result
 	attempts int
 	at       time.Time
+	// billedIn and billedOut are the tokens every attempt of the send
+	// reported, this one included: a retried answer (a 2xx without
+	// usable content) is billed too, so the cost counts it.
+	billedIn, billedOut int
 }
 
 // errTransient marks an attempt that counts against the breaker.
@@ -708,6 +714,7 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 	br := r.breaker(t, req)
 	var bo *backoff.ExponentialBackOff // made on the first retry: most probes need none
 	var last *attemptResult
+	var billedIn, billedOut int
 	for attempt := 1; attempt <= tc.MaxAttempts; attempt++ {
 		if limiter != nil {
 			if err := limiter.Wait(ctx); err != nil {
@@ -742,6 +749,9 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 			return &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}, true
 		}
 		res.attempts = attempt
+		billedIn += max(res.result.TokensIn, 0)
+		billedOut += max(res.result.TokensOut, 0)
+		res.billedIn, res.billedOut = billedIn, billedOut
 		last = res
 		if r.o.OnAttempt != nil {
 			r.o.OnAttempt(t, res.result.Class, attempt > 1)
