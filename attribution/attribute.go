@@ -84,6 +84,15 @@ type History struct {
 	CorpusProbes int
 	// ConfirmRuns is the config's confirm_runs (default 2).
 	ConfirmRuns int
+	// Verdicts holds, per target and run id, the verdicts the target's
+	// probes answered in that run (LoadVerdicts reads them): what decides
+	// whether the probes held still around a change. Nil when not read:
+	// then only events and nondeterminism marks are checked, and a
+	// traffic reason says the verdicts were not read.
+	Verdicts map[string]map[int64][]ProbeVerdict
+	// ProbeTags maps probe ids to their corpus tags (LoadVerdicts fills
+	// it): which probes of Verdicts belong to a category.
+	ProbeTags map[string][]string
 }
 
 // Options tune Attribute.
@@ -568,12 +577,31 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 		return set(Inconclusive, nil, "%d complete run(s) of %s after the change within the series (until %s); a flip needs %d (confirm_runs) to be confirmed",
 			cr.RunsAfter, c.Target, end.UTC().Format(time.RFC3339), a.confirm)
 	}
+	// "Held still" is checked, not assumed: see attributor.stillness.
+	st := a.stillness(c, start, end)
+	if st.unstable() {
+		reason, evs := describeUnstable(st, c)
+		cr.Events = append(cr.Events, evs...)
+		return set(Inconclusive, nil, "%s", reason)
+	}
+	if st.read && st.witnesses == 0 {
+		return set(Inconclusive, nil, "none of the %s on %s has a verdict on the same request bytes both before and after the change within the series (no verdicts stored for those runs — retention deleted them, or every answer was an error — or the request bytes changed across it): nothing shows that the probes held still",
+			probesOf(c.Category), c.Target)
+	}
 	held := fmt.Sprintf("the %d corpus probe(s) tagged %s", a.h.Coverage[c.Category], c.Category)
 	if c.Category == "" {
 		held = fmt.Sprintf("the corpus's %d probes", a.h.CorpusProbes)
 	}
-	return set(Traffic, nil, "%s held still on %s: %d complete run(s) before and %d after the change, no event in the window: the customers' content changed",
-		held, c.Target, cr.RunsBefore, cr.RunsAfter)
+	check, note := "", " (per-run verdicts not read: only events and nondeterminism marks were checked)"
+	if st.read {
+		note = ""
+		check = fmt.Sprintf(", %d probe(s) with identical verdicts on identical request bytes before and after it and none that flipped at random", st.witnesses)
+		if st.explained > 0 {
+			check += fmt.Sprintf(" (%d of them changed elsewhere in the series only through confirmed flips outside the window)", st.explained)
+		}
+	}
+	return set(Traffic, nil, "%s held still on %s: %d complete run(s) before and %d after the change, no event in the window%s: the customers' content changed%s",
+		held, c.Target, cr.RunsBefore, cr.RunsAfter, check, note)
 }
 
 // gapNote says that production data is missing around a change when the

@@ -135,9 +135,24 @@ func TestAttributeVerdicts(t *testing.T) {
 		{"traffic: events on another target do not count", step("sim-b", "violence", 10, 30), history(tightenViolence),
 			Traffic, []int64{}, "held still on sim-b"},
 		{"traffic: all blocks", step("sim-a", "", 10, 30), history(), Traffic, []int64{}, "the corpus's 62 probes held still on sim-a"},
-		{"traffic: nondeterminism is never evidence", step("sim-a", "violence", 10, 30),
-			history(Event{ID: 13, Kind: KindNondeterminism, Direction: Mixed, Targets: []string{"sim-a"}, Flips: []Flip{flip("sim-a", []string{"violence"}, allowed, blocked("violence"), 7)}}),
+		// A nondeterminism event is never evidence of a provider change,
+		// and a probe it marks cannot show that the provider held still.
+		{"inconclusive: nondeterminism is never provider evidence, nor shows the probes held still", step("sim-a", "violence", 10, 30),
+			history(Event{ID: 13, Kind: KindNondeterminism, Direction: Tightened, Targets: []string{"sim-a"}, Flips: []Flip{flip("sim-a", []string{"violence"}, allowed, blocked("violence"), 7)}}),
+			Inconclusive, []int64{13}, "the violence probes on sim-a did not hold still in the runs around the change: 1 probe(s) marked nondeterministic (event 13: p-violence)"},
+		{"traffic: a nondeterminism mark after the compared runs", step("sim-a", "violence", 10, 30),
+			history(Event{ID: 13, Kind: KindNondeterminism, Direction: Mixed, Targets: []string{"sim-a"}, Flips: []Flip{flip("sim-a", []string{"violence"}, allowed, blocked("violence"), 13)}}),
 			Traffic, []int64{}, "held still"},
+		{"traffic: a nondeterminism mark the probe left before the compared runs", step("sim-a", "violence", 10, 30),
+			history(Event{ID: 13, Kind: KindNondeterminism, Direction: Mixed, Targets: []string{"sim-a"},
+				Flips: []Flip{{Target: "sim-a", ProbeID: "v", Tags: []string{"violence"}, Before: allowed, After: blocked("violence"), FirstRun: 1, RevertedRun: 1}}}),
+			Traffic, []int64{}, "held still"},
+		{"traffic: a nondeterminism mark on a probe of another category", step("sim-a", "violence", 10, 30),
+			history(Event{ID: 13, Kind: KindNondeterminism, Direction: Mixed, Targets: []string{"sim-a"}, Flips: []Flip{flip("sim-a", []string{"hate"}, allowed, blocked("hate"), 7)}}),
+			Traffic, []int64{}, "held still"},
+		{"inconclusive: a nondeterminism mark on any probe, for all blocks", step("sim-a", "", 10, 30),
+			history(Event{ID: 13, Kind: KindNondeterminism, Direction: Mixed, Targets: []string{"sim-a"}, Flips: []Flip{flip("sim-a", []string{"hate"}, allowed, blocked("hate"), 3)}}),
+			Inconclusive, []int64{13}, "the corpus probes on sim-a did not hold still"},
 
 		{"inconclusive: an event moved the category the other way", step("sim-a", "violence", 10, 30),
 			history(Event{ID: 14, Kind: "policy_change", Direction: Loosened, Targets: []string{"sim-a"}, Flips: []Flip{flip("sim-a", []string{"violence"}, blocked("violence"), allowed, 7)}}),
@@ -376,7 +391,7 @@ func TestAttributeProductionGap(t *testing.T) {
 		// No event: traffic, judged on runs outside the gap (run 3, inside
 		// it, counts on neither side), the gap said.
 		{"no event: traffic over the runs outside the gap", gapSeries(9, 18, 19), h(), at(9), at(19), Traffic, []int64{}, 2, 5, []string{
-			"held still on sim-a: 2 complete run(s) before and 5 after the change, no event in the window: the customers' content changed; production data is missing between 2026-11-20T09:00:00Z and 2026-11-20T19:00:00Z (10h, 10 × the 1h step): the change happened somewhere in it (1 complete run(s) of sim-a within it count on neither side)"}},
+			"held still on sim-a: 2 complete run(s) before and 5 after the change, no event in the window: the customers' content changed (per-run verdicts not read: only events and nondeterminism marks were checked); production data is missing between 2026-11-20T09:00:00Z and 2026-11-20T19:00:00Z (10h, 10 × the 1h step): the change happened somewhere in it (1 complete run(s) of sim-a within it count on neither side)"}},
 		// One missing hour is no gap worth a word.
 		{"one missing interval: no note", gapSeries(18, 18, 19), h(), at(18), at(19), Traffic, []int64{}, 3, 5, []string{"the customers' content changed"}},
 	}

@@ -12,15 +12,37 @@
 //   - traffic: the corpus covers the category, the target has complete,
 //     non-degraded runs on both sides of the change (at least one before,
 //     at least confirm_runs after, within the series' span, none counted
-//     from inside a production gap) and no event touched the target in the
-//     window: the probes held still, so the customers' content moved.
+//     from inside a production gap), no event touched the target in the
+//     window, and the probes actually held still (see "Held still"): so
+//     the customers' content moved.
 //   - inconclusive, with a reason: an event moved the category the other
 //     way or without changing whether it blocks (including score drift
 //     in no single direction), the corpus does not cover
 //     the category, an event in other categories only happened in the same
-//     window, runs are missing or degraded on one side, or production is
+//     window, runs are missing or degraded on one side, production is
 //     missing around the change and the matching flips explain only part
-//     of the gap (provider and traffic both fit).
+//     of the gap (provider and traffic both fit), or the category's probes
+//     did not hold still (marked nondeterministic, or flipping without a
+//     confirmed flip to explain it; the nondeterminism events are named),
+//     or no probe has a verdict on the same bytes on both sides.
+//
+// # Held still
+//
+// The compared runs are the target's complete runs that started within
+// the series' span. A probe of the category (tagged with it, or with a
+// verdict naming it; every probe for all blocks) is unstable when a
+// nondeterminism event marks it within the compared runs, when samples of
+// one run disagree on the same bytes, or when its verdicts in two
+// consecutive compared runs differ on the same request bytes and no
+// confirmed flip of that probe (an event other than nondeterminism: first
+// seen in the later run, or a revert whose window holds it) explains the
+// change. One unstable probe makes the change inconclusive: a probe that
+// flips at random cannot show that the provider held still. With per-run
+// verdicts read (History.Verdicts, LoadVerdicts), traffic also needs a
+// witness: a probe whose verdict on the same bytes was identical from a
+// run before the change to a run after it. Without them only the
+// nondeterminism marks are checked, and the traffic reason says so.
+// attributor.stillness states the rule in full.
 //
 // # Contracts
 //
@@ -68,9 +90,11 @@
 // empty category, the direction all its categories share), else with the
 // event's direction; scores that moved in no single direction (a "mixed"
 // score drift) match neither way and make the change inconclusive, naming
-// the event. nondeterminism events are never evidence.
+// the event. nondeterminism events are never evidence of a change (they
+// only stop a traffic claim, see "Held still").
 //
-// Nothing here reads the database or the network except Prometheus.Load:
-// the caller builds a History (internal/app does, from the store and the
+// Nothing here reads the database or the network except Prometheus.Load
+// and LoadVerdicts (through the VerdictStore the caller passes): the
+// caller builds a History (internal/app does, from the store and the
 // corpus), so every rule is testable with plain values.
 package attribution

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"sort"
 	"strconv"
@@ -39,7 +40,9 @@ import (
 // line ends are accepted. Decoding is strict: unknown or duplicate fields,
 // wrong types, trailing data, a second point for the same series and time,
 // and every rule above are errors reported as "NAME:LINE: field: problem"
-// (a yamlx.List, at most maxErrors of them).
+// (a yamlx.List, at most maxErrors of them). Input that cannot be read
+// (a directory, an I/O error) is an *InputError "NAME: reading: problem":
+// the user's input too.
 type JSONL struct {
 	Name string    // the file name used in errors ("stdin" for standard input)
 	R    io.Reader // the data
@@ -122,7 +125,13 @@ func ReadJSONL(name string, r io.Reader, targets []string) (*Production, error) 
 			errs.add(lineNo+1, "", "line longer than %d bytes", maxLine)
 			return nil, errs.final(false)
 		}
-		return nil, fmt.Errorf("read %s: %w", name, err)
+		// The input is unreadable (a directory, an I/O error): the user's
+		// input, said once — an *os.PathError repeats "read NAME".
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &InputError{fmt.Errorf("%s: reading: %w", name, err)}
 	}
 	prod := &Production{Skipped: []SkippedSeries{}}
 	for seg, pts := range bySeg {

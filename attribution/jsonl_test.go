@@ -286,3 +286,18 @@ func TestReadJSONLLowerCaseTime(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// Input that cannot be read is the user's input (exit 2), said once:
+// not "read /tmp: read /tmp: is a directory".
+func TestReadJSONLUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = ReadJSONL(dir, f, []string{"sim-a"})
+	if err == nil || !IsInput(err) || !strings.HasPrefix(err.Error(), dir+": reading: ") || strings.Count(err.Error(), dir) != 1 || strings.Contains(err.Error(), "read "+dir) {
+		t.Fatalf("err %v (input %v)", err, IsInput(err))
+	}
+}

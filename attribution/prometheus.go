@@ -49,7 +49,9 @@ import (
 // reasons and warnings hold the server's text raw (labels quoted, not
 // escaped): Report.WriteTable and WriteWarnings escape it for terminals. A transport failure, a
 // non-2xx answer or a body that is not the documented JSON envelope is an
-// error; an answer with status "error" is an *APIError.
+// error; an answer with status "error" is an *APIError. A query (or total
+// query) that matches no series at all is no error, but a warning naming
+// it: an empty answer is what a mistyped metric name gets.
 type Prometheus struct {
 	URL           string // API root, e.g. http://prometheus:9090 (a path prefix is kept)
 	Query         string
@@ -143,6 +145,14 @@ func (p *Prometheus) Check() error {
 	return nil
 }
 
+// noSeries is the warning for a query (what: "query" or "total query")
+// that matched no series in the range: a mistyped metric or label name
+// looks exactly like this, so it is never silent.
+func (p *Prometheus) noSeries(what, q string) string {
+	return fmt.Sprintf("prometheus: the %s %s matched no series between %s and %s: nothing from it to attribute (check the metric and label names, and --since)",
+		what, strconv.Quote(wire.Shorten(q, 200)), p.Start.UTC().Format(time.RFC3339), p.End.UTC().Format(time.RFC3339))
+}
+
 // quote wraps untrusted text in double quotes without escaping it: the
 // text is escaped once, at output.
 func quote(s string) string { return `"` + s + `"` }
@@ -173,6 +183,9 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 		return nil, err
 	}
 	prod.Warnings = append(prod.Warnings, warns...)
+	if len(series) == 0 {
+		prod.Warnings = append(prod.Warnings, p.noSeries("query", p.Query))
+	}
 	tl, cl := p.targetLabel(), p.categoryLabel()
 	skip := func(query string, labels map[string]string, format string, args ...any) {
 		if labels == nil {
@@ -232,6 +245,9 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			return nil, err
 		}
 		prod.Warnings = append(prod.Warnings, warns...)
+		if len(tseries) == 0 {
+			prod.Warnings = append(prod.Warnings, p.noSeries("total query", p.TotalQuery))
+		}
 		totals = map[string]map[int64]float64{}
 		for _, s := range tseries {
 			tgt, ok := target("total", s)

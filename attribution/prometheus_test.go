@@ -495,3 +495,44 @@ func TestPrometheusCounterAppearsAtTheChange(t *testing.T) {
 		})
 	}
 }
+
+// A query that matches no series (a mistyped metric name) is never
+// silent: a warning names it, and the total query's too.
+func TestPrometheusNoSeriesWarns(t *testing.T) {
+	empty := `{"status":"success","data":{"resultType":"matrix","result":[]}}`
+	blocked := `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"target":"sim-a"},"values":[[1795136400,"12"]]}]}}`
+	for _, c := range []struct {
+		name           string
+		blocked, total string
+		want           []string
+	}{
+		{"blocked query", empty, empty, []string{
+			`prometheus: the query "sum by (target, category) (increase(llm_blocked_total[1h]))" matched no series between 2026-11-20T00:00:00Z and 2026-11-20T08:00:00Z: nothing from it to attribute (check the metric and label names, and --since)`,
+			`prometheus: the total query "sum by (target) (increase(llm_requests_total[1h]))" matched no series between`}},
+		{"total query only", blocked, empty, []string{`prometheus: the total query "sum by (target) (increase(llm_requests_total[1h]))" matched no series`}},
+		{"both match", blocked, blocked, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ps := newPromServer(t, func(w http.ResponseWriter, r *http.Request) {
+				body := c.blocked
+				if strings.Contains(r.URL.Query().Get("query"), "llm_requests_total") {
+					body = c.total
+				}
+				replay([]byte(body), 200)(w, r)
+			})
+			prod, err := testProm(ps.URL).Load(context.Background(), testTargets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := strings.Join(prod.Warnings, "\n")
+			for _, want := range c.want {
+				if !strings.Contains(w, want) {
+					t.Errorf("warnings lack %q:\n%s", want, w)
+				}
+			}
+			if c.want == nil && strings.Contains(w, "matched no series") {
+				t.Errorf("warnings: %s", w)
+			}
+		})
+	}
+}

@@ -58,8 +58,15 @@ Sources:
     and alerts show (stderr says which run made it, and whether a later
     attempt failed).
 
+A change is traffic only when the probes actually held still: a probe of the
+category marked nondeterministic, or whose verdict changed on identical bytes
+in the runs around the change without a confirmed flip to explain it, makes
+the change inconclusive (it cannot show that the provider held still).
+
 Exit 0 whatever the attribution (it is a report), 1 with --fail-on when a change
-of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.`,
+of that kind was found, 2 on bad input (including an unreadable --production
+file, and, with --fail-on, a report with no series at all: a query matching
+nothing must not pass a gate), 3 when Prometheus or the database fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -166,6 +173,12 @@ of that kind was found, 2 on bad input, 3 when Prometheus or the database fails.
 			}
 			if err != nil {
 				return err
+			}
+			if failOn != "" && rep.Series == 0 {
+				// A gate over nothing must not pass: a mistyped metric name
+				// or --target-label matches no series, an empty file has no
+				// points, and 0 changes of 0 series is no evidence.
+				return app.Usage(fmt.Errorf("attribute: --fail-on %s: no series matched, so nothing was checked (see the warnings: a query or metric name that matches nothing, a --target-label naming no configured target, or a file without points)", failOn))
 			}
 			if failOn != "" {
 				n := 0

@@ -34,14 +34,31 @@ func Attribute(ctx context.Context, s *Session, src attribution.Source, o attrib
 	if err != nil {
 		return nil, fmt.Errorf("attribute: reading the probe history: %w", err)
 	}
+	// The per-run verdicts around each change: traffic needs the probes
+	// to have held still, not only the absence of events.
+	var tags map[string][]string
+	if s.Corpus != nil {
+		tags = make(map[string][]string, len(s.Corpus.Probes))
+		for _, p := range s.Corpus.Probes {
+			tags[p.ID] = p.Tags
+		}
+	}
+	if err := attribution.LoadVerdicts(ctx, s.Store, prod, h, tags); err != nil {
+		return nil, fmt.Errorf("attribute: reading the probe history: %w", err)
+	}
 	return attribution.Attribute(prod, h, o), nil
 }
 
 // OpenProduction returns the JSONL source for path ("-": stdin) and a
-// closer. A file that cannot be opened is a usage error.
+// closer. A file that cannot be opened, or a directory, is a usage error.
 func OpenProduction(path string, stdin io.Reader) (attribution.Source, func(), error) {
 	if path == "-" {
 		return &attribution.JSONL{Name: "stdin", R: stdin}, func() {}, nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		// os.Open opens a directory; reading it would fail later as a
+		// runtime error. Like a missing file, it is the user's input.
+		return nil, nil, Usage(fmt.Errorf("%s: --production: is a directory (want a JSONL file, or - for standard input)", path))
 	}
 	f, err := os.Open(path)
 	if err != nil {

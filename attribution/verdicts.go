@@ -1,0 +1,375 @@
+package attribution
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// ProbeVerdict is one verdict a probe answered on a target in one run.
+type ProbeVerdict struct {
+	ProbeID       string
+	RequestSHA256 string
+	// Verdict is the class and sorted normalized categories, as detection
+	// keys them (diff.Verdict.Key: "blocked_output|hate").
+	Verdict string
+}
+
+// VerdictStore is what LoadVerdicts reads; *storage.DB implements it.
+type VerdictStore interface {
+	Targets(ctx context.Context) ([]storage.TargetRow, error)
+	Observations(ctx context.Context, runID, targetID int64) ([]*storage.Observation, error)
+	ProbeTags(ctx context.Context) (map[string][]string, error)
+}
+
+// LoadVerdicts fills h.Verdicts and h.ProbeTags from st, so that Attribute
+// can tell whether the probes actually held still: for every target with a
+// series in p, the verdicts its probes answered (every sample) in each of
+// its complete runs that started within the span of one of its series.
+// Answers that are not verdicts (transient, client_error,
+// filter_unavailable) and account-level abuse_block are left out, as
+// detection leaves them out. A run whose observations retention deleted
+// contributes the few it kept (the evidence events pin), possibly none.
+// ProbeTags are the tags the store kept for every probe it saw, overlaid
+// with corpusTags (probe id → corpus tags; nil: the store's alone).
+func LoadVerdicts(ctx context.Context, st VerdictStore, p *Production, h *History, corpusTags map[string][]string) error {
+	tags, err := st.ProbeTags(ctx)
+	if err != nil {
+		return fmt.Errorf("probe verdicts: %w", err)
+	}
+	if tags == nil {
+		tags = map[string][]string{}
+	}
+	for id, t := range corpusTags {
+		tags[id] = t
+	}
+	rows, err := st.Targets(ctx)
+	if err != nil {
+		return fmt.Errorf("probe verdicts: targets: %w", err)
+	}
+	ids := map[string]int64{}
+	for _, t := range rows {
+		ids[t.Name] = t.ID
+	}
+	type span struct{ start, end time.Time }
+	spans := map[string][]span{}
+	for _, s := range p.Series {
+		start, end := s.Span()
+		spans[s.Target] = append(spans[s.Target], span{start, end})
+	}
+	h.ProbeTags = tags
+	h.Verdicts = map[string]map[int64][]ProbeVerdict{}
+	for target, ss := range spans {
+		byRun := map[int64][]ProbeVerdict{}
+		h.Verdicts[target] = byRun
+		tid, ok := ids[target]
+		if !ok {
+			continue // configured but never run: no verdicts
+		}
+		for _, r := range h.Runs {
+			if r.Aborted || r.Targets[target] != StatusComplete {
+				continue
+			}
+			in := false
+			for _, sp := range ss {
+				if !r.StartedAt.Before(sp.start) && r.StartedAt.Before(sp.end) {
+					in = true
+					break
+				}
+			}
+			if !in {
+				continue
+			}
+			obs, err := st.Observations(ctx, r.ID, tid)
+			if err != nil {
+				return fmt.Errorf("probe verdicts of run %d on %s: %w", r.ID, target, err)
+			}
+			vs := make([]ProbeVerdict, 0, len(obs))
+			for _, o := range obs {
+				if c := o.Result.Class; !c.IsVerdict() || c == probes.AbuseBlock {
+					continue
+				}
+				vs = append(vs, ProbeVerdict{ProbeID: o.ProbeID, RequestSHA256: o.RequestSHA256, Verdict: diff.VerdictOf(o.Result).Key()})
+			}
+			byRun[r.ID] = vs
+		}
+	}
+	return nil
+}
+
+// stillness is whether the probes of a category held still on a target
+// around a change (see attributor.stillness for the rule).
+type stillness struct {
+	// read: the per-run verdicts were read (History.Verdicts set).
+	read bool
+	// marked: nondeterminism events → the category's probes they mark
+	// within the compared runs.
+	marked map[int64][]string
+	// changed: probes whose verdict changed on identical bytes with no
+	// confirmed flip to explain it, each described ("p: v1 in run 2,
+	// v2 in run 3"), sorted.
+	changed []string
+	// witnesses: probes with verdicts on identical bytes in a run before
+	// the change and a run after it, with no change in between.
+	witnesses int
+	// explained: probes whose verdict changed in the compared runs only
+	// through confirmed flips (outside the change's window).
+	explained int
+}
+
+func (s stillness) unstable() bool { return len(s.marked) > 0 || len(s.changed) > 0 }
+
+// runVerdict is what one probe answered in one compared run.
+type runVerdict struct {
+	idx      int // index in History.Runs
+	sha      string
+	verdict  string
+	disagree string // another verdict a sample of the same run gave ("": none)
+}
+
+// stillness decides whether the probes of c.Category ("" = every probe)
+// held still on c.Target around the change, over the compared runs: the
+// target's complete runs that started within the series' span [start,
+// end) — those counted before and after the change and those inside a
+// production gap.
+//
+// A probe of the category (tagged with it, or with a verdict naming it;
+// any probe for all blocks) is unstable, and the probes cannot show that
+// the provider held still, when
+//   - a nondeterminism event involving the target marks it (its flip
+//     there touches the category) from a run no later than the last
+//     compared run, and it had not left the event (RevertedRun) by the
+//     first compared run; or
+//   - two samples of one compared run gave different verdicts on the same
+//     request bytes; or
+//   - its verdicts in two consecutive compared runs on the same request
+//     bytes differ, and no confirmed flip explains it: a flip of that
+//     probe on the target, of an event that is not nondeterminism, first
+//     seen in the later run (or, for a revert, whose revert window — the
+//     confirm_runs complete runs up to the revert's run — holds the later
+//     run). Flips in the change's window were weighed as events before
+//     this rule runs; explained ones lie outside it, are evidence of their
+//     own time, and cut the probe's runs into stretches.
+//
+// A probe is a witness when it is not unstable and one stretch of its
+// verdicts on the same request bytes reaches from a run before the change
+// (started before From) to a run after it (from At on): its verdict was
+// identical across the change. Request bytes that changed between two
+// runs (an input change) also cut a stretch: verdicts on different bytes
+// are never compared. Without per-run verdicts (History.Verdicts nil)
+// only the nondeterminism marks are checked and witnesses are not
+// counted.
+func (a *attributor) stillness(c Change, start, end time.Time) stillness {
+	s := stillness{marked: map[int64][]string{}}
+	var compared []int
+	for _, i := range a.runsOf[c.Target] {
+		r := a.h.Runs[i]
+		if a.complete(i, c.Target) && !r.StartedAt.Before(start) && r.StartedAt.Before(end) {
+			compared = append(compared, i)
+		}
+	}
+	if len(compared) == 0 {
+		return s
+	}
+	firstID, lastID := a.h.Runs[compared[0]].ID, a.h.Runs[compared[len(compared)-1]].ID
+	for i := range a.h.Events {
+		e := &a.h.Events[i]
+		if e.Kind != KindNondeterminism || !has(e.Targets, c.Target) {
+			continue
+		}
+		for _, f := range a.flipsOn(e, c.Target) {
+			if !touches(f, c.Category) || f.FirstRun > lastID || (f.RevertedRun != 0 && f.RevertedRun <= firstID) {
+				continue
+			}
+			if !has(s.marked[e.ID], f.ProbeID) {
+				s.marked[e.ID] = append(s.marked[e.ID], f.ProbeID)
+			}
+		}
+	}
+	for id := range s.marked {
+		sort.Strings(s.marked[id])
+	}
+	if a.h.Verdicts == nil {
+		return s
+	}
+	s.read = true
+	byRun := a.h.Verdicts[c.Target]
+	seq := map[string][]runVerdict{}
+	for _, i := range compared {
+		for _, v := range byRun[a.h.Runs[i].ID] {
+			rv := seq[v.ProbeID]
+			if n := len(rv); n > 0 && rv[n-1].idx == i {
+				// Another sample of the same run.
+				if rv[n-1].sha == v.RequestSHA256 && rv[n-1].verdict != v.Verdict && rv[n-1].disagree == "" {
+					rv[n-1].disagree = v.Verdict
+				}
+				continue
+			}
+			seq[v.ProbeID] = append(rv, runVerdict{idx: i, sha: v.RequestSHA256, verdict: v.Verdict})
+		}
+	}
+	ids := make([]string, 0, len(seq))
+	for id := range seq {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		rv := seq[id]
+		if !a.relevant(id, rv, c.Category) {
+			continue
+		}
+		changed, cut := "", false
+		before := false // the current stretch holds a run before the change
+		witness := false
+		for k, v := range rv {
+			if v.disagree != "" && changed == "" {
+				changed = fmt.Sprintf("%s: %s and %s in run %d", id, verdictText(v.verdict), verdictText(v.disagree), a.h.Runs[v.idx].ID)
+			}
+			if k > 0 {
+				p := rv[k-1]
+				switch {
+				case p.sha != v.sha:
+					before = false // input change: a new stretch
+				case p.verdict != v.verdict && a.explained(c.Target, id, v.idx):
+					before, cut = false, true
+				case p.verdict != v.verdict:
+					if changed == "" {
+						changed = fmt.Sprintf("%s: %s in run %d, %s in run %d", id, verdictText(p.verdict), a.h.Runs[p.idx].ID, verdictText(v.verdict), a.h.Runs[v.idx].ID)
+					}
+				}
+			}
+			at := a.h.Runs[v.idx].StartedAt
+			switch {
+			case at.Before(c.From):
+				before = true
+			case !at.Before(c.At) && before:
+				witness = true
+			}
+		}
+		switch {
+		case changed != "":
+			s.changed = append(s.changed, changed)
+		case witness:
+			s.witnesses++
+			if cut {
+				s.explained++
+			}
+		}
+	}
+	return s
+}
+
+// flipsOn returns e's flips on target, or all of them when e lists the
+// target without probes of its own (as match reads it).
+func (a *attributor) flipsOn(e *Event, target string) []*Flip {
+	var out []*Flip
+	for i := range e.Flips {
+		if e.Flips[i].Target == target {
+			out = append(out, &e.Flips[i])
+		}
+	}
+	if len(out) == 0 {
+		for i := range e.Flips {
+			out = append(out, &e.Flips[i])
+		}
+	}
+	return out
+}
+
+// relevant reports whether probe id belongs to category c's control group
+// on the target: tagged with c, or a verdict of it names c; every probe
+// for c == "" (all blocks).
+func (a *attributor) relevant(id string, rv []runVerdict, c string) bool {
+	if c == "" || has(a.h.ProbeTags[id], c) {
+		return true
+	}
+	for _, v := range rv {
+		for _, k := range []string{v.verdict, v.disagree} {
+			if k != "" && has(diff.ParseKey(k).Categories, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// explained reports whether a confirmed flip of probe id on target (an
+// event other than nondeterminism) accounts for a verdict change that
+// arrived in run h.Runs[idx]: the flip was first seen in that run, or it
+// was a revert whose window (the confirm_runs complete runs up to the
+// revert's run) holds it.
+func (a *attributor) explained(target, id string, idx int) bool {
+	runID, at := a.h.Runs[idx].ID, a.h.Runs[idx].StartedAt
+	for _, e := range a.byTgt[target] {
+		if e.Kind == KindScoreDrift {
+			continue // scores moved, the verdict did not
+		}
+		for i := range e.Flips {
+			f := &e.Flips[i]
+			if f.Target != target || f.ProbeID != id {
+				continue
+			}
+			if f.FirstRun == runID {
+				return true
+			}
+			if f.RevertedRun != 0 {
+				if lo, hi, ok := a.window(target, f.RevertedRun, true, 0); ok && at.After(lo) && !at.After(hi) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// verdictText renders a verdict key for humans: "blocked_output[hate]".
+func verdictText(k string) string { return diff.ParseKey(k).String() }
+
+// describeUnstable is the reason a change whose category's probes did
+// not hold still is inconclusive, and the nondeterminism events in the way.
+func describeUnstable(s stillness, c Change) (string, []int64) {
+	var parts []string
+	var evs []int64
+	for id := range s.marked {
+		evs = append(evs, id)
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i] < evs[j] })
+	if len(evs) > 0 {
+		n := 0
+		var per []string
+		for _, id := range evs {
+			n += len(s.marked[id])
+			per = append(per, fmt.Sprintf("event %d: %s", id, listSome(s.marked[id], 5, ", ")))
+		}
+		parts = append(parts, fmt.Sprintf("%d probe(s) marked nondeterministic (%s)", n, strings.Join(per, "; ")))
+	}
+	if len(s.changed) > 0 {
+		parts = append(parts, fmt.Sprintf("%d probe(s) whose verdict changed on identical request bytes with no confirmed flip to explain it (%s)",
+			len(s.changed), listSome(s.changed, 3, "; ")))
+	}
+	return fmt.Sprintf("the %s on %s did not hold still in the runs around the change: %s; a probe that flips at random cannot show that the provider held still (nor that it changed)",
+		probesOf(c.Category), c.Target, strings.Join(parts, "; ")), evs
+}
+
+// probesOf names the control group of category c: "violence probes", or
+// "corpus probes" for all blocks.
+func probesOf(c string) string {
+	if c == "" {
+		return "corpus probes"
+	}
+	return c + " probes"
+}
+
+// listSome joins the first n items of list with sep, counting the rest.
+func listSome(list []string, n int, sep string) string {
+	if len(list) <= n {
+		return strings.Join(list, sep)
+	}
+	return strings.Join(list[:n], sep) + fmt.Sprintf(" and %d more", len(list)-n)
+}
