@@ -6,14 +6,28 @@
 // categories, signals and the stored response bodies with their hashes.
 // The record carries a SHA-256 over its own canonical JSON.
 //
-// What the database cannot supply is said, never papered over: a side of a
-// flip with no stored observation is absent (Probe.BeforeAbsent,
-// AfterAbsent), request bytes no stored observation holds any more are
-// missing (Request.Missing), a body retention dropped is absent
-// (Observation.ResponseAbsent). Absent is not a mismatch. Stored bytes
+// Every observation shown is checked against the verdict the event claims
+// for its side (Observation.VerdictMatches): one that does not carry it
+// does not support the event, and is a problem. A nondeterminism event's
+// probe may cite an observation that answered the other of the two
+// verdicts it moved between (detection cites sample 0 of the run the probe
+// was marked in, whatever it answered, and no observation at all for a
+// "before" no baseline held): the record then shows the answer of the same
+// bytes that does carry the claimed verdict, naming the cited one
+// (Observation.CitedID, Selection).
+//
+// What the database legitimately lacks is said, never papered over: a side
+// of a flip the event cites no observation for, or (nondeterminism) whose
+// answer carrying the claimed verdict retention deleted, is absent
+// (Probe.BeforeAbsent, AfterAbsent), request bytes no stored observation
+// holds any more are missing (Request.Missing), a body retention dropped is
+// absent (Observation.ResponseAbsent). Absent is not a mismatch. An
+// observation the event cites that the database does not hold is a problem
+// (Probe.BeforeProblem, AfterProblem): retention keeps every observation an
+// event cites, so it was deleted or the database is damaged. Stored bytes
 // that cannot be read or do not hash to their fingerprint are problems
-// (Observation.Problem): the record is still produced, and says it does
-// not verify (AllVerified false, Record.Problems).
+// (Observation.Problem). With a problem the record is still produced, and
+// says it does not verify (AllVerified false, Record.Problems).
 package evidence
 
 import (
@@ -26,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -38,8 +53,18 @@ import (
 	"github.com/driftprobe/driftprobe/storage"
 )
 
-// Format is the record format this package writes and verifies.
-const Format = "driftprobe-evidence/1"
+// Format is the record format this package writes. Format 2 added the
+// check of every observation's verdict against the event's claim
+// (verdict_matches_event) and counts an observation the event cites but the
+// database lacks as a problem (before_problem, after_problem).
+const Format = "driftprobe-evidence/2"
+
+// FormatV1 is the format written before: Verify still reads it, re-hashes
+// it as before, and checks what its writer did not: its observations'
+// verdicts against its event, and that no side it shows absent is one its
+// event cites an observation for (its writer took a cited observation
+// missing from the database for an absence).
+const FormatV1 = "driftprobe-evidence/1"
 
 // Request is the exact request of a probe on a target.
 type Request struct {
@@ -98,6 +123,23 @@ type Observation struct {
 	// unreadable bodies, bytes that do not hash to their fingerprint, a
 	// request other than the event's.
 	Problem string `json:"problem,omitempty"`
+	// Sample is the observation's sample in its run: 0 the run's answer,
+	// 1… extra samples of the identical bytes (screening, confirmation).
+	// Absent from format 1 records.
+	Sample *int `json:"sample,omitempty"`
+	// VerdictMatches says whether Verdict is the verdict the event claims
+	// for this side (event.probes[].before or .after); false is a problem.
+	// Absent when the event claims no verdict for the side, and from
+	// format 1 records.
+	VerdictMatches *bool `json:"verdict_matches_event,omitempty"`
+	// CitedID is the observation the event cites for this side when this
+	// one is shown in its place (nondeterminism events only, see Selection):
+	// the cited one did not carry the event's verdict. Omitted when this is
+	// the cited observation, or when the event cites none.
+	CitedID int64 `json:"cited_observation_id,omitempty"`
+	// Selection says why this observation is shown when the event does not
+	// cite it; empty when it does.
+	Selection string `json:"selected_because,omitempty"`
 }
 
 // Probe is the evidence for one flipped probe.
@@ -116,8 +158,17 @@ type Probe struct {
 	ConfirmedRun   int64        `json:"confirmed_run"`
 	Reverted       bool         `json:"reverted"`
 	Withdrawn      bool         `json:"withdrawn,omitempty"` // left the event as nondeterministic (Reverted too)
-	FlipRate       float64      `json:"flip_rate"`
-	Nondeterminism string       `json:"note,omitempty"`
+	// RevertedRun is the run the probe flipped back (or, Withdrawn, was
+	// marked nondeterministic) in; 0 while the flip holds.
+	RevertedRun    int64   `json:"reverted_run,omitempty"`
+	FlipRate       float64 `json:"flip_rate"`
+	Nondeterminism string  `json:"note,omitempty"`
+	// BeforeProblem and AfterProblem say why a side the event cites an
+	// observation for does not verify although no observation is shown:
+	// the database does not hold it (retention never deletes one an
+	// event cites). Before/After is then null and *Absent says the same.
+	BeforeProblem string `json:"before_problem,omitempty"`
+	AfterProblem  string `json:"after_problem,omitempty"`
 }
 
 // Record is the whole evidence record of an event.
@@ -126,7 +177,7 @@ type Record struct {
 	GeneratedAt time.Time   `json:"generated_at"`
 	Event       *diff.Event `json:"event"`
 	Probes      []Probe     `json:"probes"`
-	AllVerified bool        `json:"all_verified"`  // no problem (see Problems); absences are not problems
+	AllVerified bool        `json:"all_verified"`  // no problem (see Problems): hashes, the event's verdicts, the observations it cites; absences are not problems
 	SHA256      string      `json:"record_sha256"` // over this record with this field empty
 }
 
@@ -209,38 +260,30 @@ func (b *builder) runStart(id int64) time.Time {
 
 // side is one loaded side of a flip.
 type side struct {
-	out    *Observation
-	obs    *storage.Observation
-	absent string
-	req    []byte // the stored request body, read and hashing (with obs's method, path and pinned headers) to obs.RequestSHA256
-	reqOK  bool
+	out     *Observation
+	obs     *storage.Observation
+	absent  string
+	problem string // a cited observation the database lacks (out is nil)
+	req     []byte // the stored request body, read and hashing (with obs's method, path and pinned headers) to obs.RequestSHA256
+	reqOK   bool
 }
 
 func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
-	p := &Probe{Target: ep.Target, ProbeID: ep.ProbeID, FirstRun: ep.FirstRun, ConfirmedRun: ep.ConfirmedRun, Reverted: ep.Reverted, Withdrawn: ep.Withdrawn, FlipRate: ep.FlipRate,
-		Request: Request{SHA256: ep.RequestSHA256}}
+	p := &Probe{Target: ep.Target, ProbeID: ep.ProbeID, FirstRun: ep.FirstRun, ConfirmedRun: ep.ConfirmedRun, Reverted: ep.Reverted, Withdrawn: ep.Withdrawn,
+		RevertedRun: ep.RevertedRun, FlipRate: ep.FlipRate, Request: Request{SHA256: ep.RequestSHA256}}
 	if b.ev.Kind == diff.KindNondeterminism {
 		p.Nondeterminism = "identical bytes got different answers: not evidence of a policy change"
 	}
-	before, err := b.side(ep, ep.BeforeObs)
+	before, err := b.pick(ep, "before", ep.BeforeObs, ep.Before)
 	if err != nil {
 		return nil, err
 	}
-	after, err := b.side(ep, ep.AfterObs)
+	after, err := b.pick(ep, "after", ep.AfterObs, ep.After)
 	if err != nil {
 		return nil, err
 	}
-	if ep.BeforeObs == 0 {
-		before.absent = "the event recorded no before observation for this probe"
-		if ep.Before.Class == "" {
-			before.absent = "no verdict had held as this probe's baseline on these bytes: there is no before observation"
-		}
-	}
-	if ep.AfterObs == 0 {
-		after.absent = "the event recorded no after observation for this probe"
-	}
-	p.Before, p.BeforeAbsent = before.out, before.absent
-	p.After, p.AfterAbsent = after.out, after.absent
+	p.Before, p.BeforeAbsent, p.BeforeProblem = before.out, before.absent, before.problem
+	p.After, p.AfterAbsent, p.AfterProblem = after.out, after.absent, after.problem
 
 	// The request bytes.
 	switch {
@@ -284,6 +327,147 @@ func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
 	return p, nil
 }
 
+// searchRuns is how many runs before a nondeterminism event's confirming
+// run pick searches for the answer carrying a verdict the event claims:
+// a probe is marked nondeterministic on reverts within 24 runs of each
+// other, so the verdicts it moved between were answered within them.
+const searchRuns = 64
+
+// pick loads the observation shown for one side of a flip: the one the
+// event cites (cited, 0 for none) when it carries the verdict the event
+// claims for the side. For a nondeterminism event, whose detection cites
+// sample 0 of the run it marked the probe in whatever that answered (and
+// nothing for a "before" no baseline held), it is otherwise the latest
+// answer of the same bytes on the same target, up to the probe's confirming
+// run, that carries the claimed verdict, with the cited one named. For
+// other kinds the cited observation is shown as it is: a verdict other
+// than the claimed one is a problem (Record.Problems).
+func (b *builder) pick(ep diff.EventProbe, name string, cited int64, claim diff.Verdict) (side, error) {
+	nd := b.ev.Kind == diff.KindNondeterminism && claim.Class != ""
+	if cited == 0 {
+		s := side{absent: fmt.Sprintf("the event recorded no %s observation for this probe", name)}
+		if name == "before" && claim.Class == "" {
+			s.absent = "no verdict had held as this probe's baseline on these bytes: there is no before observation"
+		}
+		if !nd {
+			return s, nil
+		}
+		alt, lo, pruned, err := b.find(ep, claim)
+		if err != nil || alt.out != nil {
+			if alt.out != nil {
+				why := "a nondeterminism event cites none for a before verdict no baseline had held"
+				if name == "after" {
+					why = "nondeterminism events recorded before migration 0008 cite none for an after verdict whose observation was gone"
+				}
+				alt.out.Selection = fmt.Sprintf("the event cites no %s observation for this probe (%s): this is the latest answer of the same request bytes on %s, "+
+					"in runs %d to %d, that carries the event's %s verdict %s", name, why, ep.Target, lo, ep.ConfirmedRun, name, claim)
+			}
+			return alt, err
+		}
+		s.absent += fmt.Sprintf(", and no stored answer of these request bytes in runs %d to %d carries its %s verdict %s", lo, ep.ConfirmedRun, name, claim)
+		if pruned {
+			s.absent += " (retention deleted observations of those runs: it keeps only those an event cites)"
+		}
+		return s, nil
+	}
+	s, err := b.side(ep, cited)
+	if err != nil {
+		return side{}, err
+	}
+	if s.out == nil {
+		// Retention never deletes an observation an event cites (diff.LoadPins).
+		s.problem = fmt.Sprintf("observation %d, which the event cites as its %s observation, is not in the database: retention keeps every observation an event cites, "+
+			"so it was deleted outside driftprobe or the database is damaged", cited, name)
+		return s, nil
+	}
+	if claim.Class == "" {
+		return s, nil
+	}
+	match := s.out.Verdict.Key() == claim.Key()
+	s.out.VerdictMatches = &match
+	if match || !nd {
+		return s, nil
+	}
+	alt, lo, pruned, err := b.find(ep, claim)
+	if err != nil {
+		return side{}, err
+	}
+	if alt.out != nil {
+		alt.out.CitedID = cited
+		alt.out.Selection = fmt.Sprintf("the event cites observation %d (run %d, sample %d), which answered %s, not the event's %s verdict %s "+
+			"(detection cites sample 0 of the run it marked the probe nondeterministic in, whatever that answered): "+
+			"this is the latest answer of the same request bytes on %s, in runs %d to %d, that carries %s",
+			cited, s.obs.RunID, s.obs.Sample, s.out.Verdict, name, claim, ep.Target, lo, ep.ConfirmedRun, claim)
+		return alt, nil
+	}
+	if pruned {
+		// The answer that carried the claim was not pinned: retention may
+		// have deleted it legitimately. Absent, not a problem; the cited
+		// observation still supplies the request bytes.
+		return side{obs: s.obs, req: s.req, reqOK: s.reqOK, absent: fmt.Sprintf("observation %d (run %d, sample %d), which the event cites, answered %s, not the event's %s verdict %s "+
+			"(detection cites sample 0 of the run it marked the probe nondeterministic in, whatever that answered), and no stored answer of these request bytes in runs %d to %d carries %s: "+
+			"retention deleted observations of those runs (it keeps only those an event cites)",
+			cited, s.obs.RunID, s.obs.Sample, s.out.Verdict, name, claim, lo, ep.ConfirmedRun, claim)}, nil
+	}
+	return s, nil // shown as it is: the mismatch is a problem
+}
+
+// find returns the latest stored answer of ep's request bytes on its target
+// in runs lo..ep.ConfirmedRun that carries verdict v (side.out nil: none),
+// and whether retention deleted observations of any of those runs.
+func (b *builder) find(ep diff.EventProbe, v diff.Verdict) (s side, lo int64, pruned bool, err error) {
+	lo = max(1, ep.ConfirmedRun-searchRuns)
+	tid, ok, err := b.targetID(ep.Target)
+	if err != nil || !ok {
+		return side{}, lo, false, err
+	}
+	// The UNIQUE (run_id, target_id, probe_id, sample) index serves the
+	// run range; observations are not indexed by target and probe.
+	rows, err := b.db.SQL().QueryContext(b.ctx, `SELECT id, class FROM observations
+		WHERE run_id BETWEEN ? AND ? AND target_id = ? AND probe_id = ? AND request_sha256 = ?
+		ORDER BY run_id DESC, sample, id`, lo, ep.ConfirmedRun, tid, ep.ProbeID, ep.RequestSHA256)
+	if err != nil {
+		return side{}, lo, false, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var class string
+		if err := rows.Scan(&id, &class); err != nil {
+			rows.Close()
+			return side{}, lo, false, err
+		}
+		if class == string(v.Class) {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return side{}, lo, false, err
+	}
+	for _, id := range ids {
+		o, err := b.db.Observation(b.ctx, id)
+		if err != nil {
+			return side{}, lo, false, err
+		}
+		if diff.VerdictOf(o.Result).Key() != v.Key() {
+			continue
+		}
+		s, err := b.side(ep, id)
+		if err != nil || s.out == nil {
+			return side{}, lo, false, err
+		}
+		match := true
+		s.out.VerdictMatches = &match
+		return s, lo, false, nil
+	}
+	var n int
+	if err := b.db.SQL().QueryRowContext(b.ctx, `SELECT COUNT(*) FROM runs WHERE id BETWEEN ? AND ? AND pruned = 'observations'`, lo, ep.ConfirmedRun).Scan(&n); err != nil {
+		return side{}, lo, false, err
+	}
+	return side{}, lo, n > 0, nil
+}
+
 func request(o *storage.Observation, body []byte) Request {
 	return Request{Method: o.RequestMethod, Path: o.RequestPath, PinnedHeaders: o.RequestPinned, Body: text(body), SHA256: o.RequestSHA256, Verified: true, ObservationID: o.ID}
 }
@@ -300,7 +484,8 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 	if err != nil {
 		return side{}, err
 	}
-	out := &Observation{ID: o.ID, RunID: o.RunID, RunStartedAt: b.runStart(o.RunID), ObservedAt: o.ObservedAt, Verdict: diff.VerdictOf(o.Result),
+	sample := o.Sample
+	out := &Observation{ID: o.ID, RunID: o.RunID, Sample: &sample, RunStartedAt: b.runStart(o.RunID), ObservedAt: o.ObservedAt, Verdict: diff.VerdictOf(o.Result),
 		Stage: string(o.Result.Stage), Signals: o.Result.Signals, Reason: o.Result.Reason, Message: o.Result.Message, Heuristic: o.Result.Heuristic,
 		HTTPStatus: o.HTTPStatus, RequestID: o.Result.RequestID, ModelID: o.Result.ModelID, ModelFP: o.Result.ModelFP, Attempts: o.Attempts,
 		ResponseSHA256: o.BodySHA256, Truncated: o.BodyTruncated}
@@ -345,21 +530,29 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 	return s, nil
 }
 
+// targetID returns the id of the target named name (ok false: none).
+func (b *builder) targetID(name string) (int64, bool, error) {
+	if tid, ok := b.targets[name]; ok {
+		return tid, true, nil
+	}
+	t, err := b.db.TargetByName(b.ctx, name)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	b.targets[name] = t.ID
+	return t.ID, true, nil
+}
+
 // storedRequest finds the request bytes of ep in another observation of
 // the same bytes on the same target (those of the confirming run first),
 // skipping the ids given. It returns nil when none holds readable bytes.
 func (b *builder) storedRequest(ep diff.EventProbe, skip ...int64) (*storage.Observation, []byte, error) {
-	tid, ok := b.targets[ep.Target]
-	if !ok {
-		t, err := b.db.TargetByName(b.ctx, ep.Target)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, nil, nil
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		tid = t.ID
-		b.targets[ep.Target] = tid
+	tid, ok, err := b.targetID(ep.Target)
+	if err != nil || !ok {
+		return nil, nil, err
 	}
 	rows, err := b.db.SQL().QueryContext(b.ctx, `SELECT id FROM observations WHERE target_id = ? AND probe_id = ? AND request_sha256 = ? AND bodies_pruned = 0
 		ORDER BY ABS(run_id - ?), sample, id LIMIT 8`, tid, ep.ProbeID, ep.RequestSHA256, ep.ConfirmedRun)
@@ -403,14 +596,88 @@ next:
 
 // Problems lists every reason the record's evidence does not verify, as
 // derived from its probes: stored evidence that could not be read or does
-// not hash to its fingerprint, and flips whose sides sent different bytes.
-// Absent observations, bodies and request bytes are not problems.
+// not hash to its fingerprint, flips whose sides sent different bytes,
+// observations the event cites that the database did not hold, and
+// observations that do not carry the verdict the event claims for their
+// side. Absent observations, bodies and request bytes are not problems.
 func (r *Record) Problems() []string {
+	out := r.hashProblems()
+	out = append(out, r.claimProblems()...)
+	return out
+}
+
+// hashProblems are the problems format 1 knew: stored bytes that do not
+// verify, and flips whose sides sent different bytes.
+func (r *Record) hashProblems() []string {
 	var out []string
 	for i := range r.Probes {
 		out = append(out, r.Probes[i].problems()...)
 	}
 	return out
+}
+
+// claimProblems are the problems format 2 added: observations the event
+// cites that the database lacked (in a format 1 record: a side shown
+// absent although the event cites an observation for it), and
+// observations whose verdict is not the one the event claims for their
+// side (a probe the event does not list is one too).
+func (r *Record) claimProblems() []string {
+	claims := r.claims()
+	var out []string
+	for _, p := range r.Probes {
+		name := p.Target + "/" + p.ProbeID
+		ep, ok := claims[p.Target+"\x00"+p.ProbeID]
+		if !ok {
+			out = append(out, fmt.Sprintf("%s: not among the event's probes", name))
+			continue
+		}
+		for _, s := range p.sides() {
+			if s.problem != "" {
+				out = append(out, fmt.Sprintf("%s: %s: %s", name, s.name, s.problem))
+			}
+			if cited := ep.cited(s.name); r.Format == FormatV1 && s.o == nil && cited != 0 {
+				// A format 1 writer said a cited observation it could not
+				// find was absent ("no longer in the database"); it never
+				// showed another one in its place.
+				out = append(out, fmt.Sprintf("%s: %s: observation %d, which the event cites as its %s observation, was not in the database when the record was written: "+
+					"retention keeps every observation an event cites, so it was deleted outside driftprobe or the database is damaged", name, s.name, cited, s.name))
+			}
+			if v := ep.claim(s.name); s.o != nil && v.Class != "" && s.o.Verdict.Key() != v.Key() {
+				out = append(out, fmt.Sprintf("%s: %s observation %d (run %d) recorded verdict %s, but the event claims %s %s",
+					name, s.name, s.o.ID, s.o.RunID, s.o.Verdict, s.name, v))
+			}
+		}
+	}
+	return out
+}
+
+// claims indexes the event's probes by target and probe id.
+func (r *Record) claims() map[string]eventProbe {
+	m := map[string]eventProbe{}
+	if r.Event != nil {
+		for _, ep := range r.Event.Probes {
+			m[ep.Target+"\x00"+ep.ProbeID] = eventProbe(ep)
+		}
+	}
+	return m
+}
+
+type eventProbe diff.EventProbe
+
+// cited is the observation the event cites for side "before" or "after".
+func (ep eventProbe) cited(side string) int64 {
+	if side == "before" {
+		return ep.BeforeObs
+	}
+	return ep.AfterObs
+}
+
+// claim is the verdict the event claims for side "before" or "after".
+func (ep eventProbe) claim(side string) diff.Verdict {
+	if side == "before" {
+		return ep.Before
+	}
+	return ep.After
 }
 
 func (p *Probe) problems() []string {
@@ -435,13 +702,25 @@ func (p *Probe) problems() []string {
 }
 
 type namedSide struct {
-	name   string
-	o      *Observation
-	absent string
+	name    string
+	o       *Observation
+	absent  string
+	problem string
 }
 
 func (p *Probe) sides() []namedSide {
-	return []namedSide{{"before", p.Before, p.BeforeAbsent}, {"after", p.After, p.AfterAbsent}}
+	return []namedSide{{"before", p.Before, p.BeforeAbsent, p.BeforeProblem}, {"after", p.After, p.AfterAbsent, p.AfterProblem}}
+}
+
+// revertedProbes counts the probes that flipped back or were withdrawn.
+func (r *Record) revertedProbes() int {
+	n := 0
+	for _, p := range r.Probes {
+		if p.Reverted || p.Withdrawn {
+			n++
+		}
+	}
+	return n
 }
 
 // absences counts the observations, request bytes and response bodies the
@@ -449,9 +728,9 @@ func (p *Probe) sides() []namedSide {
 func (r *Record) absences() (obs, reqs, bodies int) {
 	for _, p := range r.Probes {
 		for _, s := range p.sides() {
-			if s.o == nil {
+			if s.o == nil && s.problem == "" {
 				obs++
-			} else if s.o.ResponseAbsent != "" {
+			} else if s.o != nil && s.o.ResponseAbsent != "" {
 				bodies++
 			}
 		}
@@ -479,28 +758,52 @@ type NotRecordError struct{ Reason string }
 func (e *NotRecordError) Error() string { return "not an evidence record (" + e.Reason + ")" }
 
 // UnverifiedError is returned by Verify for an intact record (its own hash
-// and its request bytes check) whose evidence did not verify when it was
-// built: AllVerified is false, and Problems says why.
-type UnverifiedError struct{ Problems []string }
+// and its request bytes check) whose evidence does not verify: AllVerified
+// is false, and Problems says why. For a format 1 record it is also
+// returned when observations in it do not carry the verdicts its event
+// claims, which its writer did not check (Format1 true).
+type UnverifiedError struct {
+	Problems []string
+	Format1  bool
+}
 
 func (e *UnverifiedError) Error() string {
+	if e.Format1 {
+		return fmt.Sprintf("the record's hashes verify, but it was written in format %s, by a driftprobe that checked only hashes, "+
+			"and what it records does not support its event (the evidence of a nondeterminism event could show the other answer; "+
+			"an observation the event cites missing from the database was taken for an absence): %s; "+
+			"build the record again with a current driftprobe ('driftprobe evidence ID --json')", FormatV1, strings.Join(e.Problems, "; "))
+	}
 	return fmt.Sprintf("the record is intact but its evidence does not verify (all_verified false): %s", strings.Join(e.Problems, "; "))
 }
 
-// Verify checks a record: that it is one (a *NotRecordError if not), its
-// own hash, every request's bytes against its fingerprint, and that
-// all_verified agrees with the probes. A record that is intact but says its
-// evidence did not verify returns an *UnverifiedError.
-func Verify(r *Record) error {
+// isRecord says whether r is an evidence record at all.
+func isRecord(r *Record) error {
 	switch {
 	case r.Format == "":
 		return &NotRecordError{fmt.Sprintf("no \"format\": %q", Format)}
-	case r.Format != Format:
-		return &NotRecordError{fmt.Sprintf("format %q, want %q", r.Format, Format)}
+	case r.Format != Format && r.Format != FormatV1:
+		return &NotRecordError{fmt.Sprintf("format %q, want %q (or %q)", r.Format, Format, FormatV1)}
 	case r.Event == nil:
 		return &NotRecordError{"no event"}
 	case r.SHA256 == "":
 		return &NotRecordError{"no record_sha256"}
+	}
+	return nil
+}
+
+// Verify checks a record: that it is one (a *NotRecordError if not), its
+// own hash, every request's bytes against its fingerprint, that every
+// observation's verdict_matches_event agrees with its verdict and the
+// event's claim, and that all_verified agrees with the probes. A record
+// that is intact but says its evidence did not verify returns an
+// *UnverifiedError. A format 1 record is held to what its writer checked
+// (hashes) for all_verified, and additionally fails, with an
+// *UnverifiedError saying so, when an observation in it does not carry the
+// verdict its event claims.
+func Verify(r *Record) error {
+	if err := isRecord(r); err != nil {
+		return err
 	}
 	sum, err := r.hash()
 	if err != nil {
@@ -514,6 +817,7 @@ func Verify(r *Record) error {
 	// body marked verified must hash to its recorded sha256. These catch
 	// edits and corruption; record_sha256 has no key, so they do not stop
 	// a forger who recomputes every hash.
+	claims := r.claims()
 	for _, p := range r.Probes {
 		q := p.Request
 		carries := q.Method != "" || q.Path != "" || q.PinnedHeaders != "" || q.Body != ""
@@ -528,11 +832,22 @@ func Verify(r *Record) error {
 				return fmt.Errorf("%s/%s: request bytes hash to the fingerprint but are marked unverified", p.Target, p.ProbeID)
 			}
 		}
-		for _, side := range []struct {
-			name string
-			o    *Observation
-		}{{"before", p.Before}, {"after", p.After}} {
+		ep, listed := claims[p.Target+"\x00"+p.ProbeID]
+		for _, side := range p.sides() {
 			o := side.o
+			if o != nil && r.Format != FormatV1 && listed {
+				// verdict_matches_event is the record's own statement of
+				// the comparison: it must be what the verdicts say.
+				var want *bool
+				if v := ep.claim(side.name); v.Class != "" {
+					m := o.Verdict.Key() == v.Key()
+					want = &m
+				}
+				if (want == nil) != (o.VerdictMatches == nil) || want != nil && *want != *o.VerdictMatches {
+					return fmt.Errorf("%s/%s: %s observation %d: verdict_matches_event %s, but its verdict %s against the event's %s says %s",
+						p.Target, p.ProbeID, side.name, o.ID, boolPtr(o.VerdictMatches), o.Verdict, ep.claim(side.name), boolPtr(want))
+				}
+			}
 			if o == nil || !o.ResponseOK {
 				continue
 			}
@@ -561,28 +876,51 @@ func Verify(r *Record) error {
 		}
 	}
 	problems := r.Problems()
+	if r.Format == FormatV1 {
+		// Its writer judged all_verified on the hashes alone.
+		hashes := r.hashProblems()
+		if r.AllVerified != (len(hashes) == 0) {
+			return fmt.Errorf("all_verified is %v but the probes list %d problem(s)", r.AllVerified, len(hashes))
+		}
+		if len(problems) > 0 {
+			return &UnverifiedError{Problems: problems, Format1: len(problems) > len(hashes)}
+		}
+		return nil
+	}
 	if r.AllVerified != (len(problems) == 0) {
 		return fmt.Errorf("all_verified is %v but the probes list %d problem(s)", r.AllVerified, len(problems))
 	}
 	if len(problems) > 0 {
-		return &UnverifiedError{problems}
+		return &UnverifiedError{Problems: problems}
 	}
 	return nil
 }
 
+func boolPtr(b *bool) string {
+	if b == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*b)
+}
+
 // VerifyJSON parses and verifies a record file's content. Content that is
-// not an evidence record is a *NotRecordError; fields a record does not
-// have (content record_sha256 does not cover) fail verification.
+// not an evidence record is a *NotRecordError; content record_sha256 does
+// not cover fails verification: fields a record does not have, keys
+// spelt otherwise than the record spells them (Go reads keys in any case),
+// and duplicate keys (a reader keeping the first of two reads another
+// record than the one hashed, which keeps the last).
 func VerifyJSON(data []byte) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, &NotRecordError{err.Error()}
 	}
+	if err := isRecord(&r); err != nil {
+		return nil, err
+	}
+	if err := checkKeys(data); err != nil {
+		return &r, fmt.Errorf("content not covered by record_sha256: %v", err)
+	}
 	if err := Verify(&r); err != nil {
-		var nr *NotRecordError
-		if errors.As(err, &nr) {
-			return nil, err
-		}
 		return &r, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -592,6 +930,104 @@ func VerifyJSON(data []byte) (*Record, error) {
 		return &r, fmt.Errorf("content not covered by record_sha256: %v", err)
 	}
 	return &r, nil
+}
+
+// recordKeys is every object key a record has, as it spells them.
+var recordKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] || t == reflect.TypeFor[time.Time]() {
+			return
+		}
+		seen[t] = true
+		for f := range t.Fields() {
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			keys[name] = true
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Record]())
+	return keys
+}()
+
+// checkKeys rejects, in JSON data, an object with two keys that read as the
+// same field (encoding/json matches keys case-insensitively, with Unicode
+// simple folding) and a key that is not spelt as a record spells it.
+func checkKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var value func(path string) error
+	value = func(path string) error {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'):
+			seen := map[string]string{}
+			for dec.More() {
+				t, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := t.(string)
+				f := fold(key)
+				if prev, dup := seen[f]; dup {
+					if prev == key {
+						return fmt.Errorf("duplicate key %q in %s", key, path)
+					}
+					return fmt.Errorf("duplicate key %q in %s (as %q: keys are read without regard to case)", key, path, prev)
+				}
+				seen[f] = key
+				if !recordKeys[key] {
+					return fmt.Errorf("key %q in %s is not a field of an evidence record as spelt", key, path)
+				}
+				if err := value(path + "." + key); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := value(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	return value("the record")
+}
+
+// fold maps s to one representative of its case-folding class: each rune
+// to the smallest rune of its unicode.SimpleFold orbit.
+func fold(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		b.WriteRune(m)
+	}
+	return b.String()
 }
 
 func text(b []byte) string {
@@ -615,7 +1051,35 @@ func WriteMarkdown(w io.Writer, r *Record) {
 	fmt.Fprintf(w, "- kind: %s, direction: %s, status: %s\n- targets: %s (provider %s)\n- runs: first seen %d, confirmed %d\n- corpus: %s (sha256 %s)\n- model: %s → %s\n- new categories: %s\n",
 		code(e.Kind), code(e.Direction), code(e.Status), codes(e.Targets), code(e.Provider), e.FirstRun, e.ConfirmedRun, code(e.CorpusVersion), code(e.CorpusHash),
 		model(e.ModelBefore), model(e.ModelAfter), codes(e.NewCategories))
-	fmt.Fprintf(w, "- all request and response hashes verified: %v\n", r.AllVerified)
+	if e.RevertedRun != 0 {
+		fmt.Fprintf(w, "- reverted in run %d: every flip of the event went back\n", e.RevertedRun)
+	}
+	if n := r.revertedProbes(); n > 0 && e.RevertedRun == 0 {
+		fmt.Fprintf(w, "- partially reverted: %d of %d probe(s) flipped back or were withdrawn since (see the history and each probe)\n", n, len(r.Probes))
+	}
+	hashes := r.hashProblems()
+	fmt.Fprintf(w, "- record verifies (all_verified): %v\n", r.AllVerified)
+	fmt.Fprintf(w, "- all request and response hashes verified: %v\n", len(hashes) == 0)
+	missing, mismatched := 0, 0
+	for _, p := range r.Probes {
+		for _, s := range p.sides() {
+			if s.problem != "" {
+				missing++
+			}
+			if s.o != nil && s.o.VerdictMatches != nil && !*s.o.VerdictMatches {
+				mismatched++
+			}
+		}
+	}
+	fmt.Fprintf(w, "- every observation the event cites is in the database: %v", missing == 0)
+	if missing > 0 {
+		fmt.Fprintf(w, " (%d missing: retention keeps them, so they were deleted or the database is damaged)", missing)
+	}
+	fmt.Fprintf(w, "\n- every observation shown carries the verdict the event claims: %v", mismatched == 0)
+	if mismatched > 0 {
+		fmt.Fprintf(w, " (%d do not)", mismatched)
+	}
+	fmt.Fprintln(w)
 	if obs, reqs, bodies := r.absences(); obs+reqs+bodies > 0 {
 		fmt.Fprintf(w, "- not in this record (absent, so not checked): %d observation(s), %d request(s), %d response body(ies); see the probes\n", obs, reqs, bodies)
 	}
@@ -626,12 +1090,31 @@ func WriteMarkdown(w io.Writer, r *Record) {
 	// nobody cites a hash of a record that was never saved.
 	fmt.Fprintf(w, "- record sha256: %s (of the JSON record generated at %s, which differs on every call: cite a record saved with `--json`, checked by `--verify`)\n\n",
 		code(r.SHA256), r.GeneratedAt.Format(time.RFC3339))
+	if len(e.Updates) > 0 {
+		fmt.Fprintf(w, "## History\n\n")
+		for _, u := range e.Updates {
+			target := ""
+			if u.Target != "" {
+				target = ", target " + code(u.Target)
+			}
+			fmt.Fprintf(w, "- run %d (%s): %s%s: %s\n", u.RunID, u.At.UTC().Format(time.RFC3339), code(u.Change), target, span(u.Detail))
+		}
+		fmt.Fprintln(w)
+	}
 	verdicts := map[string]diff.EventProbe{}
 	for _, ep := range e.Probes {
 		verdicts[ep.Target+"\x00"+ep.ProbeID] = ep
 	}
 	for _, p := range r.Probes {
 		fmt.Fprintf(w, "## %s / %s\n\n", code(p.Target), code(p.ProbeID))
+		switch {
+		case p.Withdrawn:
+			fmt.Fprintf(w, "**withdrawn in run %d**: the probe was marked nondeterministic, so this flip no longer counts as evidence of the change\n\n", p.RevertedRun)
+		case p.Reverted && p.RevertedRun != 0:
+			fmt.Fprintf(w, "**reverted in run %d**: the probe flipped back to its before verdict; this flip no longer holds\n\n", p.RevertedRun)
+		case p.Reverted:
+			fmt.Fprintf(w, "**reverted**: the probe flipped back to its before verdict; this flip no longer holds\n\n")
+		}
 		if p.Request.Missing != "" {
 			fmt.Fprintf(w, "request sha256 %s: the bytes are not in this record: %s\n\n", code(p.Request.SHA256), span(p.Request.Missing))
 		} else {
@@ -647,7 +1130,9 @@ func WriteMarkdown(w io.Writer, r *Record) {
 				same = "not applicable, neither observation"
 			}
 			from := fmt.Sprintf("observation %d", p.Request.ObservationID)
-			if (p.Before == nil || p.Before.ID != p.Request.ObservationID) && (p.After == nil || p.After.ID != p.Request.ObservationID) {
+			ep := verdicts[p.Target+"\x00"+p.ProbeID]
+			if (p.Before == nil || p.Before.ID != p.Request.ObservationID) && (p.After == nil || p.After.ID != p.Request.ObservationID) &&
+				ep.BeforeObs != p.Request.ObservationID && ep.AfterObs != p.Request.ObservationID {
 				from += ", which the event does not cite: the same bytes on the same target"
 			}
 			var pinned string
@@ -663,23 +1148,31 @@ func WriteMarkdown(w io.Writer, r *Record) {
 				code(p.Request.Method), code(p.Request.Path), pinned, code(p.Request.SHA256), p.Request.Verified, same, from)
 			fmt.Fprintf(w, "%s(shown for reading, control and bidi characters removed; the exact bytes that hash to the fingerprint are in --json)\n\n", ghissue.Fenced(p.Request.Body, 1<<20))
 		}
-		ep := verdicts[p.Target+"\x00"+p.ProbeID]
+		ep := eventProbe(verdicts[p.Target+"\x00"+p.ProbeID])
 		for _, s := range p.sides() {
 			o := s.o
+			v := ep.claim(s.name)
 			if o == nil {
-				v := ep.Before
-				if s.name == "after" {
-					v = ep.After
-				}
 				verdict := "no verdict"
 				if v.Class != "" {
 					verdict = code(v.String()) + " (as the event recorded it)"
 				}
+				if s.problem != "" {
+					fmt.Fprintf(w, "- %s: %s; OBSERVATION MISSING, DOES NOT VERIFY: %s\n", s.name, verdict, span(s.problem))
+					continue
+				}
 				fmt.Fprintf(w, "- %s: %s; no observation in this record: %s\n", s.name, verdict, span(s.absent))
 				continue
 			}
-			fmt.Fprintf(w, "- %s: observation %d, run %d (%s), %s, HTTP %d, provider request id %s, model %s %s, reason %s", s.name, o.ID, o.RunID,
+			sample := ""
+			if o.Sample != nil {
+				sample = fmt.Sprintf(" sample %d", *o.Sample)
+			}
+			fmt.Fprintf(w, "- %s: observation %d, run %d%s (%s), %s, HTTP %d, provider request id %s, model %s %s, reason %s", s.name, o.ID, o.RunID, sample,
 				o.ObservedAt.Format(time.RFC3339), code(o.Verdict.String()), o.HTTPStatus, code(o.RequestID), code(o.ModelID), code(o.ModelFP), code(o.Reason))
+			if v.Class != "" && o.Verdict.Key() != v.Key() {
+				fmt.Fprintf(w, "; DOES NOT VERIFY: the event claims %s %s, this observation recorded %s", s.name, code(v.String()), code(o.Verdict.String()))
+			}
 			switch {
 			case o.Problem != "":
 				fmt.Fprintf(w, "; DOES NOT VERIFY: %s", span(o.Problem))
@@ -687,6 +1180,9 @@ func WriteMarkdown(w io.Writer, r *Record) {
 				fmt.Fprintf(w, "; response body not in this record: %s", span(o.ResponseAbsent))
 			}
 			fmt.Fprintln(w)
+			if o.Selection != "" {
+				fmt.Fprintf(w, "  - shown in place of what the event cites: %s\n", span(o.Selection))
+			}
 		}
 		if p.Nondeterminism != "" {
 			fmt.Fprintf(w, "- note: %s\n", span(p.Nondeterminism))

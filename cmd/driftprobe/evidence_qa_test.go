@@ -77,9 +77,9 @@ type qaRecord struct {
 	} `json:"probes"`
 }
 
-// Finding 1: the evidence of a nondeterminism event, whose probes cite no
-// after (and often no before) observation, passes its own --verify; the
-// absent sides are said in the JSON and the text, and no request is blank.
+// Finding 1: the evidence of a nondeterminism event, whose probes may cite
+// no before observation, passes its own --verify; absent sides are said in
+// the JSON and the text, and no request is blank.
 func TestEvidenceQANondeterminismVerifies(t *testing.T) {
 	cfg, db := evidenceEnv(t, "targets:\n  - {name: n, provider: sim, model: m, sim: {noise: 0.5, noise_band: 0.3}}\n", 6)
 	ev := qaEventOfKind(t, cfg, db, "nondeterminism")
@@ -122,8 +122,12 @@ func TestEvidenceQANondeterminismVerifies(t *testing.T) {
 			absent++
 		}
 	}
-	if absent != absentInEvent {
-		t.Errorf("%d sides absent in the record, %d observation ids 0 in the event", absent, absentInEvent)
+	// A side the event cites no observation for shows the stored answer
+	// that carried its verdict, when there is one (see
+	// TestEvidenceQANondeterminismShowsClaimedVerdicts); it is never
+	// absent when the event cites one.
+	if absent > absentInEvent {
+		t.Errorf("%d sides absent in the record, only %d observation ids 0 in the event", absent, absentInEvent)
 	}
 	if !rec.AllVerified {
 		t.Error("absent observations made the record unverified")

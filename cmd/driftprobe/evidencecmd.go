@@ -29,18 +29,35 @@ stored response bodies with their hashes). --json emits the record with a
 record_sha256 over its own content; --verify FILE checks such a record (and
 takes no EVENT).
 
-What the database does not hold is said, not counted as a mismatch: a side of a
-flip with no stored observation (before_absent, after_absent: e.g. a probe marked
-nondeterministic before any baseline held), request bytes no stored observation
-holds any more (request.missing), bodies retention dropped
-(response_body_absent). Stored bytes that cannot be read or do not hash to their
-fingerprint are problems: the record is still written, with the observation's
-problem, all_verified false, and exit 1.
+Every observation shown is checked against the verdict the event claims for its
+side (verdict_matches_event); one that does not carry it is a problem. The record
+also gives each probe's revert (reverted_run, withdrawn) and the event's history
+(event.updates). For a nondeterminism event the observations shown are the
+answers of the identical bytes that carried the two verdicts (samples or runs
+that disagreed): where the event cites an observation with the other verdict,
+or none, the one shown says which it replaces and why (cited_observation_id,
+selected_because).
+
+What the database legitimately lacks is said, not counted as a mismatch: a
+side the event cites no observation for (before_absent, after_absent: e.g. a
+nondeterminism event whose other answer retention deleted), request bytes no
+stored observation holds any more (request.missing), bodies retention dropped
+(response_body_absent). An observation the event cites that the database does
+not hold is a problem (before_problem, after_problem): retention keeps every
+observation an event cites. Stored bytes that cannot be read or do not hash to
+their fingerprint are problems too. With a problem the record is still written,
+with all_verified false, and exit 1.
+
+--verify re-hashes the record and its bytes, checks each observation's verdict
+against the event's claim, and rejects content record_sha256 does not cover
+(unknown fields, duplicate keys, keys spelt otherwise). Records of the previous
+format (driftprobe-evidence/1) are still read: their hashes verify as before,
+and their verdicts are checked against their event, which their writer did not.
 
 Exit codes: 0 the record verifies; 1 it does not (evidence EVENT: the record is
-written all the same; --verify: tampered, or intact but recording evidence that
-did not verify); 2 usage error (no such event, FILE is not an evidence record);
-3 database or I/O failure.`,
+written all the same; --verify: tampered, duplicate or unknown keys, or intact
+but recording evidence that did not verify); 2 usage error (no such event, FILE
+is not an evidence record); 3 database or I/O failure.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if verify != "" {
 				if len(args) > 0 {
@@ -65,6 +82,10 @@ did not verify); 2 usage error (no such event, FILE is not an evidence record);
 					return &gateError{fmt.Sprintf("%s: verification failed: %v", verify, err)}
 				}
 				fmt.Fprintf(g.stdout, "%s: ok (event %d, %d probes, record sha256 %s)\n", verify, r.Event.ID, len(r.Probes), r.SHA256)
+				if r.Format == evidence.FormatV1 {
+					fmt.Fprintf(g.stdout, "%s: note: format %s, written by an older driftprobe: its hashes verify, its observations carry its event's verdicts and every observation its event cites was in the database\n",
+						verify, evidence.FormatV1)
+				}
 				return nil
 			}
 			id, err := strconv.ParseInt(args[0], 10, 64)
