@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/probes"
@@ -55,6 +56,87 @@ type ProbeDiff struct {
 	Tags    []string `json:"tags"`
 	From    Verdict  `json:"from"`
 	To      Verdict  `json:"to"`
+	// NondeterministicOn names the targets (from, to, or both) on which
+	// the probe is known nondeterministic on the bytes the compared run
+	// sent (see Compare): its difference is listed but not gated.
+	NondeterministicOn []string `json:"nondeterministic_on,omitempty"`
+}
+
+// NotComparedProbe is a probe of the runs' corpus without a verdict on at
+// least one side: nothing is known of how the two targets differ on it.
+type NotComparedProbe struct {
+	ProbeID string `json:"probe_id"`
+	// Role is "" when the database holds no record of the probe.
+	Role string   `json:"role"`
+	Tags []string `json:"tags"`
+	// From and To are what each side's run answered: the verdict
+	// ("allowed", "blocked_output[violence]"), the class of an answer
+	// that is no verdict about the probe (transient, client_error,
+	// filter_unavailable, abuse_block), or "missing" when the run holds
+	// no observation of the probe.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// FromHTTPStatus and ToHTTPStatus are the answers' HTTP statuses (0:
+	// none, e.g. a connection error or an open circuit breaker).
+	FromHTTPStatus int `json:"from_http_status,omitempty"`
+	ToHTTPStatus   int `json:"to_http_status,omitempty"`
+	// NoVerdictOn names the side(s) without a verdict.
+	NoVerdictOn        []string `json:"no_verdict_on"`
+	NondeterministicOn []string `json:"nondeterministic_on,omitempty"`
+	// Gated: the missing verdict could hide a change the gate counts
+	// (see Compare); these are what MaxNotCompared bounds.
+	Gated bool `json:"gated"`
+}
+
+// ModelSeen is a model id and fingerprint the answers of a run reported,
+// with how many first answers reported them.
+type ModelSeen struct {
+	ModelID          string `json:"model_id"`
+	ModelFingerprint string `json:"model_fingerprint"`
+	Answers          int    `json:"answers"`
+}
+
+// SkippedRun is a run of a target newer than the one a comparison read.
+type SkippedRun struct {
+	Run           int64     `json:"run"`
+	StartedAt     time.Time `json:"started_at"`
+	CorpusVersion string    `json:"corpus_version"`
+	// Status is the target's part of the run: complete, degraded or
+	// aborted (an aborted run's part of a complete target is aborted).
+	Status string `json:"status"`
+	// Reason: "corpus_version" (complete, but on a corpus version the
+	// other side has no complete run on), "incomplete" (the target did
+	// not answer the whole corpus in it), or "not_selected" (a complete
+	// run on the compared version newer than the run named).
+	Reason string `json:"reason"`
+}
+
+// Skipped-run reasons.
+const (
+	SkippedCorpusVersion = "corpus_version"
+	SkippedIncomplete    = "incomplete"
+	SkippedNotSelected   = "not_selected"
+)
+
+// CompareSide is what a comparison read of one target: the run, when it
+// ran and on which corpus, the model as configured and the models its
+// answers reported, and the target's newer runs it did not read.
+type CompareSide struct {
+	Target     string     `json:"target"`
+	Run        int64      `json:"run"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// CorpusVersion is the compared run's (both sides': the same).
+	CorpusVersion string `json:"corpus_version"`
+	Provider      string `json:"provider"`
+	// Model is the model as the target was configured (stored with it).
+	Model string `json:"model"`
+	// AnsweredBy are the model ids and fingerprints the run's answers
+	// reported, most answers first (empty when the provider names none).
+	AnsweredBy []ModelSeen `json:"answered_by"`
+	// NewerRuns are the target's runs after Run, oldest first, with why
+	// they were not read.
+	NewerRuns []SkippedRun `json:"newer_runs"`
 }
 
 // Comparison is the model-upgrade check of --to (candidate) against --from
@@ -71,9 +153,11 @@ type Comparison struct {
 	NewBlocks []ProbeDiff `json:"new_blocks"`
 	// NewAllows: allowed by the candidate, blocked by the current one.
 	NewAllows []ProbeDiff `json:"new_allows"`
-	// OverBlocking: NewBlocks on benign controls and borderline probes.
+	// OverBlocking: NewBlocks on benign controls and borderline probes,
+	// but those known nondeterministic (OverBlockingNondeterministic).
 	OverBlocking int `json:"over_blocking"`
-	// UnderBlocking: NewAllows on positive controls.
+	// UnderBlocking: NewAllows on positive controls, but those known
+	// nondeterministic (UnderBlockingNondeterministic).
 	UnderBlocking int `json:"under_blocking"`
 	// Recategorized: blocked by both with different class or categories.
 	Recategorized []ProbeDiff `json:"recategorized"`
@@ -81,10 +165,59 @@ type Comparison struct {
 	// MaxLostBlocks gates under-blocking too when >= 0 (-1: off).
 	MaxLostBlocks int  `json:"max_lost_blocks"`
 	GateFailed    bool `json:"gate_failed"`
+
+	// Total is the probes of the compared runs' corpus (every probe either
+	// run answered): Compared + NotCompared.
+	Total int `json:"total"`
+	// NotCompared is the probes without a verdict on one side or both,
+	// listed in NotComparedProbes.
+	NotCompared       int                `json:"not_compared"`
+	NotComparedProbes []NotComparedProbe `json:"not_compared_probes"`
+	// NotComparedGated is how many of them could hide a change the gate
+	// counts; the gate fails when it exceeds MaxNotCompared (>= 0; -1: off).
+	NotComparedGated int `json:"not_compared_gated"`
+	MaxNotCompared   int `json:"max_not_compared"`
+	// Nondeterministic is how many compared probes are known
+	// nondeterministic on either side; OverBlockingNondeterministic and
+	// UnderBlockingNondeterministic are the over- and under-blocking
+	// differences among them, not gated.
+	Nondeterministic              int `json:"nondeterministic"`
+	OverBlockingNondeterministic  int `json:"over_blocking_nondeterministic"`
+	UnderBlockingNondeterministic int `json:"under_blocking_nondeterministic"`
+	// FromSide and ToSide say what was read of each target.
+	FromSide CompareSide `json:"from_side"`
+	ToSide   CompareSide `json:"to_side"`
+	// Warnings are what a reader must know to trust the result (newer
+	// runs not read, ungated unknowns), one sentence each.
+	Warnings []string `json:"warnings"`
+}
+
+// CompareOptions are the gate and the runs of a comparison.
+type CompareOptions struct {
+	// MaxNewBlocks: most benign/borderline probes the candidate may newly
+	// block.
+	MaxNewBlocks int
+	// MaxLostBlocks: most positive controls the candidate may newly allow
+	// (negative: not gated).
+	MaxLostBlocks int
+	// MaxNotCompared: most probes whose missing verdict could hide a gated
+	// change (negative: not gated). The zero value gates: an unknown never
+	// passes by default.
+	MaxNotCompared int
+	// Run, when > 0, is the one run whose parts of both targets are
+	// compared (compare --run: the run just made); each target's part of
+	// it must be complete (else ErrRunIncomplete). 0: each target's latest
+	// complete run on a shared corpus version.
+	Run int64
 }
 
 // ErrNoCompleteRun is returned when a target has no complete run to compare.
 var ErrNoCompleteRun = errors.New("no complete run")
+
+// ErrRunIncomplete is returned when the run named in CompareOptions.Run is
+// not a complete run of one of the targets (degraded: the provider kept
+// failing; aborted).
+var ErrRunIncomplete = errors.New("not a complete run of the target")
 
 // ErrNotComparable is returned when fewer than half of the probes of the
 // compared runs' corpus have a verdict on both targets.
@@ -95,7 +228,9 @@ var ErrNotComparable = errors.New("not comparable")
 var ErrUnknownProbe = errors.New("probe record missing")
 
 // LatestCompleteRun returns the latest run in which the target completed,
-// optionally on a given corpus version ("" for any).
+// optionally on a given corpus version ("" for any). When there is none,
+// the error wraps ErrNoCompleteRun and says whether the target never ran
+// in this database or which state its latest run left it in.
 func LatestCompleteRun(ctx context.Context, db *storage.DB, target, version string) (int64, string, error) {
 	q := `SELECT r.id, r.corpus_version FROM run_targets rt JOIN runs r ON r.id = rt.run_id JOIN targets t ON t.id = rt.target_id
 		WHERE t.name = ? AND rt.status = 'complete' AND r.status != 'aborted'`
@@ -109,77 +244,147 @@ func LatestCompleteRun(ctx context.Context, db *storage.DB, target, version stri
 	var v string
 	err := db.SQL().QueryRowContext(ctx, q, args...).Scan(&id, &v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", fmt.Errorf("target %s: %w (every run of it so far was partial, degraded or aborted, or it never ran: compare reads a run that probed the whole corpus; run it, or compare --run)", target, ErrNoCompleteRun)
+		var last int64
+		var status string
+		lerr := db.SQL().QueryRowContext(ctx, `SELECT rt.run_id, rt.status FROM run_targets rt JOIN targets t ON t.id = rt.target_id
+			WHERE t.name = ? ORDER BY rt.run_id DESC LIMIT 1`, target).Scan(&last, &status)
+		switch {
+		case errors.Is(lerr, sql.ErrNoRows):
+			return 0, "", fmt.Errorf("target %s: %w (every run of it so far was partial, degraded or aborted, or it never ran: this database records no run of it; compare reads a run that probed the whole corpus; run it, or compare --run)", target, ErrNoCompleteRun)
+		case lerr != nil:
+			return 0, "", fmt.Errorf("target %s: latest run: %w", target, lerr)
+		}
+		return 0, "", fmt.Errorf("target %s: %w (every run of it so far was partial, degraded or aborted, or it never ran: its latest, run %d, was %s for it; compare reads a run that probed the whole corpus; run it, or compare --run)", target, ErrNoCompleteRun, last, status)
 	}
-	return id, v, err
+	if err != nil {
+		return 0, "", fmt.Errorf("target %s: latest complete run: %w", target, err)
+	}
+	return id, v, nil
 }
 
-// Compare compares the latest complete observations of two targets on the
-// same corpus version. maxNewBlocks is the gate: more benign or borderline
-// probes newly blocked by the candidate fails it; so do more positive
-// controls newly allowed than maxLostBlocks, unless it is negative (off).
+// Compare is CompareWith on the latest complete runs, with
+// --max-not-compared 0. The *corpus.Corpus argument is never read (see
+// CompareWith); it is kept for callers.
+func Compare(ctx context.Context, db *storage.DB, _ *corpus.Corpus, from, to string, maxNewBlocks, maxLostBlocks int) (*Comparison, error) {
+	return CompareWith(ctx, db, from, to, CompareOptions{MaxNewBlocks: maxNewBlocks, MaxLostBlocks: maxLostBlocks})
+}
+
+// CompareWith compares the observations of two targets on the same corpus
+// version: each one's latest complete run on a shared version (the
+// current target's latest version first, else the candidate's), or both
+// targets' parts of o.Run. The gate fails when more benign or borderline
+// probes are newly blocked by the candidate than o.MaxNewBlocks; when more
+// positive controls are newly allowed than o.MaxLostBlocks, unless it is
+// negative (off); and when more probes than o.MaxNotCompared, unless it is
+// negative (off), lack a verdict in a way that could hide such a change.
 //
 // Everything about the probes comes from the database, as the compared
 // runs recorded them: each probe's role and tags (categories; "none" for
 // untagged benign controls) from the stored record of the exact probe the
-// runs sent (observations carry its SHA-256), and the probe total of the
-// coverage check from the probes the runs answered. The *corpus.Corpus
-// argument (the corpus loaded now; kept for callers) is never read: a
-// corpus bumped since the runs (probes re-roled, added or removed) must
-// not change what the gate counts. A compared probe without a stored
-// record is refused (ErrUnknownProbe), never counted with a guessed role;
-// so is a probe the two runs sent in different forms (ErrNotComparable).
-func Compare(ctx context.Context, db *storage.DB, _ *corpus.Corpus, from, to string, maxNewBlocks, maxLostBlocks int) (*Comparison, error) {
-	fromRun, ver, err := LatestCompleteRun(ctx, db, from, "")
+// runs sent (observations carry its SHA-256), and the probe total from the
+// probes the runs answered. The corpus loaded now is never read: a corpus
+// bumped since the runs (probes re-roled, added or removed) must not
+// change what the gate counts. A compared probe without a stored record is
+// refused (ErrUnknownProbe), never counted with a guessed role; so is a
+// probe the two runs sent in different forms (ErrNotComparable).
+//
+// Not compared. A probe with no verdict on a side (transient error, client
+// error, unavailable filter, account-level abuse_block, or no observation)
+// is not compared: it is listed in NotComparedProbes with what each side
+// answered, and counted in NotCompared; Total is Compared + NotCompared.
+// Fewer than half of Total compared is refused (ErrNotComparable). A
+// not-compared probe is Gated when its missing verdict could hide a change
+// the gate counts: a benign or borderline probe the candidate does not
+// allow and the current target does not block (a hidden new block), and,
+// with MaxLostBlocks >= 0, a positive control the candidate does not block
+// and the current target does not allow (a hidden lost block); a probe
+// without a stored record is gated either way. So a candidate that errors
+// on exactly the probes it would block fails the gate instead of passing.
+//
+// Nondeterminism. A probe is known nondeterministic on a side when that
+// target's detection state marks it nondeterministic, or it is a probe of
+// an open nondeterminism event of the target (not reverted), on the same
+// request bytes the compared run sent. Its verdict is a coin flip near a
+// threshold, so a difference on it is no evidence about the candidate:
+// it stays listed (flagged with NondeterministicOn) and counted in the
+// category rates, but is counted apart (OverBlockingNondeterministic,
+// UnderBlockingNondeterministic) instead of in OverBlocking and
+// UnderBlocking, and is never Gated when not compared.
+//
+// FromSide and ToSide name the runs read (id, start, corpus version), the
+// model as configured and the models the answers reported; a side's newer
+// runs that were not read are listed with why, and a Warning says so.
+func CompareWith(ctx context.Context, db *storage.DB, from, to string, o CompareOptions) (*Comparison, error) {
+	fromRun, toRun, ver, err := pickRuns(ctx, db, from, to, o.Run)
 	if err != nil {
 		return nil, err
 	}
-	toRun, _, err := LatestCompleteRun(ctx, db, to, ver)
-	if err != nil {
-		// Fall back to the candidate's latest and require the versions match.
-		var tv string
-		if toRun, tv, err = LatestCompleteRun(ctx, db, to, ""); err != nil {
-			return nil, err
-		}
-		if fromRun, _, err = LatestCompleteRun(ctx, db, from, tv); err != nil {
-			return nil, fmt.Errorf("%s and %s have no complete runs on the same corpus version (%s's latest is on %s, %s's on %s): %w", from, to, from, ver, to, tv, ErrNoCompleteRun)
-		}
-		ver = tv
-	}
-	fv, err := answersOf(ctx, db, fromRun, from)
+	ft, err := db.TargetByName(ctx, from)
 	if err != nil {
 		return nil, err
 	}
-	tvs, err := answersOf(ctx, db, toRun, to)
+	tt, err := db.TargetByName(ctx, to)
 	if err != nil {
 		return nil, err
 	}
-	// The probe total is the runs' corpus: every probe either run answered
-	// (a complete target-run records one first sample per probe, whatever
-	// the answer).
-	total := len(fv)
-	for id := range tvs {
-		if _, ok := fv[id]; !ok {
-			total++
-		}
+	fv, err := answersOf(ctx, db, fromRun, ft.ID)
+	if err != nil {
+		return nil, err
+	}
+	tvs, err := answersOf(ctx, db, toRun, tt.ID)
+	if err != nil {
+		return nil, err
+	}
+	fnd, err := knownNondeterministic(ctx, db, ft.ID)
+	if err != nil {
+		return nil, err
+	}
+	tnd, err := knownNondeterministic(ctx, db, tt.ID)
+	if err != nil {
+		return nil, err
 	}
 	recs, err := probeRecords(ctx, db, fv, tvs)
 	if err != nil {
 		return nil, err
 	}
-	c := &Comparison{From: from, To: to, FromRun: fromRun, ToRun: toRun, CorpusVersion: ver, MaxNewBlocks: maxNewBlocks, MaxLostBlocks: maxLostBlocks,
-		NewBlocks: []ProbeDiff{}, NewAllows: []ProbeDiff{}, Recategorized: []ProbeDiff{}}
+	c := &Comparison{From: from, To: to, FromRun: fromRun, ToRun: toRun, CorpusVersion: ver,
+		MaxNewBlocks: o.MaxNewBlocks, MaxLostBlocks: o.MaxLostBlocks, MaxNotCompared: o.MaxNotCompared,
+		NewBlocks: []ProbeDiff{}, NewAllows: []ProbeDiff{}, Recategorized: []ProbeDiff{},
+		Categories: []CategoryComparison{}, NotComparedProbes: []NotComparedProbe{}, Warnings: []string{}}
+	if c.MaxLostBlocks < 0 {
+		c.MaxLostBlocks = -1
+	}
+	if c.MaxNotCompared < 0 {
+		c.MaxNotCompared = -1
+	}
 	type acc struct{ fb, tb, n int }
 	cats := map[string]*acc{}
-	ids := make([]string, 0, len(fv))
+	// The probe total is the runs' corpus: every probe either run answered
+	// (a complete target-run records one first sample per probe, whatever
+	// the answer).
+	ids := make([]string, 0, len(fv)+len(tvs))
 	for id := range fv {
 		ids = append(ids, id)
 	}
+	for id := range tvs {
+		if _, ok := fv[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
 	sort.Strings(ids)
+	c.Total = len(ids)
 	for _, id := range ids {
 		x, ok1 := fv[id]
 		y, ok2 := tvs[id]
+		var nd []string
+		if ok1 && fnd[id][x.req] {
+			nd = append(nd, from)
+		}
+		if ok2 && tnd[id][y.req] {
+			nd = append(nd, to)
+		}
 		if !ok1 || !ok2 || !x.verdict || !y.verdict {
+			c.notCompared(id, x, ok1, y, ok2, nd, recs)
 			continue
 		}
 		if x.sha != y.sha {
@@ -194,6 +399,9 @@ func Compare(ctx context.Context, db *storage.DB, _ *corpus.Corpus, from, to str
 		a, b := x.v, y.v
 		role, tags := rec.Role, rec.Tags
 		c.Compared++
+		if len(nd) > 0 {
+			c.Nondeterministic++
+		}
 		keys := tags
 		if len(keys) == 0 {
 			keys = []string{"none"}
@@ -210,17 +418,25 @@ func Compare(ctx context.Context, db *storage.DB, _ *corpus.Corpus, from, to str
 				cats[k].tb++
 			}
 		}
-		pd := ProbeDiff{ProbeID: id, Role: role, Tags: nonNil(tags), From: a, To: b}
+		pd := ProbeDiff{ProbeID: id, Role: role, Tags: nonNil(tags), From: a, To: b, NondeterministicOn: nd}
 		switch {
 		case !a.Class.IsBlock() && b.Class.IsBlock():
 			c.NewBlocks = append(c.NewBlocks, pd)
 			if role == corpus.RoleBenign || role == corpus.RoleBorderline {
-				c.OverBlocking++
+				if len(nd) > 0 {
+					c.OverBlockingNondeterministic++
+				} else {
+					c.OverBlocking++
+				}
 			}
 		case a.Class.IsBlock() && !b.Class.IsBlock():
 			c.NewAllows = append(c.NewAllows, pd)
 			if role == corpus.RolePositive {
-				c.UnderBlocking++
+				if len(nd) > 0 {
+					c.UnderBlockingNondeterministic++
+				} else {
+					c.UnderBlocking++
+				}
 			}
 		case a.Class.IsBlock() && b.Class.IsBlock() && a.Key() != b.Key():
 			c.Recategorized = append(c.Recategorized, pd)
@@ -230,18 +446,121 @@ func Compare(ctx context.Context, db *storage.DB, _ *corpus.Corpus, from, to str
 	for k := range cats {
 		names = append(names, k)
 	}
-	sort.Slice(names, func(i, j int) bool { return catOrder(names[i]) < catOrder(names[j]) })
+	sort.Slice(names, func(i, j int) bool {
+		if oi, oj := catOrder(names[i]), catOrder(names[j]); oi != oj {
+			return oi < oj
+		}
+		return names[i] < names[j]
+	})
 	for _, k := range names {
 		a := cats[k]
 		c.Categories = append(c.Categories, CategoryComparison{Category: k, From: Wilson(a.fb, a.n), To: Wilson(a.tb, a.n)})
 	}
 	// A gate over too few comparable probes would pass by default (e.g. a
 	// mistyped candidate model answering 404 to everything).
-	if c.Compared == 0 || c.Compared*2 < total {
-		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)", ErrNotComparable, c.Compared, total, from, fromRun, to, toRun)
+	if c.Compared == 0 || c.Compared*2 < c.Total {
+		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)", ErrNotComparable, c.Compared, c.Total, from, fromRun, to, toRun)
 	}
-	c.GateFailed = c.OverBlocking > maxNewBlocks || maxLostBlocks >= 0 && c.UnderBlocking > maxLostBlocks
+	if c.FromSide, err = sideOf(ctx, db, ft, fromRun, ver, fv); err != nil {
+		return nil, err
+	}
+	if c.ToSide, err = sideOf(ctx, db, tt, toRun, ver, tvs); err != nil {
+		return nil, err
+	}
+	c.warn()
+	c.GateFailed = c.OverBlocking > c.MaxNewBlocks || c.MaxLostBlocks >= 0 && c.UnderBlocking > c.MaxLostBlocks ||
+		c.MaxNotCompared >= 0 && c.NotComparedGated > c.MaxNotCompared
 	return c, nil
+}
+
+// pickRuns chooses the runs to compare and their corpus version: both
+// targets' parts of pinned when > 0, else the current target's latest
+// complete run and the candidate's latest complete run on its version,
+// else the candidate's latest complete run and the current target's
+// latest complete run on that version.
+func pickRuns(ctx context.Context, db *storage.DB, from, to string, pinned int64) (fromRun, toRun int64, ver string, err error) {
+	if pinned > 0 {
+		r, err := db.Run(ctx, pinned)
+		if err != nil {
+			return 0, 0, "", err
+		}
+		for _, name := range []string{from, to} {
+			if err := completePart(ctx, db, name, r); err != nil {
+				return 0, 0, "", err
+			}
+		}
+		return pinned, pinned, r.CorpusVersion, nil
+	}
+	fromRun, ver, err = LatestCompleteRun(ctx, db, from, "")
+	if err != nil {
+		return 0, 0, "", err
+	}
+	toRun, _, err = LatestCompleteRun(ctx, db, to, ver)
+	if err == nil {
+		return fromRun, toRun, ver, nil
+	}
+	if !errors.Is(err, ErrNoCompleteRun) {
+		return 0, 0, "", err
+	}
+	// Fall back to the candidate's latest and require the versions match.
+	var tv string
+	if toRun, tv, err = LatestCompleteRun(ctx, db, to, ""); err != nil {
+		return 0, 0, "", err
+	}
+	if fromRun, _, err = LatestCompleteRun(ctx, db, from, tv); err != nil {
+		if !errors.Is(err, ErrNoCompleteRun) {
+			return 0, 0, "", err
+		}
+		return 0, 0, "", fmt.Errorf("%s and %s have no complete runs on the same corpus version (%s's latest is on %s, %s's on %s): %w", from, to, from, ver, to, tv, ErrNoCompleteRun)
+	}
+	return fromRun, toRun, tv, nil
+}
+
+// completePart returns nil when the target's part of run r is complete,
+// else an error wrapping ErrRunIncomplete that gives the part's counts and
+// what to do.
+func completePart(ctx context.Context, db *storage.DB, target string, r storage.Run) error {
+	var status string
+	var obs, verdicts, transient, clientErrs, unavailable, breaker int
+	err := db.SQL().QueryRowContext(ctx, `SELECT rt.status, rt.observations, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, rt.breaker_opened
+		FROM run_targets rt JOIN targets t ON t.id = rt.target_id WHERE rt.run_id = ? AND t.name = ?`, r.ID, target).
+		Scan(&status, &obs, &verdicts, &transient, &clientErrs, &unavailable, &breaker)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("target %s: run %d recorded no part of it: %w", target, r.ID, ErrRunIncomplete)
+	}
+	if err != nil {
+		return fmt.Errorf("target %s: run %d: %w", target, r.ID, err)
+	}
+	if status == storage.TargetComplete && r.Status != storage.RunAborted {
+		return nil
+	}
+	if status == storage.TargetComplete {
+		status = "aborted (the run was)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "of %d probes, %d answered with a verdict, %d transient errors, %d client errors, %d filter unavailable",
+		obs, verdicts, transient, clientErrs, unavailable)
+	if breaker != 0 {
+		b.WriteString("; its circuit breaker opened")
+	}
+	b.WriteString(". compare reads only a run in which the target answered the whole corpus")
+	if status == storage.TargetDegraded {
+		fmt.Fprintf(&b, " (a degraded run confirms nothing); %s's provider kept failing: try again later, or raise its max_attempts or breaker.failures in the config", target)
+	}
+	last, _, lerr := LatestCompleteRun(ctx, db, target, "")
+	switch {
+	case lerr == nil:
+		lr, err := db.Run(ctx, last)
+		if err != nil {
+			return fmt.Errorf("target %s: run %d: %w", target, last, err)
+		}
+		fmt.Fprintf(&b, "; compare without --run reads %s's latest complete run, run %d (started %s)", target, last, lr.StartedAt.UTC().Format(time.RFC3339))
+	case errors.Is(lerr, ErrNoCompleteRun):
+		fmt.Fprintf(&b, "; %s has no complete run to compare instead", target)
+	default:
+		return lerr
+	}
+	return fmt.Errorf("target %s: run %d was %s for it, %w: %s", target, r.ID, status, ErrRunIncomplete, b.String())
 }
 
 func catOrder(c string) int {
@@ -253,21 +572,232 @@ func catOrder(c string) int {
 	return len(probes.Categories)
 }
 
+// notCompared records probe id, without a verdict on a side.
+func (c *Comparison) notCompared(id string, x answer, ok1 bool, y answer, ok2 bool, nd []string, recs map[string]storage.ProbeRecord) {
+	np := NotComparedProbe{ProbeID: id, From: x.describe(ok1), To: y.describe(ok2), FromHTTPStatus: x.status, ToHTTPStatus: y.status,
+		NoVerdictOn: []string{}, Tags: []string{}, NondeterministicOn: nd}
+	rec, known := storage.ProbeRecord{}, false
+	for _, a := range []struct {
+		ok bool
+		a  answer
+	}{{ok1, x}, {ok2, y}} {
+		if r, ok := recs[a.a.sha]; a.ok && ok && !known {
+			rec, known = r, true
+		}
+	}
+	if known {
+		np.Role, np.Tags = rec.Role, nonNil(rec.Tags)
+	}
+	if !ok1 || !x.verdict {
+		np.NoVerdictOn = append(np.NoVerdictOn, c.From)
+	}
+	if !ok2 || !y.verdict {
+		np.NoVerdictOn = append(np.NoVerdictOn, c.To)
+	}
+	fromBlocks, fromAllows := ok1 && x.verdict && x.v.Class.IsBlock(), ok1 && x.verdict && !x.v.Class.IsBlock()
+	toBlocks, toAllows := ok2 && y.verdict && y.v.Class.IsBlock(), ok2 && y.verdict && !y.v.Class.IsBlock()
+	hiddenNew := !toAllows && !fromBlocks
+	hiddenLost := c.MaxLostBlocks >= 0 && !toBlocks && !fromAllows
+	switch {
+	case len(nd) > 0:
+		// Its verdict would not count: its absence hides nothing.
+	case !known:
+		np.Gated = hiddenNew || hiddenLost
+	case np.Role == corpus.RoleBenign || np.Role == corpus.RoleBorderline:
+		np.Gated = hiddenNew
+	case np.Role == corpus.RolePositive:
+		np.Gated = hiddenLost
+	}
+	c.NotCompared++
+	if np.Gated {
+		c.NotComparedGated++
+	}
+	c.NotComparedProbes = append(c.NotComparedProbes, np)
+}
+
+// warn fills Warnings from what was read.
+func (c *Comparison) warn() { c.Warnings = c.WarningTexts(func(s string) string { return s }) }
+
+// WarningTexts renders the comparison's warnings (see Warnings) with every
+// name, version and model from the config, corpus or database passed
+// through quote (identity for text; an escaper for Markdown).
+func (c *Comparison) WarningTexts(quote func(string) string) []string {
+	out := []string{}
+	for _, s := range []*CompareSide{&c.FromSide, &c.ToSide} {
+		other := c.To
+		if s == &c.ToSide {
+			other = c.From
+		}
+		byVersion := map[string][]int64{}
+		var versions []string
+		var incomplete []string
+		for _, r := range s.NewerRuns {
+			switch r.Reason {
+			case SkippedCorpusVersion:
+				if byVersion[r.CorpusVersion] == nil {
+					versions = append(versions, r.CorpusVersion)
+				}
+				byVersion[r.CorpusVersion] = append(byVersion[r.CorpusVersion], r.Run)
+			case SkippedIncomplete:
+				incomplete = append(incomplete, fmt.Sprintf("%d (%s)", r.Run, quote(r.Status)))
+			}
+		}
+		for _, v := range versions {
+			out = append(out, fmt.Sprintf("%s has newer complete runs that were not compared: %s on corpus %s, on which %s has no complete run; this compares %s's older run %d on corpus %s (run both on one corpus version, e.g. with compare --run, to compare the newest data)",
+				quote(s.Target), runList(byVersion[v]), quote(v), quote(other), quote(s.Target), s.Run, quote(s.CorpusVersion)))
+		}
+		if len(incomplete) > 0 {
+			out = append(out, fmt.Sprintf("%s's newer runs %s did not answer the whole corpus and were not compared; this compares its run %d", quote(s.Target), strings.Join(incomplete, ", "), s.Run))
+		}
+	}
+	if c.MaxNotCompared < 0 && c.NotComparedGated > 0 {
+		out = append(out, fmt.Sprintf("%d probe(s) without a verdict on one side could hide a change the gate counts (--max-not-compared is off)", c.NotComparedGated))
+	}
+	return out
+}
+
+func runList(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	if len(s) == 1 {
+		return "run " + s[0]
+	}
+	return "runs " + strings.Join(s, ", ")
+}
+
+// sideOf describes what a comparison read of target t: run, its corpus
+// version ver, the models its answers reported, and the newer runs of t.
+func sideOf(ctx context.Context, db *storage.DB, t storage.TargetRow, run int64, ver string, ans map[string]answer) (CompareSide, error) {
+	r, err := db.Run(ctx, run)
+	if err != nil {
+		return CompareSide{}, err
+	}
+	s := CompareSide{Target: t.Name, Run: run, StartedAt: r.StartedAt, CorpusVersion: r.CorpusVersion, Provider: t.Provider, Model: t.Model,
+		AnsweredBy: []ModelSeen{}, NewerRuns: []SkippedRun{}}
+	if !r.FinishedAt.IsZero() {
+		f := r.FinishedAt
+		s.FinishedAt = &f
+	}
+	seen := map[[2]string]int{}
+	for _, a := range ans {
+		if a.model != "" || a.fp != "" {
+			seen[[2]string{a.model, a.fp}]++
+		}
+	}
+	for k, n := range seen {
+		s.AnsweredBy = append(s.AnsweredBy, ModelSeen{ModelID: k[0], ModelFingerprint: k[1], Answers: n})
+	}
+	sort.Slice(s.AnsweredBy, func(i, j int) bool {
+		a, b := s.AnsweredBy[i], s.AnsweredBy[j]
+		if a.Answers != b.Answers {
+			return a.Answers > b.Answers
+		}
+		if a.ModelID != b.ModelID {
+			return a.ModelID < b.ModelID
+		}
+		return a.ModelFingerprint < b.ModelFingerprint
+	})
+	rows, err := db.SQL().QueryContext(ctx, `SELECT r.id, r.started_at, r.corpus_version, r.status, rt.status FROM run_targets rt JOIN runs r ON r.id = rt.run_id
+		WHERE rt.target_id = ? AND rt.run_id > ? ORDER BY rt.run_id`, t.ID, run)
+	if err != nil {
+		return CompareSide{}, fmt.Errorf("newer runs of %s: %w", t.Name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sr SkippedRun
+		var started, runStatus string
+		if err := rows.Scan(&sr.Run, &started, &sr.CorpusVersion, &runStatus, &sr.Status); err != nil {
+			return CompareSide{}, fmt.Errorf("newer runs of %s: %w", t.Name, err)
+		}
+		sr.StartedAt = storage.ParseTime(started)
+		complete := sr.Status == storage.TargetComplete && runStatus != storage.RunAborted
+		if sr.Status == storage.TargetComplete && !complete {
+			sr.Status = storage.TargetAborted
+		}
+		switch {
+		case !complete:
+			sr.Reason = SkippedIncomplete
+		case sr.CorpusVersion != ver:
+			sr.Reason = SkippedCorpusVersion
+		default:
+			sr.Reason = SkippedNotSelected
+		}
+		s.NewerRuns = append(s.NewerRuns, sr)
+	}
+	if err := rows.Err(); err != nil {
+		return CompareSide{}, fmt.Errorf("newer runs of %s: %w", t.Name, err)
+	}
+	return s, nil
+}
+
+// knownNondeterministic returns probe id → the request SHA-256s on which
+// the target's probe is known nondeterministic: marked so in its detection
+// state, or a probe (not reverted) of an open nondeterminism event.
+func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) (map[string]map[string]bool, error) {
+	out := map[string]map[string]bool{}
+	add := func(id, sha string) {
+		if out[id] == nil {
+			out[id] = map[string]bool{}
+		}
+		out[id][sha] = true
+	}
+	states, err := loadStates(ctx, db.SQL(), targetID)
+	if err != nil {
+		return nil, fmt.Errorf("detection state: %w", err)
+	}
+	for id, st := range states {
+		if st.nondeterministic {
+			add(id, st.sha)
+		}
+	}
+	rows, err := db.SQL().QueryContext(ctx, `SELECT ep.probe_id, ep.request_sha256 FROM event_probes ep JOIN events e ON e.id = ep.event_id
+		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.status = 'open' AND e.kind = ?`, targetID, KindNondeterminism)
+	if err != nil {
+		return nil, fmt.Errorf("nondeterminism events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, sha string
+		if err := rows.Scan(&id, &sha); err != nil {
+			return nil, fmt.Errorf("nondeterminism events: %w", err)
+		}
+		add(id, sha)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("nondeterminism events: %w", err)
+	}
+	return out, nil
+}
+
 // answer is a probe's first sample in a target's run.
 type answer struct {
-	sha     string  // the probe's SHA-256 (its canonical form: the probes table's key)
-	verdict bool    // the answer is a verdict about the probe (v is set)
-	v       Verdict // the verdict
+	sha     string       // the probe's SHA-256 (its canonical form: the probes table's key)
+	req     string       // the request's SHA-256
+	class   probes.Class // the answer's class
+	status  int          // its HTTP status
+	model   string       // the model id it reported
+	fp      string       // the model fingerprint it reported
+	verdict bool         // the answer is a verdict about the probe (v is set)
+	v       Verdict      // the verdict
+}
+
+// describe renders what the answer was ("missing" when !ok).
+func (a answer) describe(ok bool) string {
+	switch {
+	case !ok:
+		return "missing"
+	case a.verdict:
+		return a.v.String()
+	}
+	return string(a.class)
 }
 
 // answersOf returns probe id -> first sample for a target's run: every
 // probe the run answered, with the verdict when the answer is one.
-func answersOf(ctx context.Context, db *storage.DB, run int64, target string) (map[string]answer, error) {
-	t, err := db.TargetByName(ctx, target)
-	if err != nil {
-		return nil, err
-	}
-	obs, err := db.Observations(ctx, run, t.ID)
+func answersOf(ctx context.Context, db *storage.DB, run, targetID int64) (map[string]answer, error) {
+	obs, err := db.Observations(ctx, run, targetID)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +806,7 @@ func answersOf(ctx context.Context, db *storage.DB, run int64, target string) (m
 		if o.Sample != 0 {
 			continue
 		}
-		a := answer{sha: o.ProbeSHA256}
+		a := answer{sha: o.ProbeSHA256, req: o.RequestSHA256, class: o.Result.Class, status: o.HTTPStatus, model: o.Result.ModelID, fp: o.Result.ModelFP}
 		// Account-level enforcement says nothing about the model's policy.
 		if o.Result.Class.IsVerdict() && o.Result.Class != probes.AbuseBlock {
 			a.verdict, a.v = true, VerdictOf(o.Result)
@@ -293,7 +823,7 @@ func probeRecords(ctx context.Context, db *storage.DB, sets ...map[string]answer
 	seen := map[string]bool{}
 	for _, set := range sets {
 		for _, a := range set {
-			if a.verdict && !seen[a.sha] {
+			if !seen[a.sha] {
 				seen[a.sha] = true
 				shas = append(shas, a.sha)
 			}
@@ -359,10 +889,21 @@ type RunDiff struct {
 	// Missing is how many probes only one of the runs observed.
 	Missing int `json:"missing"`
 	// FromStatus and ToStatus are the runs' statuses (complete, partial,
-	// aborted; running for one still going or killed outright).
+	// aborted; running for one still going or killed outright): a run is
+	// partial when any of its targets was not complete, whichever.
 	FromStatus string `json:"from_status"`
 	ToStatus   string `json:"to_status"`
+	// FromTargetStatus and ToTargetStatus are this target's own part of
+	// each run: complete, degraded (too many transient errors or an open
+	// breaker) or aborted; "unrecorded" when the run stopped (was killed)
+	// before recording it.
+	FromTargetStatus string `json:"from_target_status"`
+	ToTargetStatus   string `json:"to_target_status"`
 }
+
+// TargetUnrecorded is RunDiff's target status of a run that recorded no
+// summary of the target (its process was killed first).
+const TargetUnrecorded = "unrecorded"
 
 // DiffRuns compares two runs of a target. from/to of 0 mean "the run
 // before the latest" and "the latest" run that probed the target to the
@@ -406,7 +947,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	}
 	// A run that does not exist, or did not probe the target, is an
 	// error, never "0 probes differ".
-	status := map[int64]string{}
+	status, tstatus := map[int64]string{}, map[int64]string{}
 	for _, id := range []int64{from, to} {
 		var n int
 		// A run killed outright has observations but no run_targets row.
@@ -422,6 +963,11 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 			return nil, fmt.Errorf("run %d did not probe target %s", id, target)
 		}
 		status[id] = r.Status
+		ts := TargetUnrecorded
+		if err := db.SQL().QueryRowContext(ctx, `SELECT status FROM run_targets WHERE run_id = ? AND target_id = ?`, id, t.ID).Scan(&ts); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("run %d: target %s: %w", id, target, err)
+		}
+		tstatus[id] = ts
 		if r.Pruned == storage.PrunedObservations {
 			return nil, fmt.Errorf("run %d: retention deleted its observations (only those events and detection pin are left), so a diff would miss what changed; events and evidence keep the flips", id)
 		}
@@ -444,7 +990,8 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 		return m
 	}
 	am, bm := first(a), first(b)
-	d := &RunDiff{Target: target, FromRun: from, ToRun: to, Probes: []RunDiffEntry{}, FromStatus: status[from], ToStatus: status[to]}
+	d := &RunDiff{Target: target, FromRun: from, ToRun: to, Probes: []RunDiffEntry{}, FromStatus: status[from], ToStatus: status[to],
+		FromTargetStatus: tstatus[from], ToTargetStatus: tstatus[to]}
 	for id := range bm {
 		if am[id] == nil {
 			d.Missing++

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/termtext"
@@ -24,7 +26,10 @@ both request fingerprints (same_bytes says whether the request bytes were
 identical, i.e. whether the difference is the provider's). --to defaults to the
 latest run of the target, --from to the one before; runs aborted (or
 killed) are chosen only when named. The header says how many probes had a
-verdict in both runs; probes only one run observed are counted apart.`,
+verdict in both runs; probes only one run observed are counted apart. The
+status line gives each run's status and this target's own part of it
+(complete, degraded, aborted): a run is partial when any of its targets was
+not complete.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if target == "" {
@@ -37,8 +42,16 @@ verdict in both runs; probes only one run observed are counted apart.`,
 			}
 			defer sess.Close()
 			st := sess.Store
+			if _, err := st.TargetByName(ctx, target); errors.Is(err, storage.ErrNotFound) {
+				return neverRan("diff", sess.Config, target)
+			} else if err != nil {
+				return fmt.Errorf("diff: %w", err)
+			}
 			d, err := diff.DiffRuns(ctx, st, target, from, to)
 			if err != nil {
+				if t := sess.Config.Target(target); t != nil && t.Disabled {
+					err = fmt.Errorf("%w (target %s is disabled in the config: it does not run until enabled)", err, target)
+				}
 				return app.Usage(fmt.Errorf("diff: %w", err))
 			}
 			if asJSON {
@@ -55,10 +68,28 @@ verdict in both runs; probes only one run observed are counted apart.`,
 	return c
 }
 
+// neverRan is the usage error for a target this database has no record
+// of: not configured at all, disabled, or configured but never run.
+func neverRan(cmd string, cfg *config.Config, name string) error {
+	t := cfg.Target(name)
+	switch {
+	case t == nil:
+		return app.Usage(fmt.Errorf("%s: target %q is not in the config (nor in the database)", cmd, name))
+	case t.Disabled:
+		return app.Usage(fmt.Errorf("%s: target %q is disabled in the config and has never run in this database, so it has no runs to %s: enable it (remove disabled: true) and let it run (%s needs two runs of it)", cmd, name, cmd, cmd))
+	default:
+		return app.Usage(fmt.Errorf("%s: target %q is in the config but has never run in this database (added since the last run, or another --db?): it has no runs to %s yet; driftprobe run probes it (%s needs two runs of it)", cmd, name, cmd, cmd))
+	}
+}
+
 // WriteRunDiff prints a run diff for humans.
 func WriteRunDiff(g *globals, d *diff.RunDiff) {
 	fmt.Fprintf(g.stdout, "%s: run %d → run %d: %s differ (of %s compared)\n", d.Target, d.FromRun, d.ToRun,
 		termtext.Count(len(d.Probes), "probe", "probes"), termtext.Count(d.Compared, "probe", "probes"))
+	// A run is partial when any target failed: say what this target's own
+	// part of each run was.
+	fmt.Fprintf(g.stdout, "status: run %d %s (%s: %s) → run %d %s (%s: %s)\n", d.FromRun, d.FromStatus, d.Target, d.FromTargetStatus,
+		d.ToRun, d.ToStatus, d.Target, d.ToTargetStatus)
 	for _, r := range []struct {
 		id     int64
 		status string
