@@ -120,8 +120,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var req struct {
-		Model    string           `json:"model"`
-		Messages []probes.Message `json:"messages"`
+		Model     string           `json:"model"`
+		Messages  []probes.Message `json:"messages"`
+		MaxTokens any              `json:"max_tokens"` // any: an odd value is ignored, never a 400
 	}
 	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
 		writeJSON(w, http.StatusBadRequest, errBody("'messages' is a required property", "invalid_request_error", "invalid_body"))
@@ -219,6 +220,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	completion := 24 + int(sum[0]%32)
 	if outFiltered {
 		completion = 40 + int(sum[1]%64)
+	}
+	if mt, ok := req.MaxTokens.(float64); ok && mt >= 1 {
+		// A provider never bills more output than max_tokens allows
+		// (plan's ceilings rely on it).
+		completion = min(completion, int(mt))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id":                 "chatcmpl-sim-" + bodySHA[:16],

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -172,5 +173,37 @@ func TestLatency(t *testing.T) {
 		if errs := (&sim.Config{Latency: d}).Validate(); len(errs) != 1 || errs[0][0] != "latency" {
 			t.Errorf("latency %s: %v", d, errs)
 		}
+	}
+}
+
+// The sim bills no more output tokens than the request's max_tokens, as a
+// provider does (plan's ceilings rely on it); an odd max_tokens is
+// ignored, never a 400.
+func TestUsageRespectsMaxTokens(t *testing.T) {
+	srv := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer srv.Close()
+	post := func(maxTokens string) (status int, completion float64) {
+		body := `{"model":"m","messages":[{"role":"user","content":"Summarize the water cycle."}]` + maxTokens + `}`
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Usage struct {
+				CompletionTokens float64 `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Usage.CompletionTokens
+	}
+	if _, free := post(""); free < 24 {
+		t.Fatalf("uncapped completion %v: the sim bills 24 or more", free)
+	}
+	if st, c := post(`,"max_tokens":3`); st != 200 || c != 3 {
+		t.Errorf("max_tokens 3: status %d, completion_tokens %v", st, c)
+	}
+	if st, c := post(`,"max_tokens":"lots"`); st != 200 || c < 24 {
+		t.Errorf(`max_tokens "lots": status %d, completion_tokens %v (want the uncapped 24 or more)`, st, c)
 	}
 }
