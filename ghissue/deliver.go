@@ -202,6 +202,11 @@ type deliverer struct {
 	// pasting its (guessable) marker into a comment of their own.
 	authors map[int]string
 	self    map[string]bool
+	// titles holds issues' titles (number -> title) as this pass last saw
+	// them on GitHub: created, fetched or edited (the label listing's are
+	// in index). ensureTitle compares with them, so a title already right,
+	// an edit whose answer was lost included, is not edited again.
+	titles map[int]string
 	// whoami asks GitHub for the login this pass posts as (once, before
 	// the first comment listing): its comments from an earlier pass count
 	// even on an issue another login opened (a token's, before a switch
@@ -272,7 +277,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	}
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
 		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}, claims: map[int64]string{},
-		authors: map[int]string{}, self: map[string]bool{}, whoami: whoami}
+		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, whoami: whoami}
 	lost := func(r row, what string) {
 		note := fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, what)
 		res.Lost++
@@ -705,22 +710,82 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 	if err := d.ensureComment(ctx, num, ev, *upd, ev2, closing); err != nil {
 		return err
 	}
-	if closing {
-		reason := CloseReason
-		if upd.Change == diff.ChangeRetracted {
-			reason = RetractedReason
-		}
-		err := d.call(ctx, func(ctx context.Context) error {
-			// The title too: it ends [reverted] or [retracted] now.
-			_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{Title: github.String(Title(ev)), State: github.String("closed"), StateReason: github.String(reason)})
-			return err
-		})
-		if err != nil {
-			return d.issueErr(ctx, ev, err)
-		}
-		d.log.Info("github issue closed", "event", ev.ID, "issue", num, "state_reason", reason)
+	if !closing {
+		// The update may have changed what the title says (categories,
+		// kind, direction, probe count, status).
+		return d.ensureTitle(ctx, num, ev)
 	}
+	reason := CloseReason
+	if upd.Change == diff.ChangeRetracted {
+		reason = RetractedReason
+	}
+	title := Title(ev)
+	err = d.call(ctx, func(ctx context.Context) error {
+		// The title too: it ends [reverted] or [retracted] now.
+		_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{Title: github.String(title), State: github.String("closed"), StateReason: github.String(reason)})
+		return err
+	})
+	if err != nil {
+		return d.issueErr(ctx, ev, err)
+	}
+	d.titles[num] = title
+	d.log.Info("github issue closed", "event", ev.ID, "issue", num, "state_reason", reason)
 	return nil
+}
+
+// ensureTitle keeps issue num's title in step with its event after an
+// update: the title names the event's categories, kind, direction, probe
+// count and status, which the update may have changed (a category that
+// arrived with more probes, above all). The title is edited only when the
+// one GitHub shows differs from Title(ev): GitHub's as this pass last saw
+// it (listed, created, fetched for the comment check, or edited), else
+// fetched now. So delivering a row again edits nothing when the title is
+// already right: after an edit whose answer was lost, a crash before the
+// row was recorded, or a pass that found its comment already posted.
+//
+// It runs after the comment is ensured, under the row's claim, as the
+// close edit does: when the edit fails (an outage, a rate limit), the row
+// records the failure and is retried, the retry finds its comment by its
+// marker (never posting it twice) and edits the title then.
+func (d *deliverer) ensureTitle(ctx context.Context, num int, ev *diff.Event) error {
+	want := Title(ev)
+	cur, err := d.issueTitle(ctx, num)
+	if err != nil {
+		return d.issueErr(ctx, ev, err)
+	}
+	if cur == want {
+		return nil
+	}
+	err = d.call(ctx, func(ctx context.Context) error {
+		_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{Title: github.String(want)})
+		return err
+	})
+	if err != nil {
+		return d.issueErr(ctx, ev, err)
+	}
+	d.titles[num] = want
+	d.log.Info("github issue title updated", "event", ev.ID, "issue", num)
+	return nil
+}
+
+// issueTitle returns issue num's title as GitHub last showed it to this
+// pass (see deliverer.titles, then the label listing), else as GitHub
+// answers now.
+func (d *deliverer) issueTitle(ctx context.Context, num int) (string, error) {
+	if t, ok := d.titles[num]; ok {
+		return t, nil
+	}
+	for _, iss := range d.index {
+		if iss.GetNumber() == num && iss.Title != nil {
+			d.titles[num] = iss.GetTitle()
+			return d.titles[num], nil
+		}
+	}
+	iss, err := d.fetchIssue(ctx, num)
+	if err != nil {
+		return "", err
+	}
+	return iss.GetTitle(), nil
 }
 
 // issueErr handles an error on an issue-specific call: a deleted issue
@@ -797,6 +862,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		d.authors[iss.GetNumber()] = login
 		d.self[login] = true
 	}
+	d.titles[iss.GetNumber()] = req.GetTitle()
 	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
 		return 0, dbError{err}
 	}
@@ -915,6 +981,14 @@ func (d *deliverer) issueAuthor(ctx context.Context, num int) (string, error) {
 			return d.authors[num], nil
 		}
 	}
+	if _, err := d.fetchIssue(ctx, num); err != nil {
+		return "", err
+	}
+	return d.authors[num], nil
+}
+
+// fetchIssue asks GitHub for issue num and remembers its author and title.
+func (d *deliverer) fetchIssue(ctx context.Context, num int) (*github.Issue, error) {
 	var iss *github.Issue
 	err := d.call(ctx, func(ctx context.Context) error {
 		var err error
@@ -922,10 +996,11 @@ func (d *deliverer) issueAuthor(ctx context.Context, num int) (string, error) {
 		return err
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	d.authors[num] = iss.GetUser().GetLogin()
-	return d.authors[num], nil
+	d.titles[num] = iss.GetTitle()
+	return iss, nil
 }
 
 // ensureComment posts the update's comment unless the issue already has

@@ -72,6 +72,14 @@ type Obs struct {
 type Evidence struct {
 	Runs map[int64]storage.Run // first, confirmed, reverted, baseline runs
 	Obs  map[int64]Obs         // before/after observations by id
+	// FirstFired holds, per target of the event, the run in which each
+	// category first fired on it (the composition history detection keeps:
+	// a category first fired in run R when detection met it blocking there
+	// in R and never before). A comment names a category its update brings
+	// as new to the target when it first fired in the update's run. Nil, or
+	// a target or category missing from it: unknown, and comments fall back
+	// on the event's new categories (see updateNews).
+	FirstFired map[string]map[string]int64
 }
 
 // LoadEvidence reads the runs and observations an event's issue cites.
@@ -127,7 +135,60 @@ func LoadEvidence(ctx context.Context, db *storage.DB, ev *diff.Event) (*Evidenc
 			return nil, err
 		}
 	}
+	if err := e.loadFirstFired(ctx, db, ev); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// loadFirstFired fills e.FirstFired for ev's targets (and its probes').
+func (e *Evidence) loadFirstFired(ctx context.Context, db *storage.DB, ev *diff.Event) error {
+	var names []string
+	for _, n := range append(append([]string{ev.Target}, ev.Targets...), probeTargets(ev.Probes)...) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	rows, err := db.SQL().QueryContext(ctx, `SELECT t.name, tc.category, tc.first_run FROM target_categories tc JOIN targets t ON t.id = tc.target_id
+		WHERE t.name IN (`+strings.TrimSuffix(strings.Repeat("?,", len(names)), ",")+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("categories first fired: %w", err)
+	}
+	defer rows.Close()
+	e.FirstFired = map[string]map[string]int64{}
+	for rows.Next() {
+		var target, cat string
+		var run int64
+		if err := rows.Scan(&target, &cat, &run); err != nil {
+			return fmt.Errorf("categories first fired: %w", err)
+		}
+		if e.FirstFired[target] == nil {
+			e.FirstFired[target] = map[string]int64{}
+		}
+		e.FirstFired[target][cat] = run
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("categories first fired: %w", err)
+	}
+	return nil
+}
+
+// probeTargets returns the targets of ps, in order, without repeats.
+func probeTargets(ps []diff.EventProbe) []string {
+	var out []string
+	for _, p := range ps {
+		if !slices.Contains(out, p.Target) {
+			out = append(out, p.Target)
+		}
+	}
+	return out
 }
 
 var kindTitles = map[string]string{
@@ -177,14 +238,7 @@ func Title(ev *diff.Event) string {
 		}
 		// The categories that changed: a probe blocked before and after
 		// (one category more, say) names only the one it gained.
-		before, after := p.Before.Categories, p.After.Categories
-		if !b {
-			before = nil
-		}
-		if !a {
-			after = nil
-		}
-		gained, lost := catDiff(after, before), catDiff(before, after)
+		gained, lost := gainedLost(p)
 		cats = append(cats, gained...)
 		if ev.Direction != diff.Tightened {
 			cats = append(cats, lost...)
@@ -242,6 +296,21 @@ func Title(ev *diff.Event) string {
 		}
 	}
 	return titleText(t, MaxTitle)
+}
+
+// gainedLost returns the categories p's verdict gained and lost, counting
+// a verdict's categories only when it blocks: allowed → blocked[hate]
+// gains hate; blocked[hate] → blocked[hate,weapons] gains only weapons;
+// blocked_output[hate] → blocked_input[hate] gains nothing.
+func gainedLost(p diff.EventProbe) (gained, lost []string) {
+	before, after := p.Before.Categories, p.After.Categories
+	if !isBlocked(p.Before.Class) {
+		before = nil
+	}
+	if !isBlocked(p.After.Class) {
+		after = nil
+	}
+	return catDiff(after, before), catDiff(before, after)
 }
 
 // catDiff returns the categories of a not in b.
@@ -367,10 +436,54 @@ func reproduce(ev *diff.Event) string {
 	}
 	for _, t := range targets {
 		cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", shellWord(t), from, ev.ConfirmedRun))
+		// Probes of t confirmed after the event was (more probes since, or
+		// a target that joined later): a range that covers them too.
+		if f, to, ok := flipRange(probesOn(ev.Probes, t)); ok && to > ev.ConfirmedRun {
+			cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d   # every probe of this target listed above", shellWord(t), f, to))
+		}
 	}
 	cmds = append(cmds, "driftprobe events --json", fmt.Sprintf("driftprobe evidence %d --json > evidence-%d.json   # the hash-verifiable record", ev.ID, ev.ID))
 	return "### How to reproduce\n\nRun against the driftprobe database that filed this issue:\n\n" +
 		fenced(strings.Join(cmds, "\n"), 10000) + "\n"
+}
+
+// probesOn returns the probes of ps on target.
+func probesOn(ps []diff.EventProbe, target string) []diff.EventProbe {
+	var out []diff.EventProbe
+	for _, p := range ps {
+		if p.Target == target {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// flipRange returns the runs driftprobe diff compares to show the flips
+// of ps (probes of one target): from the run before the first of them was
+// first seen (every one still held its before-verdict then) to the last
+// run that confirmed one (every one held its after-verdict then, unless
+// it flipped back since). ok is false when ps is empty or the range is
+// empty.
+func flipRange(ps []diff.EventProbe) (from, to int64, ok bool) {
+	for i, p := range ps {
+		if i == 0 || p.FirstRun-1 < from {
+			from = p.FirstRun - 1
+		}
+		to = max(to, p.ConfirmedRun)
+	}
+	from = max(from, 1)
+	return from, to, len(ps) > 0 && from < to
+}
+
+// revertRange returns the runs driftprobe diff compares to show the
+// flip back of ps (probes of one target that left an event in run): from
+// the last run that confirmed one of them (every one held its
+// after-verdict then) to run.
+func revertRange(ps []diff.EventProbe, run int64) (from, to int64, ok bool) {
+	for _, p := range ps {
+		from = max(from, p.ConfirmedRun)
+	}
+	return from, run, len(ps) > 0 && from >= 1 && from < run
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
@@ -547,6 +660,18 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 		title = inert(u.Change, 100)
 	}
 	fmt.Fprintf(&h, "### driftprobe update: %s (run %d)\n\n", title, u.RunID)
+	// The probes this update is about: on its target, flipped (or flipped
+	// back) in its run.
+	target := updateTarget(ev, u)
+	var mine []diff.EventProbe
+	for _, p := range ev.Probes {
+		if inUpdate(p, u, target) {
+			mine = append(mine, p)
+		}
+	}
+	// Composition first: a category the update brings is said before
+	// anything else.
+	h.WriteString(compositionNote(ev, u, e, mine))
 	if u.Detail != "" {
 		h.WriteString(inert(u.Detail, 3000) + "\n\n")
 	}
@@ -587,17 +712,12 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 		}
 		h.WriteString("\n\n")
 	}
-	// The probes this update is about: on its target, flipped (or flipped
-	// back) in its run.
 	var rows, msgs []string
-	target := updateTarget(ev, u)
-	for _, p := range ev.Probes {
-		if inUpdate(p, u, target) {
-			rows = append(rows, probeRow(ev, e, p))
-			if !slices.Contains([]string{diff.ChangeReverted, diff.ChangePartialRevert, diff.ChangeWithdrawn, diff.ChangeRetracted}, u.Change) {
-				if m := messageBlock(p, e); m != "" {
-					msgs = append(msgs, m)
-				}
+	for _, p := range mine {
+		rows = append(rows, probeRow(ev, e, p))
+		if !leaves(u.Change) {
+			if m := messageBlock(p, e); m != "" {
+				msgs = append(msgs, m)
 			}
 		}
 	}
@@ -605,8 +725,201 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 	if len(rows) > 0 {
 		table = fmt.Sprintf("#### Probes in this update (%d)\n\n", len(rows)) + tableHead
 	}
-	tail := fmt.Sprintf("\n<sub>driftprobe event `%s`, update %d.</sub>\n", ev.Fingerprint, u.ID)
+	// The commands sit in the tail, which the size limit never cuts.
+	tail := updateRepro(ev, u, mine) + fmt.Sprintf("\n<sub>driftprobe event `%s`, update %d.</sub>\n", ev.Fingerprint, u.ID)
 	return assemble(h.String(), table, rows, msgs, tail, ev)
+}
+
+// leaves reports whether an update of this change takes probes out of
+// its event (they flipped back, or proved nondeterministic).
+func leaves(change string) bool {
+	switch change {
+	case diff.ChangeReverted, diff.ChangePartialRevert, diff.ChangeWithdrawn, diff.ChangeRetracted:
+		return true
+	}
+	return false
+}
+
+// updateRepro renders the commands that show update u's own flips: for
+// each target of its probes (mine), driftprobe diff over the runs around
+// them (flips: flipRange; flips back: revertRange), then the event's
+// evidence record, which holds every probe of the event, these included.
+// A score drift has no flips (its verdicts held): only the record, which
+// has the scores, is given.
+func updateRepro(ev *diff.Event, u diff.EventUpdate, mine []diff.EventProbe) string {
+	var cmds []string
+	if ev.Kind == diff.KindScoreDrift {
+		mine = nil
+	}
+	for _, t := range probeTargets(mine) {
+		var flips, back []diff.EventProbe
+		for _, p := range probesOn(mine, t) {
+			if p.RevertedRun == u.RunID {
+				back = append(back, p)
+			} else {
+				flips = append(flips, p)
+			}
+		}
+		if from, to, ok := flipRange(flips); ok {
+			cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", shellWord(t), from, to))
+		}
+		if from, to, ok := revertRange(back, u.RunID); ok {
+			cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", shellWord(t), from, to))
+		}
+	}
+	cmds = append(cmds, fmt.Sprintf("driftprobe evidence %d --json > evidence-%d.json   # the hash-verifiable record of the event, these probes included", ev.ID, ev.ID))
+	return "\n#### How to reproduce this update\n\nRun against the driftprobe database that filed this issue:\n\n" + fenced(strings.Join(cmds, "\n"), 10000)
+}
+
+// maxCats bounds the categories one line of a comment names.
+const maxCats = 20
+
+// catList renders categories as code spans (untrusted ones made inert),
+// at most maxCats of them.
+func catList(cs []string) string {
+	var parts []string
+	for i, c := range cs {
+		if i == maxCats {
+			parts = append(parts, fmt.Sprintf("and %d more", len(cs)-maxCats))
+			break
+		}
+		parts = append(parts, code(truncRunes(c, 60)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// updateNews returns the categories update u brings to its event (ev, a
+// policy or model change; mine: the probes u is about), which comments
+// name first:
+//
+//   - onTarget: by target, the categories that never fired on it before
+//     u's run and are blocked now by u's probes there: those that first
+//     fired on the target in u's run, as e.FirstFired says; where it does
+//     not know (no record of the target or the category), the event's new
+//     categories that are new to the event as well.
+//   - toEvent: the categories u's probes gained that no earlier probe of
+//     the event had gained (confirmed in an earlier run, or by an update
+//     recorded before u in its run; probes withdrawn as nondeterministic
+//     by then do not count), onTarget's excepted: new to the event, not
+//     to the target.
+//   - unblocked: the categories u's probes lost that no earlier probe of
+//     the event had gained or lost.
+//
+// Categories are "gained" and "lost" as in gainedLost. Updates that take
+// probes out of the event bring nothing.
+func updateNews(ev *diff.Event, u diff.EventUpdate, e *Evidence, mine []diff.EventProbe) (onTarget map[string][]string, toEvent, unblocked []string) {
+	if (ev.Kind != diff.KindPolicy && ev.Kind != diff.KindModel) || len(mine) == 0 || leaves(u.Change) || u.Change == diff.ChangeOpened {
+		return nil, nil, nil
+	}
+	type key struct{ target, probe string }
+	in := map[key]bool{}
+	for _, p := range mine {
+		in[key{p.Target, p.ProbeID}] = true
+	}
+	// The probes of updates recorded before u in its run.
+	var sameRun []func(diff.EventProbe) bool
+	for _, o := range ev.Updates {
+		if o.ID < u.ID && o.RunID == u.RunID && !leaves(o.Change) {
+			o, t := o, updateTarget(ev, o)
+			sameRun = append(sameRun, func(p diff.EventProbe) bool { return inUpdate(p, o, t) })
+		}
+	}
+	hadGained, hadLost := map[string]bool{}, map[string]bool{}
+	for _, p := range ev.Probes {
+		if in[key{p.Target, p.ProbeID}] || (p.Withdrawn && p.RevertedRun <= u.RunID) {
+			continue
+		}
+		earlier := p.ConfirmedRun < u.RunID
+		for _, f := range sameRun {
+			earlier = earlier || (p.ConfirmedRun == u.RunID && f(p))
+		}
+		if !earlier {
+			continue
+		}
+		g, l := gainedLost(p)
+		for _, c := range g {
+			hadGained[c] = true
+		}
+		for _, c := range l {
+			hadLost[c] = true
+		}
+	}
+	isNew := map[string]bool{}
+	for _, c := range ev.NewCategories {
+		isNew[c] = true
+	}
+	var e2 Evidence
+	if e != nil {
+		e2 = *e
+	}
+	onTarget = map[string][]string{}
+	newThere := map[string]bool{}
+	var gained, lost []string
+	for _, p := range mine {
+		g, l := gainedLost(p)
+		gained, lost = append(gained, g...), append(lost, l...)
+		for _, c := range g {
+			first, known := e2.FirstFired[p.Target][c]
+			if ((known && first == u.RunID) || (!known && isNew[c] && !hadGained[c])) && !slices.Contains(onTarget[p.Target], c) {
+				onTarget[p.Target] = append(onTarget[p.Target], c)
+				newThere[c] = true
+			}
+		}
+	}
+	for t := range onTarget {
+		sort.Strings(onTarget[t])
+	}
+	for _, c := range probes.SortedUnique(gained) {
+		if !hadGained[c] && !newThere[c] {
+			toEvent = append(toEvent, c)
+		}
+	}
+	for _, c := range probes.SortedUnique(lost) {
+		if !hadGained[c] && !hadLost[c] {
+			unblocked = append(unblocked, c)
+		}
+	}
+	return onTarget, toEvent, unblocked
+}
+
+// compositionNote renders what updateNews finds, prominently: the first
+// thing a comment says after its heading.
+func compositionNote(ev *diff.Event, u diff.EventUpdate, e *Evidence, mine []diff.EventProbe) string {
+	onTarget, toEvent, unblocked := updateNews(ev, u, e, mine)
+	var b strings.Builder
+	targets := make([]string, 0, len(onTarget))
+	for t := range onTarget {
+		targets = append(targets, t)
+	}
+	sort.Strings(targets)
+	for _, t := range targets {
+		what := "New category"
+		if len(onTarget[t]) > 1 {
+			what = "New categories"
+		}
+		fmt.Fprintf(&b, "**%s on %s, never fired on this target before run %d: %s.** A category that never fired on a target and now fires is the strongest signal of a provider change.\n\n",
+			what, code(t), u.RunID, catList(onTarget[t]))
+	}
+	if len(toEvent) > 0 {
+		where := "the targets of these probes"
+		if ts := probeTargets(mine); len(ts) == 1 {
+			where = code(ts[0])
+		}
+		it, they, are := "it", "It", "is"
+		if len(toEvent) > 1 {
+			it, they, are = "them", "They", "are"
+		}
+		fmt.Fprintf(&b, "**New to this event: %s.** This update's probes are the first of the event newly blocked for %s. %s fired on %s before this run, so %s not new to the target.\n\n",
+			catList(toEvent), it, they, where, are)
+	}
+	if len(unblocked) > 0 {
+		it := "it"
+		if len(unblocked) > 1 {
+			it = "them"
+		}
+		fmt.Fprintf(&b, "**No longer blocked, new to this event: %s.** This update's probes are the first of the event no longer blocked for %s.\n\n", catList(unblocked), it)
+	}
+	return b.String()
 }
 
 // updateTarget returns the target update u is about: u.Target, as the

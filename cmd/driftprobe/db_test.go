@@ -283,6 +283,19 @@ func TestMissingDatabaseIsUsage(t *testing.T) {
 			t.Fatalf("%v created %s", args, db)
 		}
 	}
+	// An empty file is no database: maintenance that writes (prune,
+	// outbox --send) used to create the schema in it, exit 0.
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	os.WriteFile(empty, nil, 0o644)
+	for _, args := range [][]string{{"db", "prune", "--observations", "1s"}, {"outbox", "--send"}, {"events"}, {"db", "check"}} {
+		_, stderr, code := runIn(t, append(args, "--db", empty)...)
+		if code != 2 || !strings.Contains(stderr, "is an empty file, not a driftprobe database") {
+			t.Errorf("%v on an empty file: exit %d: %s", args, code, stderr)
+		}
+	}
+	if fi, _ := os.Stat(empty); fi.Size() != 0 {
+		t.Errorf("a command wrote %d bytes into the empty file", fi.Size())
+	}
 	// A directory in its place (a --db given the folder) says so, exit 2,
 	// not "read schema version: disk I/O error" with exit 3.
 	dir := t.TempDir()

@@ -218,8 +218,8 @@ func load(path, dbOverride string, needKeys, mustExist bool, mode CorpusMode) (*
 	return s, nil
 }
 
-// requireDatabase refuses a database file that does not exist, and a
-// directory in its place.
+// requireDatabase refuses a database file that does not exist, a
+// directory in its place, and an empty file.
 func requireDatabase(cfg *config.Config) error {
 	if cfg.Database == ":memory:" {
 		return nil
@@ -230,8 +230,18 @@ func requireDatabase(cfg *config.Config) error {
 		return Usage(fmt.Errorf("database %s does not exist (driftprobe run creates it; check --db or the config's database)", cfg.Database))
 	case err == nil && fi.IsDir():
 		return Usage(fmt.Errorf("database %s is a directory, not a database file (check --db or the config's database)", cfg.Database))
+	case err == nil && fi.Size() == 0 && !exists(cfg.Database+"-journal") && !exists(cfg.Database+"-wal"):
+		// An empty file is no database: maintenance that writes (db prune,
+		// outbox --send) would otherwise create the schema in it. (With a
+		// journal beside it, a creation was interrupted: db check says so.)
+		return Usage(fmt.Errorf("database %s is an empty file, not a driftprobe database (driftprobe run creates one; check --db or the config's database)", cfg.Database))
 	}
 	return nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // OpenRead is Open for commands that only read: the database must exist
