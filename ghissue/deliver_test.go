@@ -752,7 +752,8 @@ func TestDryRun(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{"would open an issue in acme/llm-drift for event 1", "Provider policy change on sim-prod",
-		"would comment on and close (state_reason completed)", "driftprobe diff --target sim-prod --from 2 --to 4", "driftprobe events --json"} {
+		"would comment on and close (state_reason completed)", "driftprobe diff --target sim-prod --from 2 --to 4", "driftprobe events --json",
+		"title (edited if it differs): \"Provider policy change on sim-prod: ", " [reverted]\"\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dry run output lacks %q", want)
 		}

@@ -220,7 +220,8 @@ func renderOne(ev *diff.Event, e *Evidence, u diff.EventUpdate, action string, g
 		if dir != "" {
 			head = fmt.Sprintf("---\naction: %s\nevent: %d\nupdate: %d\nrepo: %s\n---\n", action, ev.ID, u.ID, repo)
 		} else {
-			head = fmt.Sprintf("==== would %s %s in %s: update %d (%s, run %d) ====\n\n", what, on, repo, u.ID, u.Change, u.RunID)
+			tj, _ := json.Marshal(Title(ev))
+			head = fmt.Sprintf("==== would %s %s in %s: update %d (%s, run %d) ====\ntitle (edited if it differs): %s\n\n", what, on, repo, u.ID, u.Change, u.RunID, tj)
 		}
 	}
 	if dir != "" {
