@@ -213,14 +213,17 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		ConfigHash: configHash(o.Config), Host: o.Host, Version: o.Version, Note: o.Note,
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("recording a new run: %w", err)
 	}
 	bg := context.WithoutCancel(ctx)
 	// A run that cannot be completed is recorded aborted, never left
 	// running for the next lease holder to find.
 	abort := func(err error) (*Summary, error) {
+		err = fmt.Errorf("run %d: %w", runID, err)
 		if ferr := st.FinishRun(bg, runID, storage.RunAborted, nil); ferr != nil {
-			return nil, errors.Join(err, ferr)
+			// It stays marked running until the next run under the lease
+			// marks it aborted.
+			return nil, errors.Join(err, fmt.Errorf("run %d: marking it aborted: %w", runID, ferr))
 		}
 		return nil, err
 	}
@@ -229,12 +232,12 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		recs[i] = storage.ProbeRecord{SHA256: p.SHA256, ProbeID: p.ID, CorpusVersion: o.Corpus.Version, Role: p.Role, Expect: p.Expect, Tags: p.Tags, Canonical: string(p.Canonical())}
 	}
 	if err := st.SaveProbes(bg, recs); err != nil {
-		return abort(err)
+		return abort(fmt.Errorf("storing the corpus's probes: %w", err))
 	}
 	for _, t := range o.Targets {
 		id, err := st.EnsureTarget(bg, storage.TargetRow{Name: t.Config.Name, Provider: t.Config.Provider, Model: t.Config.Model, Endpoint: t.Config.Endpoint})
 		if err != nil {
-			return abort(err)
+			return abort(fmt.Errorf("recording target %s: %w", t.Config.Name, err))
 		}
 		t.ID = id
 	}
@@ -327,7 +330,9 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		status = storage.RunAborted
 	}
 	if err := st.FinishRun(bg, runID, status, rts); err != nil {
-		return nil, err
+		// Its observations are stored; it stays marked running until the
+		// next run under the lease marks it aborted.
+		return nil, fmt.Errorf("run %d: recording its end (%s): %w", runID, status, err)
 	}
 	sort.Slice(sums, func(a, b int) bool { return sums[a].Target < sums[b].Target })
 	return &Summary{RunID: runID, Status: status, CorpusVersion: o.Corpus.Version, CorpusHash: o.Corpus.Hash, Started: start, Duration: o.Now().Sub(start), Targets: sums, Observations: byTarget}, nil
