@@ -32,6 +32,7 @@ var wantAlerts = map[string]string{
 	"DriftprobeNondeterminism":     "ticket",
 	"DriftprobeScoreDrift":         "ticket",
 	"DriftprobeRunsStale":          "ticket",
+	"DriftprobeRunFailed":          "ticket",
 	"DriftprobeTargetDegraded":     "ticket",
 	"DriftprobeBreakerOpen":        "ticket",
 	"DriftprobeClientErrors":       "ticket",

@@ -25,6 +25,11 @@ const (
 	dsRef            = "${datasource}"
 )
 
+// targetVariableQuery feeds the $target variable: driftprobe_events_total
+// is exported for every configured target (at 0 for every kind and
+// direction) whether or not it ever answered with a verdict.
+const targetVariableQuery = "label_values(" + metrics.EventsTotal + ", target)"
+
 // histograms are the exported families that also expose _bucket, _sum and
 // _count series.
 var histograms = []string{metrics.RunDuration, metrics.RecordedRunDuration}
@@ -122,8 +127,15 @@ func TestDashboardProvisionable(t *testing.T) {
 			t.Errorf("target variable must be a multi-value query variable with All: %v", tv)
 		}
 		checkDatasource(t, "variable target", tv["datasource"])
-		if q := variableQuery(tv); !strings.Contains(q, "label_values(driftprobe_probe_verdicts, target)") {
-			t.Errorf("target variable query = %q, want label_values(driftprobe_probe_verdicts, target)", q)
+		// From a metric every configured target has from the start:
+		// driftprobe_probe_verdicts has no series for a target whose
+		// probes all got client errors (no verdict), which then could not
+		// be picked.
+		if q := variableQuery(tv); q != targetVariableQuery {
+			t.Errorf("target variable query = %q, want %s", q, targetVariableQuery)
+		}
+		if def, _ := tv["definition"].(string); def != targetVariableQuery {
+			t.Errorf("target variable definition = %q, want %s", def, targetVariableQuery)
 		}
 	}
 
@@ -508,4 +520,79 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// verdictValues are the verdict label values each metric with a verdict
+// label can have: a selector matching any other value selects nothing
+// (driftprobe_probe_verdicts never has abuse_block: account-level
+// enforcement is driftprobe_abuse_blocks).
+var verdictValues = map[string][]string{
+	metrics.ProbeVerdicts: metrics.VerdictClasses,
+	metrics.Probes:        metrics.VerdictClasses,
+}
+
+var verdictSelectorRE = regexp.MustCompile(`(driftprobe_[a-z_]+)\{([^}]*)\}`)
+var verdictMatcherRE = regexp.MustCompile(`\bverdict\s*(=~|=|!~|!=)\s*"([^"]*)"`)
+
+// TestVerdictSelectorsMatchExportedValues: every verdict a panel or rule
+// selects on driftprobe_probe_verdicts or driftprobe_probes is one the
+// binary exports.
+func TestVerdictSelectorsMatchExportedValues(t *testing.T) {
+	all := append(dashboardExprs(t), alertExprs(t)...)
+	checked := 0
+	for _, e := range all {
+		for _, sel := range verdictSelectorRE.FindAllStringSubmatch(e.text, -1) {
+			valid, ok := verdictValues[sel[1]]
+			if !ok {
+				continue
+			}
+			for _, m := range verdictMatcherRE.FindAllStringSubmatch(sel[2], -1) {
+				checked++
+				for _, v := range strings.Split(m[2], "|") {
+					if !slices.Contains(valid, v) {
+						t.Errorf("%s: %s selects verdict %q, which it never has (it has %v)", e.where, sel[1], v, valid)
+					}
+				}
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("only %d verdict matchers found: the check reads nothing", checked)
+	}
+	for _, bad := range []string{`driftprobe_probe_verdicts{verdict=~"blocked_input|abuse_block"}`} {
+		found := false
+		for _, sel := range verdictSelectorRE.FindAllStringSubmatch(bad, -1) {
+			for _, m := range verdictMatcherRE.FindAllStringSubmatch(sel[2], -1) {
+				for _, v := range strings.Split(m[2], "|") {
+					found = found || !slices.Contains(verdictValues[sel[1]], v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("the check misses %s", bad)
+		}
+	}
+}
+
+// TestSharesCountProbes: a share of probes (a block share) divides counts
+// of probes, never driftprobe_probe_verdicts, which counts a probe once
+// per category: probes that stay blocked while the provider names more
+// categories for them would look like a move in volume.
+func TestSharesCountProbes(t *testing.T) {
+	shares := 0
+	for _, e := range append(dashboardExprs(t), alertExprs(t)...) {
+		code, _ := stripStrings(e.text)
+		if !strings.Contains(code, metrics.ProbeVerdicts) && !strings.Contains(code, metrics.Probes+"{") {
+			continue
+		}
+		if strings.Contains(code, "/") {
+			shares++
+			if strings.Contains(code, metrics.ProbeVerdicts) {
+				t.Errorf("%s divides %s (a probe counts once per category): use %s", e.where, metrics.ProbeVerdicts, metrics.Probes)
+			}
+		}
+	}
+	if shares < 3 {
+		t.Errorf("found %d block shares (the dashboard's two panels and DriftprobeBlockVolumeShift), want at least 3", shares)
+	}
 }

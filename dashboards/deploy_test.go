@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,7 +175,8 @@ func scheduleInterval(t *testing.T, c *config.Config) time.Duration {
 	return cs.Next(n1).Sub(n1)
 }
 
-// secretEnv returns the container's env vars taken from the Secret.
+// secretEnv returns the container's env vars taken from the Secret, each
+// with whether its secretKeyRef is optional.
 func secretEnv(t *testing.T, where string, ctr any) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
@@ -193,7 +195,8 @@ func secretEnv(t *testing.T, where string, ctr any) map[string]bool {
 		}
 		wantEq(t, where+" env "+name+" secretKeyRef.name", get(ref, "name"), secretName)
 		wantEq(t, where+" env "+name+" secretKeyRef.key", get(ref, "key"), name)
-		out[name] = true
+		opt, _ := get(ref, "optional").(bool)
+		out[name] = opt
 	}
 	return out
 }
@@ -244,6 +247,9 @@ func checkPod(t *testing.T, where string, pod any, c *config.Config, secretKeys 
 	}
 
 	env := secretEnv(t, where, ctr)
+	if len(env) == 0 {
+		t.Fatalf("%s: no env var from the Secret", where)
+	}
 	need := map[string]bool{}
 	for _, tg := range c.Targets {
 		if tg.APIKeyEnv != "" && !tg.Disabled {
@@ -254,8 +260,17 @@ func checkPod(t *testing.T, where string, pod any, c *config.Config, secretKeys 
 		need[c.GitHub.TokenEnv] = true
 	}
 	for _, k := range sortedKeys(need) {
-		if !env[k] {
+		optional, ok := env[k]
+		if !ok {
 			t.Errorf("%s: the config reads %s but the container does not get it from the Secret", where, k)
+		}
+		// A variable the config needs is required: an optional one left out
+		// of the Secret starts a pod that cannot do its job (a github block
+		// without GITHUB_TOKEN queues GitHub deliveries that never send:
+		// DriftprobeOutboxStuck, forever). Without GitHub, remove the
+		// config's github block and the env entry instead.
+		if optional {
+			t.Errorf("%s: %s is optional in the Secret, but the config needs it", where, k)
 		}
 		if !secretKeys[k] {
 			t.Errorf("secret.example.yaml does not document %s", k)
@@ -354,13 +369,33 @@ func TestK8sManifests(t *testing.T) {
 	if v, _ := argValue(args, "--db"); v != dbPath {
 		t.Errorf("CronJob --db = %q, want %s", v, dbPath)
 	}
-	tf, hasTF := argValue(args, "--metrics-textfile")
-	_, hasPush := argValue(args, "--pushgateway")
-	if !hasTF && !hasPush {
-		t.Errorf("CronJob args %v export no metrics (--metrics-textfile or --pushgateway)", args)
+	// A Job's metrics must reach Prometheus: pushed (a textfile in the
+	// pod, on the PVC or elsewhere, is read by no node_exporter).
+	if tf, ok := argValue(args, "--metrics-textfile"); ok {
+		t.Errorf("CronJob --metrics-textfile %q: nothing reads a file in a Job's pod; push (--pushgateway)", tf)
 	}
-	if hasTF && !strings.HasPrefix(tf, dataDir+"/") {
-		t.Errorf("CronJob --metrics-textfile %q is not on the PVC (the root filesystem is read-only)", tf)
+	gw, hasPush := argValue(args, "--pushgateway")
+	if !hasPush || !strings.HasPrefix(gw, "http") {
+		t.Errorf("CronJob args %v push no metrics (--pushgateway URL)", args)
+	}
+	// Grouped under a stable instance: the default, the host name, is the
+	// Job pod's, new every run (each run would leave a group behind on the
+	// Pushgateway). A $(VAR) must come from the pod's env.
+	inst, ok := argValue(args, "--pushgateway-instance")
+	if !ok || inst == "" || strings.Contains(inst, "HOSTNAME") || strings.Contains(inst, "POD_NAME)") {
+		t.Errorf("CronJob --pushgateway-instance %q: want a name stable across runs", inst)
+	}
+	for _, m := range regexp.MustCompile(`\$\((\w+)\)`).FindAllStringSubmatch(inst, -1) {
+		defined := false
+		list, _ := get(ctr, "env").([]any)
+		for _, e := range list {
+			if get(e, "name") == m[1] && (get(e, "value") != nil || get(e, "valueFrom", "fieldRef", "fieldPath") == "metadata.namespace") {
+				defined = true
+			}
+		}
+		if !defined {
+			t.Errorf("CronJob --pushgateway-instance uses $(%s), which the container's env does not define (as a value or the namespace)", m[1])
+		}
 	}
 
 	// The Deployment (serve).

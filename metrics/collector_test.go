@@ -111,6 +111,18 @@ func gathered(t *testing.T, g prometheus.Gatherer, names ...string) []string {
 	return out
 }
 
+// nonzero drops the lines of counters and gauges at 0 (the series
+// exported ahead of their first increment) from lines.
+func nonzero(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if !strings.HasSuffix(l, "} 0") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func diffLines(t *testing.T, what string, got, want []string) {
 	t.Helper()
 	if !slices.Equal(got, want) {
@@ -390,7 +402,9 @@ func TestRecordedSumsEachFinishedRunOnce(t *testing.T) {
 			"driftprobe_recorded_requests_total{target=a} " + requests,
 			"driftprobe_recorded_run_duration_seconds_count{} " + strconv.Itoa(runs),
 			"driftprobe_recorded_run_duration_seconds_sum{} " + durSum,
+			"driftprobe_runs_total{status=aborted} 0",
 			"driftprobe_runs_total{status=complete} " + strconv.Itoa(runs),
+			"driftprobe_runs_total{status=partial} 0",
 		}
 		got := gathered(t, reg, names...)
 		diffLines(t, what, got, want)
@@ -495,7 +509,7 @@ func TestLastEventTimestamps(t *testing.T) {
 		"driftprobe_last_event_timestamp_seconds{direction=tightened,kind=policy_change,target=a} 1.795176e+09",
 		"driftprobe_last_event_timestamp_seconds{direction=tightened,kind=policy_change,target=b} 1.7951724e+09",
 	}
-	diffLines(t, "events", gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	diffLines(t, "events", nonzero(gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp)), want)
 }
 
 // applyRun stores a run of target tid answering each probe with the verdict
@@ -610,7 +624,8 @@ func TestOnlyTargets(t *testing.T) {
 	}
 	perTarget := []string{metrics.ProbeVerdicts, metrics.CategoryActive, metrics.EventsTotal, metrics.EventsOpen, metrics.AbuseBlocks, metrics.TargetDegraded,
 		metrics.ProductionChanges, metrics.UncoveredCategories, metrics.LastEventTimestamp, metrics.LastRunProbes, metrics.RecordedProbes,
-		metrics.RecordedRequests, metrics.RecordedRetries, metrics.RecordedTokens, metrics.RecordedCostUSD, metrics.PreviousRunProbes, metrics.NewCategoryTimestamp}
+		metrics.RecordedRequests, metrics.RecordedRetries, metrics.RecordedTokens, metrics.RecordedCostUSD, metrics.PreviousRunProbes, metrics.NewCategoryTimestamp,
+		metrics.Probes, metrics.BreakerOpenedRuns}
 
 	set := &metrics.TargetSet{}
 	for _, c := range []struct {
@@ -649,7 +664,7 @@ func TestOnlyTargets(t *testing.T) {
 	// outcomes, of a run before it was disabled, perhaps months old): those
 	// come only from runs started since. A run that started just before
 	// (with the config that did not run b) does not count either.
-	latestRun := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes}
+	latestRun := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes, metrics.BreakerOpenedRuns}
 	r = beginRun(t, st, t0.Add(3*time.Hour-time.Minute))
 	if gone := set.Set([]string{"a", "b"}, t0.Add(3*time.Hour)); len(gone) != 0 {
 		t.Errorf("Set returned %v", gone)
@@ -678,6 +693,7 @@ func TestOnlyTargets(t *testing.T) {
 	got := gathered(t, reg, latestRun...)
 	diffLines(t, "b after its first run since", of(got, "b"), []string{
 		"driftprobe_abuse_blocks{target=b} 1",
+		"driftprobe_breaker_opened_runs{target=b} 0",
 		"driftprobe_last_run_probes{outcome=client_error,target=b} 0",
 		"driftprobe_last_run_probes{outcome=filter_unavailable,target=b} 0",
 		"driftprobe_last_run_probes{outcome=transient,target=b} 0",
@@ -827,9 +843,11 @@ func TestNewCategoryTimestamps(t *testing.T) {
 // window_runs (the event's kind becomes model_change) is a model change
 // recorded on the target when it was: it exports a model_change
 // timestamp then (DriftprobeModelChange pages once), with the event's
-// direction, and leaves the policy_change timestamp (and
-// driftprobe_events_total, by kind as opened) as it was, so the policy
-// change does not page again.
+// direction, and leaves the policy_change timestamp as it was, so the
+// policy change does not page again. driftprobe_events_total counts it
+// once more, under model_change with the direction the event opened
+// with (a label that never moves), so the dashboards' event panels show
+// the model change that paged; its policy_change count stays.
 func TestModelChangeMergedIntoOpenEvent(t *testing.T) {
 	st := openStore(t)
 	a := ensureTarget(t, st, "a")
@@ -852,7 +870,7 @@ func TestModelChangeMergedIntoOpenEvent(t *testing.T) {
 		"driftprobe_events_total{direction=tightened,kind=policy_change,target=a} 1",
 		"driftprobe_last_event_timestamp_seconds{direction=tightened,kind=policy_change,target=a} " + stamp(3),
 	}
-	diffLines(t, "after the policy change", gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	diffLines(t, "after the policy change", nonzero(gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp)), want)
 	// Runs 5-6: the provider swaps the model and "x" stops blocking
 	// (weapons vanishes), within the open event's window: merged into it.
 	model = "m-2026-06"
@@ -869,23 +887,24 @@ func TestModelChangeMergedIntoOpenEvent(t *testing.T) {
 		}
 		t.Fatalf("%d events, want the policy change escalated to a mixed model_change", len(events))
 	}
-	want = append(want, "driftprobe_last_event_timestamp_seconds{direction=mixed,kind=model_change,target=a} "+stamp(5))
+	want = append(want, "driftprobe_last_event_timestamp_seconds{direction=mixed,kind=model_change,target=a} "+stamp(5),
+		"driftprobe_events_total{direction=tightened,kind=model_change,target=a} 1")
 	slices.Sort(want)
-	diffLines(t, "after the model change merged into it", gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	diffLines(t, "after the model change merged into it", nonzero(gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp)), want)
 	// Later runs change nothing.
 	run(6)
-	diffLines(t, "a run later", gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	diffLines(t, "a run later", nonzero(gathered(t, reg, metrics.EventsTotal, metrics.LastEventTimestamp)), want)
 	// The escalating update is found by its recorded kind, whatever its
 	// detail says; an update recorded before kinds were (kind '') by its
 	// detail.
 	if _, err := st.SQL().Exec(`UPDATE event_updates SET detail = 'reworded' WHERE kind = ?`, diff.KindModel); err != nil {
 		t.Fatal(err)
 	}
-	diffLines(t, "by kind", gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	diffLines(t, "by kind", nonzero(gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), metrics.EventsTotal, metrics.LastEventTimestamp)), want)
 	if _, err := st.SQL().Exec(`UPDATE event_updates SET kind = '', detail = 'more; kind is now ` + diff.KindModel + `' WHERE detail = 'reworded'`); err != nil {
 		t.Fatal(err)
 	}
-	diffLines(t, "by detail, for older updates", gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), metrics.EventsTotal, metrics.LastEventTimestamp), want)
+	diffLines(t, "by detail, for older updates", nonzero(gathered(t, collectorRegistry(metrics.NewDBCollector(st.SQL())), metrics.EventsTotal, metrics.LastEventTimestamp)), want)
 }
 
 // An event reverted leaves driftprobe_events_open at 0 for its target and

@@ -21,6 +21,23 @@ import (
 	"github.com/driftprobe/driftprobe/storage"
 )
 
+// Label values that are known ahead of time: counters are exported at 0
+// for every combination that can occur, so the first increment is an
+// increase() from 0 rather than a new series (which increase() and rate()
+// cannot see).
+var (
+	// EventKinds and EventDirections: driftprobe_events_total's kind and
+	// direction, exported for every configured target.
+	EventKinds      = []string{diff.KindPolicy, diff.KindModel, diff.KindScoreDrift, diff.KindNondeterminism}
+	EventDirections = []string{diff.Tightened, diff.Loosened, diff.Recategorized, diff.Mixed}
+	// RunStatuses: driftprobe_runs_total's status (finished runs).
+	RunStatuses = []string{storage.RunComplete, storage.RunPartial, storage.RunAborted}
+	// VerdictClasses: driftprobe_probes' verdict, exported for every
+	// target with a probe state (account-level enforcement is not a
+	// verdict about a probe: driftprobe_abuse_blocks).
+	VerdictClasses = []string{string(probes.Allowed), string(probes.BlockedInput), string(probes.BlockedOutput), string(probes.ModelRefusal)}
+)
+
 // Metrics holds driftprobe's process-level instruments. State that must
 // survive restarts and one-shot runs (verdict composition, events, runs,
 // outbox) is read from the database at scrape time by a DBCollector.
@@ -86,9 +103,9 @@ func (r *ScheduleRef) Get() Schedule {
 	return r.s
 }
 
-// Overdue is when the next complete run is overdue, given the latest
-// complete run's end and duration: a run that fails leaves one more
-// chance. The next run starts at the first due time after that end; runs
+// Overdue is when the next finished run is overdue, given the latest
+// finished (complete or partial) run's end and duration: a run that fails
+// leaves one more chance. The next run starts at the first due time after that end; runs
 // never overlap, so the one after it starts at the first due time after
 // it ends (taking as long as the last), and is overdue once it has had
 // as long to finish. With runs shorter than the schedule's interval that
@@ -173,6 +190,21 @@ func (s *TargetSet) EnabledSince(name string) (time.Time, bool) {
 	return since, ok
 }
 
+// Names returns the names in the set, sorted, and whether the set was
+// ever Set (false: before the first Set, or for a nil set, when it holds
+// every name and lists none).
+func (s *TargetSet) Names() ([]string, bool) {
+	if s == nil {
+		return nil, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.names == nil {
+		return nil, false
+	}
+	return slices.Sorted(maps.Keys(s.names)), true
+}
+
 // SetConfigured records the targets the configuration in force runs (its
 // enabled targets), loaded at now. The DB collector stops exporting series
 // of any other target (a removed or disabled target's abuse blocks or
@@ -248,10 +280,11 @@ func (m *Metrics) SetBreaker(target string, open bool) {
 }
 
 // RunEnded records that no run is in progress. Breakers exist only within
-// a run, so none is open any more: every breaker series reads 0 (and
-// DriftprobeBreakerOpen, which looks at this gauge, cannot fire between
-// runs on the state the last run ended in). targets (the run's) get a
-// series at 0 unless the configuration in force no longer runs them.
+// a run, so none is open any more: every breaker series reads 0. (What
+// holds between runs is the database's record of the runs whose breaker
+// opened, driftprobe_breaker_opened_runs, which DriftprobeBreakerOpen
+// reads.) targets (the run's) get a series at 0 unless the configuration
+// in force no longer runs them.
 func (m *Metrics) RunEnded(targets ...string) {
 	m.live.RLock()
 	defer m.live.RUnlock()
@@ -307,6 +340,18 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	return m
 }
 
+// NewRunFailures registers driftprobe_run_failures_total on reg and returns
+// it, at 0 from the start (so the first failure is an increase() from 0).
+// Only `serve` registers it: a one-shot run that fails exits non-zero and
+// exports nothing, so the CronJob's or timer's failure is its signal, and
+// a constant 0 in its textfile would only say "no failure" wrongly.
+func NewRunFailures(reg prometheus.Registerer) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: RunFailuresTotal,
+		Help: "Scheduled runs of driftprobe serve that failed with an error (a full disk, a broken or replaced database, a failed detection), not counting runs interrupted by shutdown or ticks skipped for the run lease; the log says `run failed` with the error."})
+	reg.MustRegister(c)
+	return c
+}
+
 // RegisterRuntime adds the Go and process collectors (not in tests that
 // compare exact output).
 func RegisterRuntime(reg prometheus.Registerer) {
@@ -332,6 +377,7 @@ type DBCollector struct {
 	changes, uncovered, attrTime, attrOK                                                   *prometheus.Desc
 	lastEvent, lastRunProbes, probes, requests, retries, tokens, cost, duration            *prometheus.Desc
 	newCategory, prevRunProbes, overdue                                                    *prometheus.Desc
+	probeCount, breakerRuns                                                                *prometheus.Desc
 
 	cache runCache
 }
@@ -341,9 +387,9 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 	return &DBCollector{db: db, timeout: 10 * time.Second,
 		verdicts: prometheus.NewDesc(ProbeVerdicts, "Probes whose latest verdict is this class, per normalized category (\"none\" for verdicts without one); a probe with two categories counts in both. Account-level enforcement (driftprobe_abuse_blocks) leaves the latest verdict as it was.", []string{"target", "verdict", "category"}, nil),
 		active:   prometheus.NewDesc(CategoryActive, "1 when at least one probe's confirmed baseline on the target is blocked with this category, else 0 (a dashboard gauge: a probe whose baseline confirms late, or a probe a new corpus version adds, can turn a category 1 without any provider change; driftprobe_new_category_timestamp_seconds is what pages). Exported only once the target has a confirmed baseline (confirm_runs).", []string{"target", "category"}, nil),
-		events:   prometheus.NewDesc(EventsTotal, "Change events recorded, by the kind and direction they opened with (so the counter never decreases as an event grows).", []string{"target", "kind", "direction"}, nil),
+		events:   prometheus.NewDesc(EventsTotal, "Change events recorded on the target, by the kind and direction they opened with (so the counter never decreases as an event grows), plus one model_change (with the direction the event opened with) for every event a model change merged into after it opened; 0 for every configured target, kind and direction until the first.", []string{"target", "kind", "direction"}, nil),
 		open:     prometheus.NewDesc(EventsOpen, "Events not reverted.", []string{"target", "kind"}, nil),
-		runs:     prometheus.NewDesc(RunsTotal, "Runs recorded, by status.", []string{"status"}, nil),
+		runs:     prometheus.NewDesc(RunsTotal, "Runs recorded, by status (complete, partial and aborted are 0 until the first).", []string{"status"}, nil),
 		lastRun:  prometheus.NewDesc(LastRunTimestamp, "End time of the latest run with this status (compare --run runs of some targets not counted: they are not the schedule's).", []string{"status"}, nil),
 		outbox:   prometheus.NewDesc(OutboxPending, "GitHub deliveries queued and not yet sent.", nil, nil),
 		abuse:    prometheus.NewDesc(AbuseBlocks, "Probes answered with account-level enforcement (abuse_block) in the target's latest run.", []string{"target"}, nil),
@@ -364,8 +410,10 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		cost:          prometheus.NewDesc(RecordedCostUSD, "Estimated spend of every recorded run from the target's price table, in USD.", []string{"target"}, nil),
 		duration:      prometheus.NewDesc(RecordedRunDuration, "Wall time of every finished run (runs abandoned by a process that died excluded).", nil, nil),
 		newCategory:   prometheus.NewDesc(NewCategoryTimestamp, "Time the event whose confirmed flips (identical request bytes) first made this category fire on the target was recorded there (its new_categories): opened, joined or extended in that run. A category that starts firing through a baseline (a probe confirming late, a new corpus version) has no series.", []string{"target", "category"}, nil),
-		overdue:       prometheus.NewDesc(RunOverdue, "When the next complete run is overdue: the schedule's second due time after the latest complete run ended (one failed run is tolerated), plus that run's duration; jitter included. Absent before the first complete run.", nil, nil),
+		overdue:       prometheus.NewDesc(RunOverdue, "When the next finished run is overdue: the schedule's second due time after the latest finished run (complete or partial: a run with measurements) ended (one failed run is tolerated), plus that run's duration; jitter included. Absent before the first finished run.", nil, nil),
 		prevRunProbes: prometheus.NewDesc(PreviousRunProbes, "Probes of the finished (not aborted) run before the target's latest finished run, by how their first sample was answered (as driftprobe_last_run_probes).", []string{"target", "outcome"}, nil),
+		probeCount:    prometheus.NewDesc(Probes, "Probes whose latest verdict on the target is this class, each probe counted once whatever its categories (driftprobe_probe_verdicts counts a probe once per category); every verdict class is exported, 0 when no probe has it.", []string{"target", "verdict"}, nil),
+		breakerRuns:   prometheus.NewDesc(BreakerOpenedRuns, "How many of the target's latest finished (not aborted) runs in a row opened its circuit breaker: 0 when the latest did not (counted up to 24). Held between runs, in every deployment, unlike driftprobe_breaker_open.", []string{"target"}, nil),
 	}
 }
 
@@ -390,7 +438,7 @@ func (c *DBCollector) WithSchedule(r *ScheduleRef) *DBCollector {
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.degraded, c.dbSize, c.dbFree,
 		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration,
-		c.newCategory, c.prevRunProbes, c.overdue} {
+		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns} {
 		ch <- d
 	}
 }
@@ -404,6 +452,7 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	// Per target: the latest verdict and the confirmed baseline of every probe.
 	type key struct{ target, verdict, category string }
 	counts := map[key]float64{}
+	perProbe := map[[2]string]float64{} // target, verdict: each probe once
 	active := map[[2]string]float64{}
 	baselined := map[string]bool{}
 	names := map[int64]string{} // the configured targets'
@@ -438,6 +487,7 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, st := range sts {
 			cls, cats := split(st.LastVerdict)
+			perProbe[[2]string{t, cls}]++
 			if len(cats) == 0 {
 				cats = []string{"none"}
 			}
@@ -458,6 +508,19 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range counts {
 		ch <- prometheus.MustNewConstMetric(c.verdicts, prometheus.GaugeValue, v, k.target, k.verdict, k.category)
 	}
+	// Every verdict class of every target with a probe state, 0 when no
+	// probe has it: a block share has a numerator whenever it has a
+	// denominator.
+	for id, sts := range all {
+		if t, ok := names[id]; ok && len(sts) > 0 {
+			for _, v := range VerdictClasses {
+				perProbe[[2]string{t, v}] += 0
+			}
+		}
+	}
+	for k, v := range perProbe {
+		ch <- prometheus.MustNewConstMetric(c.probeCount, prometheus.GaugeValue, v, k[0], k[1])
+	}
 	// Until a target has a confirmed baseline no category is known to be
 	// active or not, so a target has no series before. A dashboard gauge:
 	// what pages is a category a confirmed flip introduced
@@ -469,7 +532,7 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectNewCategories(ctx, ch, names)
 
-	c.grouped(ctx, ch, c.events, prometheus.CounterValue, `SELECT t.name, e.opened_kind, e.opened_direction, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2, 3`, 3, true)
+	c.collectEvents(ctx, ch, names)
 	c.grouped(ctx, ch, c.open, prometheus.GaugeValue, `SELECT t.name, e.kind, SUM(e.status = 'open') FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2`, 2, true)
 	c.collectLastEvents(ctx, ch)
 	var pages, free, pageSize float64
@@ -515,10 +578,16 @@ const (
 	// later (SIGTERM while another target was still probing) was not
 	// confirmed by detection either, and must neither set nor clear
 	// what the finished run before found.
-	qLatestRun = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at
+	qLatestRun = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at, rt.breaker_opened
 		FROM run_targets rt JOIN runs r ON r.id = rt.run_id WHERE rt.target_id = ? ORDER BY rt.run_id DESC LIMIT 1`
-	qLatestFinished = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at
+	qLatestFinished = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at, rt.breaker_opened
 		FROM run_targets rt JOIN runs r ON r.id = rt.run_id WHERE rt.target_id = ? AND r.status IN ('complete', 'partial') AND rt.status != 'aborted' ORDER BY rt.run_id DESC LIMIT 2`
+	// A target's finished runs before a run, latest first, at most a
+	// number: how far back its breaker kept opening
+	// (driftprobe_breaker_opened_runs, read only while it did in the
+	// latest two).
+	qFinishedBefore = `SELECT rt.run_id, rt.status, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable, r.started_at, rt.breaker_opened
+		FROM run_targets rt JOIN runs r ON r.id = rt.run_id WHERE rt.target_id = ? AND rt.run_id < ? AND r.status IN ('complete', 'partial') AND rt.status != 'aborted' ORDER BY rt.run_id DESC LIMIT ?`
 	// Whether a finished full run between two runs (exclusive) did not
 	// run the target: the configuration in force then had it disabled or
 	// removed, so what the target's runs before found is stale. Subset
@@ -602,12 +671,14 @@ type latestRow struct {
 	status                                     string
 	verdicts, transient, clientErrors, unavail float64
 	started                                    time.Time
+	breaker                                    bool // the target's breaker opened in the run
 }
 
-// latestRows runs q (qLatestRun, qLatestFinished) for a target and keeps
-// the rows of runs started at or after since.
-func (c *DBCollector) latestRows(ctx context.Context, q string, target int64, since time.Time) ([]latestRow, error) {
-	rows, err := c.db.QueryContext(ctx, q, target)
+// latestRows runs q (qLatestRun, qLatestFinished, qFinishedBefore) with
+// args (the target's id first) and keeps the rows of runs started at or
+// after since.
+func (c *DBCollector) latestRows(ctx context.Context, q string, since time.Time, args ...any) ([]latestRow, error) {
+	rows, err := c.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -616,7 +687,7 @@ func (c *DBCollector) latestRows(ctx context.Context, q string, target int64, si
 	for rows.Next() {
 		var r latestRow
 		var started string
-		if err := rows.Scan(&r.run, &r.status, &r.verdicts, &r.transient, &r.clientErrors, &r.unavail, &started); err != nil {
+		if err := rows.Scan(&r.run, &r.status, &r.verdicts, &r.transient, &r.clientErrors, &r.unavail, &started, &r.breaker); err != nil {
 			return nil, err
 		}
 		if !since.IsZero() {
@@ -631,7 +702,8 @@ func (c *DBCollector) latestRows(ctx context.Context, q string, target int64, si
 
 // collectLatestRuns exports, per configured target, what its latest
 // finished runs found: degradation, answers by outcome (the latest and the
-// one before) and account-level enforcement. A finished run is one not
+// one before), account-level enforcement and how many of them in a row
+// opened the target's circuit breaker. A finished run is one not
 // aborted: an interrupted run (SIGTERM, a deadline, a full disk) stopped
 // before detection could answer for the target, so it neither marks the
 // target degraded nor clears what the run before it found, even for a
@@ -677,7 +749,7 @@ func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheu
 		if !ok {
 			continue
 		}
-		latest, err := c.latestRows(ctx, qLatestRun, id, since)
+		latest, err := c.latestRows(ctx, qLatestRun, since, id)
 		if err != nil {
 			fail(err)
 			return
@@ -691,7 +763,7 @@ func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheu
 		} else if stale {
 			continue // disabled since its latest run, not run again yet
 		}
-		finished, err := c.latestRows(ctx, qLatestFinished, id, since)
+		finished, err := c.latestRows(ctx, qLatestFinished, since, id)
 		if err != nil {
 			fail(err)
 			return
@@ -741,8 +813,42 @@ func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheu
 				outcomes(c.prevRunProbes, finished[1], t)
 			}
 		}
+		// Consecutive finished runs, latest first, whose breaker opened:
+		// what DriftprobeBreakerOpen tickets on (a breaker lives only
+		// within a run, and driftprobe_breaker_open is 0 between runs).
+		// Interrupted runs neither count nor break the streak; a gap where
+		// the target was disabled ends it, as for the previous run.
+		streak := 0
+		for _, r := range finished {
+			if !r.breaker {
+				break
+			}
+			streak++
+		}
+		if streak == 2 {
+			more, err := c.latestRows(ctx, qFinishedBefore, since, id, finished[1].run, BreakerRunsCap-streak)
+			if err != nil {
+				fail(err)
+				return
+			}
+			prev := finished[1].run
+			for _, r := range more {
+				if !r.breaker {
+					break
+				}
+				if stale, err := skipped(id, r.run, prev); err != nil {
+					fail(err)
+					return
+				} else if stale {
+					break
+				}
+				streak++
+				prev = r.run
+			}
+		}
 		ch <- prometheus.MustNewConstMetric(c.abuse, prometheus.GaugeValue, abuse, t)
 		ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, deg, t)
+		ch <- prometheus.MustNewConstMetric(c.breakerRuns, prometheus.GaugeValue, float64(streak), t)
 	}
 }
 
@@ -985,19 +1091,35 @@ func (c *DBCollector) collectRuns(ctx context.Context, ch chan<- prometheus.Metr
 		}
 		return
 	}
-	for st, n := range tot.byState {
+	// Every finished status from the start, 0 until its first run: a
+	// status's first run is then an increase() from 0.
+	byState := maps.Clone(tot.byState)
+	for _, st := range RunStatuses {
+		byState[st] += 0
+	}
+	for st, n := range byState {
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, n, st)
 	}
+	// The overdue time follows the latest run that finished with
+	// measurements: complete, or partial (some target degraded or cut
+	// short: the others were measured, and DriftprobeTargetDegraded
+	// tickets the one that was not). Only runs that measured nothing
+	// (aborted, failed before they were recorded) let it pass.
+	var measured lastFinish
+	var measuredAt time.Time
 	for st, l := range tot.last {
 		t := storage.ParseTime(l.text)
 		if t.IsZero() {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(t.UnixNano())/1e9, st)
-		if sch := c.schedule.Get(); sch != nil && st == string(storage.RunComplete) {
-			if at, ok := Overdue(sch, t, time.Duration(l.took*float64(time.Second))); ok {
-				ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(at.UnixNano())/1e9)
-			}
+		if (st == storage.RunComplete || st == storage.RunPartial) && (measuredAt.IsZero() || l.epoch > measured.epoch) {
+			measured, measuredAt = l, t
+		}
+	}
+	if sch := c.schedule.Get(); sch != nil && !measuredAt.IsZero() {
+		if at, ok := Overdue(sch, measuredAt, time.Duration(measured.took*float64(time.Second))); ok {
+			ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(at.UnixNano())/1e9)
 		}
 	}
 	for id, v := range tot.targets {
@@ -1074,8 +1196,8 @@ func (c *DBCollector) collectLastEvents(ctx context.Context, ch chan<- prometheu
 	defer esc.Close()
 	for esc.Next() {
 		k := key{kind: diff.KindModel}
-		var at string
-		if esc.Scan(&k.target, &k.direction, &at) != nil || !c.targets.Has(k.target) {
+		var opened, at string
+		if esc.Scan(&k.target, &k.direction, &opened, &at) != nil || !c.targets.Has(k.target) {
 			continue
 		}
 		when := storage.ParseTime(at)
@@ -1095,14 +1217,98 @@ func (c *DBCollector) collectLastEvents(ctx context.Context, ch chan<- prometheu
 	}
 }
 
+// qEventsOpened counts, per target, the events recorded there (opened
+// there, or joined) by the kind and direction they opened with.
+const qEventsOpened = `SELECT t.name, e.opened_kind, e.opened_direction, COUNT(*) FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2, 3`
+
+// collectEvents exports driftprobe_events_total. Per target, kind and
+// direction: the events recorded on the target (opened there, or joined),
+// by the kind and direction they opened with; and, under kind
+// model_change, one for every event a model change merged into after it
+// opened as a policy change (an escalation: it pages as a model change,
+// DriftprobeModelChange), counted on the target whose flips made it one,
+// with the direction the event opened with. The event's current direction
+// can still move (tightened to mixed), and a counter whose labels move
+// would decrease; the kind changes once, and only to model_change.
+//
+// Every configured target has a series for every kind and direction, 0
+// until its first such event: increase() and rate() cannot see a series'
+// first sample, so a counter born at 1 would hide nearly every event.
+// names are the configured targets the database knows.
+func (c *DBCollector) collectEvents(ctx context.Context, ch chan<- prometheus.Metric, names map[int64]string) {
+	type key struct{ target, kind, direction string }
+	counts := map[key]float64{}
+	rows, err := c.db.QueryContext(ctx, qEventsOpened)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.events, err)
+		return
+	}
+	for rows.Next() {
+		var k key
+		var n float64
+		if err := rows.Scan(&k.target, &k.kind, &k.direction, &n); err != nil {
+			rows.Close()
+			ch <- prometheus.NewInvalidMetric(c.events, err)
+			return
+		}
+		if c.targets.Has(k.target) {
+			counts[k] += n
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.events, err)
+		return
+	}
+	esc, err := c.db.QueryContext(ctx, qKindEscalations)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.events, err)
+		return
+	}
+	for esc.Next() {
+		k := key{kind: diff.KindModel}
+		var now, at string
+		if err := esc.Scan(&k.target, &now, &k.direction, &at); err != nil {
+			esc.Close()
+			ch <- prometheus.NewInvalidMetric(c.events, err)
+			return
+		}
+		if c.targets.Has(k.target) {
+			counts[k]++
+		}
+	}
+	esc.Close()
+	if err := esc.Err(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.events, err)
+		return
+	}
+	configured, ok := c.targets.Names()
+	if !ok {
+		for _, n := range names {
+			configured = append(configured, n)
+		}
+	}
+	for _, t := range configured {
+		for _, kind := range EventKinds {
+			for _, dir := range EventDirections {
+				counts[key{t, kind, dir}] += 0
+			}
+		}
+	}
+	for k, v := range counts {
+		ch <- prometheus.MustNewConstMetric(c.events, prometheus.CounterValue, v, k.target, k.kind, k.direction)
+	}
+}
+
 // qKindEscalations finds, per event whose kind became model_change after
 // it opened as another kind, the first update that made it one (detection
 // appends "; kind is now model_change" to that update's detail): the
 // target whose flips did (the update's target; the opener's for an update
-// written before migration 0011), the event's direction (now) and the
-// update's time. Reads the few escalated events, then their updates
-// through the event_updates (event_id, id) index.
-var qKindEscalations = `SELECT t.name, e.direction, u.at
+// written before migration 0011), the event's direction (now), the
+// direction it opened with and the update's time. Reads the few escalated
+// events, then their updates through the event_updates (event_id, id)
+// index.
+var qKindEscalations = `SELECT t.name, e.direction, e.opened_direction, u.at
 	FROM events e CROSS JOIN event_updates u JOIN targets t ON t.id = CASE WHEN u.target_id != 0 THEN u.target_id ELSE e.target_id END
 	WHERE e.kind = '` + diff.KindModel + `' AND e.opened_kind != '` + diff.KindModel + `' AND u.event_id = e.id
 	  AND u.id = (SELECT MIN(v.id) FROM event_updates v WHERE v.event_id = e.id

@@ -7,16 +7,18 @@ package metrics
 // Metric names exported by driftprobe. Dashboards and alert rules may only
 // use these (a test checks every PromQL expression against this list).
 const (
-	ProbeVerdicts     = "driftprobe_probe_verdicts"             // gauge {target,verdict,category}
+	ProbeVerdicts     = "driftprobe_probe_verdicts"             // gauge {target,verdict,category}: a probe counts once per category it fires with (composition; never a share of probes)
+	Probes            = "driftprobe_probes"                     // gauge {target,verdict}: probes whose latest verdict is this class, each counted once (block shares)
 	CategoryActive    = "driftprobe_category_active"            // gauge {target,category} 0/1
-	EventsTotal       = "driftprobe_events_total"               // counter {target,kind,direction}
+	EventsTotal       = "driftprobe_events_total"               // counter {target,kind,direction}: events as opened, plus one model_change per event a model change turned into one; 0 for every configured target, kind and direction
 	EventsOpen        = "driftprobe_events_open"                // gauge {target,kind}
-	RunsTotal         = "driftprobe_runs_total"                 // counter {status}
+	RunsTotal         = "driftprobe_runs_total"                 // counter {status}: 0 for complete, partial and aborted before the first such run
 	LastRunTimestamp  = "driftprobe_last_run_timestamp_seconds" // gauge {status}
 	RunDuration       = "driftprobe_run_duration_seconds"       // histogram
 	RequestsTotal     = "driftprobe_requests_total"             // counter {target,outcome}
 	RetriesTotal      = "driftprobe_retries_total"              // counter {target}
-	BreakerOpen       = "driftprobe_breaker_open"               // gauge {target}
+	BreakerOpen       = "driftprobe_breaker_open"               // gauge {target}: process, live during a run (0 between runs)
+	BreakerOpenedRuns = "driftprobe_breaker_opened_runs"        // gauge {target}: the target's latest finished runs in a row in which its breaker opened (database)
 	TokensTotal       = "driftprobe_tokens_total"               // counter {target,direction}
 	CostUSDTotal      = "driftprobe_cost_usd_total"             // counter {target}
 	OutboxPending     = "driftprobe_outbox_pending"             // gauge
@@ -25,9 +27,10 @@ const (
 	ConfigReloadOK    = "driftprobe_config_last_reload_successful"
 	ConfigReloadTime  = "driftprobe_config_last_reload_success_timestamp_seconds"
 	LockSkipsTotal    = "driftprobe_run_lock_skips_total" // counter: scheduled runs skipped because another process held the lock
+	RunFailuresTotal  = "driftprobe_run_failures_total"   // counter (serve only): scheduled runs that failed with an error
 	BuildInfo         = "driftprobe_build_info"           // gauge {version,goversion}
 	ScheduleIntervalS = "driftprobe_schedule_interval_seconds"
-	RunOverdue        = "driftprobe_run_overdue_timestamp_seconds" // gauge: when the schedule's second run after the latest complete run should have ended
+	RunOverdue        = "driftprobe_run_overdue_timestamp_seconds" // gauge: when the schedule's second run after the latest finished (complete or partial) run should have ended
 	DatabaseSize      = "driftprobe_database_size_bytes"           // gauge: the SQLite file (pages in use and free)
 	DatabaseFree      = "driftprobe_database_free_bytes"           // gauge: free pages, reused by later writes (VACUUM returns them)
 
@@ -76,7 +79,12 @@ var Exported = []string{
 	DatabaseSize, DatabaseFree, ProductionChanges, UncoveredCategories, AttributionTimestamp, AttributionSuccess,
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
 	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp, RunOverdue,
+	Probes, BreakerOpenedRuns, RunFailuresTotal,
 }
+
+// BreakerRunsCap is the most consecutive runs driftprobe_breaker_opened_runs
+// counts: a scrape reads at most this many runs back.
+const BreakerRunsCap = 24
 
 // SubsetRunNote is the note of a run of only some of the configured
 // targets (`compare --run`, runs.note). Such a run says nothing about the

@@ -41,6 +41,7 @@ func TestScrapeQueryPlans(t *testing.T) {
 		"qRunTargetsOf":   {qRunTargetsOf, []any{1}},
 		"qLatestRun":      {qLatestRun, []any{1}},
 		"qLatestFinished": {qLatestFinished, []any{1}},
+		"qFinishedBefore": {qFinishedBefore, []any{1, 9, BreakerRunsCap}},
 		"qSkippedBetween": {qSkippedBetween, []any{1, 5, 1}},
 		"qAbuse":          {qAbuse, []any{1, 1}},
 		"qNewCategories":  {qNewCategories, nil},

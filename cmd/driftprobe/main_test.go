@@ -351,7 +351,7 @@ func TestMetricsTextfileAndPushgateway(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `driftprobe_runs_total{status="complete"} 1`) || !strings.Contains(string(b), `driftprobe_requests_total{outcome="allowed",target="sim-a"}`) {
 		t.Fatalf("textfile: %v\n%s", err, b)
 	}
-	if path != "/metrics/job/driftprobe" || len(pushed) == 0 {
+	if path != "/metrics/job/driftprobe/instance/"+app.DefaultPushInstance() || len(pushed) == 0 {
 		t.Fatalf("pushgateway got %q (%d bytes)", path, len(pushed))
 	}
 }

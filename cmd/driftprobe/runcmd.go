@@ -19,7 +19,7 @@ import (
 
 func newRunCmd(g *globals) *cobra.Command {
 	var asJSON, noProgress bool
-	var textfile, pushgateway string
+	var textfile, pushgateway, pushInstance string
 	c := &cobra.Command{
 		Use:   "run",
 		Short: "Run the corpus once against every target and record the verdicts",
@@ -34,6 +34,9 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 			// would fail a run that did its work.
 			if err := checkPushgateway(pushgateway); err != nil {
 				return err
+			}
+			if pushInstance != "" && pushgateway == "" {
+				return app.Usage(fmt.Errorf("run: --pushgateway-instance needs --pushgateway"))
 			}
 			ctx := cmd.Context()
 			sess, err := app.Open(ctx, g.config, g.db, true, app.CheckCorpus)
@@ -50,6 +53,11 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 			log := app.Logger(g.logLevel)
 			for _, w := range cfg.Warnings() {
 				log.Warn(w)
+			}
+			if pushgateway != "" && pushInstance == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+				// A Job's pod has a new name every run: each push would
+				// leave a group of its own on the Pushgateway.
+				log.Warn("pushing metrics grouped under this host's name, in Kubernetes the Job pod's, new every run: each run leaves a group on the Pushgateway; give the CronJob a stable --pushgateway-instance", "instance", app.DefaultPushInstance())
 			}
 			opts := app.RunOptions{Logger: log}
 			reg, m := app.NewRegistry(st, false)
@@ -95,7 +103,7 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 			// Not the command's context: an interrupted run (SIGTERM from a
 			// CronJob's deadline) still exports what it did (PushTimeout
 			// bounds the push).
-			if err := app.ExportMetrics(context.WithoutCancel(ctx), reg, textfile, pushgateway); err != nil {
+			if err := app.ExportMetricsAs(context.WithoutCancel(ctx), reg, textfile, pushgateway, pushInstance); err != nil {
 				log.Error("metrics not exported; the run is stored and its exit status is unchanged", "err", err)
 			}
 			if res.Summary.Status == storage.RunAborted {
@@ -108,7 +116,8 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (the run contract) on stdout")
 	c.Flags().BoolVar(&noProgress, "no-progress", false, "never draw a progress bar")
 	c.Flags().StringVar(&textfile, "metrics-textfile", "", "write metrics to this file for the node_exporter textfile collector (atomically)")
-	c.Flags().StringVar(&pushgateway, "pushgateway", "", "push metrics to this Prometheus Pushgateway URL (job \"driftprobe\")")
+	c.Flags().StringVar(&pushgateway, "pushgateway", "", "push metrics to this Prometheus Pushgateway URL (job \"driftprobe\", instance: --pushgateway-instance)")
+	c.Flags().StringVar(&pushInstance, "pushgateway-instance", "", "the instance label the push is grouped under, one per prober sharing the Pushgateway (default: the host name; set a stable name for a Kubernetes CronJob, whose pod name changes every run)")
 	return c
 }
 

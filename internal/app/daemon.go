@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,15 @@ type Daemon struct {
 	st    *storage.DB
 	reg   *prometheus.Registry
 	m     *metrics.Metrics
+	// failures counts scheduled runs that failed with an error
+	// (driftprobe_run_failures_total).
+	failures prometheus.Counter
+	// dbPath and dbFile: the database file as the daemon opened it, so
+	// /readyz can tell when the file at the path is gone or another one
+	// (the daemon would go on writing into the unlinked file); dbFile is
+	// nil when there is no file to compare (":memory:").
+	dbPath string
+	dbFile os.FileInfo
 
 	mu      sync.Mutex // guards cfg, cp, targets, closeT; held only briefly
 	cfg     *config.Config
@@ -94,6 +104,10 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	if d.st, err = OpenStore(ctx, cfg); err != nil {
 		return nil, err
 	}
+	d.dbPath = cfg.Database
+	if fi, err := os.Stat(cfg.Database); err == nil && fi.Mode().IsRegular() {
+		d.dbFile = fi
+	}
 	targets, closeT, err := BuildTargets(cfg)
 	if err != nil {
 		d.st.Close()
@@ -101,6 +115,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	}
 	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
 	d.reg, d.m = NewRegistry(d.st, o.Runtime)
+	d.failures = metrics.NewRunFailures(d.reg)
 	d.runCtx, d.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
 	ConfigLoaded(d.m, cfg, d.clock.Now())
 	return d, nil
@@ -216,6 +231,7 @@ func (d *Daemon) tick(context.Context) {
 		d.m.LockSkips.Inc()
 		d.log.Warn("skipping scheduled run", "reason", err)
 	case err != nil:
+		d.failures.Inc()
 		d.log.Error("run failed", "err", err)
 	default:
 		d.log.Info("run finished", "run", res.Summary.RunID, "status", res.Summary.Status, "events", len(res.Events))
@@ -301,9 +317,33 @@ func (d *Daemon) Handler() http.Handler {
 			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		if err := d.sameDatabaseFile(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		w.Write([]byte("ready\n"))
 	})
 	return mux
+}
+
+// sameDatabaseFile reports an error when the file at the database's path
+// is not the one the daemon opened: removed (the daemon goes on writing
+// into the unlinked file, which nothing else can read and which is gone
+// when it exits) or replaced (a restored backup, a copy moved into
+// place). SQLite's handle keeps working in both cases, so a ping cannot
+// tell. A restart opens the file at the path.
+func (d *Daemon) sameDatabaseFile() error {
+	if d.dbFile == nil {
+		return nil
+	}
+	fi, err := os.Stat(d.dbPath)
+	switch {
+	case err != nil:
+		return fmt.Errorf("database %s: %w (the daemon still writes the file it opened, which nothing else reads: restart it)", d.dbPath, err)
+	case !os.SameFile(d.dbFile, fi):
+		return fmt.Errorf("database %s was replaced since the daemon opened it (it still writes the old file): restart it", d.dbPath)
+	}
+	return nil
 }
 
 // Shutdown stops the scheduler (cancelling a run in progress, which is

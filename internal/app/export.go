@@ -18,10 +18,35 @@ import (
 // CronJob) open.
 const PushTimeout = 30 * time.Second
 
+// PushJob is the job label of every push to a Pushgateway.
+const PushJob = "driftprobe"
+
+// DefaultPushInstance is the instance grouping label of a push when none
+// is given: the host name ("unknown" when it cannot be read). A host's
+// name is stable under systemd; a Kubernetes Job's pod is named anew for
+// every run, so a CronJob must give a stable one (--pushgateway-instance),
+// or every run leaves a group of its own behind on the Pushgateway.
+func DefaultPushInstance() string {
+	if h := Hostname(); h != "" {
+		return h
+	}
+	return "unknown"
+}
+
 // ExportMetrics writes reg to a textfile-collector file and/or pushes it to
-// a Pushgateway, for one-shot runs that nothing scrapes. The push gives up
-// after PushTimeout, or earlier when ctx ends.
+// a Pushgateway, for one-shot runs that nothing scrapes, grouped under the
+// host name (ExportMetricsAs with instance "").
 func ExportMetrics(ctx context.Context, reg *prometheus.Registry, textfile, pushgateway string) error {
+	return ExportMetricsAs(ctx, reg, textfile, pushgateway, "")
+}
+
+// ExportMetricsAs is ExportMetrics with the push grouped under
+// job="driftprobe" and instance (DefaultPushInstance when ""): PUT
+// /metrics/job/driftprobe/instance/INSTANCE replaces only that group, so
+// probers sharing a Pushgateway keep their own metrics (without an
+// instance every push replaced the last one's, whoever pushed it). The
+// push gives up after PushTimeout, or earlier when ctx ends.
+func ExportMetricsAs(ctx context.Context, reg *prometheus.Registry, textfile, pushgateway, instance string) error {
 	if textfile != "" {
 		if err := os.MkdirAll(filepath.Dir(textfile), 0o755); err != nil {
 			return fmt.Errorf("metrics textfile: %w", err)
@@ -33,7 +58,10 @@ func ExportMetrics(ctx context.Context, reg *prometheus.Registry, textfile, push
 	if pushgateway != "" {
 		ctx, cancel := context.WithTimeout(ctx, PushTimeout)
 		defer cancel()
-		if err := push.New(pushgateway, "driftprobe").Gatherer(reg).PushContext(ctx); err != nil {
+		if instance == "" {
+			instance = DefaultPushInstance()
+		}
+		if err := push.New(pushgateway, PushJob).Grouping("instance", instance).Gatherer(reg).PushContext(ctx); err != nil {
 			return fmt.Errorf("pushgateway: %w", maskPassword(err, pushgateway))
 		}
 	}
