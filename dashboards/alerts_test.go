@@ -36,6 +36,7 @@ var wantAlerts = map[string]string{
 	"DriftprobeTargetDegraded":     "ticket",
 	"DriftprobeBreakerOpen":        "ticket",
 	"DriftprobeClientErrors":       "ticket",
+	"DriftprobeUnknownSignals":     "ticket",
 	"DriftprobeOutboxStuck":        "ticket",
 	"DriftprobeConfigReloadFailed": "ticket",
 

@@ -625,7 +625,7 @@ func TestOnlyTargets(t *testing.T) {
 	perTarget := []string{metrics.ProbeVerdicts, metrics.CategoryActive, metrics.EventsTotal, metrics.EventsOpen, metrics.AbuseBlocks, metrics.TargetDegraded,
 		metrics.ProductionChanges, metrics.UncoveredCategories, metrics.LastEventTimestamp, metrics.LastRunProbes, metrics.RecordedProbes,
 		metrics.RecordedRequests, metrics.RecordedRetries, metrics.RecordedTokens, metrics.RecordedCostUSD, metrics.PreviousRunProbes, metrics.NewCategoryTimestamp,
-		metrics.Probes, metrics.BreakerOpenedRuns}
+		metrics.Probes, metrics.BreakerOpenedRuns, metrics.UnknownSignals}
 
 	set := &metrics.TargetSet{}
 	for _, c := range []struct {
@@ -664,7 +664,7 @@ func TestOnlyTargets(t *testing.T) {
 	// outcomes, of a run before it was disabled, perhaps months old): those
 	// come only from runs started since. A run that started just before
 	// (with the config that did not run b) does not count either.
-	latestRun := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes, metrics.BreakerOpenedRuns}
+	latestRun := []string{metrics.AbuseBlocks, metrics.TargetDegraded, metrics.LastRunProbes, metrics.PreviousRunProbes, metrics.BreakerOpenedRuns, metrics.UnknownSignals}
 	r = beginRun(t, st, t0.Add(3*time.Hour-time.Minute))
 	if gone := set.Set([]string{"a", "b"}, t0.Add(3*time.Hour)); len(gone) != 0 {
 		t.Errorf("Set returned %v", gone)
@@ -699,6 +699,7 @@ func TestOnlyTargets(t *testing.T) {
 		"driftprobe_last_run_probes{outcome=transient,target=b} 0",
 		"driftprobe_last_run_probes{outcome=verdict,target=b} 4",
 		"driftprobe_target_degraded{target=b} 0",
+		"driftprobe_unknown_signals{target=b} 0",
 	})
 	if gone := set.Set(nil, t0); !slices.Equal(gone, []string{"a", "b"}) {
 		t.Errorf("Set(nil) returned %v, want [a b]", gone)
@@ -922,4 +923,39 @@ func TestEventsOpenDropsToZero(t *testing.T) {
 		"driftprobe_events_open{kind=nondeterminism,target=a} 0",
 		"driftprobe_events_open{kind=policy_change,target=a} 1",
 	})
+}
+
+// driftprobe_unknown_signals counts the latest finished run's first
+// answers that carried something the classifier does not know (a new
+// field, finish reason or category); an interrupted run changes nothing.
+func TestUnknownSignals(t *testing.T) {
+	st := openStore(t)
+	a := ensureTarget(t, st, "a")
+	reg := collectorRegistry(metrics.NewDBCollector(st.SQL()))
+	store := func(run int64, unknown ...[]string) {
+		t.Helper()
+		var obs []*storage.Observation
+		for i, u := range unknown {
+			obs = append(obs, &storage.Observation{RunID: run, TargetID: a, ProbeID: fmt.Sprintf("p%d", i), ProbeSHA256: "p", RequestSHA256: "r",
+				Result: probes.Result{Class: probes.Allowed, Unknown: u}, ObservedAt: t0})
+		}
+		// A second sample with unknown entries is not a probe's answer.
+		obs = append(obs, &storage.Observation{RunID: run, TargetID: a, ProbeID: "p0", Sample: 1, ProbeSHA256: "p", RequestSHA256: "r",
+			Result: probes.Result{Class: probes.Allowed, Unknown: []string{"finish_reason:new"}}, ObservedAt: t0})
+		if err := st.InsertObservations(context.Background(), obs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r1 := beginRun(t, st, t0)
+	store(r1, []string{"finish_reason:guardrail"}, nil, []string{"new_key"}, nil)
+	finish(t, st, r1, t0, time.Minute, storage.RunComplete, storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 4, Verdicts: 4})
+	diffLines(t, "run 1", gathered(t, reg, metrics.UnknownSignals), []string{"driftprobe_unknown_signals{target=a} 2"})
+	r2 := beginRun(t, st, t0.Add(time.Hour))
+	store(r2, []string{"x"}, []string{"y"}, []string{"z"})
+	finish(t, st, r2, t0.Add(time.Hour), time.Minute, storage.RunAborted, storage.RunTarget{TargetID: a, Status: storage.TargetAborted, Observations: 3, Verdicts: 3})
+	diffLines(t, "after an interrupted run", gathered(t, reg, metrics.UnknownSignals), []string{"driftprobe_unknown_signals{target=a} 2"})
+	r3 := beginRun(t, st, t0.Add(2*time.Hour))
+	store(r3, nil, nil)
+	finish(t, st, r3, t0.Add(2*time.Hour), time.Minute, storage.RunComplete, storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 2, Verdicts: 2})
+	diffLines(t, "run 3", gathered(t, reg, metrics.UnknownSignals), []string{"driftprobe_unknown_signals{target=a} 0"})
 }

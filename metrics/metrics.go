@@ -374,6 +374,7 @@ type DBCollector struct {
 	schedule *ScheduleRef // nil: no overdue time
 
 	verdicts, active, events, open, runs, lastRun, outbox, abuse, degraded, dbSize, dbFree *prometheus.Desc
+	unknown                                                                                *prometheus.Desc
 	changes, uncovered, attrTime, attrOK                                                   *prometheus.Desc
 	lastEvent, lastRunProbes, probes, requests, retries, tokens, cost, duration            *prometheus.Desc
 	newCategory, prevRunProbes, overdue                                                    *prometheus.Desc
@@ -392,6 +393,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		runs:     prometheus.NewDesc(RunsTotal, "Runs recorded, by status (complete, partial and aborted are 0 until the first).", []string{"status"}, nil),
 		lastRun:  prometheus.NewDesc(LastRunTimestamp, "End time of the latest run with this status (compare --run runs of some targets not counted: they are not the schedule's).", []string{"status"}, nil),
 		outbox:   prometheus.NewDesc(OutboxPending, "GitHub deliveries queued and not yet sent.", nil, nil),
+		unknown:  prometheus.NewDesc(UnknownSignals, "Answers of the target's latest finished run (first samples) carrying something the classifier does not know (a new field, finish or stop reason, filter category): the provider's wire format moved, and a verdict may rest on a reading that no longer holds.", []string{"target"}, nil),
 		abuse:    prometheus.NewDesc(AbuseBlocks, "Probes answered with account-level enforcement (abuse_block) in the target's latest run.", []string{"target"}, nil),
 		degraded: prometheus.NewDesc(TargetDegraded, "1 when the target's latest finished run was degraded (too many transient errors or unavailable filters, or an open breaker); an interrupted (aborted) run neither sets nor clears it, even for a target that finished inside it.", []string{"target"}, nil),
 		dbSize:   prometheus.NewDesc(DatabaseSize, "Size of the SQLite database (pages in use and free; the WAL file not included).", nil, nil),
@@ -436,7 +438,7 @@ func (c *DBCollector) WithSchedule(r *ScheduleRef) *DBCollector {
 
 // Describe implements prometheus.Collector.
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.degraded, c.dbSize, c.dbFree,
+	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.unknown, c.degraded, c.dbSize, c.dbFree,
 		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration,
 		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns} {
 		ch <- d
@@ -599,6 +601,9 @@ const (
 		AND NOT EXISTS (SELECT 1 FROM run_targets rt WHERE rt.run_id = r.id AND rt.target_id = ?))`
 	// Account-level enforcement in one target-run (first samples).
 	qAbuse = `SELECT COUNT(*) FROM observations WHERE run_id = ? AND target_id = ? AND class = 'abuse_block' AND sample = 0`
+	// Answers with something the classifier did not know (storage keeps
+	// it in observations.unknown).
+	qUnknown = `SELECT COUNT(*) FROM observations WHERE run_id = ? AND target_id = ? AND unknown != '' AND sample = 0`
 	// Categories a confirmed flip introduced on a target: the category
 	// was first seen firing on the target (target_categories.first_run)
 	// in a run where an event recorded the target's flips, the event
@@ -795,8 +800,12 @@ func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheu
 			fail(err)
 			return
 		}
-		deg := 0.0
+		deg, unknown := 0.0, 0.0
 		if len(finished) > 0 {
+			if err := c.db.QueryRowContext(ctx, qUnknown, finished[0].run, id).Scan(&unknown); err != nil {
+				fail(err)
+				return
+			}
 			if finished[0].run != latest[0].run {
 				n, err := abuseOf(finished[0].run, id)
 				if err != nil {
@@ -847,6 +856,7 @@ func (c *DBCollector) collectLatestRuns(ctx context.Context, ch chan<- prometheu
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(c.abuse, prometheus.GaugeValue, abuse, t)
+		ch <- prometheus.MustNewConstMetric(c.unknown, prometheus.GaugeValue, unknown, t)
 		ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, deg, t)
 		ch <- prometheus.MustNewConstMetric(c.breakerRuns, prometheus.GaugeValue, float64(streak), t)
 	}

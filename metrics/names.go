@@ -23,6 +23,7 @@ const (
 	CostUSDTotal      = "driftprobe_cost_usd_total"             // counter {target}
 	OutboxPending     = "driftprobe_outbox_pending"             // gauge
 	AbuseBlocks       = "driftprobe_abuse_blocks"               // gauge {target}: probes answered with account-level enforcement in the last run
+	UnknownSignals    = "driftprobe_unknown_signals"            // gauge {target}: latest finished run's answers carrying fields, reasons or categories the classifier does not know
 	TargetDegraded    = "driftprobe_target_degraded"            // gauge {target}: 1 when the target's latest finished run (its run not aborted) was degraded
 	ConfigReloadOK    = "driftprobe_config_last_reload_successful"
 	ConfigReloadTime  = "driftprobe_config_last_reload_success_timestamp_seconds"
@@ -79,7 +80,7 @@ var Exported = []string{
 	DatabaseSize, DatabaseFree, ProductionChanges, UncoveredCategories, AttributionTimestamp, AttributionSuccess,
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
 	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp, RunOverdue,
-	Probes, BreakerOpenedRuns, RunFailuresTotal,
+	Probes, BreakerOpenedRuns, RunFailuresTotal, UnknownSignals,
 }
 
 // BreakerRunsCap is the most consecutive runs driftprobe_breaker_opened_runs
