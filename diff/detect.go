@@ -19,7 +19,10 @@ type Params struct {
 	ConfirmRuns           int
 	NondeterministicFlips int
 	ScoreTolerance        float64
-	WindowRuns            int
+	// WindowRuns: a target's confirmed flips extend its open event whose
+	// last confirmed flip is at most this many runs before (windowSQL);
+	// flips back and other closures do not count as flips here.
+	WindowRuns int
 	// Enqueue reports whether an event of a kind is queued for GitHub
 	// delivery (an issue), asked once, when the event opens, with the kind
 	// it opens as; nil queues nothing. An event queued when it opened has
@@ -65,6 +68,21 @@ type TargetStats struct {
 	InputChanges     int    `json:"input_changes"`
 	Nondeterministic int    `json:"nondeterministic"`
 	Degraded         bool   `json:"degraded"`
+	// Renamed lists probe ids new to the target whose request bytes are
+	// those of a probe no longer in the corpus: most likely that probe,
+	// renamed. Detection does not guess identities: the new id establishes
+	// its own baseline (the old id's history, and the events citing it, do
+	// not carry over) and the old id's state is kept in case it returns.
+	// Callers should log these.
+	Renamed []ProbeRename `json:"renamed,omitempty"`
+}
+
+// ProbeRename is a probe id that appeared with the request bytes of a
+// probe id no longer in the corpus.
+type ProbeRename struct {
+	From          string `json:"from"`
+	To            string `json:"to"`
+	RequestSHA256 string `json:"request_sha256"`
 }
 
 // Result is what Apply did.
@@ -109,9 +127,10 @@ type state struct {
 	reverts          int
 	lastRevertRun    int64  // run of the latest revert; 0: none recorded
 	prevCandidate    string // the candidate the current one replaced (a change in stages)
+	absentSince      int64  // first complete run that did not answer the probe (it left the corpus; state kept); 0: in it
 	nondeterministic bool
 	dirty            bool
-	isNew            bool
+	isNew            bool // no state existed for the probe id before this run
 }
 
 // flip is a confirmed change of one probe's verdict.
@@ -163,10 +182,37 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 		}
 	}
 	err := db.Tx(ctx, func(tx *sql.Tx) error {
+		// Two phases, so that what a run finds does not depend on the
+		// order its targets are detected in. First every target's answers
+		// update its state and close what they end in open events (flips
+		// back, probes that moved on, probes withdrawn as
+		// nondeterministic); only then do new flips open, extend or join
+		// events, target by target. An event every probe of which flipped
+		// back in this run is closed before any target's flips of this run
+		// could join it, whichever target's name sorts first.
+		ds := make([]*detector, len(in.Targets))
 		for i, t := range in.Targets {
-			d := &detector{tx: tx, ctx: ctx, in: &in, p: p, t: t, now: now, res: res}
-			if err := d.run(obsOf[i]); err != nil {
+			ds[i] = &detector{tx: tx, ctx: ctx, in: &in, p: p, t: t, now: now, res: res}
+			if err := ds[i].observe(obsOf[i]); err != nil {
 				return fmt.Errorf("detect %s: %w", t.Name, err)
+			}
+			if err := ds[i].settle(); err != nil {
+				return fmt.Errorf("detect %s: %w", t.Name, err)
+			}
+		}
+		// The second phase in two steps: flips extending their own
+		// target's open event first, every target, then flips joining
+		// another target's event or opening one. A provider-wide join is
+		// thus decided against events already extended by this run's flips
+		// of their own targets, whichever target's name sorts first.
+		for _, d := range ds {
+			if err := d.extend(); err != nil {
+				return fmt.Errorf("detect %s: %w", d.t.Name, err)
+			}
+		}
+		for _, d := range ds {
+			if err := d.report(); err != nil {
+				return fmt.Errorf("detect %s: %w", d.t.Name, err)
 			}
 		}
 		// With the state and events: a run is never left finished but
@@ -179,20 +225,38 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 	return res, nil
 }
 
+// detector detects one target's part of a run, in the phases Apply runs:
+// observe and settle, then extend, then report.
 type detector struct {
-	model      string // model the target reports now (id|fingerprint)
-	prevModel  string // the one before it
-	modelSince int64  // run the current model was first seen
-	tx         *sql.Tx
-	ctx        context.Context
-	in         *Input
-	p          Params
-	t          TargetRun
-	now        time.Time
-	res        *Result
+	model     string // model the target reports now (id|fingerprint)
+	prevModel string // the one before it
+	tx        *sql.Tx
+	ctx       context.Context
+	in        *Input
+	p         Params
+	t         TargetRun
+	now       time.Time
+	res       *Result
+
+	// Carried from the first phase to the second.
+	states  map[string]*state
+	known   map[string]int64 // category → first run (negative: new in this run)
+	stats   TargetStats
+	byProbe map[string][]*storage.Observation // this run's samples per probe, sample 0 first
+	flips   []flip                            // confirmed policy flips (after settle: those left to report)
+	pending bool                              // flips hold changes extend did not record (report does)
+	ndFlips []flip                            // confirmed flips of nondeterministic probes
+	drifts  []flip                            // confirmed score drift
+	newlyND []string                          // probes marked nondeterministic in this run
+	// other: per probe, a verdict this run that differs from the one it
+	// is compared with (a disagreeing sample, or the candidate it left):
+	// what a probe newly marked nondeterministic went back and forth with.
+	other map[string]string
 }
 
-func (d *detector) run(obs []*storage.Observation) error {
+// observe updates the target's detection state with this run's answers
+// and stores it; the flips it confirms wait for settle and report.
+func (d *detector) observe(obs []*storage.Observation) error {
 	run := d.in.RunID
 	states, err := loadStates(d.ctx, d.tx, d.t.ID)
 	if err != nil {
@@ -202,6 +266,7 @@ func (d *detector) run(obs []*storage.Observation) error {
 	if err != nil {
 		return err
 	}
+	d.states, d.known = states, known
 	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
 	if err := d.trackModel(obs); err != nil {
 		return err
@@ -217,12 +282,20 @@ func (d *detector) run(obs []*storage.Observation) error {
 		byProbe[o.ProbeID] = append(byProbe[o.ProbeID], o)
 	}
 	sort.Strings(order)
+	d.byProbe = byProbe
+	// A probe answered in this run is in the corpus: one that was absent
+	// from it (removed by an earlier corpus version) is back, and is
+	// compared below with the state it left with when its bytes are the
+	// same (a flip that happened while it was away is seen; back on an
+	// open event's before-verdict, it reverts it).
+	for _, pid := range order {
+		if st := states[pid]; st != nil && st.absentSince > 0 {
+			st.absentSince, st.dirty = 0, true
+		}
+	}
 
 	var flips, ndFlips, drifts []flip
 	var newlyND []string
-	// other: per probe, a verdict this run that differs from the one it
-	// is compared with (a disagreeing sample, or the candidate it left):
-	// what a probe newly marked nondeterministic went back and forth with.
 	other := map[string]string{}
 	markND := func(st *state) {
 		if !st.nondeterministic && st.reverts >= d.p.NondeterministicFlips {
@@ -261,6 +334,7 @@ func (d *detector) run(obs []*storage.Observation) error {
 		}
 		scores := scoreString(first.Result)
 		st := states[pid]
+		isNew := st == nil
 		if st == nil || st.sha != first.RequestSHA256 {
 			if st != nil {
 				// Input change: the bytes differ, so nothing is comparable.
@@ -273,7 +347,7 @@ func (d *detector) run(obs []*storage.Observation) error {
 			// New bytes: no baseline yet. The first verdict is a candidate
 			// that must hold like any other before it becomes the baseline,
 			// so one noisy first answer never becomes the reference.
-			st = &state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, lastVerdict: v, dirty: true}
+			st = &state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, lastVerdict: v, dirty: true, isNew: isNew}
 			states[pid] = st
 			if stats.Degraded {
 				continue // a degraded run starts no candidate and confirms no baseline
@@ -339,7 +413,7 @@ func (d *detector) run(obs []*storage.Observation) error {
 				st.dirty = true
 			}
 			markND(st)
-			if err := d.scoreDrift(st, first, scores, &drifts); err != nil {
+			if err := d.scoreDrift(st, first, scores, model, &drifts); err != nil {
 				return err
 			}
 			continue
@@ -401,43 +475,101 @@ func (d *detector) run(obs []*storage.Observation) error {
 		st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
 		st.driftRuns, st.driftScores = 0, ""
 	}
-	for _, st := range states {
-		if st.nondeterministic {
-			stats.Nondeterministic++
-		}
-	}
-	// A complete target-run answered every probe of the corpus: state kept
-	// for probes no longer in it (removed from the corpus) is dropped, so
-	// they stop counting in composition metrics.
-	pruned := false
+	// A complete target-run answered every probe of the corpus: a probe it
+	// did not answer has left the corpus (a new corpus version removed
+	// it). Its state is kept, marked absent from this run on: it no
+	// longer counts in the target's composition (States, metrics), and
+	// restored later with the same request bytes it is compared with its
+	// old baseline instead of taking its answer then as a new one.
 	if !stats.Degraded && len(byProbe) > 0 {
-		for id := range states {
-			if _, ok := byProbe[id]; !ok {
-				delete(states, id)
-				pruned = true
+		for id, st := range states {
+			if _, ok := byProbe[id]; !ok && st.absentSince == 0 {
+				st.absentSince, st.dirty = run, true
 			}
 		}
 	}
-	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states, pruned); err != nil {
+	stats.Renamed = renames(states, byProbe)
+	for _, st := range states {
+		if st.nondeterministic && st.absentSince == 0 {
+			stats.Nondeterministic++
+		}
+	}
+	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states, false); err != nil {
 		return err
 	}
+	d.stats, d.flips, d.ndFlips, d.drifts, d.newlyND, d.other = stats, flips, ndFlips, drifts, newlyND, other
+	return nil
+}
 
-	// Events.
-	if err := d.policyEvents(flips, known, states); err != nil {
+// renames lists the probe ids new in this run (no state before) whose
+// request bytes are those of a probe id this run did not answer (absent
+// from the corpus): most likely one probe renamed. Each pair is reported,
+// never merged: see TargetStats.Renamed.
+func renames(states map[string]*state, byProbe map[string][]*storage.Observation) []ProbeRename {
+	gone := map[string]string{} // request fingerprint → absent probe id (the least, when several)
+	for id, st := range states {
+		if _, ok := byProbe[id]; ok {
+			continue
+		}
+		if old, ok := gone[st.sha]; !ok || id < old {
+			gone[st.sha] = id
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	var out []ProbeRename
+	for id, st := range states {
+		if old, ok := gone[st.sha]; ok && st.isNew {
+			out = append(out, ProbeRename{From: old, To: id, RequestSHA256: st.sha})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].To < out[j].To })
+	return out
+}
+
+// settle closes, in the first phase, what this run ends in open events on
+// the target: rows its flips leave (settleFlips) and probes marked
+// nondeterministic (withdraw).
+func (d *detector) settle() error {
+	rest, err := d.settleFlips(d.flips)
+	if err != nil {
 		return err
 	}
+	d.flips = rest
 	// A probe marked nondeterministic — in this run, or before (in a
 	// database an older driftprobe, which withdrew nothing, wrote) — is no
 	// policy evidence: its flips leave the target's open policy events.
 	// One indexed query per target, and only while some probe is marked.
 	marked := map[string]string{}
-	for pid, st := range states {
+	for pid, st := range d.states {
 		if st.nondeterministic {
 			marked[pid] = st.sha
 		}
 	}
-	if err := d.withdraw(marked); err != nil {
-		return err
+	return d.withdraw(marked)
+}
+
+// extend records, in the second phase, this run's new policy flips on the
+// target when they extend its own open event inside the window; report
+// records them otherwise.
+func (d *detector) extend() error {
+	done, err := d.policyEvents(d.flips, d.known, d.states, true)
+	d.pending = len(d.flips) > 0 && !done
+	return err
+}
+
+// report records, last, this run's new policy flips on the target that
+// extend did not (joining another target's event, or opening one), its
+// nondeterminism and score drift, and the categories its flips made fire.
+func (d *detector) report() error {
+	run := d.in.RunID
+	states, known, byProbe, other := d.states, d.known, d.byProbe, d.other
+	flips, ndFlips, drifts, newlyND := d.flips, d.ndFlips, d.drifts, d.newlyND
+	if d.pending {
+		if _, err := d.policyEvents(flips, known, states, false); err != nil {
+			return err
+		}
 	}
 	if len(newlyND) > 0 || len(ndFlips) > 0 {
 		for _, pid := range newlyND {
@@ -456,12 +588,12 @@ func (d *detector) run(obs []*storage.Observation) error {
 			ndFlips = append(ndFlips, flip{probeID: pid, sha: st.sha, before: before, after: after, firstRun: run,
 				beforeObs: st.baselineObs, afterObs: byProbe[pid][0].ID, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)})
 		}
-		if err := d.event(KindNondeterminism, ndFlips, nil, nil, states); err != nil {
+		if _, err := d.event(KindNondeterminism, ndFlips, nil, nil, states, false); err != nil {
 			return err
 		}
 	}
 	if len(drifts) > 0 {
-		if err := d.event(KindScoreDrift, drifts, nil, nil, states); err != nil {
+		if _, err := d.event(KindScoreDrift, drifts, nil, nil, states, false); err != nil {
 			return err
 		}
 	}
@@ -471,7 +603,7 @@ func (d *detector) run(obs []*storage.Observation) error {
 	if err := saveCategories(d.ctx, d.tx, d.t.ID, known, run); err != nil {
 		return err
 	}
-	d.res.Stats = append(d.res.Stats, stats)
+	d.res.Stats = append(d.res.Stats, d.stats)
 	return nil
 }
 
@@ -483,8 +615,9 @@ func flipRate(st *state, run int64) float64 {
 	return float64(st.changes) / float64(n-1)
 }
 
-// scoreDrift tracks scores on an unchanged verdict.
-func (d *detector) scoreDrift(st *state, o *storage.Observation, scores string, out *[]flip) error {
+// scoreDrift tracks scores on an unchanged verdict; model is the one o
+// was answered under (the target's, when o names none).
+func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model string, out *[]flip) error {
 	if scores == "" || scores == st.baselineScores {
 		if st.driftRuns != 0 {
 			st.driftRuns, st.driftScores, st.dirty = 0, "", true
@@ -508,7 +641,7 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores string, 
 	st.driftScores, st.dirty = scores, true
 	if st.driftRuns >= d.p.ConfirmRuns {
 		*out = append(*out, flip{probeID: st.probeID, sha: st.sha, before: st.baseline, after: st.baseline, beforeObs: st.baselineObs,
-			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.baselineModel, modelAfter: modelOf(o.Result),
+			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.baselineModel, modelAfter: model,
 			scores: st.baselineScores + " -> " + scores, moves: scoreMoves(st.baselineScores, scores, d.p.ScoreTolerance)})
 		st.baselineScores, st.driftRuns, st.driftScores = scores, 0, ""
 	}
@@ -528,61 +661,132 @@ func (d *detector) learnCategories(known map[string]int64, key string) {
 	}
 }
 
-// policyEvents turns confirmed non-noise flips into reverts, additions to
-// open events, provider-wide joins, or new events.
-func (d *detector) policyEvents(flips []flip, known map[string]int64, states map[string]*state) error {
+// settleFlips applies this run's confirmed flips on the target to the open
+// policy and model events that already hold their probes (the target's
+// unreverted rows on the same request bytes; one query, not one per flip)
+// and returns the flips left to report as new changes. For each flip:
+//   - Back on a row's before-verdict, the probe reverts that row ("flipped
+//     back"), whatever stages it went through in between (allowed →
+//     blocked_output → blocked_input → allowed reverts the event of
+//     allowed → blocked_output, opened before the stage change). Its other
+//     open rows whose after-verdict it no longer has close with it ("moved
+//     on": a later stage of the change it just undid no longer holds). The
+//     flip is accounted for: it opens and extends nothing.
+//   - Otherwise the flip is a new change, returned. A row of the probe in
+//     an event other than the target's open event inside the window
+//     (windowEvent, which the flip will extend) closes as moved on when the
+//     probe's new verdict no longer lies in the row's direction from its
+//     before-verdict: a probe of a tightened or recategorized row that is
+//     now allowed, one of a loosened row blocked again differently. A row
+//     whose direction still holds (a further stage of a tightening) stays
+//     open, so that a later flip back to its before-verdict still reverts
+//     it. A row in the window event stays too: the event records the
+//     probe as changed again.
+//
+// An event whose every row is closed is reverted. Closing never moves an
+// event's window (see windowSQL).
+func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 	if len(flips) == 0 {
-		return nil
+		return nil, nil
 	}
-	// Reverts first: a flip back to an open event's before-verdict. The
-	// candidates are read in one query (this target's unreverted event
-	// probes), not one per flip.
-	type open struct {
+	type row struct {
 		eid                int64
 		sha, before, after string
 	}
-	opens := map[string][]open{}
+	opens := map[string][]row{}
 	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.probe_id, ep.event_id, ep.request_sha256, ep.before, ep.after FROM event_probes ep JOIN events e ON e.id = ep.event_id
-		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.kind IN ('policy_change', 'model_change') ORDER BY ep.event_id DESC`, d.t.ID)
+		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.kind IN ('policy_change', 'model_change') ORDER BY ep.event_id`, d.t.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for rows.Next() {
 		var pid string
-		var o open
-		if err := rows.Scan(&pid, &o.eid, &o.sha, &o.before, &o.after); err != nil {
+		var r row
+		if err := rows.Scan(&pid, &r.eid, &r.sha, &r.before, &r.after); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
-		opens[pid] = append(opens[pid], o)
+		opens[pid] = append(opens[pid], r)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
 	var rest []flip
-	reverted := map[int64][]string{}
+	closed := map[int64][]leaving{}
+	window, windowRead := int64(0), false
 	for _, f := range flips {
-		var eid int64
-		for _, o := range opens[f.probeID] {
+		var mine []row
+		back := false
+		for _, r := range opens[f.probeID] {
 			// Only the same bytes can flip back: a verdict on edited
 			// bytes says nothing about the change the event recorded.
-			if o.sha == f.sha && o.before == f.after && o.after == f.before {
-				eid = o.eid
-				break
+			if r.sha == f.sha {
+				mine = append(mine, r)
+				back = back || r.before == f.after
 			}
 		}
-		if eid == 0 {
+		if !back {
 			rest = append(rest, f)
-			continue
 		}
-		if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ? WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, f.probeID); err != nil {
-			return err
+		for _, r := range mine {
+			switch {
+			case r.before == f.after:
+				closed[r.eid] = append(closed[r.eid], leaving{f.probeID, whyBack})
+			case back:
+				if r.after != f.after {
+					closed[r.eid] = append(closed[r.eid], leaving{f.probeID, whyMovedOn})
+				}
+			default:
+				from := ParseKey(r.before)
+				if direction(from, ParseKey(f.after)) == direction(from, ParseKey(r.after)) {
+					continue
+				}
+				if !windowRead {
+					if window, err = d.windowEvent(policyFamily); err != nil {
+						return nil, err
+					}
+					windowRead = true
+				}
+				if r.eid != window {
+					closed[r.eid] = append(closed[r.eid], leaving{f.probeID, whyMovedOn})
+				}
+			}
 		}
-		reverted[eid] = append(reverted[eid], f.probeID)
 	}
-	if err := d.closeProbes(reverted, "flipped back", ChangePartialRevert); err != nil {
-		return err
+	for eid, ls := range closed {
+		for _, l := range ls {
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ? WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, l.probe); err != nil {
+				return nil, err
+			}
+		}
 	}
+	if err := d.closeProbes(closed, ChangePartialRevert); err != nil {
+		return nil, err
+	}
+	return rest, nil
+}
+
+// Why a probe leaves an event (closeProbes' detail).
+const (
+	whyBack     = "flipped back"
+	whyMovedOn  = "moved on from the event's after-verdict (no longer holds)"
+	whyWithdraw = "marked nondeterministic, withdrawn from the evidence"
+)
+
+// leaving is a probe of the target leaving an event, and why.
+type leaving struct{ probe, why string }
+
+// policyFamily is the kinds a policy or model flip extends or joins.
+const policyFamily = "'" + KindPolicy + "','" + KindModel + "'"
+
+// policyEvents turns the confirmed non-noise flips settleFlips left into
+// additions to open events, provider-wide joins, or new events (with
+// extendOnly, only an addition to the target's own open event in the
+// window: done reports whether there was one).
+func (d *detector) policyEvents(rest []flip, known map[string]int64, states map[string]*state, extendOnly bool) (done bool, err error) {
 	if len(rest) == 0 {
-		return nil
+		return true, nil
 	}
 	kind := KindPolicy
 	for _, f := range rest {
@@ -608,9 +812,12 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 		}
 	}
 	newCats = probes.SortedUnique(newCats)
-	// Categories whose every firing probe stopped firing.
+	// Categories whose every firing probe (in the corpus) stopped firing.
 	active := map[string]bool{}
 	for _, st := range states {
+		if st.absentSince > 0 {
+			continue
+		}
 		v := ParseKey(st.baseline)
 		if v.Class.IsBlock() {
 			for _, c := range v.Categories {
@@ -627,17 +834,19 @@ func (d *detector) policyEvents(flips []flip, known map[string]int64, states map
 		}
 	}
 	vanished = probes.SortedUnique(vanished)
-	return d.event(kind, rest, newCats, vanished, states)
+	return d.event(kind, rest, newCats, vanished, states, extendOnly)
 }
 
-// closeProbes records that the probes in reverted (event id → probe ids,
-// already marked reverted_run) left their events for reason why: change
-// partial while some are left; when none is, the event closes as
-// reverted, recorded as ChangeRetracted when every one of its probes was
-// withdrawn, else as ChangeReverted.
-func (d *detector) closeProbes(reverted map[int64][]string, why, partial string) error {
-	eids := make([]int64, 0, len(reverted))
-	for id := range reverted {
+// closeProbes records that the probes in closed (event id → the target's
+// probes leaving it, already marked reverted_run) left their events, one
+// update per event naming each probe and why: change partial while some
+// probes are left; when none is, the event closes as reverted, recorded as
+// ChangeRetracted when every one of its probes was withdrawn, else as
+// ChangeReverted. Closing sets the event's last_run (the last run that
+// changed it) but never its window (windowSQL).
+func (d *detector) closeProbes(closed map[int64][]leaving, partial string) error {
+	eids := make([]int64, 0, len(closed))
+	for id := range closed {
 		eids = append(eids, id)
 	}
 	sort.Slice(eids, func(a, b int) bool { return eids[a] < eids[b] })
@@ -647,12 +856,27 @@ func (d *detector) closeProbes(reverted map[int64][]string, why, partial string)
 			Scan(&left, &total, &withdrawn); err != nil {
 			return err
 		}
-		detail := fmt.Sprintf("%d probe(s) on %s %s: %s", len(reverted[eid]), d.t.Name, why, strings.Join(reverted[eid], ", "))
+		// "N probe(s) on T why: a, b", one part per reason in the order
+		// first given, joined by "; ".
+		var whys []string
+		byWhy := map[string][]string{}
+		for _, l := range closed[eid] {
+			if _, ok := byWhy[l.why]; !ok {
+				whys = append(whys, l.why)
+			}
+			byWhy[l.why] = append(byWhy[l.why], l.probe)
+		}
+		parts := make([]string, len(whys))
+		for i, why := range whys {
+			parts[i] = fmt.Sprintf("%d probe(s) on %s %s: %s", len(byWhy[why]), d.t.Name, why, strings.Join(byWhy[why], ", "))
+		}
+		detail := strings.Join(parts, "; ")
 		change := partial
 		if left == 0 {
 			// The event ends: retracted when every probe of it was
 			// withdrawn (no change is left to speak of), reverted when
-			// some flipped back (the provider undid what they showed).
+			// some flipped back or moved on (the provider undid, or
+			// changed again, what they showed).
 			change = ChangeReverted
 			if withdrawn == total {
 				change = ChangeRetracted
@@ -684,11 +908,11 @@ func (d *detector) closeProbes(reverted map[int64][]string, why, partial string)
 	return nil
 }
 
-// withdraw takes probes just marked nondeterministic (probe id → the
-// request fingerprint they were marked on) out of this target's open
-// policy and model events: their flips on those bytes are no longer
-// evidence of a change (an event left without evidence is retracted).
-// Flips on bytes the probe sent before an input change stay.
+// withdraw takes probes marked nondeterministic (probe id → the request
+// fingerprint they were marked on) out of this target's open policy and
+// model events: their flips on those bytes are no longer evidence of a
+// change (an event left without evidence is retracted). Flips on bytes the
+// probe sent before an input change stay.
 func (d *detector) withdraw(marked map[string]string) error {
 	if len(marked) == 0 {
 		return nil
@@ -698,7 +922,7 @@ func (d *detector) withdraw(marked map[string]string) error {
 	if err != nil {
 		return err
 	}
-	withdrawn := map[int64][]string{}
+	withdrawn := map[int64][]leaving{}
 	for rows.Next() {
 		var eid int64
 		var pid, sha string
@@ -707,26 +931,59 @@ func (d *detector) withdraw(marked map[string]string) error {
 			return err
 		}
 		if s, ok := marked[pid]; ok && s == sha {
-			withdrawn[eid] = append(withdrawn[eid], pid)
+			withdrawn[eid] = append(withdrawn[eid], leaving{pid, whyWithdraw})
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for eid, ps := range withdrawn {
-		for _, pid := range ps {
-			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ?, withdrawn = 1 WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, pid); err != nil {
+	for eid, ls := range withdrawn {
+		for _, l := range ls {
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ?, withdrawn = 1 WHERE event_id = ? AND target_id = ? AND probe_id = ?`, d.in.RunID, eid, d.t.ID, l.probe); err != nil {
 				return err
 			}
 		}
 	}
-	return d.closeProbes(withdrawn, "marked nondeterministic, withdrawn from the evidence", ChangeWithdrawn)
+	return d.closeProbes(withdrawn, ChangeWithdrawn)
 }
 
 // ndWindowRuns is how close reverts must come to add up toward
 // nondeterminism (see revert in run): a day of hourly runs.
 const ndWindowRuns = 24
+
+// eventModels returns the model_before and model_after of an event
+// opening with flips of kind: for a model_change the model change the
+// flips came with (flipModels), else the model their baselines last held
+// under and the model of their first differing answers, the most common
+// pair (for a policy_change the same model: one whose change came with a
+// flip would have made it a model_change). The model the target reports
+// now plays no part: it may have changed after the flips began (a policy
+// change confirmed under a new fingerprint is still a policy change, under
+// the model it began under). fallback names a side no flip knows.
+func eventModels(kind string, flips []flip, fallback string) (before, after string) {
+	if kind == KindModel {
+		if b, a, ok := flipModels(flips); ok {
+			return b, a
+		}
+	}
+	count := map[[2]string]int{}
+	best := 0
+	for _, f := range flips {
+		k := [2]string{f.modelBefore, f.modelAfter}
+		count[k]++
+		if count[k] > best {
+			best, before, after = count[k], k[0], k[1]
+		}
+	}
+	if before == "" {
+		before = fallback
+	}
+	if after == "" {
+		after = before
+	}
+	return before, after
+}
 
 // flipModels returns the most common (before, after) model pair among
 // flips whose model changed (on a tie, the pair that reached the count
@@ -762,22 +1019,46 @@ func (d *detector) eventKind(id int64) (string, error) {
 	return k, err
 }
 
-// event joins flips to an open event (this target, or provider-wide) or
-// opens a new one.
-func (d *detector) event(kind string, flips []flip, newCats, vanished []string, states map[string]*state) error {
-	run := d.in.RunID
-	since := run - int64(d.p.WindowRuns)
-	family := []string{kind}
-	if kind == KindPolicy || kind == KindModel {
-		family = []string{KindPolicy, KindModel}
-	}
-	in := "'" + strings.Join(family, "','") + "'"
-	// 1. An open event on this target within the window.
+// windowSQL is the condition that event e is inside the window, with two
+// arguments, both the first run of the window (this run - window_runs):
+// the event's last confirmed flip — the latest confirmed_run over its
+// probes not withdrawn, set when it opened, gained probes or a target, or
+// a probe of it changed again — is in the window. Closing probes (flips
+// back, probes moved on, probes withdrawn) records the run in last_run but
+// never extends the window: an event quiet for longer than window_runs
+// takes no new flip because part of it flipped back in the same or a
+// recent run; the new flip opens an event of its own. (last_run is never
+// below that latest confirmed_run: testing it first lets the index narrow.)
+const windowSQL = `e.last_run >= ? AND (SELECT MAX(ep.confirmed_run) FROM event_probes ep WHERE ep.event_id = e.id AND ep.withdrawn = 0) >= ?`
+
+// windowEvent returns the target's latest open event of the kinds in
+// kindsIn (an SQL list) inside the window (windowSQL), 0 when none: the
+// event its flips of those kinds extend.
+func (d *detector) windowEvent(kindsIn string) (int64, error) {
+	since := d.in.RunID - int64(d.p.WindowRuns)
 	var eid int64
 	err := d.tx.QueryRowContext(d.ctx, `SELECT e.id FROM events e JOIN event_targets et ON et.event_id = e.id
-		WHERE et.target_id = ? AND e.status = 'open' AND e.kind IN (`+in+`) AND e.last_run >= ? ORDER BY e.id DESC LIMIT 1`, d.t.ID, since).Scan(&eid)
-	if err != nil && err != sql.ErrNoRows {
-		return err
+		WHERE et.target_id = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND `+windowSQL+` ORDER BY e.id DESC LIMIT 1`, d.t.ID, since, since).Scan(&eid)
+	if err == sql.ErrNoRows {
+		return 0, nil
+	}
+	return eid, err
+}
+
+// event joins flips to an open event (this target, or provider-wide) or
+// opens a new one; with extendOnly it only extends this target's own open
+// event in the window, and reports whether there was one (done).
+func (d *detector) event(kind string, flips []flip, newCats, vanished []string, states map[string]*state, extendOnly bool) (done bool, err error) {
+	run := d.in.RunID
+	since := run - int64(d.p.WindowRuns)
+	in := "'" + kind + "'"
+	if kind == KindPolicy || kind == KindModel {
+		in = policyFamily
+	}
+	// 1. An open event on this target within the window.
+	eid, err := d.windowEvent(in)
+	if err != nil || (eid == 0 && extendOnly) {
+		return false, err
 	}
 	change := ChangeProbesAdded
 	var same int // joining: this target's flips that moved as the event's did
@@ -786,13 +1067,21 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 		// another target, within the window, flipping the same probes.
 		eid, same, err = d.providerWide(in, since, flips)
 		if err != nil {
-			return err
+			return false, err
 		}
 		change = ChangeTargetJoined
 	}
 	if eid == 0 {
-		return d.open(kind, flips, newCats, vanished)
+		return true, d.open(kind, flips, newCats, vanished)
 	}
+	return true, d.merge(eid, change, same, kind, flips, newCats, vanished)
+}
+
+// merge records flips of kind on this target in event eid: more probes
+// (change ChangeProbesAdded) or a target joining it (ChangeTargetJoined,
+// same of its flips moving as the event's did).
+func (d *detector) merge(eid int64, change string, same int, kind string, flips []flip, newCats, vanished []string) error {
+	run := d.in.RunID
 	// Probes of this target the event has already (a probe that moved
 	// again, a nondeterministic one marked again) are not "more probes".
 	had := map[string]bool{}
@@ -835,28 +1124,34 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	}
 	mergedNew := probes.SortedUnique(append(splitList(oldNew), newCats...))
 	mergedVan := probes.SortedUnique(append(splitList(oldVan), vanished...))
-	// model_before and model_after describe one target, the one that
-	// opened the event: a target that joined it (now or in an earlier run)
-	// reports its own model, and pairing it with the opener's would show a
-	// model change no target made. For the opener, as when opening: a model
-	// change seen only on the flips keeps naming their model, not the
-	// target's unchanged one.
+	// The event's models are set when it opens (eventModels) and change
+	// only when it turns into a model_change: then they name the model
+	// change of the flips that made it one, on whichever target (the
+	// opener's, or one joining it; its update records the target and the
+	// kind). So a model_change always names two models and a
+	// policy_change one: later flips, on the opener or on a target that
+	// joined, under another model never rewrite them (each target's own
+	// model change is named in the update that brought its flips).
 	var opener int64
 	var modelBefore, modelAfter string
 	if err := d.tx.QueryRowContext(d.ctx, `SELECT target_id, model_before, model_after FROM events WHERE id = ?`, eid).Scan(&opener, &modelBefore, &modelAfter); err != nil {
 		return err
 	}
-	switch {
-	case opener != d.t.ID:
-	case newKind != KindModel || modelChanged(modelBefore, d.model):
-		modelAfter = d.model
-	default:
-		if _, a, ok := flipModels(flips); ok {
-			modelAfter = a
+	if newKind != oldKind && newKind == KindModel {
+		if b, a, ok := flipModels(flips); ok {
+			modelBefore, modelAfter = b, a
 		}
 	}
-	if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET kind = ?, direction = ?, new_categories = ?, vanished_categories = ?, last_run = ?, model_after = ?, updated_at = ? WHERE id = ?`,
-		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), run, modelAfter, ts(d.now), eid); err != nil {
+	// first_run is the run the event's earliest flip was first seen: a
+	// target joining it may have flipped before the opener did (both
+	// confirmed in one run, which target opens depends only on the order
+	// targets are detected in).
+	firstRun := run
+	for _, f := range flips {
+		firstRun = min(firstRun, f.firstRun)
+	}
+	if _, err := d.tx.ExecContext(d.ctx, `UPDATE events SET kind = ?, direction = ?, new_categories = ?, vanished_categories = ?, first_run = MIN(first_run, ?), last_run = ?, model_before = ?, model_after = ?, updated_at = ? WHERE id = ?`,
+		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), firstRun, run, modelBefore, modelAfter, ts(d.now), eid); err != nil {
 		return err
 	}
 	var added, again []string
@@ -883,8 +1178,8 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 		detail = fmt.Sprintf("target %s changed the same way (%d probes, %d of them moved as the event's did): provider-wide change", d.t.Name, len(flips), same)
 	}
 	if kind == KindModel && opener != d.t.ID {
-		// The event's model fields are the opener's: name this target's
-		// own model change here.
+		// Name this target's own model change here (the event's model
+		// fields name it too when it made the event a model_change).
 		if b, a, ok := flipModels(flips); ok {
 			detail += fmt.Sprintf("; model on %s: %s → %s", d.t.Name, b, a)
 		} else if modelChanged(d.prevModel, d.model) {
@@ -898,8 +1193,8 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 }
 
 func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (eid int64, same int, err error) {
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT e.id FROM events e WHERE e.provider = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND e.last_run >= ?
-		AND NOT EXISTS (SELECT 1 FROM event_targets et WHERE et.event_id = e.id AND et.target_id = ?) ORDER BY e.id DESC`, d.t.Provider, since, d.t.ID)
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT e.id FROM events e WHERE e.provider = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND `+windowSQL+`
+		AND NOT EXISTS (SELECT 1 FROM event_targets et WHERE et.event_id = e.id AND et.target_id = ?) ORDER BY e.id DESC`, d.t.Provider, since, since, d.t.ID)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -981,16 +1276,7 @@ func (d *detector) open(kind string, flips []flip, newCats, vanished []string) e
 	// name, the kind, the runs, the probes and the creation time.
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%s|%d|%s|%s", d.t.Provider, d.t.Name, kind, firstRun, strings.Join(ids, ","), ts(d.now))))
 	fp := hex.EncodeToString(h[:])[:20]
-	// The target's most common model, unless it stayed the same while the
-	// flipped probes' models changed (a model change seen only on some
-	// answers): then the event names the flips' models, never "the same
-	// model before and after" under a model_change.
-	modelBefore, modelAfter := d.modelBefore(firstRun), d.model
-	if kind == KindModel && !modelChanged(modelBefore, modelAfter) {
-		if b, a, ok := flipModels(flips); ok {
-			modelBefore, modelAfter = b, a
-		}
-	}
+	modelBefore, modelAfter := eventModels(kind, flips, d.model)
 	res, err := d.tx.ExecContext(d.ctx, `INSERT INTO events (fingerprint, target_id, provider, kind, direction, opened_kind, opened_direction, new_categories, vanished_categories, first_run, confirmed_run, last_run,
 		model_before, model_after, corpus_version, corpus_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		fp, d.t.ID, d.t.Provider, kind, dir, kind, dir, strings.Join(newCats, ","), strings.Join(vanished, ","), firstRun, run, run,
@@ -1154,14 +1440,6 @@ func (d *detector) trackModel(obs []*storage.Observation) error {
 	default:
 		err = nil
 	}
-	d.model, d.prevModel, d.modelSince = cur, prev, since
+	d.model, d.prevModel = cur, prev
 	return err
-}
-
-// modelBefore is the model in force before a change that started at run.
-func (d *detector) modelBefore(run int64) string {
-	if d.modelSince >= run && d.prevModel != "" {
-		return d.prevModel
-	}
-	return d.model
 }

@@ -31,6 +31,12 @@ type EventProbe struct {
 	// marked nondeterministic, not because it flipped back (Reverted is
 	// true as well: it no longer counts).
 	Withdrawn bool `json:"withdrawn,omitempty"`
+	// MovedOn: the probe left the event in RevertedRun without flipping
+	// back to Before: its verdict moved on so that the change the event
+	// recorded no longer holds for it (a later stage of a change it then
+	// undid, or a tightened probe now allowed past its before-verdict);
+	// Reverted is true as well.
+	MovedOn bool `json:"moved_on,omitempty"`
 }
 
 // EventUpdate is one logged change of an event.
@@ -47,6 +53,16 @@ type EventUpdate struct {
 }
 
 // Event is a confirmed change, in the contract's JSON shape (plus extras).
+//
+// ModelBefore and ModelAfter are set from the event's flips, never from the
+// model a target reports later: for a policy_change, the model its flips'
+// baselines last held under and the model of their first differing
+// answers (one model: a policy change is one on an unchanged model); for a
+// model_change, the model change that made it one — the models of the
+// flips on ModelTarget, the target whose flips opened the event as a model
+// change or later turned it into one (the opener, or a target that joined
+// it). ModelTarget is empty for other kinds; for an event whose updates
+// were recorded before they kept a kind, it is the event's target.
 type Event struct {
 	ID                 int64         `json:"id"`
 	Fingerprint        string        `json:"fingerprint"`
@@ -65,6 +81,7 @@ type Event struct {
 	RevertedRun        int64         `json:"reverted_run,omitempty"`
 	ModelBefore        string        `json:"model_before"`
 	ModelAfter         string        `json:"model_after"`
+	ModelTarget        string        `json:"model_target,omitempty"` // model_change: the target ModelBefore/ModelAfter are about
 	CorpusVersion      string        `json:"corpus_version"`
 	CorpusHash         string        `json:"corpus_sha256"`
 	CreatedAt          time.Time     `json:"created_at"`
@@ -177,7 +194,7 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 		e.Probes = append(e.Probes, p)
 	}
 	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT u.id, u.run_id, u.change, u.detail, u.at, COALESCE(t.name, '') FROM event_updates u
+	rows, err = db.QueryContext(ctx, `SELECT u.id, u.run_id, u.change, u.detail, u.at, COALESCE(t.name, ''), u.kind FROM event_updates u
 		LEFT JOIN targets t ON t.id = u.target_id WHERE u.event_id = ? ORDER BY u.id`, e.ID)
 	if err != nil {
 		return err
@@ -185,14 +202,47 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	defer rows.Close()
 	for rows.Next() {
 		var u EventUpdate
-		var at string
-		if err := rows.Scan(&u.ID, &u.RunID, &u.Change, &u.Detail, &at, &u.Target); err != nil {
+		var at, kind string
+		if err := rows.Scan(&u.ID, &u.RunID, &u.Change, &u.Detail, &at, &u.Target, &kind); err != nil {
 			return err
 		}
 		u.At = storage.ParseTime(at)
 		e.Updates = append(e.Updates, u)
+		if e.Kind == KindModel && e.ModelTarget == "" && kind == KindModel {
+			e.ModelTarget = u.Target
+		}
+		markMovedOn(e, u)
+	}
+	if e.Kind == KindModel && e.ModelTarget == "" {
+		e.ModelTarget = e.Target
 	}
 	return rows.Err()
+}
+
+// markMovedOn sets MovedOn on the probes update u names as having moved
+// on (closeProbes' detail part "N probe(s) on T <whyMovedOn>: a, b"; probe
+// ids and target names hold no ", ", ";" or ":").
+func markMovedOn(e *Event, u EventUpdate) {
+	if u.Change != ChangeReverted && u.Change != ChangePartialRevert {
+		return
+	}
+	for _, part := range strings.Split(u.Detail, "; ") {
+		head, list, ok := strings.Cut(part, ": ")
+		if !ok || !strings.HasSuffix(head, " "+whyMovedOn) {
+			continue
+		}
+		_, target, ok := strings.Cut(strings.TrimSuffix(head, " "+whyMovedOn), " probe(s) on ")
+		if !ok {
+			continue
+		}
+		for _, id := range strings.Split(list, ", ") {
+			for i := range e.Probes {
+				if p := &e.Probes[i]; p.Target == target && p.ProbeID == id && p.RevertedRun == u.RunID && !p.Withdrawn {
+					p.MovedOn = true
+				}
+			}
+		}
+	}
 }
 
 func nonNil(s []string) []string {

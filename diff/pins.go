@@ -13,8 +13,10 @@ import (
 // keep working (see storage.PruneOptions).
 type Pins struct {
 	// Observations referenced by events (each flip's before and after) and
-	// by detection state (each probe's baseline and pending candidate):
-	// a future event's "before" is today's baseline observation.
+	// by detection state (each probe's baseline and pending candidate,
+	// probes absent from the corpus included: restored, they are compared
+	// with that baseline): a future event's "before" is today's baseline
+	// observation.
 	Observations []int64
 	// Runs: the latest complete run of each target on each corpus version,
 	// which compare reads.

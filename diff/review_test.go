@@ -170,10 +170,11 @@ func TestRevertNeedsSameBytes(t *testing.T) {
 }
 
 // A probe removed from the corpus stops counting once a complete run no
-// longer answers it.
+// longer answers it; its baseline is kept for its return.
 func TestRemovedProbeStatePruned(t *testing.T) {
 	e := testenv.New(t, "targets:\n  - {name: a, provider: sim, model: m}\n")
 	e.Runs(2)
+	n := len(e.Corpus.Probes)
 	keep := e.Corpus.Probes[:10]
 	e.Corpus.Probes = keep
 	e.Run()
@@ -181,9 +182,12 @@ func TestRemovedProbeStatePruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sts := range all {
+	for id, sts := range all {
 		if len(sts) != len(keep) {
 			t.Fatalf("%d states after pruning, want %d", len(sts), len(keep))
+		}
+		if bs, err := diff.Baselines(context.Background(), e.Store.SQL(), id); err != nil || len(bs) != n {
+			t.Fatalf("%d baselines kept (%v), want all %d: a removed probe keeps its baseline for its return", len(bs), err, n)
 		}
 	}
 }
@@ -457,7 +461,9 @@ func (m *multi) round(answer func(target string, i int) (verdict, model string))
 
 // A target joining a provider-wide event with a model change of its own
 // (seen on its flips) makes the event a model change; the event's model
-// fields stay the opener's, so the join names the joining target's models.
+// fields then name that model change (never one model before and after
+// under a model_change), model_target names the target it happened on,
+// and the join names the joining target's models.
 func TestJoiningTargetsModelChangeNamed(t *testing.T) {
 	m := newMulti(t, "a", "b")
 	round := func(blocked ...int) {
@@ -477,8 +483,8 @@ func TestJoiningTargetsModelChangeNamed(t *testing.T) {
 	round(0)
 	round(0) // a opens a policy change; b joins with its flips on b-2
 	evs := m.events()
-	if len(evs) != 1 || evs[0].Kind != diff.KindModel || evs[0].ModelBefore != "a|fp_a" || evs[0].ModelAfter != "a|fp_a" {
-		t.Fatalf("events %+v", evs)
+	if len(evs) != 1 || evs[0].Kind != diff.KindModel || evs[0].Target != "a" || evs[0].ModelBefore != "b|fp_b" || evs[0].ModelAfter != "b-2|fp_b2" || evs[0].ModelTarget != "b" {
+		t.Fatalf("events %+v: want a's event, a model_change b|fp_b → b-2|fp_b2 on b", evs)
 	}
 	var joined []string
 	for _, c := range m.changes {

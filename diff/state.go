@@ -31,14 +31,28 @@ type State struct {
 // integers as varints. Interning keeps a 10,000-probe target near 0.5 MB.
 // Format 3 adds each probe's last revert run and previous candidate at
 // the end (format 2 blobs read with 0 and "" there).
+//
+// Probes absent from the corpus (removed by a version bump) keep their
+// state, so that a probe restored with the same request bytes is compared
+// with its old baseline. They follow the probe list, in an optional
+// trailing section: a uvarint count, then per probe the same fields as
+// above followed by a varint: the run it was first missing in. The section
+// is absent when no probe is; a decoder that stops after the probe list
+// (driftprobe before it kept absent probes) reads the blob as before and
+// simply drops them, as it always did, so the format byte stays 3.
 const stateFormat = 3
 
 func encodeStates(states map[string]*state) []byte {
-	ids := make([]string, 0, len(states))
-	for id := range states {
-		ids = append(ids, id)
+	var ids, gone []string
+	for id, st := range states {
+		if st.absentSince > 0 {
+			gone = append(gone, id)
+		} else {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
+	sort.Strings(gone)
 	index := map[string]uint64{}
 	var table []string
 	intern := func(s string) uint64 {
@@ -54,9 +68,7 @@ func encodeStates(states map[string]*state) []byte {
 	str := func(s string) { body = binary.AppendUvarint(body, uint64(len(s))); body = append(body, s...) }
 	ref := func(s string) { body = binary.AppendUvarint(body, intern(s)) }
 	num := func(n int64) { body = binary.AppendVarint(body, n) }
-	body = binary.AppendUvarint(body, uint64(len(ids)))
-	for _, id := range ids {
-		st := states[id]
+	probe := func(st *state) {
 		str(st.probeID)
 		if raw, err := hex.DecodeString(st.sha); err == nil && len(raw) == 32 {
 			body = append(body, 1)
@@ -90,6 +102,17 @@ func encodeStates(states map[string]*state) []byte {
 		num(st.lastRevertRun)
 		ref(st.prevCandidate)
 	}
+	body = binary.AppendUvarint(body, uint64(len(ids)))
+	for _, id := range ids {
+		probe(states[id])
+	}
+	if len(gone) > 0 {
+		body = binary.AppendUvarint(body, uint64(len(gone)))
+		for _, id := range gone {
+			probe(states[id])
+			num(states[id].absentSince)
+		}
+	}
 	size := 16 + len(body)
 	for _, t := range table {
 		size += len(t) + 4
@@ -106,7 +129,13 @@ func encodeStates(states map[string]*state) []byte {
 
 var errCorruptState = errors.New("corrupt probe state")
 
-func decodeStates(b []byte) (map[string]*state, error) {
+func decodeStates(b []byte) (map[string]*state, error) { return decodeStatesAs(b, true) }
+
+// decodeStatesAs decodes a blob; with absent false it reads it as
+// driftprobe did before it kept absent probes: the probe list, anything
+// after it ignored (tests pin that such a reader still reads every
+// blob written now).
+func decodeStatesAs(b []byte, absent bool) (map[string]*state, error) {
 	if len(b) == 0 {
 		return map[string]*state{}, nil
 	}
@@ -165,17 +194,19 @@ func decodeStates(b []byte) (map[string]*state, error) {
 		return nil, errCorruptState
 	}
 	out := make(map[string]*state, count)
-	for i := uint64(0); i < count && err == nil; i++ {
+	probe := func() *state {
 		st := &state{}
 		st.probeID = str()
-		if len(b) == 0 {
-			return nil, errCorruptState
+		if err != nil || len(b) == 0 {
+			err = errCorruptState
+			return nil
 		}
 		kind := b[0]
 		b = b[1:]
 		if kind == 1 {
 			if len(b) < 32 {
-				return nil, errCorruptState
+				err = errCorruptState
+				return nil
 			}
 			st.sha = hex.EncodeToString(b[:32])
 			b = b[32:]
@@ -204,7 +235,37 @@ func decodeStates(b []byte) (map[string]*state, error) {
 			st.lastRevertRun = num()
 			st.prevCandidate = ref()
 		}
-		out[st.probeID] = st
+		return st
+	}
+	for i := uint64(0); i < count && err == nil; i++ {
+		if st := probe(); err == nil {
+			out[st.probeID] = st
+		}
+	}
+	if err == nil && absent && format >= 3 && len(b) > 0 {
+		// Probes absent from the corpus (see stateFormat).
+		gone := uv()
+		if err == nil && gone > uint64(len(b)) {
+			err = errCorruptState
+		}
+		for i := uint64(0); i < gone && err == nil; i++ {
+			st := probe()
+			if err != nil {
+				break
+			}
+			if st.absentSince = num(); err == nil && st.absentSince <= 0 {
+				err = errCorruptState
+			}
+			if _, dup := out[st.probeID]; dup {
+				// One state per probe id: a blob naming an id twice is
+				// not one this package wrote.
+				err = errCorruptState
+			}
+			out[st.probeID] = st
+		}
+		if err == nil && len(b) > 0 {
+			err = errCorruptState
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -216,6 +277,8 @@ type querier interface {
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 }
 
+// loadStates returns the detection state of every probe of a target by
+// probe id, probes absent from the corpus included (absentSince > 0).
 func loadStates(ctx context.Context, q querier, targetID int64) (map[string]*state, error) {
 	var blob []byte
 	err := q.QueryRowContext(ctx, `SELECT states FROM probe_states WHERE target_id = ?`, targetID).Scan(&blob)
@@ -241,13 +304,21 @@ func saveStates(ctx context.Context, tx *sql.Tx, targetID, run int64, states map
 	if !dirty {
 		return nil
 	}
+	present := 0
+	for _, st := range states {
+		if st.absentSince == 0 {
+			present++
+		}
+	}
 	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO probe_states (target_id, states, probes, updated_run) VALUES (?, ?, ?, ?)`,
-		targetID, encodeStates(states), len(states), run)
+		targetID, encodeStates(states), present, run)
 	return err
 }
 
-// States returns the detection state of every probe of a target, sorted
-// by probe id.
+// States returns the detection state of every probe of a target that its
+// latest complete run answered, sorted by probe id. Probes absent from the
+// corpus since (their state is kept, see stateFormat) are not listed: they
+// no longer count in the target's composition.
 func States(ctx context.Context, db *sql.DB, targetID int64) ([]State, error) {
 	m, err := loadStates(ctx, db, targetID)
 	if err != nil {
@@ -255,6 +326,9 @@ func States(ctx context.Context, db *sql.DB, targetID int64) ([]State, error) {
 	}
 	out := make([]State, 0, len(m))
 	for _, st := range m {
+		if st.absentSince > 0 {
+			continue
+		}
 		out = append(out, State{ProbeID: st.probeID, RequestSHA256: st.sha, Baseline: st.baseline, LastVerdict: st.lastVerdict,
 			Nondeterministic: st.nondeterministic, Changes: st.changes, Reverts: st.reverts})
 	}
@@ -321,7 +395,9 @@ func saveCategories(ctx context.Context, tx *sql.Tx, targetID int64, known map[s
 }
 
 // Baselines returns the request fingerprint and baseline verdict key per
-// probe of a target (for deciding when to take extra samples).
+// probe of a target (for deciding when to take extra samples), probes
+// absent from the corpus included: one restored with the same bytes is
+// compared with that baseline.
 func Baselines(ctx context.Context, db *sql.DB, targetID int64) (map[string]Baseline, error) {
 	m, err := loadStates(ctx, db, targetID)
 	if err != nil {

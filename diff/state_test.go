@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/driftprobe/driftprobe/probes"
@@ -36,8 +37,47 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 }
 
+// Probes absent from the corpus round-trip with the run they went
+// absent in, and travel after the probe list: the blob's first part is
+// byte for byte the blob of the present probes alone, so a reader that
+// stops after the probe list (an older driftprobe) reads the present
+// probes exactly as before and drops the absent ones, as it always did.
+func TestAbsentStatesTrailTheProbeList(t *testing.T) {
+	present := map[string]*state{
+		"p": {probeID: "p", sha: fmt.Sprintf("%064x", 1), sinceRun: 1, baseline: "allowed|", baselineModel: "m|fp", lastVerdict: "allowed|"},
+		"q": {probeID: "q", sha: fmt.Sprintf("%064x", 2), sinceRun: 1, baseline: "blocked_input|violence", lastVerdict: "blocked_input|violence", lastRevertRun: 3},
+	}
+	all := map[string]*state{
+		"gone": {probeID: "gone", sha: fmt.Sprintf("%064x", 3), sinceRun: 1, baseline: "allowed|", baselineModel: "m|fp", lastVerdict: "allowed|", absentSince: 7},
+		"odd":  {probeID: "odd", sha: "render-error", sinceRun: 2, candidate: "blocked_output|hate", lastVerdict: "blocked_output|hate", absentSince: 9},
+	}
+	for id, st := range present {
+		all[id] = st
+	}
+	out, err := decodeStates(encodeStates(all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, all) {
+		t.Fatalf("round trip: got %+v\nwant %+v", out, all)
+	}
+	with := encodeStates(all)
+	old, err := decodeStatesAs(with, false)
+	if err != nil {
+		t.Fatalf("read as an older driftprobe reads it: %v", err)
+	}
+	if !reflect.DeepEqual(old, present) {
+		t.Errorf("read as an older driftprobe reads it: %+v, want the present probes %+v", old, present)
+	}
+	if got, err := decodeStates(append(slices.Clone(with), 0)); err == nil {
+		t.Errorf("trailing byte after the absent probes accepted: %+v", got)
+	}
+}
+
 func FuzzDecodeStates(f *testing.F) {
 	f.Add(encodeStates(map[string]*state{"p": {probeID: "p", sha: fmt.Sprintf("%064d", 1), baseline: "allowed|"}}))
+	f.Add(encodeStates(map[string]*state{"p": {probeID: "p", sha: fmt.Sprintf("%064d", 1), baseline: "allowed|"},
+		"gone": {probeID: "gone", sha: fmt.Sprintf("%064d", 2), baseline: "blocked_input|violence", absentSince: 4}}))
 	f.Add([]byte{2, 0, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeStates(b)

@@ -14,10 +14,16 @@
 //     toward nondeterminism; a nondeterministic probe's flips never count as
 //     policy evidence.
 //   - Degraded or aborted target-runs confirm nothing and break no streak.
-//   - Confirmed flips on one target within window_runs form one event;
+//   - Confirmed flips on one target within window_runs of an open event's
+//     last confirmed flip join it (a flip back never extends the window);
 //     the same probes flipping on another target of the same provider join
 //     it as one provider-wide event. Flips back to the before-verdict revert
-//     the event.
+//     the event (whatever stages the probe went through in between), and a
+//     row whose change no longer holds leaves it. Every target's reverts of
+//     a run are applied before any target's new flips of that run open or
+//     join an event, so the order targets are detected in changes nothing.
+//   - A probe that leaves the corpus keeps its state: restored with the
+//     same request bytes, it is compared with its old baseline.
 //   - abuse_block is account-level, not a per-request verdict: it never
 //     enters baselines (it pages on its own).
 //
