@@ -151,6 +151,10 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	res.Detection = det
 	if o.Logger != nil {
 		for _, ts := range det.Stats {
+			for _, rn := range ts.Renamed {
+				o.Logger.Warn("probe id new with the request bytes of a probe no longer in the corpus (renamed?): it starts its own baseline; the old id's history does not carry over",
+					"target", ts.Target, "from", rn.From, "to", rn.To, "request_sha256", rn.RequestSHA256, "run", sum.RunID)
+			}
 			if ts.InputChanges > 0 {
 				o.Logger.Warn("request bytes changed: these probes' baselines restart (nothing is compared across the change)",
 					"target", ts.Target, "probes", ts.InputChanges, "run", sum.RunID)
@@ -456,6 +460,10 @@ type (
 		// their baseline's (corpus or target parameters changed): their
 		// baselines restart.
 		InputChanges int `json:"input_changes"`
+		// Renamed lists probe ids new to the target sent with the request
+		// bytes of an id no longer in the corpus (likely renames): each
+		// starts its own baseline. Always present, [] when none.
+		Renamed []diff.ProbeRename `json:"renamed"`
 	}
 )
 
@@ -468,6 +476,7 @@ func (r *RunResult) JSON() RunJSON {
 		out.Events = []*diff.Event{}
 	}
 	inputChanges := r.inputChanges()
+	renamed := r.renamed()
 	for _, t := range s.Targets {
 		v := map[string]int{}
 		for _, c := range probes.Classes {
@@ -475,7 +484,21 @@ func (r *RunResult) JSON() RunJSON {
 		}
 		out.Targets = append(out.Targets, TargetJSON{Target: t.Target, Provider: t.Provider, Status: t.Status, Observations: t.Observations,
 			Verdicts: v, RequestsSHA256: t.RequestsSHA256, Requests: t.Requests, Retries: t.Retries, BreakerOpened: t.BreakerOpened,
-			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target]})
+			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target], Renamed: renamed[t.Target]})
+		if out.Targets[len(out.Targets)-1].Renamed == nil {
+			out.Targets[len(out.Targets)-1].Renamed = []diff.ProbeRename{}
+		}
+	}
+	return out
+}
+
+// renamed returns, by target, the likely renames detection reported.
+func (r *RunResult) renamed() map[string][]diff.ProbeRename {
+	out := map[string][]diff.ProbeRename{}
+	if r.Detection != nil {
+		for _, ts := range r.Detection.Stats {
+			out[ts.Target] = ts.Renamed
+		}
 	}
 	return out
 }
@@ -505,7 +528,7 @@ func WriteSummary(w io.Writer, r *RunResult) {
 			c[probes.Transient], c[probes.ClientError], c[probes.FilterUnavailable], t.Requests, t.CostUSD)
 	}
 	tw.Flush()
-	inputChanges := r.inputChanges()
+	inputChanges, renamed := r.inputChanges(), r.renamed()
 	for _, t := range s.Targets {
 		var notes []string
 		if t.BreakerOpened {
@@ -519,6 +542,9 @@ func WriteSummary(w io.Writer, r *RunResult) {
 		}
 		if n := inputChanges[t.Target]; n > 0 {
 			notes = append(notes, fmt.Sprintf("%d probe(s) sent other request bytes than their baseline (corpus or target parameters changed): their baselines restart", n))
+		}
+		for _, rn := range renamed[t.Target] {
+			notes = append(notes, fmt.Sprintf("probe %s has the request bytes of %s, no longer in the corpus (renamed?): it starts its own baseline", termtext.Safe(rn.To), termtext.Safe(rn.From)))
 		}
 		if len(notes) > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", t.Target, strings.Join(notes, "; "))
