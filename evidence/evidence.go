@@ -24,7 +24,10 @@
 // absent (Observation.ResponseAbsent). Absent is not a mismatch. An
 // observation the event cites that the database does not hold is a problem
 // (Probe.BeforeProblem, AfterProblem): retention keeps every observation an
-// event cites, so it was deleted or the database is damaged. Stored bytes
+// event cites, so it was deleted or the database is damaged. So is one
+// whose row is damaged (storage.ErrDamagedRow: a column not holding what
+// the schema means), named with each damaged column; nothing of it is
+// shown, since nothing of it can be trusted. Stored bytes
 // that cannot be read or do not hash to their fingerprint are problems
 // (Observation.Problem). With a problem the record is still produced, and
 // says it does not verify (AllVerified false, Record.Problems).
@@ -166,7 +169,8 @@ type Probe struct {
 	// BeforeProblem and AfterProblem say why a side the event cites an
 	// observation for does not verify although no observation is shown:
 	// the database does not hold it (retention never deletes one an
-	// event cites). Before/After is then null and *Absent says the same.
+	// event cites), or its row is damaged (each damaged column named).
+	// Before/After is then null and *Absent says the same.
 	BeforeProblem string `json:"before_problem,omitempty"`
 	AfterProblem  string `json:"after_problem,omitempty"`
 }
@@ -263,7 +267,8 @@ type side struct {
 	out     *Observation
 	obs     *storage.Observation
 	absent  string
-	problem string // a cited observation the database lacks (out is nil)
+	problem string // a cited observation the database lacks, or holds damaged (out is nil)
+	damaged string // why the cited row does not read as an observation: "damaged (column …)", "unreadable (…)"
 	req     []byte // the stored request body, read and hashing (with obs's method, path and pinned headers) to obs.RequestSHA256
 	reqOK   bool
 }
@@ -374,6 +379,14 @@ func (b *builder) pick(ep diff.EventProbe, name string, cited int64, claim diff.
 	if err != nil {
 		return side{}, err
 	}
+	if s.damaged != "" {
+		// Nothing of a damaged row is shown or compared: not its verdict
+		// (detection's claim stands unsupported), not its bytes. Another
+		// answer shown in its place would hide the damage.
+		s.problem = fmt.Sprintf("observation %d, which the event cites as its %s observation, is %s: its row cannot be read as an observation; driftprobe db check lists it",
+			cited, name, s.damaged)
+		return s, nil
+	}
 	if s.out == nil {
 		// Retention never deletes an observation an event cites (diff.LoadPins).
 		s.problem = fmt.Sprintf("observation %d, which the event cites as its %s observation, is not in the database: retention keeps every observation an event cites, "+
@@ -432,12 +445,12 @@ func (b *builder) find(ep diff.EventProbe, v diff.Verdict) (s side, lo int64, pr
 	var ids []int64
 	for rows.Next() {
 		var id int64
-		var class string
+		var class any // as stored: a damaged row's may be of any type
 		if err := rows.Scan(&id, &class); err != nil {
 			rows.Close()
 			return side{}, lo, false, err
 		}
-		if class == string(v.Class) {
+		if c, ok := class.(string); ok && c == string(v.Class) {
 			ids = append(ids, id)
 		}
 	}
@@ -447,6 +460,9 @@ func (b *builder) find(ep diff.EventProbe, v diff.Verdict) (s side, lo int64, pr
 	}
 	for _, id := range ids {
 		o, err := b.db.Observation(b.ctx, id)
+		if storage.IsDamagedRow(err) {
+			continue // no verdict to show: not an answer carrying v
+		}
 		if err != nil {
 			return side{}, lo, false, err
 		}
@@ -472,7 +488,9 @@ func request(o *storage.Observation, body []byte) Request {
 	return Request{Method: o.RequestMethod, Path: o.RequestPath, PinnedHeaders: o.RequestPinned, Body: text(body), SHA256: o.RequestSHA256, Verified: true, ObservationID: o.ID}
 }
 
-// side loads the observation obsID cites (0: none).
+// side loads the observation obsID cites (0: none). A damaged row
+// (storage.ErrDamagedRow), or one SQLite cannot read (a damaged page), is
+// a side with damaged set and nothing else read.
 func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 	if obsID == 0 {
 		return side{}, nil
@@ -480,6 +498,15 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 	o, err := b.db.Observation(b.ctx, obsID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return side{absent: fmt.Sprintf("observation %d is no longer in the database", obsID)}, nil
+	}
+	var de *storage.DamagedError
+	switch {
+	case errors.As(err, &de) && len(de.Rows) == 1:
+		why := "damaged (" + de.Rows[0].Problem() + ")"
+		return side{damaged: why, absent: fmt.Sprintf("observation %d is %s", obsID, why)}, nil
+	case storage.IsCorrupt(err):
+		why := "unreadable (" + err.Error() + ")"
+		return side{damaged: why, absent: fmt.Sprintf("observation %d is %s", obsID, why)}, nil
 	}
 	if err != nil {
 		return side{}, err
@@ -580,6 +607,9 @@ next:
 			}
 		}
 		o, err := b.db.Observation(b.ctx, id)
+		if storage.IsDamagedRow(err) {
+			continue // its request columns cannot be trusted
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -3,12 +3,11 @@ package storage
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/driftprobe/driftprobe/probes"
 )
 
 // CheckOptions selects what Check verifies.
@@ -33,7 +32,11 @@ const DefaultMaxProblems = 100
 type CheckReport struct {
 	OK bool `json:"ok"`
 	// Structure is SQLite's quick_check (or, with Full, integrity_check)
-	// verdict: empty when it answered "ok", else its messages.
+	// verdict: empty when it answered "ok", else its messages; then what
+	// stopped a part of the check (a damaged page), and the rows of
+	// driftprobe's other tables whose typed columns do not hold what the
+	// schema means ("event_probes row (event_id 1, …): column before_obs
+	// holds text \"x\", not an integer"; at most MaxProblems per table).
 	Structure []string `json:"structure"`
 	Full      bool     `json:"full"`
 	// ForeignKeys lists rows whose parent row is missing.
@@ -51,7 +54,10 @@ type CheckReport struct {
 	BodiesChecked int64 `json:"bodies_checked"`
 	BodiesPruned  int64 `json:"bodies_pruned"`
 	// Problems are the observations whose stored bytes do not read back
-	// as recorded, the first MaxProblems of them; ProblemCount counts all.
+	// as recorded, whose row is damaged (a column not holding what the
+	// schema means: ProblemDamagedRow) or cannot be read
+	// (ProblemRowUnreadable), the first MaxProblems of them by id;
+	// ProblemCount counts all.
 	Problems     []BodyProblem `json:"problems"`
 	ProblemCount int64         `json:"problem_count"`
 }
@@ -63,7 +69,9 @@ type ForeignKeyProblem struct {
 	Parent string `json:"parent"`
 }
 
-// BodyProblem is an observation whose stored evidence does not verify.
+// BodyProblem is an observation whose stored evidence does not verify,
+// or whose row is damaged or cannot be read. The row's identity (run,
+// target, probe) is given as far as its own columns read.
 type BodyProblem struct {
 	ObservationID int64  `json:"observation_id"`
 	RunID         int64  `json:"run_id"`
@@ -71,6 +79,9 @@ type BodyProblem struct {
 	Target        string `json:"target"`
 	ProbeID       string `json:"probe_id"`
 	Problem       string `json:"problem"`
+	// Columns are the damaged columns of a damaged row (Problem
+	// ProblemDamagedRow), each with what it holds instead.
+	Columns []ColumnDamage `json:"columns,omitempty"`
 }
 
 // Evidence problems Check reports.
@@ -79,6 +90,12 @@ const (
 	ProblemRequestMismatch    = "request bytes do not match request_sha256"
 	ProblemResponseUnreadable = "response body unreadable"
 	ProblemResponseMismatch   = "response body does not match body_sha256"
+	// ProblemDamagedRow: a column of the row does not hold what the
+	// schema means (BodyProblem.Columns says which and what instead);
+	// nothing of the row is trusted, so its evidence is not checked.
+	ProblemDamagedRow = "damaged row"
+	// ProblemRowUnreadable: SQLite cannot read the row (a damaged page).
+	ProblemRowUnreadable = "row unreadable"
 )
 
 // checkChunk is how many observations Check reads per query: each chunk is
@@ -87,10 +104,15 @@ const (
 const checkChunk = 512
 
 // Check verifies the database: SQLite's own structure check, foreign keys,
-// and, unless opts.SkipBodies, every stored body against its fingerprint:
-// the request (method, path, body and pinned headers, probes.Fingerprint)
-// must hash to request_sha256 and
-// the response body to body_sha256, both after decompression. It only
+// the storage class of the typed columns of every table but observations
+// (typedTables), and, unless opts.SkipBodies, every observation: its row
+// must read as one (the checks Observation makes: each column of the type
+// the schema means, a known class and stage, a time and signals that
+// parse; a damaged row is a problem naming each column and what it holds
+// instead), the request (method, path, body and pinned headers,
+// probes.Fingerprint) must hash to request_sha256 and the response body
+// to body_sha256, both after decompression. A row SQLite cannot read (a
+// damaged page) is a problem too, and the check goes on past it. It only
 // reads, holds no lock across chunks (runs may write meanwhile; rows they
 // add may or may not be seen), and returns an error only when the database
 // cannot be read, never for what it finds.
@@ -153,6 +175,13 @@ func (d *DB) check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 	case err != nil:
 		return nil, err
 	}
+	if !newer {
+		// A newer schema may store other types: left, like its
+		// evidence, to a driftprobe that knows it.
+		if err := d.checkTypes(ctx, rep, opts.MaxProblems); err != nil {
+			return nil, err
+		}
+	}
 	if !opts.SkipBodies && newer {
 		rep.BodiesSkipped = true
 		rep.BodiesSkippedWhy = fmt.Sprintf("schema %d is newer than this driftprobe's %d, which cannot tell how a newer driftprobe stores and fingerprints evidence: check it with a driftprobe at least as new as the database", schema, SchemaLatest())
@@ -204,13 +233,19 @@ func (d *DB) foreignKeyProblems(ctx context.Context) ([]ForeignKeyProblem, error
 	return out, rows.Err()
 }
 
-// storedObs is one observation's stored evidence, as Check reads it.
+// storedObs is one observation row as Check reads it: the observation, or
+// the damaged row when it does not read as one, and its stored bodies.
 type storedObs struct {
-	id, run, target       int64
-	probe, reqSHA, method string
-	path, pinned, bodySHA string
-	reqBody, body         []byte
-	pruned                bool
+	o             *Observation
+	dmg           *DamagedObservation
+	reqBody, body []byte
+}
+
+func (s *storedObs) id() int64 {
+	if s.dmg != nil {
+		return s.dmg.ID
+	}
+	return s.o.ID
 }
 
 func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
@@ -234,51 +269,178 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
 	if err != nil {
 		return fmt.Errorf("check: observations: %w", err)
 	}
-	q := `SELECT id, run_id, target_id, probe_id, request_sha256, request_method, request_path, ` + pinned + `, request_body, body_sha256, body, ` + pruned + `
-			FROM observations WHERE id > ? ORDER BY id LIMIT ?`
+	cols := selectList(obsColumns, map[string]string{"bodies_pruned": pruned, "request_pinned": pinned})
+	q := `SELECT ` + cols + `, request_body, body FROM observations WHERE id > ? ORDER BY id LIMIT ?`
+	one := `SELECT ` + cols + `, request_body, body FROM observations WHERE id = ?`
+	var cur storedObs
+	sc := newObsScanner(&cur.reqBody, &cur.body)
+	read := func(rows interface{ Scan(...any) error }) (storedObs, error) {
+		cur = storedObs{}
+		o, dmg, err := sc.scan(rows)
+		cur.o, cur.dmg = o, dmg
+		return cur, err
+	}
 	chunk := make([]storedObs, 0, checkChunk)
 	for last := int64(0); ; {
 		chunk = chunk[:0]
 		rows, err := d.db.QueryContext(ctx, q, last, checkChunk)
-		if err != nil {
+		if err != nil && !IsCorrupt(err) {
 			return fmt.Errorf("check: observations: %w", err)
 		}
-		for rows.Next() {
-			var o storedObs
-			if err := rows.Scan(&o.id, &o.run, &o.target, &o.probe, &o.reqSHA, &o.method, &o.path, &o.pinned, &o.reqBody, &o.bodySHA, &o.body, &o.pruned); err != nil {
-				rows.Close()
-				return fmt.Errorf("check: observations: %w", err)
+		if err == nil {
+			for rows.Next() {
+				s, serr := read(rows)
+				if serr != nil {
+					err = serr
+					break
+				}
+				chunk = append(chunk, s)
 			}
-			chunk = append(chunk, o)
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		// What was read before an error is checked all the same.
+		for i := range chunk {
+			d.checkStored(&chunk[i], rep, names, max)
+		}
+		if len(chunk) > 0 {
+			last = chunk[len(chunk)-1].id()
+		}
+		switch {
+		case IsCorrupt(err):
+			// A damaged page: list the rows past it that cannot be read,
+			// one by one, and go on from the first that can.
+			next, rerr := d.skipUnreadable(ctx, one, last, read, rep, names, max)
+			if rerr != nil {
+				return rerr
+			}
+			if next == 0 {
+				return nil
+			}
+			last = next
+		case err != nil:
 			return fmt.Errorf("check: observations: %w", err)
-		}
-		if len(chunk) == 0 {
+		case len(chunk) == 0:
 			return nil
 		}
-		for i := range chunk {
-			o := &chunk[i]
-			rep.Observations++
-			switch {
-			case o.pruned:
-				rep.BodiesPruned++
-				continue
-			case o.bodySHA != "" || len(o.body) > 0:
-				rep.BodiesChecked++
-			}
-			if p := verifyStored(o); p != "" {
-				rep.ProblemCount++
-				if len(rep.Problems) < max {
-					rep.Problems = append(rep.Problems, BodyProblem{ObservationID: o.id, RunID: o.run, TargetID: o.target, Target: names[o.target], ProbeID: o.probe, Problem: p})
-				}
-			}
-		}
-		last = chunk[len(chunk)-1].id
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+	}
+}
+
+// skipWindow is how many ids skipUnreadable takes from the index at a
+// time, and skipLimit how many rows in a row it may fail to read before
+// it gives up on the rest of the table.
+const (
+	skipWindow = 4096
+	skipLimit  = 16 * skipWindow
+)
+
+// obsKeyIndex is the index of observations' UNIQUE (run_id, target_id,
+// probe_id, sample): it holds every row's id apart from the table's pages.
+const obsKeyIndex = "sqlite_autoindex_observations_1"
+
+// skipUnreadable is Check's way past SQLITE_CORRUPT while reading
+// observations after id last. The ids after last are taken from the
+// table's unique index, which is stored apart from the table, and each row
+// is read alone by its id: a row the table cannot return (a damaged page)
+// is a problem, and the first that reads is checked and returned, the id
+// to go on from with chunks again. It returns 0 when no row after last
+// reads (nothing left, or a structure message says why it stopped).
+func (d *DB) skipUnreadable(ctx context.Context, one string, last int64, read func(interface{ Scan(...any) error }) (storedObs, error), rep *CheckReport, names map[int64]string, max int) (int64, error) {
+	add := func(id int64, problem string) {
+		rep.Observations++
+		rep.ProblemCount++
+		if len(rep.Problems) < max {
+			rep.Problems = append(rep.Problems, BodyProblem{ObservationID: id, Problem: ProblemRowUnreadable + ": " + problem})
+		}
+	}
+	for failed := 0; ; {
+		ids, err := d.indexedIDs(ctx, last, skipWindow)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			rep.Structure = append(rep.Structure, fmt.Sprintf("reading observations stopped after observation %d: neither the table nor its index %s can be read past it (%v)", last, obsKeyIndex, err))
+			return 0, nil
+		}
+		if len(ids) == 0 {
+			return 0, nil
+		}
+		for _, id := range ids {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			s, err := read(d.db.QueryRowContext(ctx, one, id))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				add(id, "the table does not return it, though its index "+obsKeyIndex+" lists it (a damaged page)")
+			case IsCorrupt(err):
+				add(id, err.Error())
+			case err != nil:
+				return 0, fmt.Errorf("check: observation %d: %w", id, err)
+			default:
+				d.checkStored(&s, rep, names, max)
+				return id, nil
+			}
+			last = id
+			if failed++; failed == skipLimit {
+				rep.Structure = append(rep.Structure, fmt.Sprintf("reading observations stopped after observation %d: the %d rows before it cannot be read; the rest were not checked", id, skipLimit))
+				return 0, nil
+			}
+		}
+	}
+}
+
+// indexedIDs returns up to n ids after last, in order, as the unique
+// index of observations lists them (a scan of the index alone).
+func (d *DB) indexedIDs(ctx context.Context, last int64, n int) ([]int64, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id FROM observations INDEXED BY `+obsKeyIndex+` WHERE id > ? ORDER BY id LIMIT ?`, last, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// checkStored verifies one observation row and counts it in rep.
+func (d *DB) checkStored(s *storedObs, rep *CheckReport, names map[int64]string, max int) {
+	rep.Observations++
+	add := func(p BodyProblem) {
+		rep.ProblemCount++
+		if len(rep.Problems) < max {
+			rep.Problems = append(rep.Problems, p)
+		}
+	}
+	if s.dmg != nil {
+		// Nothing of a damaged row is trusted: its fingerprints may be
+		// the damaged columns.
+		m := s.dmg
+		add(BodyProblem{ObservationID: m.ID, RunID: m.RunID, TargetID: m.TargetID, Target: names[m.TargetID], ProbeID: m.ProbeID,
+			Problem: ProblemDamagedRow + ": " + m.Problem(), Columns: m.Columns})
+		return
+	}
+	o := s.o
+	switch {
+	case o.BodiesPruned:
+		rep.BodiesPruned++
+		return
+	case o.BodySHA256 != "" || len(s.body) > 0:
+		rep.BodiesChecked++
+	}
+	if p := verifyStored(o, s.reqBody, s.body); p != "" {
+		add(BodyProblem{ObservationID: o.ID, RunID: o.RunID, TargetID: o.TargetID, Target: names[o.TargetID], ProbeID: o.ProbeID, Problem: p})
 	}
 }
 
@@ -295,32 +457,204 @@ func (d *DB) columnOr(ctx context.Context, table, column, or string) (string, er
 	return or, nil
 }
 
-// verifyStored returns what is wrong with o's stored bytes, or "".
-func verifyStored(o *storedObs) string {
-	if o.reqSHA != "" && !(o.reqSHA == RenderError && o.method == "" && o.path == "" && o.pinned == "" && len(o.reqBody) == 0) {
-		body, err := decodeBody(o.reqBody)
+// verifyStored returns what is wrong with o's stored bytes (the stored
+// forms of its request and response bodies), or "".
+func verifyStored(o *Observation, reqBody, respBody []byte) string {
+	if o.RequestSHA256 != "" && !(o.RequestSHA256 == RenderError && o.RequestMethod == "" && o.RequestPath == "" && o.RequestPinned == "" && len(reqBody) == 0) {
+		body, err := decodeBody(reqBody)
 		if err != nil {
 			return fmt.Sprintf("%s: %v", ProblemRequestUnreadable, err)
 		}
-		if probes.Fingerprint(o.method, o.path, body, o.pinned) != o.reqSHA {
+		if o.RequestFingerprint(body) != o.RequestSHA256 {
 			return ProblemRequestMismatch
 		}
 	}
-	body, err := decodeBody(o.body)
+	body, err := decodeBody(respBody)
 	if err != nil {
 		return fmt.Sprintf("%s: %v", ProblemResponseUnreadable, err)
 	}
-	if o.bodySHA == "" {
+	if o.BodySHA256 == "" {
 		if len(body) > 0 {
 			return ProblemResponseMismatch + " (none recorded)"
 		}
 		return ""
 	}
 	sum := sha256.Sum256(body)
-	if hex.EncodeToString(sum[:]) != o.bodySHA {
+	if hex.EncodeToString(sum[:]) != o.BodySHA256 {
 		return ProblemResponseMismatch
 	}
 	return ""
+}
+
+// typedTable is one of driftprobe's tables (observations aside, which
+// checkBodies reads whole) with the columns Check verifies hold the
+// storage class the schema means. key names a row in a report: the
+// primary key of a WITHOUT ROWID table, else the rowid.
+type typedTable struct {
+	name string
+	key  []string
+	cols []column
+}
+
+// typedTables are the tables checkTypes reads. Each is read once, only
+// its typed columns, filtered in SQL: cheap beside the observations.
+var typedTables = []typedTable{
+	{"runs", nil, []column{{"started_at", colText}, {"finished_at", colTextOrNull}, {"status", colText}, {"corpus_name", colText}, {"corpus_version", colText},
+		{"corpus_hash", colText}, {"config_hash", colText}, {"host", colText}, {"version", colText}, {"note", colText}, {"pruned", colText}, {"detected", colBool}}},
+	{"targets", nil, []column{{"name", colText}, {"provider", colText}, {"model", colText}, {"endpoint", colText}, {"first_seen", colText}}},
+	{"run_targets", nil, []column{{"run_id", colInt}, {"target_id", colInt}, {"status", colText}, {"observations", colInt}, {"verdicts", colInt}, {"transient", colInt},
+		{"client_errors", colInt}, {"unavailable", colInt}, {"breaker_opened", colBool}, {"requests", colInt}, {"retries", colInt}, {"requests_sha256", colText},
+		{"tokens_in", colInt}, {"tokens_out", colInt}, {"cost_usd", colReal}, {"duration_ms", colReal}}},
+	{"probes", []string{"sha256"}, []column{{"sha256", colText}, {"probe_id", colText}, {"corpus_version", colText}, {"role", colText}, {"expect", colText}, {"tags", colText}, {"canonical", colText}}},
+	{"probe_states", nil, []column{{"states", colBlob}, {"probes", colInt}, {"updated_run", colInt}}},
+	{"target_categories", []string{"target_id", "category"}, []column{{"target_id", colInt}, {"category", colText}, {"first_run", colInt}}},
+	{"input_changes", nil, []column{{"run_id", colInt}, {"target_id", colInt}, {"probe_id", colText}, {"old_sha256", colText}, {"new_sha256", colText}}},
+	{"events", nil, []column{{"fingerprint", colText}, {"target_id", colInt}, {"provider", colText}, {"kind", colText}, {"direction", colText}, {"opened_kind", colText},
+		{"opened_direction", colText}, {"status", colText}, {"new_categories", colText}, {"vanished_categories", colText}, {"first_run", colInt}, {"confirmed_run", colInt},
+		{"last_run", colInt}, {"reverted_run", colInt}, {"model_before", colText}, {"model_after", colText}, {"corpus_version", colText}, {"corpus_hash", colText},
+		{"created_at", colText}, {"updated_at", colText}, {"issue_number", colInt}, {"issue_url", colText}}},
+	{"event_targets", []string{"event_id", "target_id"}, []column{{"event_id", colInt}, {"target_id", colInt}, {"joined_run", colInt}}},
+	{"event_probes", []string{"event_id", "target_id", "probe_id"}, []column{{"event_id", colInt}, {"target_id", colInt}, {"probe_id", colText}, {"request_sha256", colText},
+		{"before", colText}, {"after", colText}, {"before_obs", colInt}, {"after_obs", colInt}, {"first_run", colInt}, {"confirmed_run", colInt}, {"flip_rate", colReal},
+		{"reverted_run", colInt}, {"score_moves", colText}, {"withdrawn", colBool}}},
+	{"event_updates", nil, []column{{"event_id", colInt}, {"run_id", colInt}, {"change", colText}, {"detail", colText}, {"at", colText}, {"target_id", colInt}, {"kind", colText}}},
+	{"outbox", nil, []column{{"event_id", colInt}, {"update_id", colInt}, {"action", colText}, {"created_at", colText}, {"attempts", colInt}, {"next_attempt_at", colText},
+		{"last_error", colText}, {"sent_at", colText}}},
+	{"target_models", nil, []column{{"model", colText}, {"prev_model", colText}, {"since_run", colInt}}},
+	{"run_lock", nil, []column{{"holder", colText}, {"host", colText}, {"pid", colInt}, {"command", colText}, {"acquired_at", colText}, {"expires_at", colText}}},
+	{"pruned_kept", nil, []column{{"run_id", colInt}}},
+	{"attribution_reports", nil, []column{{"run_id", colInt}, {"created_at", colText}, {"report", colTextOrNull}, {"error", colText}}},
+}
+
+// typeFilter is an SQL condition true when column c (quoted) does not
+// hold what kind k means; colKind.damage says the same of a read value.
+func (k colKind) typeFilter(c string) string {
+	switch k {
+	case colInt:
+		return `typeof(` + c + `) != 'integer'`
+	case colBool:
+		return `typeof(` + c + `) != 'integer' OR ` + c + ` NOT IN (0, 1)`
+	case colReal:
+		return `typeof(` + c + `) NOT IN ('real', 'integer')`
+	case colText:
+		return `typeof(` + c + `) != 'text'`
+	case colTextOrNull:
+		return `typeof(` + c + `) NOT IN ('text', 'null')`
+	case colTextOrBlob:
+		return `typeof(` + c + `) NOT IN ('text', 'blob')`
+	}
+	return `typeof(` + c + `) != 'blob'`
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// checkTypes lists, as structure messages, the rows of typedTables whose
+// typed columns do not hold what the schema means (a value a reader would
+// fail on, or take for another): at most max rows per table, the rest
+// counted. Tables and columns an older schema lacks are left out.
+func (d *DB) checkTypes(ctx context.Context, rep *CheckReport, max int) error {
+	for _, t := range typedTables {
+		have := map[string]bool{}
+		names, err := d.strings(ctx, `SELECT name FROM pragma_table_info('`+t.name+`')`)
+		if err != nil {
+			return fmt.Errorf("check: %s: %w", t.name, err)
+		}
+		for _, n := range names {
+			have[n] = true
+		}
+		var cols []column
+		var sel, where []string
+		for _, c := range t.cols {
+			if have[c.name] {
+				cols = append(cols, c)
+				sel = append(sel, quoteIdent(c.name))
+				where = append(where, "("+c.kind.typeFilter(quoteIdent(c.name))+")")
+			}
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		key := t.key
+		if key == nil {
+			key = []string{"rowid"}
+		}
+		var keySel []string
+		for _, k := range key {
+			keySel = append(keySel, quoteIdent(k))
+		}
+		if len(key) == 1 && key[0] == "rowid" {
+			keySel = []string{"rowid"}
+		}
+		q := `SELECT ` + strings.Join(keySel, ", ") + `, ` + strings.Join(sel, ", ") + ` FROM ` + quoteIdent(t.name) + ` WHERE ` + strings.Join(where, " OR ")
+		if err := d.typedRows(ctx, q, t.name, key, cols, rep, max); err != nil {
+			if IsCorrupt(err) {
+				rep.Structure = append(rep.Structure, fmt.Sprintf("reading %s stopped: %v", t.name, err))
+				continue
+			}
+			return fmt.Errorf("check: %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// typedRows reads the damaged rows q selects (key columns, then cols) and
+// adds each to rep.Structure.
+func (d *DB) typedRows(ctx context.Context, q, table string, key []string, cols []column, rep *CheckReport, max int) error {
+	rows, err := d.db.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	vals := make([]any, len(key)+len(cols))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	n := 0
+	for rows.Next() {
+		clear(vals)
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		if n++; n > max {
+			continue
+		}
+		var what []string
+		for i, c := range cols {
+			if p := c.kind.damage(vals[len(key)+i]); p != "" {
+				what = append(what, ColumnDamage{Column: c.name, Problem: p}.String())
+			}
+		}
+		var id string
+		if len(key) == 1 && key[0] == "rowid" {
+			id = fmt.Sprintf("row %d", asInt(vals[0]))
+		} else {
+			parts := make([]string, len(key))
+			for i, k := range key {
+				parts[i] = k + " " + keyText(vals[i])
+			}
+			id = "row (" + strings.Join(parts, ", ") + ")"
+		}
+		rep.Structure = append(rep.Structure, fmt.Sprintf("%s %s: %s", table, id, strings.Join(what, "; ")))
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n > max {
+		rep.Structure = append(rep.Structure, fmt.Sprintf("%s: and %d more damaged rows (--max-problems)", table, n-max))
+	}
+	return nil
+}
+
+// keyText shows a key value: an integer as it is, anything else described.
+func keyText(v any) string {
+	if n, ok := v.(int64); ok {
+		return fmt.Sprint(n)
+	}
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return describe(v)
 }
 
 // IsCorrupt reports whether err is SQLite's SQLITE_CORRUPT or SQLITE_NOTADB:

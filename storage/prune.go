@@ -193,9 +193,12 @@ func (d *DB) pruneRun(ctx context.Context, o PruneOptions, r pruneRun, pinned, t
 // (after, hi] and returns those to prune and the pinned ones it keeps (only
 // those that had something to prune), the stored body bytes of the first,
 // how many rows it read and the last id. "+run_id" keeps the planner on the
-// table's own key: the id range, in order, without a sort.
+// table's own key: the id range, in order, without a sort. A damaged
+// bodies_pruned (not 0 or 1: see ErrDamagedRow) reads as not pruned, so
+// the row is pruned as its age says (db check lists what else is damaged
+// in it).
 func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after, hi int64, batch int, pinned map[int64]bool) (ids, kept []int64, bytes int64, seen int, last int64, err error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT id, bodies_pruned, body IS NOT NULL OR request_body IS NOT NULL,
+	rows, err := d.db.QueryContext(ctx, `SELECT id, `+prunedFlag("bodies_pruned")+`, body IS NOT NULL OR request_body IS NOT NULL,
 		COALESCE(LENGTH(body), 0) + COALESCE(LENGTH(request_body), 0)
 		FROM observations WHERE id > ? AND id <= ? AND +run_id = ? ORDER BY id LIMIT ?`, after, hi, r.id, batch)
 	if err != nil {
@@ -227,7 +230,7 @@ func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after, hi int64, batch 
 // to their run's level.
 func (d *DB) pruneKept(ctx context.Context, o PruneOptions, pinned, rescanned, touched map[int64]bool, res *PruneResult) error {
 	rows, err := d.db.QueryContext(ctx, `SELECT k.observation_id, k.run_id, r.pruned, o.id IS NOT NULL,
-		COALESCE(o.bodies_pruned, 0), COALESCE(o.body IS NOT NULL OR o.request_body IS NOT NULL, 0),
+		COALESCE(`+prunedFlag("o.bodies_pruned")+`, 0), COALESCE(o.body IS NOT NULL OR o.request_body IS NOT NULL, 0),
 		COALESCE(LENGTH(o.body), 0) + COALESCE(LENGTH(o.request_body), 0)
 		FROM pruned_kept k JOIN runs r ON r.id = k.run_id LEFT JOIN observations o ON o.id = k.observation_id ORDER BY k.observation_id`)
 	if err != nil {
@@ -289,6 +292,13 @@ func (d *DB) pruneKept(ctx context.Context, o PruneOptions, pinned, rescanned, t
 		}
 	}
 	return nil
+}
+
+// prunedFlag is an SQL expression reading column (bodies_pruned) as 0 or
+// 1 whatever it holds: 1 only for the integer 1, so a damaged value never
+// fails the scan and never passes for a row retention already pruned.
+func prunedFlag(column string) string {
+	return `(typeof(` + column + `) = 'integer' AND ` + column + ` = 1)`
 }
 
 // applyPrune deletes the observations ids, or drops their bodies.

@@ -572,35 +572,388 @@ func sameSlice(a, b []byte) bool {
 	return cap(a) == 0 || &a[:1][0] == &b[:1][0]
 }
 
-const obsCols = `id, run_id, target_id, probe_id, probe_sha256, sample, request_sha256, request_method, request_path, request_pinned, class, stage, categories, signals, reason, message,
-	heuristic, unknown, http_status, request_id, model_id, model_fp, latency_ms, tokens_in, tokens_out, cost_usd, attempts, body_sha256, body_truncated, observed_at, bodies_pruned`
+// obsColumns are the columns an observation is read from, in the order
+// scanObs reads them, each with the storage class the schema means it
+// to hold (see colKind). obsCols is their list for a SELECT.
+var obsColumns = []column{
+	{"id", colInt}, {"run_id", colInt}, {"target_id", colInt}, {"probe_id", colText}, {"probe_sha256", colText}, {"sample", colInt},
+	{"request_sha256", colText}, {"request_method", colText}, {"request_path", colText}, {"request_pinned", colText},
+	{"class", colText}, {"stage", colText}, {"categories", colText}, {"signals", colTextOrBlob}, {"reason", colText}, {"message", colText},
+	{"heuristic", colBool}, {"unknown", colText}, {"http_status", colInt}, {"request_id", colText}, {"model_id", colText}, {"model_fp", colText},
+	{"latency_ms", colReal}, {"tokens_in", colInt}, {"tokens_out", colInt}, {"cost_usd", colReal}, {"attempts", colInt},
+	{"body_sha256", colText}, {"body_truncated", colBool}, {"observed_at", colText}, {"bodies_pruned", colBool},
+}
 
-func scanObs(rows interface{ Scan(...any) error }) (*Observation, error) {
-	var o Observation
-	var class, stage, cats, sig, unknown, at string
-	var heur, trunc, pruned int
-	var lat float64
-	err := rows.Scan(&o.ID, &o.RunID, &o.TargetID, &o.ProbeID, &o.ProbeSHA256, &o.Sample, &o.RequestSHA256, &o.RequestMethod, &o.RequestPath, &o.RequestPinned, &class, &stage, &cats, &sig,
-		&o.Result.Reason, &o.Result.Message, &heur, &unknown, &o.HTTPStatus, &o.Result.RequestID, &o.Result.ModelID, &o.Result.ModelFP,
-		&lat, &o.Result.TokensIn, &o.Result.TokensOut, &o.CostUSD, &o.Attempts, &o.BodySHA256, &trunc, &at, &pruned)
-	if err != nil {
-		return nil, err
+// Positions in obsColumns.
+const (
+	ocID = iota
+	ocRun
+	ocTarget
+	ocProbe
+	ocProbeSHA
+	ocSample
+	ocReqSHA
+	ocMethod
+	ocPath
+	ocPinned
+	ocClass
+	ocStage
+	ocCategories
+	ocSignals
+	ocReason
+	ocMessage
+	ocHeuristic
+	ocUnknown
+	ocHTTPStatus
+	ocRequestID
+	ocModelID
+	ocModelFP
+	ocLatency
+	ocTokensIn
+	ocTokensOut
+	ocCost
+	ocAttempts
+	ocBodySHA
+	ocTruncated
+	ocObservedAt
+	ocPruned
+	ocCount
+)
+
+var obsCols = selectList(obsColumns, nil)
+
+// selectList returns the names of cols for a SELECT, each replaced by
+// subst[name] when there is one (an expression standing for a column an
+// older schema lacks).
+func selectList(cols []column, subst map[string]string) string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+		if e, ok := subst[c.name]; ok {
+			names[i] = e
+		}
 	}
-	o.BodiesPruned = pruned != 0
-	o.Result.Class, o.Result.Stage = probes.Class(class), probes.Stage(stage)
-	o.Result.Categories = splitList(cats)
-	o.Result.Unknown = splitList(unknown)
-	o.Result.Heuristic, o.BodyTruncated = heur != 0, trunc != 0
-	// A corrupt column reads as no signals; the stored body is the evidence.
-	o.Result.Signals, _ = decodeSignals([]byte(sig))
-	o.Latency = time.Duration(lat * 1e6)
-	o.ObservedAt = ParseTime(at)
-	return &o, nil
+	return strings.Join(names, ", ")
+}
+
+// ErrDamagedRow is wrapped by the errors of readers that found a stored
+// row a column of which does not hold what the schema means (a value of
+// another type, NULL, a flag other than 0 or 1, an unknown verdict class
+// or stage, a time or signals that do not parse): the row was damaged
+// after it was written (a bad write, a flipped byte, an edit). The row
+// cannot be trusted as a whole, so it is never read as an observation.
+var ErrDamagedRow = errors.New("damaged row")
+
+// IsDamagedRow reports whether err says a stored row is damaged
+// (ErrDamagedRow; errors.As finds the *DamagedError naming the rows).
+func IsDamagedRow(err error) bool { return errors.Is(err, ErrDamagedRow) }
+
+// ColumnDamage is one column of a stored row that does not hold what the
+// schema means.
+type ColumnDamage struct {
+	Column string `json:"column"`
+	// Problem says what the column holds instead, as "holds text \"x\",
+	// not an integer" (stored text is quoted, Go-escaped and clipped).
+	Problem string `json:"problem"`
+}
+
+func (c ColumnDamage) String() string { return "column " + c.Column + " " + c.Problem }
+
+// DamagedObservation is an observation row that does not read as an
+// observation: Columns says what is wrong. It carries what identifies the
+// row, each field as far as its own column reads (0 or "" when that
+// column is damaged too), and deliberately nothing else: no verdict,
+// request or body of a damaged row is ever used.
+type DamagedObservation struct {
+	ID       int64          `json:"observation_id"`
+	RunID    int64          `json:"run_id"`
+	TargetID int64          `json:"target_id"`
+	ProbeID  string         `json:"probe_id"`
+	Sample   int            `json:"sample"`
+	Columns  []ColumnDamage `json:"columns"`
+}
+
+// Problem lists what is wrong with the row: "column C holds …; column D …".
+func (d *DamagedObservation) Problem() string {
+	parts := make([]string, len(d.Columns))
+	for i, c := range d.Columns {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// String names the row and what is wrong with it.
+func (d *DamagedObservation) String() string {
+	return fmt.Sprintf("observation %d (run %d, target %d, probe %q, sample %d): %s", d.ID, d.RunID, d.TargetID, d.ProbeID, d.Sample, d.Problem())
+}
+
+// DamagedError is the error of Observations and Observation when a row
+// they read is damaged: it names every damaged row the call read, and
+// wraps ErrDamagedRow.
+type DamagedError struct {
+	Rows []DamagedObservation
+}
+
+// damagedListed is how many rows a DamagedError's message names.
+const damagedListed = 3
+
+func (e *DamagedError) Error() string {
+	var b strings.Builder
+	if len(e.Rows) == 1 {
+		b.WriteString("damaged row: ")
+		b.WriteString(e.Rows[0].String())
+	} else {
+		fmt.Fprintf(&b, "%d observations are damaged: ", len(e.Rows))
+		for i := range e.Rows[:min(len(e.Rows), damagedListed)] {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(e.Rows[i].String())
+		}
+		if more := len(e.Rows) - damagedListed; more > 0 {
+			fmt.Fprintf(&b, "; and %d more", more)
+		}
+	}
+	b.WriteString(" (driftprobe db check lists every damaged row)")
+	return b.String()
+}
+
+func (e *DamagedError) Unwrap() error { return ErrDamagedRow }
+
+// obsScanner reads observation rows leniently: every column into the
+// value the driver returns (int64, float64, string, []byte or nil), so
+// that a damaged column is described rather than failing the query.
+type obsScanner struct {
+	vals []any
+	ptrs []any
+}
+
+// newObsScanner returns a scanner for rows of obsColumns followed by
+// extra destinations (scanned as rows.Scan scans them).
+func newObsScanner(extra ...any) *obsScanner {
+	s := &obsScanner{vals: make([]any, ocCount)}
+	s.ptrs = make([]any, 0, ocCount+len(extra))
+	for i := range s.vals {
+		s.ptrs = append(s.ptrs, &s.vals[i])
+	}
+	s.ptrs = append(s.ptrs, extra...)
+	return s
+}
+
+// scan reads one row. It returns the observation, or, when a column does
+// not hold what the schema means, the damaged row instead; err is a
+// database error only.
+func (s *obsScanner) scan(rows interface{ Scan(...any) error }) (*Observation, *DamagedObservation, error) {
+	clear(s.vals)
+	if err := rows.Scan(s.ptrs...); err != nil {
+		return nil, nil, err
+	}
+	v := s.vals
+	var dmg []ColumnDamage
+	for i, c := range obsColumns {
+		if p := c.kind.damage(v[i]); p != "" {
+			dmg = append(dmg, ColumnDamage{Column: c.name, Problem: p})
+		}
+	}
+	o := &Observation{ID: asInt(v[ocID]), RunID: asInt(v[ocRun]), TargetID: asInt(v[ocTarget]), ProbeID: asText(v[ocProbe]), Sample: int(asInt(v[ocSample]))}
+	// What the types allow but the schema does not mean: a verdict class
+	// or stage no driftprobe writes, a time or signals that do not parse.
+	class, stage, at := asText(v[ocClass]), asText(v[ocStage]), asText(v[ocObservedAt])
+	// (An empty class is no verdict either, but it is what an
+	// Observation with no Result stores, not damage.)
+	if _, err := probes.ParseClass(class); err != nil && class != "" && !damagedAt(dmg, ocClass) {
+		dmg = append(dmg, ColumnDamage{Column: "class", Problem: fmt.Sprintf("holds %s, not a verdict class", describe(v[ocClass]))})
+	}
+	switch probes.Stage(stage) {
+	case probes.StageNone, probes.StageInput, probes.StageOutput, probes.StageAccount:
+	default:
+		if !damagedAt(dmg, ocStage) {
+			dmg = append(dmg, ColumnDamage{Column: "stage", Problem: fmt.Sprintf("holds %s, not a verdict stage", describe(v[ocStage]))})
+		}
+	}
+	observed, err := time.Parse(timeFmt, at)
+	if err != nil && !damagedAt(dmg, ocObservedAt) {
+		dmg = append(dmg, ColumnDamage{Column: "observed_at", Problem: fmt.Sprintf("holds %s, not an RFC 3339 time", describe(v[ocObservedAt]))})
+	}
+	sigs, err := decodeSignals(asBytes(v[ocSignals]))
+	if err != nil && !damagedAt(dmg, ocSignals) {
+		dmg = append(dmg, ColumnDamage{Column: "signals", Problem: fmt.Sprintf("holds %s, which does not decode as signals (%v)", describe(v[ocSignals]), err)})
+	}
+	if len(dmg) > 0 {
+		return nil, &DamagedObservation{ID: o.ID, RunID: o.RunID, TargetID: o.TargetID, ProbeID: o.ProbeID, Sample: o.Sample, Columns: dmg}, nil
+	}
+	o.ProbeSHA256, o.RequestSHA256 = asText(v[ocProbeSHA]), asText(v[ocReqSHA])
+	o.RequestMethod, o.RequestPath, o.RequestPinned = asText(v[ocMethod]), asText(v[ocPath]), asText(v[ocPinned])
+	r := &o.Result
+	r.Class, r.Stage, r.Signals = probes.Class(class), probes.Stage(stage), sigs
+	r.Categories, r.Unknown = splitList(asText(v[ocCategories])), splitList(asText(v[ocUnknown]))
+	r.Reason, r.Message, r.Heuristic = asText(v[ocReason]), asText(v[ocMessage]), asInt(v[ocHeuristic]) != 0
+	r.RequestID, r.ModelID, r.ModelFP = asText(v[ocRequestID]), asText(v[ocModelID]), asText(v[ocModelFP])
+	r.TokensIn, r.TokensOut = int(asInt(v[ocTokensIn])), int(asInt(v[ocTokensOut]))
+	o.HTTPStatus, o.Attempts = int(asInt(v[ocHTTPStatus])), int(asInt(v[ocAttempts]))
+	o.Latency, o.CostUSD = time.Duration(asReal(v[ocLatency])*1e6), asReal(v[ocCost])
+	o.BodySHA256, o.BodyTruncated = asText(v[ocBodySHA]), asInt(v[ocTruncated]) != 0
+	o.ObservedAt, o.BodiesPruned = observed, asInt(v[ocPruned]) != 0
+	return o, nil, nil
+}
+
+// damagedAt reports whether dmg already names column i of obsColumns.
+func damagedAt(dmg []ColumnDamage, i int) bool {
+	for _, d := range dmg {
+		if d.Column == obsColumns[i].name {
+			return true
+		}
+	}
+	return false
+}
+
+// colKind is the storage class a column is meant to hold, as driftprobe
+// writes it (its declared affinity alone would let SQLite keep text in an
+// INTEGER column).
+type colKind int
+
+const (
+	colInt        colKind = iota // INTEGER
+	colBool                      // INTEGER 0 or 1
+	colReal                      // REAL (an integer reads as one)
+	colText                      // TEXT
+	colTextOrNull                // TEXT or NULL
+	colTextOrBlob                // TEXT or BLOB (signals: packed, or legacy JSON)
+	colBlob                      // BLOB
+)
+
+// column is a column and the storage class it is meant to hold.
+type column struct {
+	name string
+	kind colKind
+}
+
+// damage returns what is wrong with v, a driver value, as a value of kind
+// k ("holds text \"x\", not an integer"), or "".
+func (k colKind) damage(v any) string {
+	var want string
+	switch k {
+	case colInt:
+		if _, ok := v.(int64); ok {
+			return ""
+		}
+		want = "an integer"
+	case colBool:
+		if n, ok := v.(int64); ok && (n == 0 || n == 1) {
+			return ""
+		}
+		want = "0 or 1"
+	case colReal:
+		switch v.(type) {
+		case float64, int64:
+			return ""
+		}
+		want = "a number"
+	case colText:
+		if _, ok := v.(string); ok {
+			return ""
+		}
+		want = "text"
+	case colTextOrNull:
+		switch v.(type) {
+		case string, nil:
+			return ""
+		}
+		want = "text or NULL"
+	case colTextOrBlob:
+		switch v.(type) {
+		case string, []byte:
+			return ""
+		}
+		want = "text or a blob"
+	case colBlob:
+		if _, ok := v.([]byte); ok {
+			return ""
+		}
+		want = "a blob"
+	}
+	return "holds " + describe(v) + ", not " + want
+}
+
+// describe names a driver value for a damage report: its storage class
+// and, but for a blob, the value (text quoted, escaped, clipped).
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return fmt.Sprintf("integer %d", v)
+	case float64:
+		return fmt.Sprintf("real %g", v)
+	case string:
+		const clip = 40
+		if len(v) > clip {
+			return fmt.Sprintf("text %q… (%d bytes)", v[:clip], len(v))
+		}
+		return fmt.Sprintf("text %q", v)
+	case []byte:
+		return fmt.Sprintf("a %d-byte blob", len(v))
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// asInt, asReal, asText and asBytes read driver values of a row whose
+// kinds were checked; a value of another kind reads as the zero value.
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func asReal(v any) float64 {
+	switch v := v.(type) {
+	case float64:
+		return v
+	case int64:
+		return float64(v)
+	}
+	return 0
+}
+
+func asText(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func asBytes(v any) []byte {
+	switch v := v.(type) {
+	case []byte:
+		return v
+	case string:
+		return []byte(v)
+	}
+	return nil
 }
 
 // Observations returns a run's observations for one target (all targets
 // when targetID is 0), ordered by target, probe and sample.
+//
+// A damaged row (ErrDamagedRow) is never returned as an observation: when
+// the query reads one, the call fails with a *DamagedError naming every
+// damaged row it read, so that no caller reads a damaged verdict as a
+// verdict. Callers that go on past damage (replay, db check) use
+// ObservationsWithDamage, which returns the damaged rows apart.
 func (d *DB) Observations(ctx context.Context, runID, targetID int64) ([]*Observation, error) {
+	obs, damaged, err := d.ObservationsWithDamage(ctx, runID, targetID)
+	if err != nil {
+		return nil, err
+	}
+	if len(damaged) > 0 {
+		return nil, &DamagedError{Rows: damaged}
+	}
+	return obs, nil
+}
+
+// ObservationsWithDamage is Observations returning the damaged rows apart
+// (in the same order) instead of failing: obs holds only the rows that
+// read as observations. A damaged row whose own run_id or target_id
+// column is damaged is not found by run and target: db check lists it.
+// err is a database error only.
+func (d *DB) ObservationsWithDamage(ctx context.Context, runID, targetID int64) (obs []*Observation, damaged []DamagedObservation, err error) {
 	q := `SELECT ` + obsCols + ` FROM observations WHERE run_id = ?`
 	args := []any{runID}
 	if targetID != 0 {
@@ -610,27 +963,40 @@ func (d *DB) Observations(ctx context.Context, runID, targetID int64) ([]*Observ
 	q += ` ORDER BY target_id, probe_id, sample`
 	rows, err := d.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	var out []*Observation
+	s := newObsScanner()
 	for rows.Next() {
-		o, err := scanObs(rows)
-		if err != nil {
-			return nil, err
+		o, dmg, err := s.scan(rows)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case dmg != nil:
+			damaged = append(damaged, *dmg)
+		default:
+			obs = append(obs, o)
 		}
-		out = append(out, o)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	return obs, damaged, nil
 }
 
-// Observation returns one observation by id.
+// Observation returns one observation by id: ErrNotFound (wrapped) when
+// there is none, a *DamagedError (ErrDamagedRow) when its row is damaged.
 func (d *DB) Observation(ctx context.Context, id int64) (*Observation, error) {
-	o, err := scanObs(d.db.QueryRowContext(ctx, `SELECT `+obsCols+` FROM observations WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
+	o, dmg, err := newObsScanner().scan(d.db.QueryRowContext(ctx, `SELECT `+obsCols+` FROM observations WHERE id = ?`, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return nil, fmt.Errorf("observation %d: %w", id, ErrNotFound)
+	case err != nil:
+		return nil, err
+	case dmg != nil:
+		return nil, &DamagedError{Rows: []DamagedObservation{*dmg}}
 	}
-	return o, err
+	return o, nil
 }
 
 // ObservationBodies returns the stored request and response bodies of an

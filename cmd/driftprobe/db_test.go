@@ -361,7 +361,7 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	empty := filepath.Join(dir, "empty.db")
 	os.WriteFile(empty, nil, 0o644)
 	for _, args := range [][]string{{"events"}, {"db", "check"}} {
-		if _, stderr, code := runIn(t, append(args, "--db", empty)...); code != 2 || !strings.Contains(stderr, "empty.db: not a driftprobe database") {
+		if _, stderr, code := runIn(t, append(args, "--db", empty)...); code != 2 || !strings.Contains(stderr, "empty.db is an empty file, not a driftprobe database") {
 			t.Errorf("%v on an empty file: exit %d: %s", args, code, stderr)
 		}
 	}

@@ -34,9 +34,9 @@ func (v Verdict) equal(w Verdict) bool {
 }
 
 // ReplayDiff is one observation whose stored answer no longer reads as the
-// verdict recorded for it, whose stored body no longer has its hash, or
-// whose stored request (method, path, body, pinned headers) no longer has
-// its fingerprint.
+// verdict recorded for it, whose stored body no longer has its hash, whose
+// stored request (method, path, body, pinned headers) no longer has its
+// fingerprint, or whose row is damaged (Damaged).
 type ReplayDiff struct {
 	ObservationID int64   `json:"observation_id"`
 	Target        string  `json:"target"`
@@ -49,8 +49,15 @@ type ReplayDiff struct {
 	// headers, probes.Fingerprint) still hashes to request_sha256.
 	RequestIntact bool `json:"request_intact"`
 	// Unreadable says why the stored bodies could not be read back
-	// (damaged, not decompressible); Replayed is then empty.
+	// (damaged, not decompressible), or why the row could not be read as
+	// an observation at all ("damaged row: column …", with Damaged);
+	// Replayed is then empty.
 	Unreadable string `json:"unreadable,omitempty"`
+	// Damaged lists the columns of a damaged row (storage.ErrDamagedRow)
+	// and what each holds instead. Nothing of such a row is trusted:
+	// Stored and Replayed are empty, BodyIntact and RequestIntact false,
+	// and only the identity its own columns give is shown.
+	Damaged []storage.ColumnDamage `json:"damaged_columns,omitempty"`
 }
 
 // ReplayReport is the outcome of re-reading a run's stored answers.
@@ -68,6 +75,10 @@ type ReplayReport struct {
 	// answer that was classified whole: the stored bytes cannot reproduce
 	// the verdict, so they are not replayed.
 	Truncated int `json:"truncated"`
+	// Damaged observations are rows that do not read as observations (a
+	// column not holding what the schema means): each is listed in Diffs
+	// (Damaged) and counted in Replayed.
+	Damaged int `json:"damaged"`
 	// RunPruned says how far retention pruned the run: "" (not), "bodies"
 	// or "observations" (only what events and detection pin is left).
 	RunPruned string       `json:"run_pruned"`
@@ -85,7 +96,9 @@ type ReplayReport struct {
 // evidence, and what a classifier change would re-read differently. The
 // classifier is given the request as stored: method, path, body and the
 // pinned headers (storage.Observation.Request). Response headers are not
-// stored, so request ids and Retry-After are not compared.
+// stored, so request ids and Retry-After are not compared. A damaged row
+// (storage.ErrDamagedRow) is listed as a difference and the replay goes
+// on; its recorded verdict is never read.
 func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.Target, only string) (*ReplayReport, error) {
 	run, err := st.Run(ctx, runID)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -133,9 +146,18 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 			rep.Unconfigured = append(rep.Unconfigured, rt.Target)
 			continue
 		}
-		obs, err := st.Observations(ctx, runID, rt.TargetID)
+		obs, damaged, err := st.ObservationsWithDamage(ctx, runID, rt.TargetID)
 		if err != nil {
 			return nil, err
+		}
+		for _, d := range damaged {
+			// A finding, like an unreadable body: listed, and the replay
+			// goes on. No verdict of the row is shown: it cannot be trusted.
+			rep.Replayed++
+			rep.Damaged++
+			rep.Diffs = append(rep.Diffs, ReplayDiff{ObservationID: d.ID, Target: rt.Target, ProbeID: d.ProbeID, Sample: d.Sample,
+				Stored: Verdict{Categories: []string{}}, Replayed: Verdict{Categories: []string{}},
+				Unreadable: storage.ProblemDamagedRow + ": " + d.Problem(), Damaged: d.Columns})
 		}
 		for _, o := range obs {
 			if o.HTTPStatus == 0 {
@@ -198,8 +220,11 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 // String is the one-line summary of r.
 func (r *ReplayReport) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "run %d: %d answers replayed, %d read as recorded, %d differ, %d observations without an answer skipped",
-		r.RunID, r.Replayed, r.Same, len(r.Diffs), r.Skipped)
+	fmt.Fprintf(&b, "run %d: %d answers replayed, %d read as recorded, %d differ", r.RunID, r.Replayed, r.Same, len(r.Diffs))
+	if r.Damaged > 0 {
+		fmt.Fprintf(&b, " (%d of them damaged rows, which db check lists too)", r.Damaged)
+	}
+	fmt.Fprintf(&b, ", %d observations without an answer skipped", r.Skipped)
 	if r.Pruned > 0 {
 		fmt.Fprintf(&b, ", %d whose bodies retention pruned", r.Pruned)
 	}
