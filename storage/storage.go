@@ -60,7 +60,7 @@ func Open(ctx context.Context, p string) (*DB, error) {
 	}
 	createPaged(ctx, p)
 	q := url.Values{}
-	for _, pr := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+	for _, pr := range []string{"journal_mode(WAL)", busyPragma, "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", pr)
 	}
 	q.Set("_txlock", "immediate")
@@ -119,7 +119,7 @@ func createPaged(ctx context.Context, p string) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	sdb, err := sql.Open("sqlite", "file:"+p+"?"+url.Values{"_pragma": {"busy_timeout(10000)"}}.Encode())
+	sdb, err := sql.Open("sqlite", "file:"+p+"?"+url.Values{"_pragma": {busyPragma}}.Encode())
 	if err != nil {
 		return
 	}
@@ -327,7 +327,7 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 	if immutable {
 		q.Set("immutable", "1")
 	}
-	for _, pr := range []string{"busy_timeout(10000)", "query_only(1)"} {
+	for _, pr := range []string{busyPragma, "query_only(1)"} {
 		q.Add("_pragma", pr)
 	}
 	sdb, err := sql.Open("sqlite", "file:"+p+"?"+q.Encode())
@@ -363,7 +363,7 @@ func refuseForeign(ctx context.Context, p string) error {
 	if fi, err := os.Stat(p); p == ":memory:" || err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
 		return nil
 	}
-	sdb, err := sql.Open("sqlite", "file:"+p+"?"+url.Values{"mode": {"ro"}, "_pragma": {"busy_timeout(10000)"}}.Encode())
+	sdb, err := sql.Open("sqlite", "file:"+p+"?"+url.Values{"mode": {"ro"}, "_pragma": {busyPragma}}.Encode())
 	if err != nil {
 		return nil
 	}
@@ -476,6 +476,13 @@ const openAttempts = 45
 
 // isBusy reports whether err is SQLite's "database is locked".
 func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
+
+// busyTimeout is how long a statement waits for another connection's
+// lock (the busy_timeout pragma every connection sets).
+const busyTimeout = 10 * time.Second
+
+// busyPragma sets busyTimeout on a connection (a _pragma value).
+var busyPragma = fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds())
 
 // SetClock replaces the clock used for timestamps (tests).
 func (d *DB) SetClock(now func() time.Time) { d.now = func() time.Time { return now().UTC() } }
@@ -596,6 +603,11 @@ func (d *DB) migrate(ctx context.Context) error {
 func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
+		if isBusy(err) {
+			// Another process held the database's write lock for longer
+			// than the busy timeout: say so, and where.
+			return fmt.Errorf("begin: %s: another process has held a write transaction on the database for more than %s (the busy timeout; a driftprobe command or a program writing it directly): %w", d.path, busyTimeout, err)
+		}
 		if isReadOnly(err) {
 			// Files beside the database (its -wal, -shm) this user may
 			// not write, or a mount that became read-only.
