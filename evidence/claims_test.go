@@ -332,6 +332,13 @@ func TestVerifyChecksVerdictClaims(t *testing.T) {
 		!strings.Contains(err.Error(), evidence.FormatV1) {
 		t.Errorf("format 1 record whose observation contradicts its event: %v", err)
 	}
+	// A format 1 writer showed sample 0 for a nondeterminism event, which
+	// often carries the other answer: such a record, untouched, verifies.
+	r.Event.Kind = diff.KindNondeterminism
+	r.Rehash()
+	if err := evidence.Verify(&r); err != nil {
+		t.Errorf("format 1 nondeterminism record showing the other answer: %v", err)
+	}
 
 	// A format 1 writer called an observation the event cites that the
 	// database lacked absent; one the event cites none for is absent.

@@ -36,6 +36,18 @@ func TestBackfillFilesEventsRecordedWithoutGitHub(t *testing.T) {
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("Unfiled = %v, %v; want the 2 open events", ids, err)
 	}
+	// The filter reads the kind an event opened as, as detection does: an
+	// event that opened as nondeterminism (not filed by default) stays
+	// unfiled whatever it is now.
+	if _, err := s.st.SQL().Exec(`UPDATE events SET opened_kind = 'nondeterminism' WHERE id = ?`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if only, err := ghissue.Unfiled(ctx, s.st, file); err != nil || !slices.Equal(only, ids[1:]) {
+		t.Fatalf("Unfiled with event %d opened as nondeterminism = %v, %v; want %v", ids[0], only, err, ids[1:])
+	}
+	if _, err := s.st.SQL().Exec(`UPDATE events SET opened_kind = kind WHERE id = ?`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
 	queued, err := ghissue.QueueUnfiled(ctx, s.st, file)
 	if err != nil || !slices.Equal(queued, ids) {
 		t.Fatalf("QueueUnfiled = %v, %v; want %v", queued, err, ids)

@@ -284,7 +284,9 @@ func QueueUnfiled(ctx context.Context, db *storage.DB, file func(kind string) bo
 func unfiled(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, file func(kind string) bool) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT e.id, e.kind FROM events e
+	// The kind the event opened as: detection decides queuing on it
+	// (Params.Enqueue), and so does a backfill.
+	rows, err := q.QueryContext(ctx, `SELECT e.id, e.opened_kind FROM events e
 		WHERE e.status = 'open' AND e.issue_number = 0 AND e.issue_url = ''
 		AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = e.id)
 		AND EXISTS (SELECT 1 FROM event_updates u WHERE u.event_id = e.id)

@@ -81,7 +81,10 @@ targets:
 		}
 		cc.waitClosed(t, 10*time.Second)
 	}
-	if cc.opened == 0 {
+	cc.mu.Lock()
+	opened := cc.opened
+	cc.mu.Unlock()
+	if opened == 0 {
 		t.Fatal("the server saw no connection")
 	}
 

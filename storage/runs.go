@@ -1074,6 +1074,15 @@ func (d *DB) LatestRunID(ctx context.Context) (int64, error) {
 	return id.Int64, err
 }
 
+// LatestFinishedRunID returns the id of the latest run no longer marked
+// running (0 if none): a run whose process died mid-run is marked running
+// until the next run under the lease marks it aborted.
+func (d *DB) LatestFinishedRunID(ctx context.Context) (int64, error) {
+	var id sql.NullInt64
+	err := d.db.QueryRowContext(ctx, `SELECT MAX(id) FROM runs WHERE status != ?`, RunRunning).Scan(&id)
+	return id.Int64, err
+}
+
 // RunTargets returns the per-target summaries of a run.
 func (d *DB) RunTargets(ctx context.Context, runID int64) ([]RunTarget, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT rt.run_id, rt.target_id, t.name, rt.status, rt.observations, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable,

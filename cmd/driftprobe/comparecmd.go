@@ -275,7 +275,7 @@ func WriteComparison(w io.Writer, c *diff.Comparison) {
 		side diff.CompareSide
 	}{{"current", c.FromSide}, {"candidate", c.ToSide}} {
 		fmt.Fprintf(tw, "  %s\t%s\trun %d, started %s\tcorpus %s\t%s %s\tanswered by %s\t\n", s.role, s.side.Target, s.side.Run, stamp(s.side.StartedAt), s.side.CorpusVersion,
-			s.side.Provider, s.side.Model, answeredBy(s.side, termtext.Clean))
+			termtext.Clean(s.side.Provider), termtext.Clean(s.side.Model), answeredBy(s.side, termtext.Clean))
 	}
 	tw.Flush()
 	for _, warn := range c.Warnings {

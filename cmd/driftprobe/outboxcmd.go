@@ -102,6 +102,7 @@ variable named by github.private_key_env).`,
 			}
 
 			file := app.DetectionParams(cfg).Enqueue // nil without a github block
+			var backfilled []int64
 			if backfill {
 				if cfg.GitHub == nil {
 					return app.Usage(fmt.Errorf("%s: no github block in the config: there is nowhere to file issues", configName(cfg.File)))
@@ -110,6 +111,7 @@ variable named by github.private_key_env).`,
 				if err != nil {
 					return err
 				}
+				backfilled = append([]int64{}, ids...)
 				if !asJSON {
 					fmt.Fprintf(g.stdout, "queued an issue for %d open event(s) that had none%s\n", len(ids), eventList(ids))
 				}
@@ -128,7 +130,16 @@ variable named by github.private_key_env).`,
 				return err
 			}
 			if asJSON {
-				if res != nil {
+				if backfill && res == nil {
+					// An object, as with --send: what was queued, and what
+					// is pending now.
+					if err := writeJSON(g.stdout, struct {
+						Backfilled []int64              `json:"backfilled"`
+						Pending    []ghissue.PendingRow `json:"pending"`
+					}{backfilled, pending}); err != nil {
+						return err
+					}
+				} else if res != nil {
 					// errors and notes are always arrays, empty or not.
 					out := *res
 					if out.Errors == nil {
@@ -140,8 +151,9 @@ variable named by github.private_key_env).`,
 					res = &out
 					if err := writeJSON(g.stdout, struct {
 						*ghissue.Result
-						Pending []ghissue.PendingRow `json:"pending"`
-					}{res, pending}); err != nil {
+						Backfilled []int64              `json:"backfilled,omitempty"`
+						Pending    []ghissue.PendingRow `json:"pending"`
+					}{res, backfilled, pending}); err != nil {
 						return err
 					}
 				} else if err := writeJSON(g.stdout, pending); err != nil {
@@ -205,7 +217,7 @@ variable named by github.private_key_env).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, rendered (dry runs only: 0), lost, errors, notes and pending)")
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, rendered (dry runs only: 0), lost, errors, notes and pending; with --backfill also backfilled, the events queued)")
 	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")

@@ -73,14 +73,6 @@ type planOutput struct {
 	Targets       []planTarget `json:"targets"`
 }
 
-// maxExtraSamples is the most extra samples of identical bytes a run can
-// take of one probe on tc: internal/app's resampler asks for
-// confirm_samples, or max(confirm_samples, detection.screen_samples) when
-// screening (a negative screen_samples turns screening off).
-func maxExtraSamples(cfg *config.Config, tc *config.Target) int {
-	return max(tc.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
-}
-
 // planFor computes a target's plan line from its rendered plan p: the
 // ceilings are upper bounds on what one run of tc can send and be billed,
 // the likely figures and min_duration_sec lower bounds on what a run that
@@ -89,7 +81,7 @@ func planFor(cfg *config.Config, tc *config.Target, p runner.TargetPlan, withPro
 	likely := p.Probes - p.RenderErrors
 	pt := planTarget{Target: tc.Name, Provider: tc.Provider, Model: tc.Model, Probes: p.Probes, RenderErrors: p.RenderErrors,
 		RequestBytes: p.RequestBytes, RequestsSHA256: p.RequestsSHA256, RateLimitRPM: tc.RateLimitRPM,
-		LikelyRequests: likely, MaxSamplesPerProbe: 1 + maxExtraSamples(cfg, tc), MaxAttempts: max(1, tc.MaxAttempts), MaxTokens: tc.MaxTokens}
+		LikelyRequests: likely, MaxSamplesPerProbe: 1 + app.MaxExtraSamples(cfg, tc), MaxAttempts: max(1, tc.MaxAttempts), MaxTokens: tc.MaxTokens}
 	pt.MaxRequests = likely * pt.MaxSamplesPerProbe * pt.MaxAttempts
 	pt.MaxOutputToks = pt.MaxRequests * tc.MaxTokens
 	pt.MaxOutputUSD = float64(pt.MaxOutputToks) * tc.Price.OutputPerMTok / 1e6

@@ -193,3 +193,26 @@ func TestReplayNeedsNoKeys(t *testing.T) {
 		t.Fatalf("replay without the key: exit %d: %s\n%s", code, stderr, stdout)
 	}
 }
+
+// Right after a crash the latest run is still marked running (until the
+// next run marks it aborted): replay without --run reads the latest
+// finished run instead of refusing (exit 2).
+func TestReplayDefaultsToLatestFinishedRun(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.db")
+	mustRun(t, 1, "--db", db)
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.BeginRun(context.Background(), storage.Run{CorpusName: "c", CorpusVersion: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	stdout, stderr, code := runIn(t, "replay", "--json", "--db", db)
+	if code != 0 || !strings.Contains(stdout, `"run_id": 1`) {
+		t.Errorf("replay after a crash: exit %d: %s%s", code, stdout, stderr)
+	}
+	if _, stderr, code := runIn(t, "replay", "--db", db, "--run", "2"); code != 2 || !strings.Contains(stderr, "still running") {
+		t.Errorf("replay --run of the running run: exit %d: %s", code, stderr)
+	}
+}

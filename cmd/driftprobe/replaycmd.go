@@ -17,7 +17,7 @@ func newReplayCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "replay [--run RUN] [--target T]",
 		Short: "Re-read a run's stored answers with the current classifiers, offline",
-		Long: `Re-classify every stored answer of a run (default: the latest) with the
+		Long: `Re-classify every stored answer of a run (default: the latest finished) with the
 configured targets' current classifiers, sending nothing, and list each
 observation whose recorded verdict (class and categories) its stored bytes no
 longer read as, or whose stored body no longer has its recorded SHA-256. It
@@ -38,11 +38,13 @@ because the run's targets are not in the config.`,
 			}
 			defer sess.Close()
 			if run == 0 {
-				if run, err = sess.Store.LatestRunID(ctx); err != nil {
+				// The latest finished run: one still marked running (its
+				// process may have died) is replayed only when named.
+				if run, err = sess.Store.LatestFinishedRunID(ctx); err != nil {
 					return err
 				}
 				if run == 0 {
-					return app.Usage(fmt.Errorf("replay: the database has no runs"))
+					return app.Usage(fmt.Errorf("replay: the database has no finished runs"))
 				}
 			}
 			// Replay classifies stored answers and sends nothing: no keys
@@ -88,7 +90,7 @@ because the run's targets are not in the config.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "JSON output")
 	c.Flags().StringVar(&target, "target", "", "only this target")
-	c.Flags().Int64Var(&run, "run", 0, "run id (default: the latest)")
+	c.Flags().Int64Var(&run, "run", 0, "run id (default: the latest finished run)")
 	return c
 }
 

@@ -161,6 +161,9 @@ func TestOutboxNamesAndBackfillsUnfiledEvents(t *testing.T) {
 	if json.Unmarshal([]byte(stdout), &rows) != nil || len(rows) != 1 || rows[0].EventID != 1 || rows[0].Action != "open" {
 		t.Errorf("pending after --backfill: %s", stdout)
 	}
+	if stdout, _, _ := runIn(t, "outbox", "--config", withGH, "--db", db, "--backfill", "--json"); !strings.Contains(stdout, `"backfilled": []`) || !strings.Contains(stdout, `"pending": [`) {
+		t.Errorf("--backfill --json with nothing left to queue: %s", stdout)
+	}
 	if stdout, _, _ := runIn(t, "outbox", "--config", withGH, "--db", db, "--backfill"); !strings.Contains(stdout, "queued an issue for 0 open event(s)") {
 		t.Errorf("a second --backfill queued again: %s", stdout)
 	}

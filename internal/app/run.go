@@ -418,13 +418,21 @@ func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets 
 				// every answer would triple its cost for good.
 				return t.Config.ConfirmSamples
 			}
-			return max(t.Config.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
+			return MaxExtraSamples(cfg, t.Config)
 		}
 		if diff.VerdictOf(first).Key() == b.Verdict {
 			return 0
 		}
-		return max(t.Config.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
+		return MaxExtraSamples(cfg, t.Config)
 	}, nil
+}
+
+// MaxExtraSamples is the most extra samples of one probe's bytes a run of
+// tc takes after its first answer (the resampler never asks for more):
+// the larger of the target's confirm_samples and detection.screen_samples.
+// plan's ceilings rest on it.
+func MaxExtraSamples(cfg *config.Config, tc *config.Target) int {
+	return max(tc.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
 }
 
 // JSON shapes of `run --json` (the output contract in README.md).
