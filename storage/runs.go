@@ -248,7 +248,7 @@ var ErrRunFinished = errors.New("run already finished")
 // AbandonStaleRuns marks runs still "running" that started before cutoff
 // as aborted (a process that died mid-run). It returns how many it marked.
 func (d *DB) AbandonStaleRuns(ctx context.Context, cutoff time.Time) (int64, error) {
-	res, err := d.db.ExecContext(ctx, `UPDATE runs SET status = 'aborted', finished_at = ?, note = 'abandoned: process ended mid-run' WHERE status = 'running' AND started_at < ?`, ts(d.now()), ts(cutoff))
+	res, err := d.db.ExecContext(ctx, `UPDATE runs SET status = 'aborted', finished_at = ?, note = 'abandoned: another run took over its lease (its process ended, or stopped renewing the lease)' WHERE status = 'running' AND started_at < ?`, ts(d.now()), ts(cutoff))
 	if err != nil {
 		return 0, err
 	}

@@ -173,6 +173,12 @@ func TestReplayOfKilledRun(t *testing.T) {
 		t.Fatalf("replay of a running run: %v", err)
 	}
 	e.Run() // marks it aborted (abandoned)
+	// Its note does not claim the process died: a process only paused
+	// past the lease's TTL is taken over too.
+	var note string
+	if err := e.Store.SQL().QueryRow(`SELECT note FROM runs WHERE id = ?`, sum.RunID).Scan(&note); err != nil || !strings.Contains(note, "another run took over its lease") {
+		t.Errorf("abandoned run's note %q (%v)", note, err)
+	}
 	rep, err := app.Replay(ctx, e.Store, sum.RunID, e.Targets, "")
 	if err != nil || rep.Replayed != len(e.Corpus.Probes) || rep.Same != rep.Replayed {
 		t.Fatalf("replay of the killed run: %+v %v, want its %d answers replayed", rep, err, len(e.Corpus.Probes))
