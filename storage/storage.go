@@ -225,7 +225,7 @@ func interrupted(p string) error {
 	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, journalMagic) {
 		return nil
 	}
-	return fmt.Errorf("%s: an interrupted write left %s: %w (an interrupted backup? make a new one)", p, p+"-journal", ErrIncomplete)
+	return fmt.Errorf("%s: an interrupted write left %s: %w (an interrupted backup? make a new one; a first run killed while creating the database? run again)", p, p+"-journal", ErrIncomplete)
 }
 
 // walUnreadable is the error for a non-empty p-wal that SQLite cannot read
@@ -345,7 +345,11 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 		// No migration ever ran, yet it holds tables: not driftprobe's.
 		err = notOurs(p, n)
 	case cur == 0:
-		err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
+		// No schema yet: a creation killed half-way leaves a journal
+		// beside it, which is an incomplete database, not a foreign one.
+		if err = interrupted(p); err == nil {
+			err = fmt.Errorf("%s: %w (no schema; driftprobe run creates one)", p, ErrNotDriftprobe)
+		}
 	}
 	if err != nil {
 		sdb.Close()

@@ -296,6 +296,14 @@ func TestMissingDatabaseIsUsage(t *testing.T) {
 	if fi, _ := os.Stat(empty); fi.Size() != 0 {
 		t.Errorf("a command wrote %d bytes into the empty file", fi.Size())
 	}
+	// An empty file with a rollback journal beside it is a creation
+	// killed half-way (a first run killed at once): db check calls it
+	// incomplete (exit 1), not "not a driftprobe database" (exit 2).
+	magic := []byte{0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7}
+	os.WriteFile(empty+"-journal", append(magic, make([]byte, 504)...), 0o644)
+	if _, stderr, code := runIn(t, "db", "check", "--db", empty); code != 1 || !strings.Contains(stderr, "a first run killed while creating the database? run again") {
+		t.Errorf("db check on an empty file with a journal: exit %d: %s", code, stderr)
+	}
 	// A directory in its place (a --db given the folder) says so, exit 2,
 	// not "read schema version: disk I/O error" with exit 3.
 	dir := t.TempDir()
