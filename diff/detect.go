@@ -249,9 +249,18 @@ type detector struct {
 	drifts  []flip                            // confirmed score drift
 	newlyND []string                          // probes marked nondeterministic in this run
 	// other: per probe, a verdict this run that differs from the one it
-	// is compared with (a disagreeing sample, or the candidate it left):
-	// what a probe newly marked nondeterministic went back and forth with.
-	other map[string]string
+	// is compared with (a disagreeing sample, or the candidate it left),
+	// with the observation that carries it: what a probe newly marked
+	// nondeterministic went back and forth with.
+	other map[string]otherAnswer
+}
+
+// otherAnswer is a verdict key and the observation that answered it; obs
+// is 0 when not known: a candidate left in the state by a driftprobe that
+// kept no observation for candidates while a baseline was established.
+type otherAnswer struct {
+	key string
+	obs int64
 }
 
 // observe updates the target's detection state with this run's answers
@@ -296,7 +305,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 
 	var flips, ndFlips, drifts []flip
 	var newlyND []string
-	other := map[string]string{}
+	other := map[string]otherAnswer{}
 	markND := func(st *state) {
 		if !st.nondeterministic && st.reverts >= d.p.NondeterministicFlips {
 			st.nondeterministic = true
@@ -367,37 +376,41 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			n++
 			if k := VerdictOf(s.Result).Key(); k != v {
 				agree = false
-				other[pid] = k
+				other[pid] = otherAnswer{k, s.ID}
 			}
 		}
 		if st.baseline == "" {
-			// Establishing the baseline.
+			// Establishing the baseline. The candidate's observation is
+			// kept (candidateObs), as for a candidate against a baseline:
+			// a probe marked nondeterministic when it leaves the candidate
+			// cites it as the answer that carried the verdict it went back
+			// and forth with (ndFlip).
 			switch {
 			case !agree:
 				revert(st)
-				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
+				st.candidate, st.candidateRun, st.candidateRuns, st.candidateObs = "", 0, 0, 0
 				markND(st)
 			case st.candidate == v && st.candidateRun != run:
 				st.candidateRuns++
 			case st.candidate != v:
 				if st.candidate != "" {
-					other[pid] = st.candidate
+					other[pid] = otherAnswer{st.candidate, st.candidateObs}
 					revert(st)
 					markND(st)
 				}
-				st.candidate, st.candidateRun, st.candidateRuns = v, run, 1
+				st.candidate, st.candidateRun, st.candidateRuns, st.candidateObs = v, run, 1, first.ID
 			}
 			st.dirty = true
 			if agree && (st.candidateRuns >= d.p.ConfirmRuns || (d.t.ConfirmSamples > 0 && n-1 >= d.t.ConfirmSamples)) {
 				st.baseline, st.baselineRun, st.baselineModel, st.baselineObs, st.baselineScores = v, run, model, first.ID, scores
-				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
+				st.candidate, st.candidateRun, st.candidateRuns, st.candidateObs = "", 0, 0, 0
 				d.learnCategories(known, v)
 			}
 			continue
 		}
 		if v == st.baseline {
 			if st.candidate != "" {
-				other[pid] = st.candidate
+				other[pid] = otherAnswer{st.candidate, st.candidateObs}
 				revert(st)
 				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
 			}
@@ -432,7 +445,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		case st.candidate != "" && v == st.prevCandidate:
 			// Back to the verdict it just left, without the baseline in
 			// between: back and forth, not a change in stages.
-			other[pid] = st.candidate
+			other[pid] = otherAnswer{st.candidate, st.candidateObs}
 			revert(st)
 			markND(st)
 			st.prevCandidate = st.candidate
@@ -573,20 +586,8 @@ func (d *detector) report() error {
 	}
 	if len(newlyND) > 0 || len(ndFlips) > 0 {
 		for _, pid := range newlyND {
-			st := states[pid]
-			// byProbe[pid] was sorted by sample above: [0] is this run's
-			// observation the probe was marked on. Before and after are
-			// the two verdicts it went back and forth between: its
-			// baseline (else this run's answer) and the other one.
-			before, after := st.baseline, other[pid]
-			if before == "" {
-				before = st.lastVerdict
-			}
-			if after == "" || after == before {
-				after = st.lastVerdict
-			}
-			ndFlips = append(ndFlips, flip{probeID: pid, sha: st.sha, before: before, after: after, firstRun: run,
-				beforeObs: st.baselineObs, afterObs: byProbe[pid][0].ID, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)})
+			f := ndFlip(states[pid], byProbe[pid][0], other[pid], run)
+			ndFlips = append(ndFlips, f)
 		}
 		if _, err := d.event(KindNondeterminism, ndFlips, nil, nil, states, false); err != nil {
 			return err
@@ -605,6 +606,38 @@ func (d *detector) report() error {
 	}
 	d.res.Stats = append(d.res.Stats, d.stats)
 	return nil
+}
+
+// ndFlip is the event_probes row of a probe marked nondeterministic in
+// run: st is its state after the run, first its sample 0 of the run (the
+// samples were sorted above; markND is only reached on a run whose sample
+// 0 is a verdict, which st.lastVerdict then holds), other what it went
+// back and forth with (observe). Before and after are the two verdicts it
+// moved between: its baseline (else this run's answer) and the other one
+// (else this run's answer, when the other one is the baseline).
+//
+// Each side cites the observation that carries its verdict, so that the
+// evidence record shows the answers the event claims: before the
+// baseline's observation (st.baselineObs, which moves with st.baseline),
+// or sample 0 when no baseline held; after the disagreeing sample or the
+// left candidate's observation that answered it (other.obs), or sample 0.
+// A side whose observation is not known (other.obs 0: a candidate an
+// older driftprobe left in the state while establishing a baseline) cites
+// none. Rows written by driftprobe versions that cited sample 0 whatever
+// it answered, or no before observation, stay as they are: the evidence
+// record looks for an answer carrying the claimed verdict in their place
+// (evidence's pick), so no migration rewrites them.
+func ndFlip(st *state, first *storage.Observation, other otherAnswer, run int64) flip {
+	before, beforeObs := st.baseline, st.baselineObs
+	if before == "" {
+		before, beforeObs = st.lastVerdict, first.ID
+	}
+	after, afterObs := other.key, other.obs
+	if after == "" || after == before {
+		after, afterObs = st.lastVerdict, first.ID
+	}
+	return flip{probeID: st.probeID, sha: st.sha, before: before, after: after, firstRun: run,
+		beforeObs: beforeObs, afterObs: afterObs, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)}
 }
 
 func flipRate(st *state, run int64) float64 {

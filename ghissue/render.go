@@ -383,6 +383,10 @@ func probeRow(ev *diff.Event, e *Evidence, p diff.EventProbe) string {
 	switch {
 	case p.Withdrawn:
 		after += fmt.Sprintf(" (withdrawn in run %d: nondeterministic)", p.RevertedRun)
+	case p.MovedOn:
+		// It left without going back to its before-verdict: the change
+		// no longer holds for it, but nothing was reverted.
+		after += fmt.Sprintf(" (moved on in run %d)", p.RevertedRun)
 	case p.Reverted:
 		after += fmt.Sprintf(" (reverted in run %d)", p.RevertedRun)
 	}
@@ -475,10 +479,10 @@ func flipRange(ps []diff.EventProbe) (from, to int64, ok bool) {
 	return from, to, len(ps) > 0 && from < to
 }
 
-// revertRange returns the runs driftprobe diff compares to show the
-// flip back of ps (probes of one target that left an event in run): from
-// the last run that confirmed one of them (every one held its
-// after-verdict then) to run.
+// revertRange returns the runs driftprobe diff compares to show how ps
+// (probes of one target that left an event in run: flipped back, moved on
+// or withdrawn) left it: from the last run that confirmed one of them
+// (every one held its after-verdict then) to run.
 func revertRange(ps []diff.EventProbe, run int64) (from, to int64, ok bool) {
 	for _, p := range ps {
 		from = max(from, p.ConfirmedRun)
@@ -511,6 +515,16 @@ func IssueBody(ev *diff.Event, e *Evidence) string {
 				"their flips are not evidence of a policy change, and the event is **retracted**.\n\n")
 			break
 		}
+		if ev.Status == diff.StatusReverted {
+			// Filed after the event ended (a delayed delivery): the
+			// change is told in the past, and how it ended is said as
+			// the revert comment says it.
+			h.WriteString("driftprobe sends the same probe bytes to this target on every run. The probes below got a different " +
+				"verdict **on byte-identical requests** (same request SHA-256 before and after), confirmed across runs: " +
+				"the provider changed, not the content.\n\n")
+			fmt.Fprintf(&h, "**Ended in run %d.** %s\n\n", ev.RevertedRun, endedText(ev.Probes))
+			break
+		}
 		h.WriteString("driftprobe sends the same probe bytes to this target on every run. The probes below now get a different " +
 			"verdict **on byte-identical requests** (same request SHA-256 before and after), confirmed across runs: " +
 			"the provider changed, not the content.\n\n")
@@ -539,7 +553,11 @@ func IssueBody(ev *diff.Event, e *Evidence) string {
 	fmt.Fprintf(&h, "| First seen | %s |\n", e.runLine(ev.FirstRun))
 	fmt.Fprintf(&h, "| Confirmed | %s |\n", e.runLine(ev.ConfirmedRun))
 	if ev.RevertedRun > 0 {
-		fmt.Fprintf(&h, "| Reverted | %s |\n", e.runLine(ev.RevertedRun))
+		label := "Reverted"
+		if _, moved, _ := leftCounts(ev.Probes); moved > 0 {
+			label = "Ended" // not every probe went back: see endedText
+		}
+		fmt.Fprintf(&h, "| %s | %s |\n", label, e.runLine(ev.RevertedRun))
 	}
 	fmt.Fprintf(&h, "| Model before | %s |\n", model(ev.ModelBefore))
 	fmt.Fprintf(&h, "| Model after | %s |\n", model(ev.ModelAfter))
@@ -655,13 +673,8 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 	}
 	var h strings.Builder
 	h.WriteString(UpdateMarker(u.ID) + "\n")
-	title := changeTitles[u.Change]
-	if title == "" {
-		title = inert(u.Change, 100)
-	}
-	fmt.Fprintf(&h, "### driftprobe update: %s (run %d)\n\n", title, u.RunID)
-	// The probes this update is about: on its target, flipped (or flipped
-	// back) in its run.
+	// The probes this update is about: on its target, flipped (or that
+	// left the event) in its run.
 	target := updateTarget(ev, u)
 	var mine []diff.EventProbe
 	for _, p := range ev.Probes {
@@ -669,6 +682,7 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 			mine = append(mine, p)
 		}
 	}
+	fmt.Fprintf(&h, "### driftprobe update: %s (run %d)\n\n", updateTitle(ev, u, mine), u.RunID)
 	// Composition first: a category the update brings is said before
 	// anything else.
 	h.WriteString(compositionNote(ev, u, e, mine))
@@ -676,28 +690,21 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 		h.WriteString(inert(u.Detail, 3000) + "\n\n")
 	}
 	fmt.Fprintf(&h, "Recorded %s. ", fmtTime(u.At))
-	reverted, withdrawn := 0, 0
-	for _, p := range ev.Probes {
-		switch {
-		case p.Withdrawn:
-			withdrawn++
-		case p.Reverted:
-			reverted++
-		}
-	}
+	// "reverted" counts the probes back on their before-verdicts only: a
+	// probe that moved on reverted nothing.
+	reverted, movedOn, withdrawn := leftCounts(ev.Probes)
 	gone := ""
+	if movedOn > 0 {
+		gone += fmt.Sprintf(", %d moved on (the change no longer holds for %s)", movedOn, pronoun(movedOn))
+	}
 	if withdrawn > 0 {
-		gone = fmt.Sprintf(", %d withdrawn (nondeterministic)", withdrawn)
+		gone += fmt.Sprintf(", %d withdrawn (nondeterministic)", withdrawn)
 	}
 	fmt.Fprintf(&h, "Event status: %s; %s flipped, %d reverted%s; kind %s, direction %s.\n\n",
 		code(ev.Status), termtext.Count(len(ev.Probes), "probe", "probes"), reverted, gone, code(ev.Kind), code(ev.Direction))
 	switch u.Change {
 	case diff.ChangeReverted:
-		if withdrawn > 0 {
-			h.WriteString("Every flipped probe is back to its before-verdict on byte-identical requests, or was withdrawn as nondeterministic: the provider reverted the change.")
-		} else {
-			h.WriteString("Every flipped probe is back to its before-verdict on byte-identical requests: the provider reverted the change.")
-		}
+		h.WriteString(endedText(ev.Probes))
 		if closing {
 			h.WriteString(" Closing this issue as completed (the change it tracked has ended; the evidence above stays valid).")
 		}
@@ -731,7 +738,7 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 }
 
 // leaves reports whether an update of this change takes probes out of
-// its event (they flipped back, or proved nondeterministic).
+// its event (they flipped back, moved on, or proved nondeterministic).
 func leaves(change string) bool {
 	switch change {
 	case diff.ChangeReverted, diff.ChangePartialRevert, diff.ChangeWithdrawn, diff.ChangeRetracted:
@@ -742,7 +749,8 @@ func leaves(change string) bool {
 
 // updateRepro renders the commands that show update u's own flips: for
 // each target of its probes (mine), driftprobe diff over the runs around
-// them (flips: flipRange; flips back: revertRange), then the event's
+// them (flips: flipRange; probes that left the event in u's run, flipped
+// back, moved on or withdrawn: revertRange), then the event's
 // evidence record, which holds every probe of the event, these included.
 // A score drift has no flips (its verdicts held): only the record, which
 // has the scores, is given.
@@ -926,7 +934,8 @@ func compositionNote(ev *diff.Event, u diff.EventUpdate, e *Evidence, mine []dif
 // database records it. An update recorded before databases kept it names
 // its target only in the detail: "target T changed the same way (…)"
 // (target_joined), "N more probe(s) on T: …" (probes_added), "N probe(s)
-// on T flipped back: …" (partially_reverted, reverted); target names hold
+// on T flipped back: …" or "N probe(s) on T moved on from …: …"
+// (partially_reverted, reverted); target names hold
 // no spaces or colons (config.validName). It returns "" when neither names
 // one of the event's targets.
 func updateTarget(ev *diff.Event, u diff.EventUpdate) string {
@@ -964,9 +973,10 @@ func hasTarget(ev *diff.Event, name string) bool {
 }
 
 // inUpdate reports whether p is one of the probes update u is about: on
-// target (any target when target is ""), flipped back in u's run for a
-// revert, flipped (confirmed) in u's run for more probes or a joining
-// target, either for any other change.
+// target (any target when target is ""), left the event in u's run
+// (flipped back, moved on or withdrawn) for a revert or a withdrawal,
+// flipped (confirmed) in u's run for more probes or a joining target,
+// either for any other change.
 func inUpdate(p diff.EventProbe, u diff.EventUpdate, target string) bool {
 	if target != "" && p.Target != target {
 		return false
@@ -996,4 +1006,101 @@ func retracted(ev *diff.Event) bool {
 		}
 	}
 	return len(ev.Probes) > 0
+}
+
+// leftCounts returns how many of ps left their event, by how: flipped
+// back to their before-verdict (back), moved on so that the event's
+// change no longer holds for them without going back (movedOn), withdrawn
+// as nondeterministic (withdrawn). Each probe counts once (a withdrawn
+// probe is never counted as moved on); probes still in the event count in
+// none.
+func leftCounts(ps []diff.EventProbe) (back, movedOn, withdrawn int) {
+	for _, p := range ps {
+		switch {
+		case p.Withdrawn:
+			withdrawn++
+		case p.MovedOn:
+			movedOn++
+		case p.Reverted:
+			back++
+		}
+	}
+	return back, movedOn, withdrawn
+}
+
+// pronoun is "it" for one probe, "them" for several.
+func pronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// updateTitle returns the heading of update u's comment (mine: the probes
+// it is about). A revert's heading says how the probes left: the one
+// ending the event by every probe of the event (it ended with them all
+// out), a partial one by its own probes. "Reverted" is said only when
+// none of them moved on: a probe that moved on reverted nothing.
+func updateTitle(ev *diff.Event, u diff.EventUpdate, mine []diff.EventProbe) string {
+	var ps []diff.EventProbe
+	switch u.Change {
+	case diff.ChangeReverted:
+		ps = ev.Probes
+	case diff.ChangePartialRevert:
+		ps = mine
+	}
+	if back, moved, _ := leftCounts(ps); moved > 0 {
+		switch {
+		case u.Change == diff.ChangeReverted && back == 0:
+			return "the change no longer holds: its probes moved on"
+		case u.Change == diff.ChangeReverted:
+			return "the change ended: probes flipped back or moved on"
+		case back == 0:
+			return "some probes moved on: the change no longer holds for them"
+		default:
+			return "some probes flipped back or moved on"
+		}
+	}
+	if t := changeTitles[u.Change]; t != "" {
+		return t
+	}
+	return inert(u.Change, 100)
+}
+
+// endedText says how an event every probe of which left it ended (status
+// reverted, not retracted), true to how they left (leftCounts): "the
+// provider reverted the change" only when none moved on. A probe that
+// moved on left the event's after-verdict without coming back to its
+// before-verdict (a later stage of a change then undone past it, a
+// tightened probe now allowed beyond its before-verdict): the change as
+// recorded has ended, but that probe shows no revert.
+func endedText(ps []diff.EventProbe) string {
+	back, moved, withdrawn := leftCounts(ps)
+	switch {
+	case moved == 0 && withdrawn > 0:
+		return "Every flipped probe is back to its before-verdict on byte-identical requests, or was withdrawn as nondeterministic: the provider reverted the change."
+	case moved == 0:
+		return "Every flipped probe is back to its before-verdict on byte-identical requests: the provider reverted the change."
+	}
+	var parts []string
+	if back > 0 {
+		parts = append(parts, termtext.Count(back, "probe is back to its before-verdict", "probes are back to their before-verdicts"))
+	}
+	parts = append(parts, termtext.Count(moved, "probe moved on from its after-verdict without going back to its before-verdict",
+		"probes moved on from their after-verdicts without going back to their before-verdicts"))
+	if withdrawn > 0 {
+		parts = append(parts, termtext.Count(withdrawn, "probe was withdrawn as nondeterministic", "probes were withdrawn as nondeterministic"))
+	}
+	list := parts[0]
+	if len(parts) > 1 {
+		list = strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	}
+	if back > 0 {
+		return "Every flipped probe has left this event, not all by going back: on byte-identical requests, " + list +
+			". The change as recorded no longer holds; only the probes back on their before-verdicts show the provider reverting it: " +
+			"a verdict that moved on is a further change, not a return to the before-verdict."
+	}
+	return "Every flipped probe has left this event, none by going back: on byte-identical requests, " + list +
+		". The change as recorded no longer holds, but no probe shows the provider reverting it: " +
+		"a verdict that moved on is a further change, not a return to the before-verdict."
 }
