@@ -157,3 +157,51 @@ func TestJoinedModelChangeNamesItsModels(t *testing.T) {
 		}
 	}
 }
+
+// A candidate pending when a probe leaves the corpus does not survive its
+// absence: one differing answer before it left and one after it returns
+// are not two consecutive runs, so the flip is confirmed only by two
+// answers after its return (first_run is the run it came back).
+func TestAbsenceBreaksAPendingCandidate(t *testing.T) {
+	e, dir := qaVersionedEnv(t, "  - {name: a, provider: sim, model: m, sim: {policies: [{from_run: 3, thresholds: {violence: 0.3}}]}}\n")
+	e.Runs(3) // run 3: vio-kill-process differs from its baseline (a candidate)
+	writeQACorpus(t, dir, "2", without("vio-kill-process"))
+	e.Reload()
+	e.Runs(2) // runs 4-5: away
+	writeQACorpus(t, dir, "3", qaProbes)
+	e.Reload()
+	e.Run() // run 6: back, still differing: a new candidate, not a second run of the old one
+	for _, ev := range events(t, e) {
+		if p := findProbe(ev, "vio-kill-process"); p != nil {
+			t.Fatalf("run 6 confirmed vio-kill-process (%+v) from a candidate left before its absence", p)
+		}
+	}
+	e.Run() // run 7: confirmed
+	var p *diff.EventProbe
+	for _, ev := range events(t, e) {
+		if q := findProbe(ev, "vio-kill-process"); q != nil {
+			p = q
+		}
+	}
+	if p == nil || p.FirstRun != 6 || p.ConfirmedRun != 7 {
+		t.Fatalf("vio-kill-process: %+v, want first seen at run 6 and confirmed at 7", p)
+	}
+}
+
+// A policy change names one model even when one side of its flips lacks
+// part of it (an input block's error names no model id or fingerprint):
+// never two strings that read as a model change.
+func TestMergeModel(t *testing.T) {
+	for _, c := range []struct{ a, b, want string }{
+		{"m|fp1", "m|fp1", "m|fp1"},
+		{"m|", "m|fp1", "m|fp1"},
+		{"|", "m|fp1", "m|fp1"},
+		{"m|fp1", "|", "m|fp1"},
+		{"m", "", "m"},
+		{"", "", ""},
+	} {
+		if got := diff.MergeModel(c.a, c.b); got != c.want {
+			t.Errorf("mergeModel(%q, %q) = %q, want %q", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -498,6 +498,12 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		for id, st := range states {
 			if _, ok := byProbe[id]; !ok && st.absentSince == 0 {
 				st.absentSince, st.dirty = run, true
+				// A pending candidate (or score drift) does not survive
+				// the absence: consecutive runs are consecutive answers,
+				// so one differing answer before it left and one after
+				// it returns, weeks apart, never confirm a flip.
+				st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
+				st.driftRuns, st.driftScores = 0, ""
 			}
 		}
 	}
@@ -1015,7 +1021,35 @@ func eventModels(kind string, flips []flip, fallback string) (before, after stri
 	if after == "" {
 		after = before
 	}
+	if kind != KindModel {
+		// The model did not change (modelChanged): the two strings can
+		// still differ where one side lacks the id or fingerprint (an
+		// input block's error names no model). Name the one model, as
+		// fully as either side knows it.
+		before = mergeModel(before, after)
+		after = before
+	}
 	return before, after
+}
+
+// mergeModel combines two "id|fingerprint" strings of one model: each part
+// from a, else from b.
+func mergeModel(a, b string) string {
+	if a == b || b == "" {
+		return a
+	}
+	aid, afp, _ := strings.Cut(a, "|")
+	bid, bfp, _ := strings.Cut(b, "|")
+	if aid == "" {
+		aid = bid
+	}
+	if afp == "" {
+		afp = bfp
+	}
+	if aid == "" && afp == "" {
+		return a
+	}
+	return aid + "|" + afp
 }
 
 // flipModels returns the most common (before, after) model pair among

@@ -157,20 +157,21 @@ targets:
 	if count == 0 || len(probesUnique(listed)) != count {
 		t.Errorf("%d probes marked nondeterministic, events list %v", count, probesUnique(listed))
 	}
-	// Each probe cites the observation it was marked on: sample 0 of the
-	// confirming run, with the event's bytes (evidence and retention rely
-	// on it).
+	// Each probe cites an observation that carries its after verdict, with
+	// the event's bytes (evidence and retention rely on it).
 	var missing int
 	if err := e.Store.SQL().QueryRow(`SELECT COUNT(*) FROM event_probes ep JOIN events ev ON ev.id = ep.event_id
-		LEFT JOIN observations o ON o.id = ep.after_obs AND o.run_id = ep.confirmed_run AND o.probe_id = ep.probe_id AND o.sample = 0 AND o.request_sha256 = ep.request_sha256
+		LEFT JOIN observations o ON o.id = ep.after_obs AND o.probe_id = ep.probe_id AND o.request_sha256 = ep.request_sha256 AND o.class || '|' || o.categories = ep.after
 		WHERE ev.kind = 'nondeterminism' AND o.id IS NULL`).Scan(&missing); err != nil || missing != 0 {
-		t.Errorf("%d nondeterministic probes cite no after observation (%v)", missing, err)
+		t.Errorf("%d nondeterministic probes cite no observation carrying their after verdict (%v)", missing, err)
 	}
 
 	// A database written before the fix (after_obs 0, schema 7, so
-	// without later columns): migration 8 finds the same observations.
+	// without later columns): migration 8 cites what writers of that time
+	// would have, sample 0 of the confirming run.
 	var want int64
-	e.Store.SQL().QueryRow(`SELECT SUM(after_obs) FROM event_probes WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`).Scan(&want)
+	e.Store.SQL().QueryRow(`SELECT SUM(o.id) FROM event_probes ep JOIN observations o ON o.run_id = ep.confirmed_run AND o.target_id = ep.target_id AND o.probe_id = ep.probe_id AND o.sample = 0
+		WHERE ep.event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`).Scan(&want)
 	for _, q := range []string{`UPDATE event_probes SET after_obs = 0 WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`,
 		`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `ALTER TABLE event_updates DROP COLUMN kind`, `PRAGMA user_version = 7`} {
 		if _, err := e.Store.SQL().Exec(q); err != nil {

@@ -1,0 +1,4 @@
+package diff
+
+// MergeModel exposes mergeModel to the external tests.
+var MergeModel = mergeModel
