@@ -161,6 +161,7 @@ type Probe struct {
 	ConfirmedRun   int64        `json:"confirmed_run"`
 	Reverted       bool         `json:"reverted"`
 	Withdrawn      bool         `json:"withdrawn,omitempty"` // left the event as nondeterministic (Reverted too)
+	MovedOn        bool         `json:"moved_on,omitempty"`  // left the event because its verdict moved on, not back (Reverted too)
 	// RevertedRun is the run the probe flipped back (or, Withdrawn, was
 	// marked nondeterministic) in; 0 while the flip holds.
 	RevertedRun    int64   `json:"reverted_run,omitempty"`
@@ -274,7 +275,7 @@ type side struct {
 }
 
 func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
-	p := &Probe{Target: ep.Target, ProbeID: ep.ProbeID, FirstRun: ep.FirstRun, ConfirmedRun: ep.ConfirmedRun, Reverted: ep.Reverted, Withdrawn: ep.Withdrawn,
+	p := &Probe{Target: ep.Target, ProbeID: ep.ProbeID, FirstRun: ep.FirstRun, ConfirmedRun: ep.ConfirmedRun, Reverted: ep.Reverted, Withdrawn: ep.Withdrawn, MovedOn: ep.MovedOn,
 		RevertedRun: ep.RevertedRun, FlipRate: ep.FlipRate, Request: Request{SHA256: ep.RequestSHA256}}
 	if b.ev.Kind == diff.KindNondeterminism {
 		p.Nondeterminism = "identical bytes got different answers: not evidence of a policy change"
@@ -751,6 +752,18 @@ func (p *Probe) sides() []namedSide {
 }
 
 // revertedProbes counts the probes that flipped back or were withdrawn.
+// movedOn counts the probes that left the event because their verdict
+// moved on rather than back.
+func (r *Record) movedOn() int {
+	n := 0
+	for _, p := range r.Probes {
+		if p.MovedOn {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *Record) revertedProbes() int {
 	n := 0
 	for _, p := range r.Probes {
@@ -1090,10 +1103,14 @@ func WriteMarkdown(w io.Writer, r *Record) {
 		code(e.Kind), code(e.Direction), code(e.Status), codes(e.Targets), code(e.Provider), e.FirstRun, e.ConfirmedRun, code(e.CorpusVersion), code(e.CorpusHash),
 		model(e.ModelBefore), model(e.ModelAfter), codes(e.NewCategories))
 	if e.RevertedRun != 0 {
-		fmt.Fprintf(w, "- reverted in run %d: every flip of the event went back\n", e.RevertedRun)
+		if r.movedOn() > 0 {
+			fmt.Fprintf(w, "- ended in run %d: every flip of the event left it, not all by going back (%d moved on: the change no longer holds for them)\n", e.RevertedRun, r.movedOn())
+		} else {
+			fmt.Fprintf(w, "- reverted in run %d: every flip of the event went back\n", e.RevertedRun)
+		}
 	}
 	if n := r.revertedProbes(); n > 0 && e.RevertedRun == 0 {
-		fmt.Fprintf(w, "- partially reverted: %d of %d probe(s) flipped back or were withdrawn since (see the history and each probe)\n", n, len(r.Probes))
+		fmt.Fprintf(w, "- partially reverted: %d of %d probe(s) flipped back, moved on or were withdrawn since (see the history and each probe)\n", n, len(r.Probes))
 	}
 	hashes := r.hashProblems()
 	fmt.Fprintf(w, "- record verifies (all_verified): %v\n", r.AllVerified)
@@ -1148,6 +1165,8 @@ func WriteMarkdown(w io.Writer, r *Record) {
 		switch {
 		case p.Withdrawn:
 			fmt.Fprintf(w, "**withdrawn in run %d**: the probe was marked nondeterministic, so this flip no longer counts as evidence of the change\n\n", p.RevertedRun)
+		case p.MovedOn:
+			fmt.Fprintf(w, "**moved on in run %d**: the probe's verdict moved so that this change no longer holds for it (it did not go back)\n\n", p.RevertedRun)
 		case p.Reverted && p.RevertedRun != 0:
 			fmt.Fprintf(w, "**reverted in run %d**: the probe flipped back to its before verdict; this flip no longer holds\n\n", p.RevertedRun)
 		case p.Reverted:
