@@ -398,7 +398,13 @@ func (d *DB) skipUnreadable(ctx context.Context, one string, last int64, read fu
 // indexedIDs returns up to n ids after last, in order, as the unique
 // index of observations lists them (a scan of the index alone).
 func (d *DB) indexedIDs(ctx context.Context, last int64, n int) ([]int64, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT id FROM observations INDEXED BY `+obsKeyIndex+` WHERE id > ? ORDER BY id LIMIT ?`, last, n)
+	return d.queryIDs(ctx, `SELECT id FROM observations INDEXED BY `+obsKeyIndex+` WHERE id > ? ORDER BY id LIMIT ?`, last, n)
+}
+
+// queryIDs runs query, whose one column is an integer id, and returns the
+// ids in the order it gives them.
+func (d *DB) queryIDs(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := d.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -171,20 +171,7 @@ func (d *DB) BeginRun(ctx context.Context, r Run) (int64, error) {
 // run and detecting it — oldest first. Detection marks a run detected in
 // its own transaction (MarkDetected).
 func (d *DB) UndetectedRuns(ctx context.Context) ([]int64, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT id FROM runs WHERE detected = 0 AND status IN ('complete', 'partial') ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return d.queryIDs(ctx, `SELECT id FROM runs WHERE detected = 0 AND status IN ('complete', 'partial') ORDER BY id`)
 }
 
 // MarkDetected records, inside detection's transaction tx, that run's

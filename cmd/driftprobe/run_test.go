@@ -81,15 +81,25 @@ func mustRead(t *testing.T, p string) string {
 	return string(b)
 }
 
-// Deliveries queued while a github block was configured are not "nothing
-// queued" once it is removed: outbox says they wait for one.
-func TestOutboxWithoutGitHubBlockNamesQueuedRows(t *testing.T) {
-	dir := t.TempDir()
-	db, withGH, without := filepath.Join(dir, "d.db"), filepath.Join(dir, "gh.yaml"), filepath.Join(dir, "nogh.yaml")
+// outboxConfigs writes two configs of one sim target whose violence
+// threshold drops at run 3 (an event confirmed at run 4): with a github
+// block pointing at a closed port (delivery fails, rows stay queued) and
+// without one; the token variable is set.
+func outboxConfigs(t *testing.T) (dir, db, withGH, without string) {
+	t.Helper()
+	dir = t.TempDir()
+	db, withGH, without = filepath.Join(dir, "d.db"), filepath.Join(dir, "gh.yaml"), filepath.Join(dir, "nogh.yaml")
 	targets := "targets:\n  - name: sim-a\n    provider: sim\n    model: sim-large\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.01}}]}\n"
 	os.WriteFile(withGH, []byte(targets+"github: {repo: o/r, base_url: \"http://127.0.0.1:1/\"}\n"), 0o644)
 	os.WriteFile(without, []byte(targets), 0o644)
 	t.Setenv("GITHUB_TOKEN", "test-token")
+	return dir, db, withGH, without
+}
+
+// Deliveries queued while a github block was configured are not "nothing
+// queued" once it is removed: outbox says they wait for one.
+func TestOutboxWithoutGitHubBlockNamesQueuedRows(t *testing.T) {
+	dir, db, withGH, without := outboxConfigs(t)
 	for i := 0; i < 4; i++ {
 		// Delivery fails (nothing listens on port 1); the rows stay queued.
 		runIn(t, "run", "--config", withGH, "--db", db, "--no-progress")
@@ -133,12 +143,7 @@ func TestCorpusLockJSON(t *testing.T) {
 // names them, --backfill queues their issues, and a dry run over an event
 // whose issue exists does not say it "would open" one.
 func TestOutboxNamesAndBackfillsUnfiledEvents(t *testing.T) {
-	dir := t.TempDir()
-	db, withGH, without := filepath.Join(dir, "d.db"), filepath.Join(dir, "gh.yaml"), filepath.Join(dir, "nogh.yaml")
-	targets := "targets:\n  - name: sim-a\n    provider: sim\n    model: sim-large\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.01}}]}\n"
-	os.WriteFile(withGH, []byte(targets+"github: {repo: o/r, base_url: \"http://127.0.0.1:1/\"}\n"), 0o644)
-	os.WriteFile(without, []byte(targets), 0o644)
-	t.Setenv("GITHUB_TOKEN", "test-token")
+	_, db, withGH, without := outboxConfigs(t)
 	for i := 0; i < 4; i++ {
 		runIn(t, "run", "--config", without, "--db", db, "--no-progress")
 	}
