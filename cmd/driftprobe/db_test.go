@@ -307,7 +307,7 @@ func TestMissingDatabaseIsUsage(t *testing.T) {
 	// A directory in its place (a --db given the folder) says so, exit 2,
 	// not "read schema version: disk I/O error" with exit 3.
 	dir := t.TempDir()
-	for _, args := range [][]string{{"db", "check"}, {"events"}, {"replay"}, {"diff", "--target", "sim-a"}, {"evidence", "1"}, {"outbox"}, {"compare", "--from", "a", "--to", "b"}} {
+	for _, args := range [][]string{{"db", "check"}, {"events"}, {"replay"}, {"diff", "--target", "sim-a"}, {"evidence", "1"}, {"outbox"}, {"compare", "--from", "a", "--to", "b"}, {"run"}, {"compare", "--from", "sim-a", "--to", "sim-b", "--run"}} {
 		_, stderr, code := runIn(t, append(args, "--db", dir)...)
 		if code != 2 || !strings.Contains(stderr, "is a directory, not a database file") {
 			t.Errorf("%v on a directory: exit %d: %s", args, code, stderr)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +14,7 @@ import (
 	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/termtext"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 func newOutboxCmd(g *globals) *cobra.Command {
@@ -159,6 +162,9 @@ variable named by github.private_key_env).`,
 				} else if err := writeJSON(g.stdout, pending); err != nil {
 					return err
 				}
+				if err := noteUnfiled(ctx, g.stderr, cfg.GitHub != nil && !backfill, st, file); err != nil {
+					return err
+				}
 			} else {
 				w := g.stdout
 				if res != nil {
@@ -199,16 +205,10 @@ variable named by github.private_key_env).`,
 					}
 					tw.Flush()
 				}
-				if cfg.GitHub != nil && !backfill {
-					// Events detection never queued: say so, or an empty
-					// outbox reads as "every event has its issue".
-					ids, err := ghissue.Unfiled(ctx, st, file)
-					if err != nil {
-						return err
-					}
-					if len(ids) > 0 {
-						fmt.Fprintf(w, "%d open event(s) have no issue and nothing queued%s: recorded before the github block was configured (or while github.kinds left their kind out), they are never filed on their own; `driftprobe outbox --backfill` queues them.\n", len(ids), eventList(ids))
-					}
+				// Events detection never queued: say so, or an empty outbox
+				// reads as "every event has its issue".
+				if err := noteUnfiled(ctx, w, cfg.GitHub != nil && !backfill, st, file); err != nil {
+					return err
 				}
 			}
 			if res != nil && len(res.Errors) > 0 {
@@ -224,6 +224,22 @@ variable named by github.private_key_env).`,
 	c.Flags().BoolVar(&all, "all", false, "with --dry-run: render every event's issue and comments, not just pending deliveries")
 	c.Flags().BoolVar(&backfill, "backfill", false, "queue an issue for every open event that has none (recorded before the github block was configured); with --send, deliver them now")
 	return c
+}
+
+// noteUnfiled writes to w, when check is set, how many open events have
+// no issue and nothing queued (ghissue.Unfiled), and how to file them.
+func noteUnfiled(ctx context.Context, w io.Writer, check bool, st *storage.DB, file func(string) bool) error {
+	if !check {
+		return nil
+	}
+	ids, err := ghissue.Unfiled(ctx, st, file)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		fmt.Fprintf(w, "%d open event(s) have no issue and nothing queued%s: recorded before the github block was configured (or while github.kinds left their kind out), they are never filed on their own; `driftprobe outbox --backfill` queues them.\n", len(ids), eventList(ids))
+	}
+	return nil
 }
 
 // eventList is " (events 1, 3)" for ids, "" for none.

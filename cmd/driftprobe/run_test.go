@@ -151,6 +151,11 @@ func TestOutboxNamesAndBackfillsUnfiledEvents(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "1 open event(s) have no issue and nothing queued (events 1)") || !strings.Contains(stdout, "outbox --backfill") {
 		t.Fatalf("outbox with unfiled events: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// --json keeps its array on stdout; the note goes to stderr.
+	stdout, stderr, code = runIn(t, "outbox", "--config", withGH, "--db", db, "--json")
+	if code != 0 || strings.TrimSpace(stdout) != "[]" || !strings.Contains(stderr, "1 open event(s) have no issue and nothing queued") {
+		t.Errorf("outbox --json with unfiled events: exit %d\n%s\nstderr: %s", code, stdout, stderr)
+	}
 	if _, stderr, code := runIn(t, "outbox", "--config", without, "--db", db, "--backfill"); code != 2 || !strings.Contains(stderr, "no github block") {
 		t.Errorf("--backfill without a github block: exit %d: %s", code, stderr)
 	}

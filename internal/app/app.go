@@ -144,6 +144,9 @@ func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), er
 // OpenStore opens (creating if needed) the configured database. A file
 // that is not driftprobe's is a usage error (exit 2).
 func OpenStore(ctx context.Context, c *config.Config) (*storage.DB, error) {
+	if fi, err := os.Stat(c.Database); err == nil && fi.IsDir() {
+		return nil, Usage(fmt.Errorf("database %s is a directory, not a database file (check --db or the config's database)", c.Database))
+	}
 	st, err := storage.Open(ctx, c.Database)
 	if errors.Is(err, storage.ErrNotDriftprobe) {
 		return nil, Usage(err)
