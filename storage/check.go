@@ -274,6 +274,7 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
 	one := `SELECT ` + cols + `, request_body, body FROM observations WHERE id = ?`
 	var cur storedObs
 	sc := newObsScanner(&cur.reqBody, &cur.body)
+	sc.checkOnly = true
 	read := func(rows interface{ Scan(...any) error }) (storedObs, error) {
 		cur = storedObs{}
 		o, dmg, err := sc.scan(rows)

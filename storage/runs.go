@@ -713,6 +713,10 @@ func (e *DamagedError) Unwrap() error { return ErrDamagedRow }
 type obsScanner struct {
 	vals []any
 	ptrs []any
+	// checkOnly: signals are checked, not decoded (Observation.Result.
+	// Signals stays nil): db check needs them sound, not read, and
+	// decoding is most of a row's allocations.
+	checkOnly bool
 }
 
 // newObsScanner returns a scanner for rows of obsColumns followed by
@@ -762,7 +766,12 @@ func (s *obsScanner) scan(rows interface{ Scan(...any) error }) (*Observation, *
 	if err != nil && !damagedAt(dmg, ocObservedAt) {
 		dmg = append(dmg, ColumnDamage{Column: "observed_at", Problem: fmt.Sprintf("holds %s, not an RFC 3339 time", describe(v[ocObservedAt]))})
 	}
-	sigs, err := decodeSignals(asBytes(v[ocSignals]))
+	var sigs []probes.Signal
+	if s.checkOnly {
+		err = checkSignals(asBytes(v[ocSignals]))
+	} else {
+		sigs, err = decodeSignals(asBytes(v[ocSignals]))
+	}
 	if err != nil && !damagedAt(dmg, ocSignals) {
 		dmg = append(dmg, ColumnDamage{Column: "signals", Problem: fmt.Sprintf("holds %s, which does not decode as signals (%v)", describe(v[ocSignals]), err)})
 	}

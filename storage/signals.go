@@ -103,8 +103,14 @@ func decodeSignals(b []byte) ([]probes.Signal, error) {
 		return out, nil
 	}
 	b = b[1:]
-	// Each signal takes at least 2 bytes (flags, category length).
-	out := make([]probes.Signal, 0, min(len(b)/2, 64))
+	// Walk the encoding once without allocating: a corrupt one fails
+	// before anything is built, and the signals are counted exactly (an
+	// estimate from the length over-allocated ~6 KB per row read).
+	n, ok := countSignals(b)
+	if !ok {
+		return nil, errSignals
+	}
+	out := make([]probes.Signal, 0, n)
 	for len(b) > 0 {
 		f := b[0]
 		b = b[1:]
@@ -142,6 +148,54 @@ func decodeSignals(b []byte) ([]probes.Signal, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// checkSignals reports whether b decodes as signals (decodeSignals would
+// succeed), without building them when they are packed.
+func checkSignals(b []byte) error {
+	if len(b) == 0 || b[0] != signalsPacked {
+		_, err := decodeSignals(b) // empty, or legacy JSON (rare)
+		return err
+	}
+	if _, ok := countSignals(b[1:]); !ok {
+		return errSignals
+	}
+	return nil
+}
+
+// countSignals walks packed signals (after the format byte) and returns
+// how many there are, or false when the encoding is corrupt.
+func countSignals(b []byte) (int, bool) {
+	n := 0
+	skip := func() bool {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return false
+		}
+		b = b[k+int(l):]
+		return true
+	}
+	for len(b) > 0 {
+		f := b[0]
+		b = b[1:]
+		if f&^sigKnown != 0 || f&sigRawSame != 0 && f&sigRawPrompt != 0 || !skip() {
+			return 0, false
+		}
+		if f&(sigRawSame|sigRawPrompt) == 0 && !skip() {
+			return 0, false
+		}
+		if f&sigScore != 0 {
+			if len(b) < 8 {
+				return 0, false
+			}
+			b = b[8:]
+		}
+		if f&sigSeverity != 0 && !skip() {
+			return 0, false
+		}
+		n++
+	}
+	return n, true
 }
 
 func readStr(b []byte) (string, []byte, bool) {

@@ -69,6 +69,14 @@ func TestSignalsCorrupt(t *testing.T) {
 		if got, err := decodeSignals(bad); err == nil {
 			t.Errorf("%q decoded to %#v", bad, got)
 		}
+		if checkSignals(bad) == nil {
+			t.Errorf("checkSignals passed %q", bad)
+		}
+	}
+	for _, c := range signalCases {
+		if err := checkSignals(appendSignals(nil, c)); err != nil {
+			t.Errorf("checkSignals refused a sound encoding of %v: %v", c, err)
+		}
 	}
 }
 
@@ -100,6 +108,13 @@ func FuzzDecodeSignals(f *testing.F) {
 	f.Add([]byte(`[{"category":"hate","raw":"hate","fired":true}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sigs, err := decodeSignals(b)
+		// db check's checkSignals agrees with decoding on every input.
+		if cerr := checkSignals(b); (cerr == nil) != (err == nil) {
+			t.Fatalf("checkSignals %v, decodeSignals %v", cerr, err)
+		}
+		if err == nil && len(b) > 0 && b[0] == signalsPacked && cap(sigs) != len(sigs) {
+			t.Fatalf("decoded %d signals into a slice of capacity %d: the count pass is off", len(sigs), cap(sigs))
+		}
 		if err != nil || len(b) == 0 || b[0] != signalsPacked {
 			return
 		}
