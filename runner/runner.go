@@ -223,9 +223,9 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		if ferr := st.FinishRun(bg, runID, storage.RunAborted, nil); ferr != nil {
 			// It stays marked running until the next run under the lease
 			// marks it aborted.
-			return nil, errors.Join(err, fmt.Errorf("run %d: marking it aborted: %w", runID, ferr))
+			return nil, &RunError{RunID: runID, Status: storage.RunRunning, Err: errors.Join(err, fmt.Errorf("run %d: marking it aborted: %w", runID, ferr))}
 		}
-		return nil, err
+		return nil, &RunError{RunID: runID, Status: storage.RunAborted, Err: err}
 	}
 	recs := make([]storage.ProbeRecord, len(o.Corpus.Probes))
 	for i, p := range o.Corpus.Probes {
@@ -332,11 +332,24 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	if err := st.FinishRun(bg, runID, status, rts); err != nil {
 		// Its observations are stored; it stays marked running until the
 		// next run under the lease marks it aborted.
-		return nil, fmt.Errorf("run %d: recording its end (%s): %w", runID, status, err)
+		return nil, &RunError{RunID: runID, Status: storage.RunRunning, Err: fmt.Errorf("run %d: recording its end (%s): %w", runID, status, err)}
 	}
 	sort.Slice(sums, func(a, b int) bool { return sums[a].Target < sums[b].Target })
 	return &Summary{RunID: runID, Status: status, CorpusVersion: o.Corpus.Version, CorpusHash: o.Corpus.Hash, Started: start, Duration: o.Now().Sub(start), Targets: sums, Observations: byTarget}, nil
 }
+
+// RunError is a run that failed after it was recorded: RunID names it and
+// Status is what the database holds for it now (aborted, or still running
+// when even that could not be recorded: the next run under the lease marks
+// it aborted).
+type RunError struct {
+	RunID  int64
+	Status string
+	Err    error
+}
+
+func (e *RunError) Error() string { return e.Err.Error() }
+func (e *RunError) Unwrap() error { return e.Err }
 
 // job is one probe for one target.
 type job struct {

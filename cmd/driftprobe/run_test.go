@@ -237,3 +237,28 @@ func TestRunReportsRenamedProbe(t *testing.T) {
 		t.Errorf("text summary does not name the rename:\n%s", stdout)
 	}
 }
+
+// A run that fails after it was recorded (here: every observation insert
+// fails, as on a full disk) still answers --json with its id, what the
+// database holds for it and the error, exit 3 — not an empty stdout.
+func TestRunJSONOnStorageFailure(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "d.db")
+	mustRun(t, 1, "--db", db)
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SQL().Exec(`CREATE TRIGGER full BEFORE INSERT ON observations BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	stdout, stderr, code := runIn(t, "run", "--json", "--db", db, "--no-progress")
+	var out struct {
+		RunID  int64  `json:"run_id"`
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if code != 3 || json.Unmarshal([]byte(stdout), &out) != nil || out.RunID != 2 || out.Status != "aborted" || !strings.Contains(out.Error, "disk is full") {
+		t.Errorf("run --json whose inserts fail: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+}

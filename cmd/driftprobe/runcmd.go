@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -73,6 +75,19 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 				}
 			}
 			res, err := app.RunOnce(ctx, cfg, cp, st, targets, opts)
+			var rerr *runner.RunError
+			if err != nil && asJSON && errors.As(err, &rerr) {
+				// A run that failed after it was recorded (a full disk, a
+				// busy database, a failed detection): scripts still get
+				// its id and what the database holds for it.
+				if werr := writeJSON(g.stdout, struct {
+					RunID  int64  `json:"run_id"`
+					Status string `json:"status"`
+					Error  string `json:"error"`
+				}{rerr.RunID, rerr.Status, err.Error()}); werr != nil {
+					return werr
+				}
+			}
 			if err != nil {
 				return err
 			}

@@ -146,7 +146,9 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	}
 	det, err := diff.Apply(context.WithoutCancel(ctx), st, in)
 	if err != nil {
-		return nil, fmt.Errorf("detection: %w", err)
+		// The run is recorded (complete or partial) but not detected:
+		// the next run under the lease detects it.
+		return nil, &runner.RunError{RunID: sum.RunID, Status: sum.Status, Err: fmt.Errorf("run %d: detection: %w", sum.RunID, err)}
 	}
 	res.Detection = det
 	if o.Logger != nil {
