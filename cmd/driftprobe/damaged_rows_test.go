@@ -158,6 +158,9 @@ func TestDamagedRowQACitedObservation(t *testing.T) {
 			}
 			if stdout, _, code := runIn(t, "replay", "--run", strconv.FormatInt(run, 10), "--config", cfg, "--db", db); code != 1 || !strings.Contains(stdout, c.want) {
 				t.Errorf("replay: exit %d (want 1):\n%s", code, stdout)
+			} else if f := strings.Fields(lineWith(stdout, c.want)); len(f) < 2 || f[len(f)-1] != "-" || f[len(f)-2] != "-" {
+				// Nothing of a damaged row was checked: not "no", "no".
+				t.Errorf("replay: the damaged row's intact columns: %q", f)
 			}
 		})
 	}
@@ -248,4 +251,14 @@ func TestDamagedRowQAByteFlip(t *testing.T) {
 	if stdout, _, code := runIn(t, "db", "check", "--full", "--db", db); code != 1 || !strings.Contains(stdout, "structure     DAMAGED") || !strings.Contains(stdout, "row unreadable") {
 		t.Errorf("db check: exit %d (want 1):\n%s", code, stdout)
 	}
+}
+
+// lineWith returns the first line of s containing sub ("" if none).
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
 }

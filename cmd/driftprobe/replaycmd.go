@@ -77,7 +77,13 @@ because the run's targets are not in the config.`,
 						if d.Unreadable != "" {
 							replayed = "unreadable: " + d.Unreadable
 						}
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ObservationID, d.Target, d.ProbeID, d.Sample, verdictText(d.Stored), replayed, yn(d.RequestIntact), yn(d.BodyIntact))
+						reqOK, bodyOK := yn(d.RequestIntact), yn(d.BodyIntact)
+						if len(d.Damaged) > 0 {
+							// Nothing of a damaged row is checked: say
+							// so rather than "no".
+							reqOK, bodyOK = "-", "-"
+						}
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ObservationID, d.Target, d.ProbeID, d.Sample, verdictText(d.Stored), replayed, reqOK, bodyOK)
 					}
 					tw.Flush()
 				}
