@@ -359,3 +359,20 @@ func TestLeavingWordedByHow(t *testing.T) {
 		}
 	}
 }
+
+// An event that ended with some probes moving on (not back) is titled
+// [ended], not [reverted]; one whose probes all went back stays [reverted].
+func TestTitleOfAnEventThatEndedByMovingOn(t *testing.T) {
+	ev := &diff.Event{ID: 1, Kind: diff.KindPolicy, Direction: "tightened", Status: "reverted", Target: "sim-a", Targets: []string{"sim-a"}, Provider: "sim",
+		Probes: []diff.EventProbe{
+			{Target: "sim-a", ProbeID: "p1", Before: diff.Verdict{Class: "allowed"}, After: diff.Verdict{Class: "blocked_output", Categories: []string{"violence"}}, Reverted: true, RevertedRun: 9},
+			{Target: "sim-a", ProbeID: "p2", Before: diff.Verdict{Class: "allowed"}, After: diff.Verdict{Class: "blocked_output", Categories: []string{"violence"}}, Reverted: true, RevertedRun: 9},
+		}}
+	if got := ghissue.Title(ev); !strings.HasSuffix(got, " [reverted]") {
+		t.Errorf("all probes back: %q", got)
+	}
+	ev.Probes[1].MovedOn = true
+	if got := ghissue.Title(ev); !strings.HasSuffix(got, " [ended]") {
+		t.Errorf("one probe moved on: %q", got)
+	}
+}

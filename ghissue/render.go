@@ -198,6 +198,17 @@ var kindTitles = map[string]string{
 	diff.KindNondeterminism: "Nondeterministic verdicts",
 }
 
+// movedOn reports whether a probe left ev because its verdict moved on
+// rather than back.
+func movedOn(ev *diff.Event) bool {
+	for _, p := range ev.Probes {
+		if p.MovedOn {
+			return true
+		}
+	}
+	return false
+}
+
 func kindTitle(k string) string {
 	if t, ok := kindTitles[k]; ok {
 		return t
@@ -290,9 +301,15 @@ func Title(ev *diff.Event) string {
 		t += " (" + strings.Join(parts, ", ") + ")"
 	}
 	if ev.Status == "reverted" {
-		t += " [reverted]"
-		if retracted(ev) {
-			t = t[:len(t)-len(" [reverted]")] + " [retracted]"
+		switch {
+		case retracted(ev):
+			t += " [retracted]"
+		case movedOn(ev):
+			// Not every probe went back: the change ended, the provider
+			// did not (only) revert it.
+			t += " [ended]"
+		default:
+			t += " [reverted]"
 		}
 	}
 	return titleText(t, MaxTitle)
