@@ -412,7 +412,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			if st.candidate != "" {
 				other[pid] = otherAnswer{st.candidate, st.candidateObs}
 				revert(st)
-				st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
+				st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
 			}
 			if !agree {
 				revert(st)
@@ -435,7 +435,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		if !agree {
 			// The identical bytes got different answers within one run.
 			revert(st)
-			st.candidate, st.candidateRun, st.candidateRuns = "", 0, 0
+			st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
 			markND(st)
 			continue
 		}

@@ -2,6 +2,7 @@ package ghissue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -106,34 +107,19 @@ func LoadEvidence(ctx context.Context, db *storage.DB, ev *diff.Event) (*Evidenc
 			}
 		}
 	}
-	for len(ids) > 0 {
-		n := min(len(ids), 400)
-		chunk := ids[:n]
-		ids = ids[n:]
-		q := `SELECT id, run_id, class, categories, request_id, model_id, model_fp, reason, message, observed_at FROM observations WHERE id IN (` +
-			strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",") + `)`
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
-		rows, err := db.SQL().QueryContext(ctx, q, args...)
-		if err != nil {
+	// Each through the store's reader: a damaged row (storage.ErrDamagedRow)
+	// or one SQLite cannot read is left out — the issue shows nothing of it
+	// (db check and evidence name it) — and never stops delivery.
+	for _, id := range ids {
+		o, err := db.Observation(ctx, id)
+		switch {
+		case storage.IsDamagedRow(err) || storage.IsCorrupt(err) || errors.Is(err, storage.ErrNotFound):
+			continue
+		case err != nil:
 			return nil, err
 		}
-		for rows.Next() {
-			var o Obs
-			var at string
-			if err := rows.Scan(&o.ID, &o.RunID, &o.Class, &o.Categories, &o.RequestID, &o.ModelID, &o.ModelFP, &o.Reason, &o.Message, &at); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			o.ObservedAt = storage.ParseTime(at)
-			e.Obs[o.ID] = o
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		e.Obs[o.ID] = Obs{ID: o.ID, RunID: o.RunID, Class: string(o.Result.Class), Categories: strings.Join(o.Result.Categories, ","),
+			RequestID: o.Result.RequestID, ModelID: o.Result.ModelID, ModelFP: o.Result.ModelFP, Reason: o.Result.Reason, Message: o.Result.Message, ObservedAt: o.ObservedAt}
 	}
 	if err := e.loadFirstFired(ctx, db, ev); err != nil {
 		return nil, err

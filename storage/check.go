@@ -249,13 +249,26 @@ func (s *storedObs) id() int64 {
 }
 
 func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
-	targets, err := d.Targets(ctx)
+	// Target names for the report, read leniently: a damaged targets row
+	// (checkTypes names it) must not stop the check before it reports.
+	names := map[int64]string{}
+	trows, err := d.db.QueryContext(ctx, `SELECT id, name FROM targets`)
 	if err != nil {
 		return fmt.Errorf("check: targets: %w", err)
 	}
-	names := map[int64]string{}
-	for _, t := range targets {
-		names[t.ID] = t.Name
+	for trows.Next() {
+		var id, name any
+		if err := trows.Scan(&id, &name); err != nil {
+			trows.Close()
+			return fmt.Errorf("check: targets: %w", err)
+		}
+		if n, ok := id.(int64); ok {
+			names[n] = asText(name)
+		}
+	}
+	trows.Close()
+	if err := trows.Err(); err != nil {
+		return fmt.Errorf("check: targets: %w", err)
 	}
 	// A database read as it is (OpenReadOnly) may predate bodies_pruned
 	// (migration 0005): nothing was pruned then; and request_pinned

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -261,4 +262,44 @@ func lineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// A damaged row an event cites no longer stops GitHub delivery (every
+// pass stopped on a raw Scan error, holding up every event's issue): the
+// issue is rendered without it.
+func TestDamagedRowDoesNotStopDelivery(t *testing.T) {
+	_, db, withGH, _ := outboxConfigs(t)
+	for i := 0; i < 4; i++ {
+		runIn(t, "run", "--config", withGH, "--db", db, "--no-progress")
+	}
+	// A connection without foreign keys, as a stray tool would write.
+	raw, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE observations SET run_id = 'r' WHERE id = (SELECT after_obs FROM event_probes LIMIT 1)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if stdout, stderr, code := runIn(t, "outbox", "--config", withGH, "--db", db, "--dry-run"); code != 0 || !strings.Contains(stdout, "would open an issue") {
+		t.Errorf("outbox --dry-run over a damaged cited row: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// diff over a run holding a damaged row is a database failure (exit 3,
+// naming the row), not a usage error (exit 2).
+func TestDiffOnDamagedRowIsRuntime(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "d.db")
+	mustRun(t, 2, "--db", db)
+	raw, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE observations SET class = 'allowee' WHERE id = (SELECT MAX(id) FROM observations)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if _, stderr, code := runIn(t, "diff", "--target", "sim-a", "--db", db); code != 3 || !strings.Contains(stderr, "damaged row") {
+		t.Errorf("diff over a damaged row: exit %d: %s", code, stderr)
+	}
 }

@@ -52,6 +52,11 @@ not complete.`,
 				if t := sess.Config.Target(target); t != nil && t.Disabled {
 					err = fmt.Errorf("%w (target %s is disabled in the config: it does not run until enabled)", err, target)
 				}
+				if storage.IsDamagedRow(err) || storage.IsCorrupt(err) {
+					// The database, not the arguments: a runtime error
+					// (exit 3); db check names the damage.
+					return fmt.Errorf("diff: %w", err)
+				}
 				return app.Usage(fmt.Errorf("diff: %w", err))
 			}
 			if asJSON {

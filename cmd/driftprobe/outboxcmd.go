@@ -152,11 +152,17 @@ variable named by github.private_key_env).`,
 						out.Notes = []string{}
 					}
 					res = &out
+					// backfilled: present (an array, empty or not) exactly
+					// when --backfill was given.
+					var bf *[]int64
+					if backfill {
+						bf = &backfilled
+					}
 					if err := writeJSON(g.stdout, struct {
 						*ghissue.Result
-						Backfilled []int64              `json:"backfilled,omitempty"`
+						Backfilled *[]int64             `json:"backfilled,omitempty"`
 						Pending    []ghissue.PendingRow `json:"pending"`
-					}{res, backfilled, pending}); err != nil {
+					}{res, bf, pending}); err != nil {
 						return err
 					}
 				} else if err := writeJSON(g.stdout, pending); err != nil {

@@ -174,6 +174,11 @@ func TestOutboxNamesAndBackfillsUnfiledEvents(t *testing.T) {
 	if stdout, _, _ := runIn(t, "outbox", "--config", withGH, "--db", db, "--backfill", "--json"); !strings.Contains(stdout, `"backfilled": []`) || !strings.Contains(stdout, `"pending": [`) {
 		t.Errorf("--backfill --json with nothing left to queue: %s", stdout)
 	}
+	// With --send too (delivery fails: nothing listens), backfilled is
+	// still there, empty, not left out.
+	if stdout, _, _ := runIn(t, "outbox", "--config", withGH, "--db", db, "--backfill", "--send", "--json"); !strings.Contains(stdout, `"backfilled": []`) || !strings.Contains(stdout, `"sent":`) {
+		t.Errorf("--backfill --send --json with nothing left to queue: %s", stdout)
+	}
 	if stdout, _, _ := runIn(t, "outbox", "--config", withGH, "--db", db, "--backfill"); !strings.Contains(stdout, "queued an issue for 0 open event(s)") {
 		t.Errorf("a second --backfill queued again: %s", stdout)
 	}
