@@ -215,12 +215,12 @@ func (f *fakeVerdictStore) Targets(context.Context) ([]storage.TargetRow, error)
 	return f.targets, nil
 }
 
-func (f *fakeVerdictStore) Observations(_ context.Context, run, target int64) ([]*storage.Observation, error) {
+func (f *fakeVerdictStore) ObservationsWithDamage(_ context.Context, run, target int64) ([]*storage.Observation, []storage.DamagedObservation, error) {
 	f.calls = append(f.calls, [2]int64{run, target})
 	if f.fail != nil {
-		return nil, f.fail
+		return nil, nil, f.fail
 	}
-	return f.obs[[2]int64{run, target}], nil
+	return f.obs[[2]int64{run, target}], nil, nil
 }
 
 func (f *fakeVerdictStore) ProbeTags(context.Context) (map[string][]string, error) {

@@ -24,7 +24,10 @@ type ProbeVerdict struct {
 // VerdictStore is what LoadVerdicts reads; *storage.DB implements it.
 type VerdictStore interface {
 	Targets(ctx context.Context) ([]storage.TargetRow, error)
-	Observations(ctx context.Context, runID, targetID int64) ([]*storage.Observation, error)
+	// ObservationsWithDamage returns a run's sound observations of a
+	// target and its damaged rows apart: a damaged row gives no verdict
+	// (its probe reads as not observed that run), never a failed report.
+	ObservationsWithDamage(ctx context.Context, runID, targetID int64) ([]*storage.Observation, []storage.DamagedObservation, error)
 	ProbeTags(ctx context.Context) (map[string][]string, error)
 }
 
@@ -86,7 +89,7 @@ func LoadVerdicts(ctx context.Context, st VerdictStore, p *Production, h *Histor
 			if !in {
 				continue
 			}
-			obs, err := st.Observations(ctx, r.ID, tid)
+			obs, _, err := st.ObservationsWithDamage(ctx, r.ID, tid)
 			if err != nil {
 				return fmt.Errorf("probe verdicts of run %d on %s: %w", r.ID, target, err)
 			}

@@ -137,6 +137,10 @@ type CompareSide struct {
 	// NewerRuns are the target's runs after Run, oldest first, with why
 	// they were not read.
 	NewerRuns []SkippedRun `json:"newer_runs"`
+	// DamagedRows counts the run's observation rows of the target that are
+	// damaged (storage.ErrDamagedRow; db check names them): their probes
+	// count as not observed, so they are not compared (and gated as such).
+	DamagedRows int `json:"damaged_rows,omitempty"`
 }
 
 // Comparison is the model-upgrade check of --to (candidate) against --from
@@ -327,11 +331,11 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 	if err != nil {
 		return nil, err
 	}
-	fv, err := answersOf(ctx, db, fromRun, ft.ID)
+	fv, fdmg, err := answersOf(ctx, db, fromRun, ft.ID)
 	if err != nil {
 		return nil, err
 	}
-	tvs, err := answersOf(ctx, db, toRun, tt.ID)
+	tvs, tdmg, err := answersOf(ctx, db, toRun, tt.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -467,6 +471,7 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 	if c.ToSide, err = sideOf(ctx, db, tt, toRun, ver, tvs); err != nil {
 		return nil, err
 	}
+	c.FromSide.DamagedRows, c.ToSide.DamagedRows = fdmg, tdmg
 	c.warn()
 	c.GateFailed = c.OverBlocking > c.MaxNewBlocks || c.MaxLostBlocks >= 0 && c.UnderBlocking > c.MaxLostBlocks ||
 		c.MaxNotCompared >= 0 && c.NotComparedGated > c.MaxNotCompared
@@ -649,6 +654,9 @@ func (c *Comparison) WarningTexts(quote func(string) string) []string {
 		if len(incomplete) > 0 {
 			out = append(out, fmt.Sprintf("%s's newer runs %s did not answer the whole corpus and were not compared; this compares its run %d", quote(s.Target), strings.Join(incomplete, ", "), s.Run))
 		}
+		if s.DamagedRows > 0 {
+			out = append(out, fmt.Sprintf("%s's run %d holds %d damaged observation row(s) (driftprobe db check names them): their probes read as not observed and are not compared", quote(s.Target), s.Run, s.DamagedRows))
+		}
 	}
 	if c.MaxNotCompared < 0 && c.NotComparedGated > 0 {
 		out = append(out, fmt.Sprintf("%d probe(s) without a verdict on one side could hide a change the gate counts (--max-not-compared is off)", c.NotComparedGated))
@@ -796,12 +804,15 @@ func (a answer) describe(ok bool) string {
 
 // answersOf returns probe id -> first sample for a target's run: every
 // probe the run answered, with the verdict when the answer is one.
-func answersOf(ctx context.Context, db *storage.DB, run, targetID int64) (map[string]answer, error) {
-	obs, err := db.Observations(ctx, run, targetID)
+//
+// A damaged row is left out (its probe reads as not observed); damaged
+// counts them.
+func answersOf(ctx context.Context, db *storage.DB, run, targetID int64) (out map[string]answer, damaged int, err error) {
+	obs, dmg, err := db.ObservationsWithDamage(ctx, run, targetID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := map[string]answer{}
+	out = map[string]answer{}
 	for _, o := range obs {
 		if o.Sample != 0 {
 			continue
@@ -813,7 +824,7 @@ func answersOf(ctx context.Context, db *storage.DB, run, targetID int64) (map[st
 		}
 		out[o.ProbeID] = a
 	}
-	return out, nil
+	return out, len(dmg), nil
 }
 
 // probeRecords reads the stored records (role, tags) of the probes the

@@ -303,3 +303,32 @@ func TestDiffOnDamagedRowIsRuntime(t *testing.T) {
 		t.Errorf("diff over a damaged row: exit %d: %s", code, stderr)
 	}
 }
+
+// compare over a run holding a damaged row gates instead of failing: the
+// row's probe reads as not observed (not compared), and the damage is
+// counted and warned about.
+func TestCompareGoesOnPastADamagedRow(t *testing.T) {
+	dir := t.TempDir()
+	db, cfg := filepath.Join(dir, "d.db"), filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("targets:\n  - {name: sim-a, provider: sim, model: sim-large}\n  - {name: sim-b, provider: sim, model: sim-large}\n"), 0o644)
+	mustRun(t, 2, "--config", cfg, "--db", db)
+	raw, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE observations SET class = 'allowee' WHERE id = (SELECT MAX(o.id) FROM observations o JOIN targets t ON t.id = o.target_id WHERE t.name = 'sim-b' AND o.sample = 0)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	stdout, stderr, code := runIn(t, "compare", "--from", "sim-a", "--to", "sim-b", "--json", "--config", cfg, "--db", db)
+	var c struct {
+		ToSide struct {
+			DamagedRows int `json:"damaged_rows"`
+		} `json:"to_side"`
+		NotCompared int      `json:"not_compared"`
+		Warnings    []string `json:"warnings"`
+	}
+	if code == 3 || json.Unmarshal([]byte(stdout), &c) != nil || c.ToSide.DamagedRows != 1 || c.NotCompared < 1 || !strings.Contains(strings.Join(c.Warnings, "\n"), "damaged observation row") {
+		t.Errorf("compare over a damaged row: exit %d: %s\n%s", code, stdout, stderr)
+	}
+}
