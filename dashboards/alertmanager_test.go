@@ -474,22 +474,7 @@ func TestAlertmanagerInhibition(t *testing.T) {
 			if _, ok := want[labelKey(source)]; !ok || !want[labelKey(suppressed)] {
 				t.Fatalf("test setup: source %v or target %v not among the posted alerts", source, suppressed)
 			}
-			raw, err := json.Marshal(body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v2/alerts", bytes.NewReader(raw))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("POST /api/v2/alerts: %s", resp.Status)
-			}
+			postAlerts(t, client, base, body)
 
 			// Poll until Alertmanager reports the expected state for every
 			// posted alert, or give up at the deadline.
@@ -546,4 +531,26 @@ func inhibitionProblems(t *testing.T, client *http.Client, base string, want map
 		}
 	}
 	return problems
+}
+
+// postAlerts posts alerts to the Alertmanager API at base (POST
+// /api/v2/alerts) and fails the test unless it accepts them.
+func postAlerts(t *testing.T, client *http.Client, base string, alerts any) {
+	t.Helper()
+	raw, err := json.Marshal(alerts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v2/alerts", bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /api/v2/alerts: %s", resp.Status)
+	}
 }

@@ -1,8 +1,6 @@
 package dashboards
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -99,19 +97,7 @@ func TestAlertmanagerOneIncidentPerEvent(t *testing.T) {
 	for _, ls := range posted {
 		body = append(body, postAlert{ls, map[string]string{"summary": "test"}, now, now.Add(time.Hour)})
 	}
-	raw, _ := json.Marshal(body)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v2/alerts", bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /api/v2/alerts: %s", resp.Status)
-	}
+	postAlerts(t, client, base, body)
 
 	// group labels -> alert names in it, for the pager receiver.
 	want := map[string][]string{

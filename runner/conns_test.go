@@ -66,14 +66,7 @@ func (c *connCounter) waitClosed(t *testing.T, d time.Duration) {
 // (a 2-second schedule held ~750 sockets open).
 func TestRunClosesItsIdleConnections(t *testing.T) {
 	var cc connCounter
-	hs := httptest.NewUnstartedServer(sim.NewServer(sim.Config{}))
-	hs.Config.ConnState = cc.hook
-	hs.Start()
-	defer hs.Close()
-	e := testenv.New(t, fmt.Sprintf(`
-targets:
-  - {name: s, provider: sim, model: m, base_url: %q, concurrency: 4}
-`, hs.URL))
+	e := countedSim(t, &cc, 4)
 	for i := 0; i < 2; i++ {
 		r := runner.New(runner.Options{Config: e.Config, Corpus: e.Corpus, Store: e.Store, Targets: e.Targets, Sleep: e.Sleep})
 		if _, err := r.Run(context.Background()); err != nil {
@@ -90,14 +83,7 @@ targets:
 
 	// A caller's own client is the caller's to manage: its connections stay.
 	var kept connCounter
-	hs2 := httptest.NewUnstartedServer(sim.NewServer(sim.Config{}))
-	hs2.Config.ConnState = kept.hook
-	hs2.Start()
-	defer hs2.Close()
-	e2 := testenv.New(t, fmt.Sprintf(`
-targets:
-  - {name: s, provider: sim, model: m, base_url: %q, concurrency: 1}
-`, hs2.URL))
+	e2 := countedSim(t, &kept, 1)
 	client := runner.DefaultClient()
 	defer client.CloseIdleConnections()
 	if _, err := runner.New(runner.Options{Config: e2.Config, Corpus: e2.Corpus, Store: e2.Store, Targets: e2.Targets, Sleep: e2.Sleep, Client: client}).Run(context.Background()); err != nil {
@@ -109,4 +95,18 @@ targets:
 	if open == 0 {
 		t.Error("the caller's client lost its keep-alive connection: the runner closed what it does not own")
 	}
+}
+
+// countedSim starts a loopback sim server whose connections cc counts and
+// returns an environment with one target on it at concurrency c.
+func countedSim(t *testing.T, cc *connCounter, c int) *testenv.Env {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(sim.NewServer(sim.Config{}))
+	hs.Config.ConnState = cc.hook
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return testenv.New(t, fmt.Sprintf(`
+targets:
+  - {name: s, provider: sim, model: m, base_url: %q, concurrency: %d}
+`, hs.URL, c))
 }

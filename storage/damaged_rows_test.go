@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -260,14 +259,10 @@ func TestPruneGoesOnPastADamagedFlag(t *testing.T) {
 // after it is still found.
 func TestCheckGoesOnPastADamagedPage(t *testing.T) {
 	ctx := context.Background()
-	p := filepath.Join(t.TempDir(), "t.db")
+	const n = 600
+	p := checkedDB(t, t.TempDir(), n)
 	d, err := Open(ctx, p)
 	if err != nil {
-		t.Fatal(err)
-	}
-	run, tgt := setupRun(t, d)
-	const n = 600
-	if err := d.InsertObservations(ctx, checkedObservations(run, tgt, n)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.db.ExecContext(ctx, `UPDATE observations SET body_sha256 = 'feed' WHERE id = ?`, n); err != nil {

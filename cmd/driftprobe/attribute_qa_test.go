@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,42 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
-	"github.com/driftprobe/driftprobe/storage"
 )
-
-// attrRuns writes config and makes n hourly runs against the sim through
-// the path `driftprobe run` takes, run i starting at
-// testenv.AttributionT0 + (i-1)h (the clock injected, nothing slept).
-func attrRuns(t *testing.T, config string, n int) (dir, cfg, db string) {
-	t.Helper()
-	dir = t.TempDir()
-	cfg, db = filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
-	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	sess, err := app.Open(ctx, cfg, db, true, app.CheckCorpus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	targets, closeT, err := app.BuildTargets(sess.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeT()
-	sleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-	for i := 0; i < n; i++ {
-		at := testenv.AttributionT0.Add(time.Duration(i) * time.Hour)
-		res, err := app.RunOnce(ctx, sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: sleep, Now: func() time.Time { return at }})
-		if err != nil || res.Summary.Status != storage.RunComplete {
-			t.Fatalf("run %d: %v", i+1, err)
-		}
-	}
-	return dir, cfg, db
-}
 
 // hateJumps writes n hourly points for target/hate from AttributionT0,
 // 50 blocked per 10000 requests before hour jump and 200 from it on.
@@ -84,7 +49,7 @@ func TestAttributeNoisyProbesAreNotTraffic(t *testing.T) {
 			"probe(s) with identical verdicts on identical request bytes before and after it"}},
 	} {
 		t.Run(c.attr, func(t *testing.T) {
-			dir, cfg, db := attrRuns(t, "targets: [{name: noisy, provider: sim, model: sim-large, sim: "+c.noise+"}]\n", 8)
+			dir, cfg, db := hourlyRuns(t, "targets: [{name: noisy, provider: sim, model: sim-large, sim: "+c.noise+"}]\n", 8, nil)
 			prod := hateJumps(t, dir, "noisy", 9, 4)
 			stdout, stderr, code := runIn(t, "attribute", "--config", cfg, "--db", db, "--production", prod, "--json")
 			if code != 0 {
@@ -152,7 +117,7 @@ func TestAttributeVerdictBlipIsNotTraffic(t *testing.T) {
         - {from_run: 3, thresholds: {hate: 0.01}}
         - {from_run: 4, thresholds: {hate: 0.5}}
 `
-	dir, cfg, db := attrRuns(t, config, 10)
+	dir, cfg, db := hourlyRuns(t, config, 10, nil)
 	if evs := eventKinds(t, cfg, db); len(evs) != 0 {
 		t.Fatalf("the blip made events %v: the test needs none", evs)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
+	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -53,34 +54,54 @@ type attrReport struct {
 // RunOnce), with the clock injected so run i starts at testenv.AttributionT0 + (i-1)h.
 func attrSetup(t *testing.T) (dir, cfg, db string) {
 	t.Helper()
+	return hourlyRuns(t, testenv.AttributionConfig, 10, func(i int, res *app.RunResult) {
+		if i == 4 && len(res.Events) != 1 {
+			t.Fatalf("run 5 confirmed %d events, want the scripted one", len(res.Events))
+		}
+	})
+}
+
+// hourlyRuns writes config and makes n hourly runs against the sim through
+// the path `driftprobe run` takes, run i+1 starting at
+// testenv.AttributionT0 + i hours (the clock injected, nothing slept);
+// each must complete, and check (when not nil) sees each result.
+func hourlyRuns(t *testing.T, config string, n int, check func(i int, res *app.RunResult)) (dir, cfg, db string) {
+	t.Helper()
 	dir = t.TempDir()
 	cfg, db = filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
-	if err := os.WriteFile(cfg, []byte(testenv.AttributionConfig), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	sess, err := app.Open(ctx, cfg, db, true, app.CheckCorpus)
+	sess, targets := openRunSession(t, cfg, db)
+	sleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	for i := 0; i < n; i++ {
+		at := testenv.AttributionT0.Add(time.Duration(i) * time.Hour)
+		res, err := app.RunOnce(context.Background(), sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: sleep, Now: func() time.Time { return at }})
+		if err != nil || res.Summary.Status != storage.RunComplete {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+		if check != nil {
+			check(i, res)
+		}
+	}
+	return dir, cfg, db
+}
+
+// openRunSession opens cfg's session on db to write, as `driftprobe run`
+// does, with its targets built; both are closed when the test ends.
+func openRunSession(t *testing.T, cfg, db string) (*app.Session, []*runner.Target) {
+	t.Helper()
+	sess, err := app.Open(context.Background(), cfg, db, true, app.CheckCorpus)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sess.Close()
+	t.Cleanup(func() { sess.Close() })
 	targets, closeT, err := app.BuildTargets(sess.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeT()
-	sleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-	for i := 0; i < 10; i++ {
-		at := testenv.AttributionT0.Add(time.Duration(i) * time.Hour)
-		res, err := app.RunOnce(ctx, sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: sleep, Now: func() time.Time { return at }})
-		if err != nil || res.Summary.Status != storage.RunComplete {
-			t.Fatalf("run %d: %v", i+1, err)
-		}
-		if i == 4 && len(res.Events) != 1 {
-			t.Fatalf("run 5 confirmed %d events, want the scripted one", len(res.Events))
-		}
-	}
-	return dir, cfg, db
+	t.Cleanup(closeT)
+	return sess, targets
 }
 
 // hourly renders ten JSONL points from testenv.AttributionT0: blocked per 1000 requests is

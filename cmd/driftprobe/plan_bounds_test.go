@@ -95,16 +95,7 @@ func TestPlanCeilingsHoldInWorstCase(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	sess, err := app.Open(ctx, cfg, db, true, app.CheckCorpus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	targets, closeT, err := app.BuildTargets(sess.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeT()
+	sess, targets := openRunSession(t, cfg, db)
 	noSleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 	reached := map[string]bool{}
 	for run := 1; run <= 4; run++ {

@@ -145,7 +145,7 @@ func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), er
 // that is not driftprobe's is a usage error (exit 2).
 func OpenStore(ctx context.Context, c *config.Config) (*storage.DB, error) {
 	if fi, err := os.Stat(c.Database); err == nil && fi.IsDir() {
-		return nil, Usage(fmt.Errorf("database %s is a directory, not a database file (check --db or the config's database)", c.Database))
+		return nil, dirAsDatabase(c.Database)
 	}
 	st, err := storage.Open(ctx, c.Database)
 	if errors.Is(err, storage.ErrNotDriftprobe) {
@@ -232,7 +232,7 @@ func requireDatabase(cfg *config.Config) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return Usage(fmt.Errorf("database %s does not exist (driftprobe run creates it; check --db or the config's database)", cfg.Database))
 	case err == nil && fi.IsDir():
-		return Usage(fmt.Errorf("database %s is a directory, not a database file (check --db or the config's database)", cfg.Database))
+		return dirAsDatabase(cfg.Database)
 	case err == nil && fi.Size() == 0 && !exists(cfg.Database+"-journal") && !exists(cfg.Database+"-wal"):
 		// An empty file is no database: maintenance that writes (db prune,
 		// outbox --send) would otherwise create the schema in it. (With a
@@ -240,6 +240,11 @@ func requireDatabase(cfg *config.Config) error {
 		return Usage(fmt.Errorf("database %s is an empty file, not a driftprobe database (driftprobe run creates one; check --db or the config's database)", cfg.Database))
 	}
 	return nil
+}
+
+// dirAsDatabase is the usage error for a directory given as the database.
+func dirAsDatabase(p string) error {
+	return Usage(fmt.Errorf("database %s is a directory, not a database file (check --db or the config's database)", p))
 }
 
 func exists(p string) bool {

@@ -69,30 +69,12 @@ func newDaemon(t *testing.T, cfgPath string) *daemonHarness {
 	return h
 }
 
-// tick advances the fake clock one interval and waits for the run. gocron
-// releases its singleton slot just after a run returns, so an advance that
-// lands in that instant is (correctly) skipped as an overlap; the harness
-// then advances another interval rather than flake.
+// tick advances the fake clock one interval and waits for the run, which
+// must succeed (tickErr returns its error instead).
 func (h *daemonHarness) tick(t *testing.T, iv time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
-		if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
-			t.Fatalf("scheduler never waited on the clock: %v", err)
-		}
-		h.clock.Advance(iv)
-		select {
-		case err := <-h.done:
-			if err != nil {
-				t.Fatalf("run: %v", err)
-			}
-			return
-		case <-time.After(3 * time.Second):
-			// skipped as an overlap: advance again
-		case <-ctx.Done():
-			t.Fatal("run did not happen after advancing the clock")
-		}
+	if err := h.tickErr(t, iv); err != nil {
+		t.Fatalf("run: %v", err)
 	}
 }
 
