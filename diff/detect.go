@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -75,6 +76,21 @@ type TargetStats struct {
 	// not carry over) and the old id's state is kept in case it returns.
 	// Callers should log these.
 	Renamed []ProbeRename `json:"renamed,omitempty"`
+	// OriginChange is set when the target's requests went to another
+	// endpoint than in its previous run (another resource, region,
+	// gateway or server under the same target name): every probe's state
+	// was reset as an input change (counted in InputChanges), since the
+	// request fingerprint, which leaves hosts out, cannot tell. Callers
+	// should log it.
+	OriginChange *OriginChange `json:"origin_change,omitempty"`
+}
+
+// OriginChange is a target's endpoint moving between two runs
+// (storage.RunTarget.Origin).
+type OriginChange struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	FromRun int64  `json:"from_run"` // the last run at From
 }
 
 // ProbeRename is a probe id that appeared with the request bytes of a
@@ -275,8 +291,15 @@ func (d *detector) observe(obs []*storage.Observation) error {
 	if err != nil {
 		return err
 	}
-	d.states, d.known = states, known
 	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
+	originReset, err := d.resetOnOriginChange(states, obs, &stats)
+	if err != nil {
+		return err
+	}
+	if originReset {
+		states = map[string]*state{}
+	}
+	d.states, d.known = states, known
 	if err := d.trackModel(obs); err != nil {
 		return err
 	}
@@ -513,11 +536,67 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			stats.Nondeterministic++
 		}
 	}
-	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states, false); err != nil {
+	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states, originReset); err != nil {
 		return err
 	}
 	d.stats, d.flips, d.ndFlips, d.drifts, d.newlyND, d.other = stats, flips, ndFlips, drifts, newlyND, other
 	return nil
+}
+
+// resetOnOriginChange compares the origin the target's requests went to in
+// this run with the one of its latest earlier run that recorded one. When
+// they differ, every probe with a state (absent ones too) is recorded as an
+// input change caused by the origin, and it reports true: the caller drops
+// the states, so that each probe establishes a new baseline at the new
+// endpoint, exactly as after a change of its request bytes. Nothing is
+// inferred when either origin is unknown (runs recorded before origins
+// were kept, a target none of whose probes rendered). The target's open
+// events are left as they are (as after edited bytes); its known
+// categories are kept.
+func (d *detector) resetOnOriginChange(states map[string]*state, obs []*storage.Observation, stats *TargetStats) (bool, error) {
+	var cur string
+	err := d.tx.QueryRowContext(d.ctx, `SELECT origin FROM run_targets WHERE run_id = ? AND target_id = ?`, d.in.RunID, d.t.ID).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && cur == "") {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var prev string
+	var prevRun int64
+	err = d.tx.QueryRowContext(d.ctx, `SELECT origin, run_id FROM run_targets WHERE target_id = ? AND run_id < ? AND origin != '' ORDER BY run_id DESC LIMIT 1`,
+		d.t.ID, d.in.RunID).Scan(&prev, &prevRun)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && prev == cur) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	stats.OriginChange = &OriginChange{From: prev, To: cur, FromRun: prevRun}
+	now := map[string]string{} // this run's request fingerprint per probe
+	for _, o := range obs {
+		if o.Sample == 0 {
+			now[o.ProbeID] = o.RequestSHA256
+		}
+	}
+	ids := make([]string, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		old := states[id].sha
+		sha, ok := now[id]
+		if !ok {
+			sha = old
+		}
+		if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256, cause) VALUES (?, ?, ?, ?, ?, 'origin')`,
+			d.in.RunID, d.t.ID, id, old, sha); err != nil {
+			return false, err
+		}
+		stats.InputChanges++
+	}
+	return true, nil
 }
 
 // renames lists the probe ids new in this run (no state before) whose

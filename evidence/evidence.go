@@ -109,8 +109,12 @@ type Observation struct {
 	RequestID    string          `json:"provider_request_id"`
 	ModelID      string          `json:"model_id"`
 	ModelFP      string          `json:"model_fingerprint"`
-	Attempts     int             `json:"attempts"`
-	ResponseBody string          `json:"response_body"`
+	// Origin is the endpoint the run sent the target's requests to
+	// (scheme://host, or "sim:embedded"); absent for runs recorded before
+	// driftprobe kept it.
+	Origin       string `json:"origin,omitempty"`
+	Attempts     int    `json:"attempts"`
+	ResponseBody string `json:"response_body"`
 	// ResponseBase64 holds the exact response bytes, base64, when they are
 	// not valid UTF-8 (ResponseBody then shows them with U+FFFD in place
 	// of the invalid bytes, and could not be re-hashed).
@@ -195,7 +199,7 @@ func Build(ctx context.Context, db *storage.DB, id int64, now time.Time) (*Recor
 		return nil, err
 	}
 	rec := &Record{Format: Format, GeneratedAt: now.UTC(), Event: ev}
-	b := &builder{ctx: ctx, db: db, ev: ev, runs: map[int64]time.Time{}, targets: map[string]int64{}}
+	b := &builder{ctx: ctx, db: db, ev: ev, runs: map[int64]time.Time{}, targets: map[string]int64{}, origins: map[int64]map[int64]string{}}
 	for _, ep := range ev.Probes {
 		p, err := b.probe(ep)
 		if err != nil {
@@ -250,6 +254,21 @@ type builder struct {
 	ev      *diff.Event
 	runs    map[int64]time.Time
 	targets map[string]int64
+	origins map[int64]map[int64]string // run → target id → origin
+}
+
+// origin returns the origin target answered at in run ("" when not known).
+func (b *builder) origin(run, target int64) string {
+	if _, ok := b.origins[run]; !ok {
+		m := map[int64]string{}
+		if rts, err := b.db.RunTargets(b.ctx, run); err == nil {
+			for _, rt := range rts {
+				m[rt.TargetID] = rt.Origin
+			}
+		}
+		b.origins[run] = m
+	}
+	return b.origins[run][target]
 }
 
 func (b *builder) runStart(id int64) time.Time {
@@ -516,7 +535,7 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 	out := &Observation{ID: o.ID, RunID: o.RunID, Sample: &sample, RunStartedAt: b.runStart(o.RunID), ObservedAt: o.ObservedAt, Verdict: diff.VerdictOf(o.Result),
 		Stage: string(o.Result.Stage), Signals: o.Result.Signals, Reason: o.Result.Reason, Message: o.Result.Message, Heuristic: o.Result.Heuristic,
 		HTTPStatus: o.HTTPStatus, RequestID: o.Result.RequestID, ModelID: o.Result.ModelID, ModelFP: o.Result.ModelFP, Attempts: o.Attempts,
-		ResponseSHA256: o.BodySHA256, Truncated: o.BodyTruncated}
+		ResponseSHA256: o.BodySHA256, Truncated: o.BodyTruncated, Origin: b.origin(o.RunID, o.TargetID)}
 	s := side{out: out, obs: o}
 	var problems []string
 	if o.RequestSHA256 != ep.RequestSHA256 {
@@ -736,6 +755,9 @@ func (p *Probe) problems() []string {
 	}
 	if p.Before != nil && p.After != nil && !p.SameBytes {
 		out = append(out, fmt.Sprintf("%s: before and after did not send identical request bytes", name))
+	}
+	if b, a := p.Before, p.After; b != nil && a != nil && b.Origin != "" && a.Origin != "" && b.Origin != a.Origin {
+		out = append(out, fmt.Sprintf("%s: before and after were answered at different endpoints (%s, %s): not evidence of a provider change", name, b.Origin, a.Origin))
 	}
 	return out
 }
@@ -1227,6 +1249,9 @@ func WriteMarkdown(w io.Writer, r *Record) {
 			}
 			fmt.Fprintf(w, "- %s: observation %d, run %d%s (%s), %s, HTTP %d, provider request id %s, model %s %s, reason %s", s.name, o.ID, o.RunID, sample,
 				o.ObservedAt.Format(time.RFC3339), code(o.Verdict.String()), o.HTTPStatus, code(o.RequestID), code(o.ModelID), code(o.ModelFP), code(o.Reason))
+			if o.Origin != "" {
+				fmt.Fprintf(w, ", endpoint %s", code(o.Origin))
+			}
 			if v.Class != "" && o.Verdict.Key() != v.Key() {
 				fmt.Fprintf(w, "; DOES NOT VERIFY: the event claims %s %s, this observation recorded %s", s.name, code(v.String()), code(o.Verdict.String()))
 			}

@@ -155,6 +155,7 @@ func TestSchema9EvidenceVerifiesAfterMigration(t *testing.T) {
 	e.Runs(4)
 	ev := eventOfKind(t, e, diff.KindPolicy)
 	exec(t, e, `UPDATE event_updates SET target_id = 0`) // as a schema-9 binary recorded them
+	exec(t, e, `UPDATE run_targets SET origin = ''`)     // (it kept no origins)
 	before, err := evidence.Build(ctx, e.Store, ev.ID, time.Unix(0, 0))
 	if err != nil || !before.AllVerified {
 		t.Fatalf("record: %v %v", err, before.Problems())
@@ -168,6 +169,8 @@ func TestSchema9EvidenceVerifiesAfterMigration(t *testing.T) {
 	exec(t, e, `ALTER TABLE event_probes DROP COLUMN withdrawn`)
 	exec(t, e, `ALTER TABLE runs DROP COLUMN detected`)
 	exec(t, e, `ALTER TABLE event_updates DROP COLUMN kind`)
+	exec(t, e, `ALTER TABLE run_targets DROP COLUMN origin`)
+	exec(t, e, `ALTER TABLE input_changes DROP COLUMN cause`)
 	exec(t, e, `PRAGMA user_version = 9`)
 	e.Close()
 

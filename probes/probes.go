@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -150,6 +151,39 @@ type Prober interface {
 // taken; anything it adds is never stored.
 type Authorizer interface {
 	Authorize(ctx context.Context, r *http.Request) error
+}
+
+// Originer is implemented by a prober whose endpoint is not told by the
+// URLs it renders: the in-process simulator listens on a new loopback port
+// in every process yet is the same endpoint each time. Origin returns that
+// identity; for every other prober the runner takes the origin of the
+// rendered request URL (URLOrigin).
+type Originer interface {
+	Origin() string
+}
+
+// URLOrigin is the endpoint identity of a request URL: its scheme and host
+// ("https://myres.openai.azure.com"), lower-cased, with the port only when
+// it is not the scheme's default. Path, query and any user information are
+// left out: the path is part of the request fingerprint already, and the
+// rest is never an endpoint's identity. It is "" for a URL that does not
+// parse or has no host.
+func URLOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6 literal
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host
 }
 
 // Closer is implemented by probers holding resources (the in-process sim).

@@ -376,6 +376,10 @@ type TargetPlan struct {
 	// probe that does not render): equal across runs exactly when every
 	// request is byte-identical. A run reports the same value.
 	RequestsSHA256 string
+	// Origin is the endpoint the requests go to (storage.RunTarget.Origin):
+	// the prober's own identity (probes.Originer), else the origin of the
+	// first rendered request's URL; "" when nothing renders.
+	Origin string
 	// Requests is every probe's request in corpus order, the lines
 	// RequestsSHA256 is made of. Only Plan fills it.
 	Requests []ProbePlan
@@ -416,6 +420,9 @@ func render(c *corpus.Corpus, t *Target) ([]job, TargetPlan) {
 		jobs[i] = job{probe: p, req: req, err: err}
 		fp := storage.RenderError
 		if err == nil {
+			if plan.Origin == "" {
+				plan.Origin = originOf(t, req)
+			}
 			fp = req.SHA256()
 			plan.RequestBytes += len(req.Body)
 		} else {
@@ -432,6 +439,15 @@ func render(c *corpus.Corpus, t *Target) ([]job, TargetPlan) {
 	return jobs, plan
 }
 
+// originOf is t's endpoint identity: the prober's own (probes.Originer),
+// else the origin of req's URL.
+func originOf(t *Target, req *probes.Request) string {
+	if o, ok := t.Prober.(probes.Originer); ok {
+		return o.Origin()
+	}
+	return probes.URLOrigin(req.URL)
+}
+
 func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan<- *storage.Observation, global chan struct{}, progress func()) *TargetSummary {
 	o := r.o
 	tc := t.Config
@@ -442,7 +458,7 @@ func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan
 	// Render every probe first: the fingerprint set covers the whole corpus
 	// whatever the answers are.
 	jobs, plan := render(o.Corpus, t)
-	sum.RequestsSHA256 = plan.RequestsSHA256
+	sum.RequestsSHA256, sum.Origin = plan.RequestsSHA256, plan.Origin
 
 	var limiter *rate.Limiter
 	if tc.RateLimitRPM > 0 {

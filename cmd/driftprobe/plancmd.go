@@ -29,6 +29,7 @@ type planTarget struct {
 	Target         string  `json:"target"`
 	Provider       string  `json:"provider"`
 	Model          string  `json:"model"`
+	Origin         string  `json:"origin"` // where the requests go: scheme://host, or sim:embedded
 	Probes         int     `json:"probes"`
 	RenderErrors   int     `json:"render_errors"`
 	RequestBytes   int     `json:"request_bytes"`
@@ -79,7 +80,7 @@ type planOutput struct {
 // answers every probe sends and takes.
 func planFor(cfg *config.Config, tc *config.Target, p runner.TargetPlan, withProbes bool) planTarget {
 	likely := p.Probes - p.RenderErrors
-	pt := planTarget{Target: tc.Name, Provider: tc.Provider, Model: tc.Model, Probes: p.Probes, RenderErrors: p.RenderErrors,
+	pt := planTarget{Target: tc.Name, Provider: tc.Provider, Model: tc.Model, Origin: p.Origin, Probes: p.Probes, RenderErrors: p.RenderErrors,
 		RequestBytes: p.RequestBytes, RequestsSHA256: p.RequestsSHA256, RateLimitRPM: tc.RateLimitRPM,
 		LikelyRequests: likely, MaxSamplesPerProbe: 1 + app.MaxExtraSamples(cfg, tc), MaxAttempts: max(1, tc.MaxAttempts), MaxTokens: tc.MaxTokens}
 	pt.MaxRequests = likely * pt.MaxSamplesPerProbe * pt.MaxAttempts
@@ -161,13 +162,13 @@ and body size too. Nothing is sent and the database is not opened.`,
 func writePlan(w io.Writer, name, version string, probes int, hash string, targets []planTarget, withProbes bool) error {
 	fmt.Fprintf(w, "corpus %s %s: %s, sha256 %s\n\n", termtext.Clean(name), termtext.Clean(version), termtext.Count(probes, "probe", "probes"), hash)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tPROVIDER\tMODEL\tPROBES\tRENDER ERRORS\tREQUEST BYTES\tREQUESTS\tMAX REQUESTS\tMIN DURATION\tOUTPUT TOKENS\tMAX OUTPUT TOKENS\tOUTPUT COST\tMAX OUTPUT COST\tREQUESTS_SHA256")
+	fmt.Fprintln(tw, "TARGET\tPROVIDER\tMODEL\tENDPOINT\tPROBES\tRENDER ERRORS\tREQUEST BYTES\tREQUESTS\tMAX REQUESTS\tMIN DURATION\tOUTPUT TOKENS\tMAX OUTPUT TOKENS\tOUTPUT COST\tMAX OUTPUT COST\tREQUESTS_SHA256")
 	for _, t := range targets {
 		dur := "-"
 		if t.RateLimitRPM > 0 {
 			dur = (time.Duration(math.Round(t.MinDurationSec*1000)) * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t$%.4f\t$%.4f\t%s\n", termtext.Clean(t.Target), termtext.Clean(t.Provider), termtext.Clean(t.Model),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t$%.4f\t$%.4f\t%s\n", termtext.Clean(t.Target), termtext.Clean(t.Provider), termtext.Clean(t.Model), termtext.Clean(t.Origin),
 			t.Probes, t.RenderErrors, t.RequestBytes, t.LikelyRequests, t.MaxRequests, dur, t.LikelyMaxOutputToks, t.MaxOutputToks,
 			t.LikelyMaxOutputUSD, t.MaxOutputUSD, t.RequestsSHA256)
 	}

@@ -157,7 +157,11 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 				o.Logger.Warn("probe id new with the request bytes of a probe no longer in the corpus (renamed?): it starts its own baseline; the old id's history does not carry over",
 					"target", ts.Target, "from", rn.From, "to", rn.To, "request_sha256", rn.RequestSHA256, "run", sum.RunID)
 			}
-			if ts.InputChanges > 0 {
+			if oc := ts.OriginChange; oc != nil {
+				o.Logger.Warn("target endpoint changed: every probe's baseline restarts there (an input change, never a flip)",
+					"target", ts.Target, "from", oc.From, "to", oc.To, "last_run_at_from", oc.FromRun, "run", sum.RunID)
+			}
+			if ts.InputChanges > 0 && ts.OriginChange == nil {
 				o.Logger.Warn("request bytes changed: these probes' baselines restart (nothing is compared across the change)",
 					"target", ts.Target, "probes", ts.InputChanges, "run", sum.RunID)
 			}
@@ -474,6 +478,11 @@ type (
 		// bytes of an id no longer in the corpus (likely renames): each
 		// starts its own baseline. Always present, [] when none.
 		Renamed []diff.ProbeRename `json:"renamed"`
+		// Origin is the endpoint the requests went to (scheme://host, or
+		// "sim:embedded"); OriginChange is set when it differs from the
+		// target's previous run's: every baseline restarts.
+		Origin       string             `json:"origin"`
+		OriginChange *diff.OriginChange `json:"origin_change"`
 	}
 )
 
@@ -487,6 +496,7 @@ func (r *RunResult) JSON() RunJSON {
 	}
 	inputChanges := r.inputChanges()
 	renamed := r.renamed()
+	originChanges := r.originChanges()
 	for _, t := range s.Targets {
 		v := map[string]int{}
 		for _, c := range probes.Classes {
@@ -494,9 +504,21 @@ func (r *RunResult) JSON() RunJSON {
 		}
 		out.Targets = append(out.Targets, TargetJSON{Target: t.Target, Provider: t.Provider, Status: t.Status, Observations: t.Observations,
 			Verdicts: v, RequestsSHA256: t.RequestsSHA256, Requests: t.Requests, Retries: t.Retries, BreakerOpened: t.BreakerOpened,
-			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target], Renamed: renamed[t.Target]})
+			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target], Renamed: renamed[t.Target],
+			Origin: t.Origin, OriginChange: originChanges[t.Target]})
 		if out.Targets[len(out.Targets)-1].Renamed == nil {
 			out.Targets[len(out.Targets)-1].Renamed = []diff.ProbeRename{}
+		}
+	}
+	return out
+}
+
+// originChanges returns, by target, the endpoint changes detection found.
+func (r *RunResult) originChanges() map[string]*diff.OriginChange {
+	out := map[string]*diff.OriginChange{}
+	if r.Detection != nil {
+		for _, ts := range r.Detection.Stats {
+			out[ts.Target] = ts.OriginChange
 		}
 	}
 	return out
@@ -538,7 +560,7 @@ func WriteSummary(w io.Writer, r *RunResult) {
 			c[probes.Transient], c[probes.ClientError], c[probes.FilterUnavailable], t.Requests, t.CostUSD)
 	}
 	tw.Flush()
-	inputChanges, renamed := r.inputChanges(), r.renamed()
+	inputChanges, renamed, originChanges := r.inputChanges(), r.renamed(), r.originChanges()
 	for _, t := range s.Targets {
 		var notes []string
 		if t.BreakerOpened {
@@ -550,7 +572,10 @@ func WriteSummary(w io.Writer, r *RunResult) {
 		if t.Counts[probes.AbuseBlock] > 0 {
 			notes = append(notes, "ACCOUNT-LEVEL ENFORCEMENT (abuse_block): every user of this account is affected")
 		}
-		if n := inputChanges[t.Target]; n > 0 {
+		if oc := originChanges[t.Target]; oc != nil {
+			notes = append(notes, fmt.Sprintf("endpoint changed from %s (run %d) to %s: %d probe baseline(s) restart (an input change, never a flip)",
+				termtext.Safe(oc.From), oc.FromRun, termtext.Safe(oc.To), inputChanges[t.Target]))
+		} else if n := inputChanges[t.Target]; n > 0 {
 			notes = append(notes, fmt.Sprintf("%d probe(s) sent other request bytes than their baseline (corpus or target parameters changed): their baselines restart", n))
 		}
 		for _, rn := range renamed[t.Target] {

@@ -41,6 +41,11 @@ type Prober struct {
 var _ probes.Prober = (*Prober)(nil)
 var _ probes.Authorizer = (*Prober)(nil)
 var _ probes.Closer = (*Prober)(nil)
+var _ probes.Originer = (*Prober)(nil)
+
+// EmbeddedOrigin is the endpoint identity of the in-process simulator,
+// whatever loopback port it listens on.
+const EmbeddedOrigin = "sim:embedded"
 
 // New builds a sim prober. Without a base URL it starts an in-process
 // server on a loopback port, reached over real HTTP like any provider.
@@ -70,6 +75,15 @@ func New(t probes.Target) (probes.Prober, error) {
 	go func() { _ = p.srv.Serve(ln) }()
 	p.base = "http://" + ln.Addr().String()
 	return p, nil
+}
+
+// Origin is EmbeddedOrigin for the in-process server and the origin of
+// base_url for a remote sim.
+func (p *Prober) Origin() string {
+	if p.server != nil {
+		return EmbeddedOrigin
+	}
+	return probes.URLOrigin(p.base)
 }
 
 // Server returns the in-process server, or nil for a remote sim.
