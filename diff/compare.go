@@ -910,6 +910,14 @@ type RunDiff struct {
 	// before recording it.
 	FromTargetStatus string `json:"from_target_status"`
 	ToTargetStatus   string `json:"to_target_status"`
+	// FromOrigin and ToOrigin are the endpoints the target answered at in
+	// each run (storage.RunTarget.Origin; "" when not recorded). When both
+	// are known and differ, the verdicts differ for a reason of the
+	// user's own (the target was moved): OriginMoved is set, and the
+	// differences are no evidence of a provider change.
+	FromOrigin  string `json:"from_origin"`
+	ToOrigin    string `json:"to_origin"`
+	OriginMoved bool   `json:"origin_moved"`
 }
 
 // TargetUnrecorded is RunDiff's target status of a run that recorded no
@@ -958,7 +966,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	}
 	// A run that does not exist, or did not probe the target, is an
 	// error, never "0 probes differ".
-	status, tstatus := map[int64]string{}, map[int64]string{}
+	status, tstatus, origin := map[int64]string{}, map[int64]string{}, map[int64]string{}
 	for _, id := range []int64{from, to} {
 		var n int
 		// A run killed outright has observations but no run_targets row.
@@ -974,11 +982,11 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 			return nil, fmt.Errorf("run %d did not probe target %s", id, target)
 		}
 		status[id] = r.Status
-		ts := TargetUnrecorded
-		if err := db.SQL().QueryRowContext(ctx, `SELECT status FROM run_targets WHERE run_id = ? AND target_id = ?`, id, t.ID).Scan(&ts); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		ts, org := TargetUnrecorded, ""
+		if err := db.SQL().QueryRowContext(ctx, `SELECT status, origin FROM run_targets WHERE run_id = ? AND target_id = ?`, id, t.ID).Scan(&ts, &org); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("run %d: target %s: %w", id, target, err)
 		}
-		tstatus[id] = ts
+		tstatus[id], origin[id] = ts, org
 		if r.Pruned == storage.PrunedObservations {
 			return nil, fmt.Errorf("run %d: retention deleted its observations (only those events and detection pin are left), so a diff would miss what changed; events and evidence keep the flips", id)
 		}
@@ -1002,7 +1010,8 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	}
 	am, bm := first(a), first(b)
 	d := &RunDiff{Target: target, FromRun: from, ToRun: to, Probes: []RunDiffEntry{}, FromStatus: status[from], ToStatus: status[to],
-		FromTargetStatus: tstatus[from], ToTargetStatus: tstatus[to]}
+		FromTargetStatus: tstatus[from], ToTargetStatus: tstatus[to], FromOrigin: origin[from], ToOrigin: origin[to]}
+	d.OriginMoved = d.FromOrigin != "" && d.ToOrigin != "" && d.FromOrigin != d.ToOrigin
 	for id := range bm {
 		if am[id] == nil {
 			d.Missing++

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/sim"
@@ -72,12 +73,18 @@ func TestEndpointMoveIsInputChangeNotFlip(t *testing.T) {
 			t.Errorf("run %d at b: the endpoint move made events: %+v", out.RunID, out.Events)
 		}
 	}
+	// A diff across the move says the verdicts moved with the endpoint.
+	stdout, stderr, code := runIn(t, "diff", "--json", "--db", db, "--target", "gw", "--from", "3", "--to", "4")
+	var d diff.RunDiff
+	if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil || !d.OriginMoved || d.FromOrigin != probes.URLOrigin(a.URL) || d.ToOrigin != probes.URLOrigin(b.URL) || len(d.Probes) == 0 {
+		t.Errorf("diff across the move: exit %d: %s%s", code, stdout, stderr)
+	}
 	// b loosens from run 7: a change of b's own is an event.
 	var evs int
 	for i := 0; i < 2; i++ {
 		evs += len(run(b.URL).Events)
 	}
-	stdout, stderr, code := runIn(t, "events", "--json", "--db", db)
+	stdout, stderr, code = runIn(t, "events", "--json", "--db", db)
 	if code != 0 || evs == 0 || !strings.Contains(stdout, `"loosened"`) {
 		t.Errorf("b's own loosening after the move: %d events in runs; events: exit %d: %s%s", evs, code, stdout, stderr)
 	}
