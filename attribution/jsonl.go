@@ -161,7 +161,10 @@ func ReadJSONL(name string, r io.Reader, targets []string) (*Production, error) 
 		return nil, errs.final(false)
 	}
 	if len(prod.Series) == 0 {
-		return nil, yamlx.List{{File: name, Msg: "no production data: every line is blank or a comment"}}
+		// Like a Prometheus query that matches nothing: a report with no
+		// series and a warning (a --fail-on gate over it exits 2).
+		prod.Warnings = append(prod.Warnings, name+": no production data (empty, or every line blank or a # comment): nothing to attribute")
+		return prod, nil
 	}
 	sortSeries(prod.Series)
 	return prod, nil

@@ -87,7 +87,6 @@ func TestReadJSONLErrors(t *testing.T) {
 		{"line numbers count blanks and comments", "# header\n\n" + ok + "\n  # indented comment\n" + `{"time":"2026-11-20T01:00:00Z","target":"sim-a","blocked":"x"}`, "p.jsonl:5: blocked: want a number"},
 		{"second point for a series and time", ok + "\n" + strings.Replace(ok, `"blocked":1`, `"blocked":2`, 1), "p.jsonl:2: time: a second point for target sim-a, category \"\" (all) at 2026-11-20T00:00:00Z (the other is on line 1)"},
 		{"totals on some lines only", ok + "\n" + `{"time":"2026-11-20T01:00:00Z","target":"sim-a","blocked":1,"total":9}`, "p.jsonl:2: total: present here but absent on line 1"},
-		{"empty file", "# only a comment\n\n", "p.jsonl: no production data"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -299,5 +298,16 @@ func TestReadJSONLUnreadable(t *testing.T) {
 	_, err = ReadJSONL(dir, f, []string{"sim-a"})
 	if err == nil || !IsInput(err) || !strings.HasPrefix(err.Error(), dir+": reading: ") || strings.Count(err.Error(), dir) != 1 || strings.Contains(err.Error(), "read "+dir) {
 		t.Fatalf("err %v (input %v)", err, IsInput(err))
+	}
+}
+
+// A file without data is a production with no series and a warning, as a
+// Prometheus query matching nothing is: no error.
+func TestReadJSONLNoData(t *testing.T) {
+	for _, in := range []string{"", "# only a comment\n\n", "\xef\xbb\xbf\n  \t\n"} {
+		p, err := ReadJSONL("p.jsonl", strings.NewReader(in), testTargets)
+		if err != nil || len(p.Series) != 0 || len(p.Warnings) != 1 || !strings.HasPrefix(p.Warnings[0], "p.jsonl: no production data") {
+			t.Errorf("%q: %+v %v", in, p, err)
+		}
 	}
 }

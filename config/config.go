@@ -389,8 +389,10 @@ func (c *Config) applyDefaults() {
 	}
 	// A number the file leaves out takes its default; one the file sets
 	// to 0 is kept, for Validate to refuse (or accept, where 0 has a
-	// documented meaning) rather than silently read as the default.
-	unset := func(path string) bool { return yamlx.Find(c.root, path) == nil }
+	// documented meaning) rather than silently read as the default. A
+	// field given as null (`~`, `null`, nothing after the colon) is left
+	// out, as everywhere: it takes its default too.
+	unset := func(path string) bool { return !yamlx.Given(c.root, path) }
 	if c.ConfirmRuns == 0 && unset("confirm_runs") {
 		c.ConfirmRuns = DefaultConfirmRuns
 	}
@@ -463,19 +465,19 @@ func (c *Config) applyDefaults() {
 			a.CategoryLabel = "category"
 		}
 		// As for confirm_runs: an explicit 0 is an error, not the default.
-		if a.Since == 0 && yamlx.Find(c.root, "attribution.since") == nil {
+		if a.Since == 0 && unset("attribution.since") {
 			a.Since = Duration(DefaultAttributionSince)
 		}
-		if a.Step == 0 && yamlx.Find(c.root, "attribution.step") == nil {
+		if a.Step == 0 && unset("attribution.step") {
 			a.Step = Duration(DefaultAttributionStep)
 		}
-		if a.MinZ == 0 && yamlx.Find(c.root, "attribution.min_z") == nil {
+		if a.MinZ == 0 && unset("attribution.min_z") {
 			a.MinZ = DefaultAttributionMinZ
 		}
-		if a.MinPoints == 0 && yamlx.Find(c.root, "attribution.min_points") == nil {
+		if a.MinPoints == 0 && unset("attribution.min_points") {
 			a.MinPoints = AttributionMinPoints
 		}
-		if a.MinChange == 0 && yamlx.Find(c.root, "attribution.min_change") == nil {
+		if a.MinChange == 0 && unset("attribution.min_change") {
 			a.MinChange = DefaultAttributionMinChange
 		}
 	}
@@ -491,9 +493,7 @@ func (c *Config) Validate(needKeys bool) error {
 	if c.File == "" {
 		col.File = "(built-in config)"
 	}
-	if c.ConfirmRuns < 1 {
-		col.Add("confirm_runs", "%d: must be at least 1", c.ConfirmRuns)
-	}
+	checkInt(col, "confirm_runs", c.ConfirmRuns, 1, math.MaxInt, DefaultConfirmRuns)
 	checkInt(col, "concurrency", c.Concurrency, 1, MaxConcurrency, DefaultConcurrency)
 	checkDuration(col, "timeout", c.Timeout, MinTimeout, MaxTimeout, DefaultTimeout)
 	checkInt(col, "max_attempts", c.MaxAttempts, 1, MaxAttempts, DefaultMaxAttempts)
@@ -673,7 +673,7 @@ func (c *Config) Validate(needKeys bool) error {
 		}
 	}
 	if a := c.Attribution; a != nil {
-		a.validate(col, yamlx.Find(c.root, "attribution.tolerance") != nil)
+		a.validate(col, yamlx.Given(c.root, "attribution.tolerance"))
 	}
 	return col.Err()
 }
@@ -752,7 +752,10 @@ func checkDuration(col *yamlx.Collector, path string, v Duration, lo, hi, def ti
 // or a key pasted into its path — which would be logged, stored as the
 // target's endpoint and in every observation's request path, and sent in
 // clear on plain http; the URL is not echoed, since it holds one. keyField
-// names where the credential belongs. The scheme must be http(s).
+// names where the credential belongs. Then, for every provider and
+// github.base_url alike, the URL must be what a request path can be
+// appended to: an absolute http(s) URL with a host, no query or fragment,
+// and a port, when given, from 1 to 65535.
 func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
 	if raw == "" {
 		return
@@ -786,7 +789,24 @@ func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
 			}
 		}
 	}
-	checkScheme(col, path, raw)
+	if !checkScheme(col, path, raw) {
+		return
+	}
+	// Past the checks above, the URL carries no recognisable credential:
+	// it is echoed, but for a query or fragment, which might hold one.
+	const want = "want http(s)://host[:port][/path]"
+	switch {
+	case u.Hostname() == "":
+		col.Add(path, "%q: no host (%s)", raw, want)
+	case u.RawQuery != "" || u.ForceQuery:
+		col.Add(path, "must not carry a query (?…): request paths are appended to the base URL (%s)", want)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		col.Add(path, "must not carry a fragment (#…): request paths are appended to the base URL (%s)", want)
+	case u.Port() != "":
+		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+			col.Add(path, "%q: port %s out of range (1–65535)", raw, u.Port())
+		}
+	}
 }
 
 // keyInPath reports whether a URL path segment is shaped like an API key:
@@ -805,18 +825,19 @@ func keyInPath(seg string) bool {
 	return len(seg) >= 20 && (strings.HasPrefix(seg, "sk-") || strings.HasPrefix(seg, "sk_"))
 }
 
-// checkScheme adds a problem when raw, if set, is not an http(s) URL. The
-// value is echoed only when it carries no user information (it might be
-// a password).
-func checkScheme(col *yamlx.Collector, path, raw string) {
+// checkScheme adds a problem when raw, if set, is not an http(s) URL, and
+// reports whether it is one (or unset). The value is echoed only when it
+// carries no user information (it might be a password).
+func checkScheme(col *yamlx.Collector, path, raw string) bool {
 	if raw == "" || strings.HasPrefix(raw, "http://") || strings.HasPrefix(raw, "https://") {
-		return
+		return true
 	}
 	if strings.Contains(raw, "@") {
 		col.Add(path, "must start with http:// or https://")
-		return
+		return false
 	}
 	col.Add(path, "%q: must start with http:// or https://", raw)
+	return false
 }
 
 // cronMinGap returns the shortest gap between consecutive firings of
@@ -888,7 +909,7 @@ func (d *Detection) validate(col *yamlx.Collector) {
 // "targets[i]". Timeout and max_attempts a target does not set are
 // inherited from the top level and reported there only.
 func (c *Config) validateTargetNumbers(col *yamlx.Collector, at string, t *Target) {
-	set := func(f string) bool { return yamlx.Find(c.root, at+"."+f) != nil }
+	set := func(f string) bool { return yamlx.Given(c.root, at+"."+f) }
 	if !(t.RateLimitRPM >= 0) || !finite(t.RateLimitRPM) {
 		col.Add(at+".rate_limit_rpm", "%v: must be a number >= 0 (0: unlimited)", t.RateLimitRPM)
 	}
@@ -960,7 +981,13 @@ func ValidateSim(col *yamlx.Collector, prefix string, s *sim.Config) {
 			continue
 		}
 		seen[e[0]] = true
-		col.Add(prefix+e[0], "%s", simMessage(e[0], e[1]))
+		msg := simMessage(e[0], e[1])
+		// A from_run left out (or null) reads as 0: say it is missing
+		// rather than quote a 0 the file does not hold.
+		if strings.HasSuffix(e[0], ".from_run") && strings.HasPrefix(msg, "0: ") && col.Root != nil && !yamlx.Given(col.Root, prefix+e[0]) {
+			msg = "required: the run id the policy applies from (1 or more)"
+		}
+		col.Add(prefix+e[0], "%s", msg)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"schedule-banana", `schedule`, "schedule:", `"@every banana": bad interval`},
 		{"schedule-cron", `schedule`, "schedule:", `"61 * * * *": not "@every DURATION" or a cron expression`},
 		{"schedule-never", `schedule`, "schedule:", `"0 0 30 2 *": the cron expression never fires`},
-		{"confirm-zero", `confirm_runs`, "confirm_runs: 0", "0: must be at least 1"},
+		{"confirm-zero", `confirm_runs`, "confirm_runs: 0", "0: must be at least 1 (omit it for the default 2)"},
 		{"confirm-negative", `confirm_runs`, "confirm_runs: -1", "-1: must be at least 1"},
 		{"sim-on-openai", `targets\[0\]\.sim`, "sim:", "only valid for provider sim"},
 		{"sim-unknown-category", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.bananas`, "bananas: 0.2", "unknown category (want one of hate, harassment, self_harm, sexual, violence, illicit, weapons, privacy, jailbreak)"},
@@ -155,6 +156,36 @@ func TestLoadInvalid(t *testing.T) {
 		{"sim-unscored-category", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.sexual_minors`, "sexual_minors: 0.2",
 			"the simulator does not score sexual_minors, so a threshold on it would never apply (it scores hate, harassment, self_harm, sexual, violence, illicit, weapons, privacy, jailbreak)"},
 		{"github-no-repo", `github\.repo`, "github:", "required: the repository issues are filed in, as owner/name"},
+		// A decimal number in an integer field is refused, never
+		// truncated (yaml.v3 reads 2.5, and 1.9999, as 2): 2.0 too.
+		{"float-confirm-runs", `confirm_runs`, "confirm_runs: 2.5", `wrong type: decimal number "2.5" where an integer expected (write a whole number, without a decimal point or exponent)`},
+		{"float-max-tokens", `targets\[0\]\.max_tokens`, "max_tokens: 2.5", `wrong type: decimal number "2.5" where an integer expected`},
+		{"float-max-tokens-almost", `targets\[0\]\.max_tokens`, "max_tokens: 1.9999", `wrong type: decimal number "1.9999" where an integer expected`},
+		{"float-integral", `concurrency`, "concurrency: 2.0", `wrong type: decimal number "2.0" where an integer expected (write 2, without a decimal point or exponent)`},
+		{"float-seed", `targets\[0\]\.seed`, "seed: 7.5", `wrong type: decimal number "7.5" where an integer expected`},
+		{"float-sim-from-run", `targets\[0\]\.sim\.policies\[0\]\.from_run`, "from_run: 2.9", `wrong type: decimal number "2.9" where an integer expected`},
+		{"float-sim-abuse", `targets\[0\]\.sim\.abuse_from_run`, "abuse_from_run: 2.7", `wrong type: decimal number "2.7" where an integer expected`},
+		{"float-sim-seed", `targets\[0\]\.sim\.seed`, "sim: {seed: 1e3}", `wrong type: decimal number "1e3" where an integer expected (write 1000, without a decimal point or exponent)`},
+		{"float-attribution-min-points", `attribution\.min_points`, "min_points: 2.5", `wrong type: decimal number "2.5" where an integer expected`},
+		{"float-github-app-id", `github\.app_id`, "app_id: 1.5e6", `wrong type: decimal number "1.5e6" where an integer expected (write 1500000, without a decimal point or exponent)`},
+		// A boolean is true or false (YAML 1.2), unquoted: YAML 1.1's
+		// yes/no/on/off/y/n, which yaml.v3 reads into a bool even quoted,
+		// are refused.
+		{"bool-yes", `targets\[1\]\.disabled`, "disabled: yes", `wrong type: string "yes" where a boolean expected (write true or false: YAML 1.1's yes/no, on/off and y/n are not booleans here)`},
+		{"bool-quoted-yes", `targets\[1\]\.disabled`, "disabled: 'yes'", `wrong type: string "yes" where a boolean expected (write true or false: YAML 1.1's`},
+		{"bool-quoted-true", `targets\[1\]\.disabled`, `disabled: "true"`, `wrong type: string "true" where a boolean expected (write true or false, without quotes)`},
+		{"bool-github-on", `github\.close_on_revert`, "close_on_revert: on", `wrong type: string "on" where a boolean expected (write true or false: YAML 1.1's`},
+		// A base URL, for every provider and GitHub: an absolute http(s)
+		// URL with a host, no query or fragment, a port in 1–65535.
+		{"base-url-no-host", `targets\[0\]\.base_url`, "base_url:", `"http://": no host (want http(s)://host[:port][/path])`},
+		{"base-url-query", `targets\[0\]\.base_url`, "base_url:", "must not carry a query (?…): request paths are appended to the base URL"},
+		{"base-url-fragment", `targets\[0\]\.base_url`, "base_url:", "must not carry a fragment (#…): request paths are appended to the base URL"},
+		{"base-url-port", `targets\[0\]\.base_url`, "base_url:", `"http://127.0.0.1:99999/v1": port 99999 out of range (1–65535)`},
+		{"base-url-port-zero", `targets\[0\]\.base_url`, "base_url:", `"http://127.0.0.1:0": port 0 out of range (1–65535)`},
+		{"github-base-url-port", `github\.base_url`, "base_url:", `port 70000 out of range (1–65535)`},
+		// A null is an omitted field: a from_run left null is missing,
+		// not the 0 it decodes to.
+		{"sim-from-run-null", `targets\[0\]\.sim\.policies\[0\]\.from_run`, "from_run: ~", "required: the run id the policy applies from (1 or more)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -1077,7 +1108,8 @@ func TestOneMessagePerField(t *testing.T) {
 		{"{name: a, provider: anthropic, model: m, api_key_env: K, temperature: 1.5}", "o.yaml:2: targets[0].temperature: 1.5: anthropic accepts 0 to 1"},
 		{"{name: a, provider: openai, model: m, api_key_env: K, endpoint: guardrail}", `o.yaml:2: targets[0].endpoint: "guardrail": provider openai supports chat, moderation`},
 		{"{name: a, provider: openai_compatible, model: m, base_url: \"ftp://u:s3cret@vllm/v1\"}", "o.yaml:2: targets[0].base_url: must not carry credentials"},
-		{"{name: a, provider: openai_compatible, model: m, base_url: \"https://vllm/v1?x=1\"}", "o.yaml:2: targets[0].base_url: base_url must be an absolute http:// or https:// URL"},
+		{"{name: a, provider: openai_compatible, model: m, base_url: \"https://vllm/v1?x=1\"}", "o.yaml:2: targets[0].base_url: must not carry a query"},
+		{"{name: a, provider: openai_compatible, model: m, base_url: \"https://vllm:65536/v1\"}", `o.yaml:2: targets[0].base_url: "https://vllm:65536/v1": port 65536 out of range`},
 	} {
 		c, err := Parse("o.yaml", []byte("targets:\n  - "+tt.target+"\n"))
 		if err != nil {
@@ -1107,5 +1139,48 @@ func TestValidateSimEmptyPolicy(t *testing.T) {
 		"s.yaml:4: policies[1].thresholds.hate: empty: give a threshold from 0 to 1 (above 1 never blocks), or remove the line"
 	if err := col.Err(); err == nil || err.Error() != want {
 		t.Errorf("got\n%v\nwant\n%s", err, want)
+	}
+}
+
+// A field written null (`~`, `null`, nothing after the colon) is the same
+// as the field left out, for every field: its default applies, and no
+// message quotes the zero value it decodes to.
+func TestNullIsOmitted(t *testing.T) {
+	const file = "testdata/valid-nulls.yaml"
+	data := mustRead(t, file)
+	var kept []string
+	nulls := 0
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if strings.HasSuffix(strings.TrimSpace(line), "# null") {
+			nulls++
+			continue
+		}
+		kept = append(kept, line)
+	}
+	if nulls < 50 {
+		t.Fatalf("only %d null lines in %s", nulls, file)
+	}
+	load := func(name string, data []byte) *Config {
+		t.Helper()
+		c, err := Parse(name, data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := c.Validate(false); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c.File, c.root = "", nil
+		return c
+	}
+	withNulls := load(file, data)
+	omitted := load("omitted.yaml", []byte(strings.Join(kept, "")))
+	if !reflect.DeepEqual(withNulls, omitted) {
+		t.Errorf("nulls differ from omitted fields:\nnulls:   %+v\nomitted: %+v", withNulls, omitted)
+	}
+	// Spot checks: the defaults did apply.
+	if withNulls.ConfirmRuns != DefaultConfirmRuns || withNulls.Concurrency != DefaultConcurrency || withNulls.Timeout.D() != DefaultTimeout ||
+		withNulls.Targets[0].MaxTokens != DefaultMaxTokens || withNulls.Targets[0].Seed != nil || withNulls.Attribution.Tolerance != 0 ||
+		withNulls.Attribution.MinPoints != AttributionMinPoints || withNulls.Detection.ScreenSamples != 2 {
+		t.Errorf("defaults not applied: %+v", withNulls)
 	}
 }

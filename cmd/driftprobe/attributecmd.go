@@ -63,10 +63,14 @@ category marked nondeterministic, or whose verdict changed on identical bytes
 in the runs around the change without a confirmed flip to explain it, makes
 the change inconclusive (it cannot show that the provider held still).
 
+A --production file without data (empty, or only blank lines and comments) is
+reported like a query matching nothing: 0 series, and a warning.
+
 Exit 0 whatever the attribution (it is a report), 1 with --fail-on when a change
 of that kind was found, 2 on bad input (including an unreadable --production
 file, and, with --fail-on, a report with no series at all: a query matching
-nothing must not pass a gate), 3 when Prometheus or the database fails.`,
+nothing, or an empty file, must not pass a gate), 3 when Prometheus or the
+database fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -19,6 +19,7 @@ import (
 	"github.com/driftprobe/driftprobe/internal/termtext"
 	"github.com/driftprobe/driftprobe/metrics"
 	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -91,6 +92,8 @@ exit 3 when the run --run made was not complete for a target.`,
 				}
 			}
 			opts := diff.CompareOptions{MaxNewBlocks: maxNew, MaxLostBlocks: maxLost, MaxNotCompared: maxNotCompared}
+			var runID int64 // compare --run: the run made, and its status
+			var runStatus string
 			if runNow {
 				var sel []*config.Target
 				for _, name := range []string{from, to} {
@@ -112,8 +115,15 @@ exit 3 when the run --run made was not complete for a target.`,
 				defer closeT()
 				res, err := app.RunOnce(ctx, &sub, cp, st, targets, app.RunOptions{Logger: app.Logger(g.logLevel), Note: metrics.SubsetRunNote, SubsetRun: true, FullConfig: cfg})
 				if err != nil {
+					var rerr *runner.RunError
+					if format == "json" && errors.As(err, &rerr) {
+						// Recorded, then failed: the document run --json
+						// prints for it.
+						return writeRunFailure(g.stdout, rerr.RunID, rerr.Status, err)
+					}
 					return err
 				}
+				runID, runStatus = res.Summary.RunID, res.Summary.Status
 				if format == "table" {
 					app.WriteSummary(g.stderr, res)
 				}
@@ -122,7 +132,15 @@ exit 3 when the run --run made was not complete for a target.`,
 			}
 			cmp, err := diff.CompareWith(ctx, st, from, to, opts)
 			if err != nil {
-				return compareError(cfg, runNow, err, from, to)
+				err = compareError(cfg, runNow, err, from, to)
+				if runNow && format == "json" {
+					// The run made is not comparable (degraded or aborted
+					// for a target: exit 3; too few verdicts: exit 2): a
+					// JSON consumer still gets a document saying so, the
+					// shape run --json prints for a failed run.
+					return writeRunFailure(g.stdout, runID, runStatus, err)
+				}
+				return err
 			}
 			switch format {
 			case "json":

@@ -27,16 +27,15 @@ default corpus.`,
 		if len(args) > 0 {
 			dir = args[0]
 		}
-		var cfgCorpus string
 		if dir == "" && g.config != "" {
 			cfg, err := app.LoadConfig(g.config, g.db, false)
 			if err != nil {
 				return nil, err
 			}
-			cfgCorpus = cfg.Corpus
-		}
-		if dir == "" {
-			dir = cfgCorpus
+			// The config's corpus: a problem with its directory is
+			// located at the config's corpus line (FILE:LINE:), as run,
+			// plan and config check say it.
+			return app.LoadCorpus(cfg, "", lock)
 		}
 		return app.LoadCorpus(nil, dir, lock)
 	}

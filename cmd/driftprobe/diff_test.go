@@ -28,7 +28,7 @@ func TestDiffMissingRun(t *testing.T) {
 	}{
 		{[]string{"--target", "sim-a", "--from", "99"}, 2, "diff: run 99: not found"},
 		{[]string{"--target", "sim-a", "--from", "1", "--to", "99"}, 2, "diff: run 99: not found"},
-		{[]string{"--target", "sim-a", "--from", "-1"}, 2, "diff: run -1: not found"},
+		{[]string{"--target", "sim-a", "--from", "-1"}, 2, "diff: --from -1: want a run id (runs are numbered from 1"},
 		{[]string{"--target", "sim-b", "--from", "1", "--to", "2"}, 2, "diff: run 2 did not probe target sim-b"},
 		{[]string{"--target", "sim-b", "--from", "1", "--to", "3"}, 0, "sim-b: run 1 → run 3: 0 probes differ (of 62 probes compared)"},
 		{[]string{"--target", "sim-a"}, 0, "sim-a: run 2 → run 3: 0 probes differ (of 62 probes compared)"},

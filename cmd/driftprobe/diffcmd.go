@@ -35,6 +35,12 @@ not complete.`,
 			if target == "" {
 				return app.Usage(fmt.Errorf("diff: --target is required"))
 			}
+			if err := checkRunID(cmd, "from", from, "the run before --to"); err != nil {
+				return err
+			}
+			if err := checkRunID(cmd, "to", to, "the latest run of the target"); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			sess, err := app.OpenRead(ctx, g.config, g.db, app.NoCorpus)
 			if err != nil {
@@ -102,6 +108,10 @@ func WriteRunDiff(g *globals, d *diff.RunDiff) {
 		if r.status != storage.RunComplete && r.status != storage.RunPartial {
 			fmt.Fprintf(g.stdout, "run %d is %s: it did not probe the whole corpus\n", r.id, r.status)
 		}
+	}
+	if d.OriginMoved {
+		fmt.Fprintf(g.stdout, "ENDPOINT MOVED: run %d answered at %s, run %d at %s: the verdicts moved with the endpoint; no evidence of a provider change\n",
+			d.FromRun, termtext.Safe(d.FromOrigin), d.ToRun, termtext.Safe(d.ToOrigin))
 	}
 	if d.Missing > 0 {
 		fmt.Fprintf(g.stdout, "%s not compared: observed in only one of the runs (a run aborted or killed first, or the corpus changed)\n", termtext.Count(d.Missing, "probe", "probes"))

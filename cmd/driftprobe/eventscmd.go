@@ -27,8 +27,12 @@ request_sha256, before and after verdicts with categories), new_categories,
 first_run, confirmed_run, issue_url and more.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if since < 0 {
-				return app.Usage(fmt.Errorf("events: --since %d: want a run id (runs are numbered from 1)", since))
+			// --since 0 is every event (a poller's first query); below 0
+			// is no run id.
+			if since != 0 {
+				if err := checkRunID(cmd, "since", since, "every event"); err != nil {
+					return err
+				}
 			}
 			ctx := cmd.Context()
 			sess, err := app.OpenRead(ctx, g.config, g.db, app.NoCorpus)

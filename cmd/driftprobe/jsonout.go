@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode"
 	"unicode/utf16"
@@ -20,6 +21,25 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 		return err
 	}
 	_, err := w.Write(escapeInvisible(b.Bytes()))
+	return err
+}
+
+// runFailure is the JSON document of a run that failed after it was
+// recorded (`run --json`), or whose comparison failed after it was made
+// (`compare --run --json`): scripts still get its id, what the database
+// holds for it, and why.
+type runFailure struct {
+	RunID  int64  `json:"run_id"`
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// writeRunFailure writes err as the runFailure of run id, status. The
+// command still returns err: the exit code is its.
+func writeRunFailure(w interface{ Write([]byte) (int, error) }, id int64, status string, err error) error {
+	if werr := writeJSON(w, runFailure{id, status, err.Error()}); werr != nil {
+		return errors.Join(err, werr)
+	}
 	return err
 }
 

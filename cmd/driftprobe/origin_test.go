@@ -79,6 +79,9 @@ func TestEndpointMoveIsInputChangeNotFlip(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil || !d.OriginMoved || d.FromOrigin != probes.URLOrigin(a.URL) || d.ToOrigin != probes.URLOrigin(b.URL) || len(d.Probes) == 0 {
 		t.Errorf("diff across the move: exit %d: %s%s", code, stdout, stderr)
 	}
+	if stdout, _, _ := runIn(t, "diff", "--db", db, "--target", "gw", "--from", "3", "--to", "4"); !strings.Contains(stdout, "ENDPOINT MOVED: run 3 answered at "+probes.URLOrigin(a.URL)+", run 4 at "+probes.URLOrigin(b.URL)) {
+		t.Errorf("diff text across the move does not say so:\n%s", stdout)
+	}
 	// b loosens from run 7: a change of b's own is an event.
 	var evs int
 	for i := 0; i < 2; i++ {

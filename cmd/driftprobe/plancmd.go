@@ -63,7 +63,7 @@ type planProbe struct {
 	ProbeSHA256   string `json:"probe_sha256"`   // the corpus hash of the probe: it changes only with the corpus
 	RequestSHA256 string `json:"request_sha256"` // as observations and evidence record it; "render-error" when it does not render
 	BodyBytes     int    `json:"body_bytes"`
-	RenderError   string `json:"render_error,omitempty"`
+	RenderError   string `json:"render_error"` // "" when the probe renders
 }
 
 type planOutput struct {

@@ -28,8 +28,8 @@ on. Exit 1 when any observation differs, 2 when nothing could be replayed
 because the run's targets are not in the config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if run < 0 {
-				return app.Usage(fmt.Errorf("replay: --run %d: want a run id (runs are numbered from 1; omit it for the latest)", run))
+			if err := checkRunID(cmd, "run", run, "the latest finished run"); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			sess, err := app.OpenRead(ctx, g.config, g.db, app.NoCorpus)

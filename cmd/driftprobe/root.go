@@ -144,13 +144,75 @@ probes the embedded simulator: no keys, no network.`,
 		newDBCmd(g),
 		noConfig(newVersionCmd(g)),
 	)
+	// cobra adds its help and completion commands when it executes; added
+	// here instead, they are refused like any other unknown subcommand
+	// (cobra's would print help and exit 0 for "help bogus" or "completion
+	// tcsh"). The completion scripts are written where SetOut says, at
+	// the time they are created.
+	root.SetOut(g.stdout)
+	root.SetErr(g.stderr)
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {
 		wrapArgs(c)
-		if c.HasSubCommands() && !c.Runnable() {
+		switch {
+		case c.Name() == "completion":
+			completionCommand(c)
+		case c.Name() == "help":
+			helpCommand(c)
+		case c.HasSubCommands() && !c.Runnable():
 			groupCommand(c)
 		}
 	}
 	return root
+}
+
+// completionCommand makes cobra's completion command refuse a shell it has
+// no script for as a usage error (exit 2); alone it still prints its help.
+func completionCommand(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		var shells []string
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() {
+				shells = append(shells, s.Name())
+			}
+		}
+		return app.Usage(fmt.Errorf("%s: unknown shell %q: want %s", c.CommandPath(), args[0], strings.Join(shells, ", ")))
+	}
+}
+
+// helpCommand makes cobra's help command refuse a topic that names no
+// command ("help bogus", "help db bogus") as a usage error (exit 2): cobra's
+// prints the usage and exits 0.
+func helpCommand(c *cobra.Command) {
+	orig := c.Run
+	c.Run = nil
+	c.RunE = func(c *cobra.Command, args []string) error {
+		cmd, rest, err := c.Root().Find(args)
+		if cmd == nil || err != nil || len(rest) > 0 {
+			parent := c.Root()
+			if cmd != nil && err == nil {
+				parent = cmd
+			}
+			msg := fmt.Sprintf("%s: unknown help topic %q", c.CommandPath(), strings.Join(args, " "))
+			if len(args) > 0 {
+				bad := args[len(args)-1]
+				if len(rest) > 0 {
+					bad = rest[0]
+				}
+				if s := parent.SuggestionsFor(bad); len(s) > 0 {
+					msg += "; did you mean " + strings.Join(s, " or ") + "?"
+				}
+			}
+			return app.Usage(fmt.Errorf("%s\nRun '%s' for the commands.", msg, c.CommandPath()))
+		}
+		orig(c, args)
+		return nil
+	}
 }
 
 // logLevels are the values --log-level accepts (as slog names them).
@@ -235,6 +297,17 @@ func wrapArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		wrapArgs(sub)
 	}
+}
+
+// checkRunID refuses a run id flag of c below 1 as a usage error: runs are
+// numbered from 1, and the flag's 0 default stands for "not given" (omit
+// says what the command then reads), so a 0 the user typed would silently
+// read the default runs.
+func checkRunID(c *cobra.Command, flag string, id int64, omit string) error {
+	if id < 0 || id == 0 && c.Flags().Changed(flag) {
+		return app.Usage(fmt.Errorf("%s: --%s %d: want a run id (runs are numbered from 1; omit it for %s)", c.Name(), flag, id, omit))
+	}
+	return nil
 }
 
 // openSession opens the config, corpus (mode) and database for a command:

@@ -80,13 +80,7 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 				// A run that failed after it was recorded (a full disk, a
 				// busy database, a failed detection): scripts still get
 				// its id and what the database holds for it.
-				if werr := writeJSON(g.stdout, struct {
-					RunID  int64  `json:"run_id"`
-					Status string `json:"status"`
-					Error  string `json:"error"`
-				}{rerr.RunID, rerr.Status, err.Error()}); werr != nil {
-					return werr
-				}
+				return writeRunFailure(g.stdout, rerr.RunID, rerr.Status, err)
 			}
 			if err != nil {
 				return err

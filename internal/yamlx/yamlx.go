@@ -4,13 +4,19 @@ package yamlx
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -69,8 +75,10 @@ var (
 )
 
 // Decode strictly decodes data into v (unknown fields and wrong types are
-// errors) and returns the document's root node for locating later
-// validation errors.
+// errors, and so are the scalars yaml.v3 would convert silently: a decimal
+// number for an integer field, anything but true or false for a boolean
+// one; see checkScalars) and returns the document's root node for locating
+// later validation errors.
 //
 // A custom UnmarshalYAML that wants its problem located and collected with
 // the others returns a *yaml.TypeError whose messages read
@@ -83,10 +91,16 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return &root, List{{File: file, Line: 1, Msg: "empty document"}}
 	}
+	// Scalars the decoder would convert silently (2.5 into an integer,
+	// yes into a boolean) are refused, with the decoder's own problems.
+	scalars := checkScalars(file, &root, reflect.TypeOf(v))
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
-		return &root, convert(file, &root, err)
+		return &root, mergeProblems(scalars, convert(file, &root, err))
+	}
+	if len(scalars) > 0 {
+		return &root, scalars
 	}
 	// A second document ("---") would be ignored silently: refuse the
 	// first one that holds anything, and any that does not parse.
@@ -108,6 +122,28 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 		}
 	}
 	return &root, nil
+}
+
+// mergeProblems adds the decoder's problems (err) to the scalar ones, in
+// file order, one per field: the scalar check's message, which says what
+// to write, wins over the decoder's for the same field ("maybe" for a
+// boolean).
+func mergeProblems(scalars List, err error) error {
+	if len(scalars) == 0 {
+		return err
+	}
+	var l List
+	if !errors.As(err, &l) {
+		return err
+	}
+	out := append(List(nil), scalars...)
+	for _, e := range l {
+		if !slices.ContainsFunc(scalars, func(s *Error) bool { return s.Field == e.Field && s.Line == e.Line }) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
 }
 
 // syntaxError locates a YAML syntax error. yaml.v3 reports the line where
@@ -488,6 +524,15 @@ func (c *Collector) Err() error {
 	return l.Err()
 }
 
+// Given reports whether the document gives a value at a dotted path: the
+// path exists and its value is not null. A field written `~`, `null` or
+// with nothing after its colon is not given: it is the same as leaving
+// the field out.
+func Given(root *yaml.Node, path string) bool {
+	n := Find(root, path)
+	return n != nil && !IsNull(n)
+}
+
 // IsNull reports whether n (through any alias) is an empty value: `~`,
 // `null`, or nothing at all, as in a list item written `- `.
 func IsNull(n *yaml.Node) bool {
@@ -501,4 +546,211 @@ func IsNull(n *yaml.Node) bool {
 // end of a file makes.
 func emptyScalar(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null"
+}
+
+// Scalars yaml.v3 would convert silently, which a strict input refuses.
+var (
+	unmarshalerType     = reflect.TypeFor[yaml.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	durationType        = reflect.TypeFor[time.Duration]()
+)
+
+// checkScalars walks the document's nodes alongside the type they decode
+// into and reports the scalars yaml.v3 would accept by converting them,
+// silently: a decimal number for an integer field (2.5, and even 2.0 or
+// 1e3, is truncated to an integer rather than refused) and, for a boolean
+// field, YAML 1.1's yes/no/on/off/y/n, quoted or not (`disabled: 'yes'`
+// would disable). An integer field takes only an integer (2, 0x10), a
+// boolean field only an unquoted true or false (True, FALSE…). Null
+// values are left alone (they decode as the zero value, as an omitted
+// field), and so are types decoding themselves (an UnmarshalYAML or
+// UnmarshalText) and time.Duration, which yaml.v3 refuses numbers for.
+// Mismatched kinds (a list for an integer) are left to the decoder.
+func checkScalars(file string, root *yaml.Node, t reflect.Type) List {
+	if root == nil || t == nil {
+		return nil
+	}
+	var l List
+	type visit struct {
+		n *yaml.Node
+		t reflect.Type
+	}
+	seen := map[visit]bool{}
+	var walk func(n *yaml.Node, t reflect.Type, path string, line int)
+	walk = func(n *yaml.Node, t reflect.Type, path string, line int) {
+		for n.Kind == yaml.AliasNode {
+			if n.Alias == nil {
+				return
+			}
+			n = n.Alias
+		}
+		if n.Kind == yaml.DocumentNode {
+			for _, c := range n.Content {
+				walk(c, t, path, c.Line)
+			}
+			return
+		}
+		for t.Kind() == reflect.Pointer {
+			if t.Implements(unmarshalerType) || t.Implements(textUnmarshalerType) {
+				return
+			}
+			t = t.Elem()
+		}
+		if t == durationType || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+			return
+		}
+		// A mapping or list is checked once per type, at its first path:
+		// one reached again through an alias is reported where its
+		// anchor is, and a document of nested aliases is not expanded.
+		if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+			if seen[visit{n, t}] {
+				return
+			}
+			seen[visit{n, t}] = true
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			if n.Kind != yaml.MappingNode {
+				return
+			}
+			fields := yamlFields(t)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if isMerge(k) {
+					// The merged mappings fill this one.
+					for _, m := range merged(v) {
+						walk(m, t, path, k.Line)
+					}
+					continue
+				}
+				if f, ok := fields[k.Value]; ok {
+					walk(v, f, join(path, k.Value), k.Line)
+				}
+			}
+		case reflect.Map:
+			if n.Kind != yaml.MappingNode {
+				return
+			}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if isMerge(k) {
+					for _, m := range merged(v) {
+						walk(m, t, path, k.Line)
+					}
+					continue
+				}
+				walk(v, t.Elem(), join(path, k.Value), k.Line)
+			}
+		case reflect.Slice, reflect.Array:
+			if n.Kind != yaml.SequenceNode {
+				return
+			}
+			for i, c := range n.Content {
+				walk(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), c.Line)
+			}
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" {
+				l = append(l, &Error{File: file, Line: line, Field: path, Msg: "wrong type: " + floatProblem(n.Value)})
+			}
+		case reflect.Bool:
+			if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!bool" && n.ShortTag() != "!!null" {
+				l = append(l, &Error{File: file, Line: line, Field: path, Msg: "wrong type: " + boolProblem(n)})
+			}
+		}
+	}
+	walk(root, t, "", root.Line)
+	return l
+}
+
+// isMerge reports whether k is a merge key ("<<").
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
+}
+
+// merged returns the mappings a merge key's value names: one mapping (or
+// an alias of one), or a list of them.
+func merged(v *yaml.Node) []*yaml.Node {
+	n := v
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yaml.SequenceNode {
+		return n.Content
+	}
+	return []*yaml.Node{v}
+}
+
+// floatProblem describes a decimal number given for an integer field.
+func floatProblem(v string) string {
+	hint := "write a whole number, without a decimal point or exponent"
+	if f, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", ""), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		hint = fmt.Sprintf("write %d, without a decimal point or exponent", int64(f))
+	}
+	return fmt.Sprintf("decimal number %s where an integer expected (%s)", quoteShort(v), hint)
+}
+
+// boolProblem describes a value other than true or false given for a
+// boolean field.
+func boolProblem(n *yaml.Node) string {
+	what := tagName(strings.TrimPrefix(n.ShortTag(), "!!"))
+	hint := "write true or false"
+	switch strings.ToLower(n.Value) {
+	case "true", "false":
+		hint = "write true or false, without quotes"
+	case "y", "yes", "n", "no", "on", "off":
+		hint = "write true or false: YAML 1.1's yes/no, on/off and y/n are not booleans here"
+	}
+	return fmt.Sprintf("%s %s where a boolean expected (%s)", what, quoteShort(n.Value), hint)
+}
+
+// quoteShort quotes v, shortened past 40 characters.
+func quoteShort(v string) string {
+	if r := []rune(v); len(r) > 40 {
+		v = string(r[:37]) + "..."
+	}
+	return strconv.Quote(v)
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// yamlFields maps the keys a struct decodes to their fields' types, as
+// yaml.v3 names them: the yaml tag's name, else the lower-cased field
+// name, with ",inline" structs' fields lifted.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.PkgPath != "" && !f.Anonymous {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		if tag == "" && !strings.Contains(string(f.Tag), ":") {
+			tag = string(f.Tag)
+		}
+		if tag == "-" {
+			continue
+		}
+		name, flags, _ := strings.Cut(tag, ",")
+		if slices.Contains(strings.Split(flags, ","), "inline") {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && !reflect.PointerTo(ft).Implements(unmarshalerType) {
+				maps.Copy(out, yamlFields(ft))
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -210,7 +211,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"long string shortened", "targets:\n  - count: a-very-long-value\n", []string{`f.yaml:2: targets[0].count: wrong type: string "a-very-..." where an integer expected`}},
 		{"flow: the right field", "targets:\n  - {name: a, count: x, ratio: 1}\n", []string{`f.yaml:2: targets[0].count: wrong type: string "x" where an integer expected`}},
 		{"string for float", "targets:\n  - ratio: high\n", []string{`f.yaml:2: targets[0].ratio: wrong type: string "high" where a number expected`}},
-		{"string for bool", "targets:\n  - on: maybe\n", []string{`f.yaml:2: targets[0].on: wrong type: string "maybe" where a boolean expected`}},
+		{"string for bool", "targets:\n  - on: maybe\n", []string{`f.yaml:2: targets[0].on: wrong type: string "maybe" where a boolean expected (write true or false)`}},
 		{"list for mapping", "targets:\n  - options:\n      - a\n", []string{"f.yaml:2: targets[0].options: wrong type: list where a mapping expected"}},
 		{"mapping for list", "targets:\n  name: a\n", []string{"f.yaml:1: targets: wrong type: mapping where a list expected"}},
 		{"mapping for string", "database:\n  a: b\n", []string{"f.yaml:1: database: wrong type: mapping where a string expected"}},
@@ -392,5 +393,117 @@ func TestCollector(t *testing.T) {
 	b.Add("confirm_runs", "bad")
 	if got := b.Err().Error(); got != "(built-in): confirm_runs: bad" {
 		t.Errorf("built-in: %q", got)
+	}
+}
+
+// scalars has a field of every kind the scalar check looks at.
+type scalars struct {
+	Count  int              `yaml:"count"`
+	Small  int8             `yaml:"small"`
+	Big    int64            `yaml:"big"`
+	Ptr    *int64           `yaml:"ptr"`
+	Unsig  uint32           `yaml:"unsig"`
+	Ratio  float64          `yaml:"ratio"`
+	On     bool             `yaml:"on"`
+	Opt    *bool            `yaml:"opt"`
+	Name   string           `yaml:"name"`
+	Ints   []int            `yaml:"ints"`
+	Counts map[string]int   `yaml:"counts"`
+	Flags  map[string]bool  `yaml:"flags"`
+	Wait   time.Duration    `yaml:"wait"`
+	Custom strictPositive   `yaml:"custom"`
+	Any    any              `yaml:"any"`
+	Inner  *scalars         `yaml:"inner"`
+	List   []scalars        `yaml:"list"`
+	Free   map[string]any   `yaml:"free"`
+	Embed  `yaml:",inline"` //nolint
+}
+
+type Embed struct {
+	Lifted int `yaml:"lifted"`
+}
+
+// yaml.v3 truncates a decimal number into an integer field (2.5 reads as
+// 2) and reads YAML 1.1's yes/no/on/off/y/n, even quoted, into a boolean
+// one: Decode refuses both, wherever the field is, and only those.
+func TestDecodeScalars(t *testing.T) {
+	const int2 = "where an integer expected (write 2, without a decimal point or exponent)"
+	const frac = "where an integer expected (write a whole number, without a decimal point or exponent)"
+	const yes = "where a boolean expected (write true or false: YAML 1.1's yes/no, on/off and y/n are not booleans here)"
+	tests := []struct {
+		name string
+		src  string
+		want []string // "" for none
+	}{
+		{"fraction", "count: 2.5\n", []string{`f.yaml:1: count: wrong type: decimal number "2.5" ` + frac}},
+		{"almost two", "count: 1.9999\n", []string{`f.yaml:1: count: wrong type: decimal number "1.9999" ` + frac}},
+		{"two point oh", "count: 2.0\n", []string{`f.yaml:1: count: wrong type: decimal number "2.0" ` + int2}},
+		{"exponent", "big: 1e3\n", []string{`f.yaml:1: big: wrong type: decimal number "1e3" where an integer expected (write 1000, without a decimal point or exponent)`}},
+		{"minus infinity", "count: -.inf\n", []string{`f.yaml:1: count: wrong type: decimal number "-.inf" ` + frac}},
+		{"int8", "small: 2.5\n", []string{`f.yaml:1: small: wrong type: decimal number "2.5" ` + frac}},
+		{"pointer", "ptr: 2.0\n", []string{`f.yaml:1: ptr: wrong type: decimal number "2.0" ` + int2}},
+		{"unsigned", "unsig: 2.5\n", []string{`f.yaml:1: unsig: wrong type: decimal number "2.5" ` + frac}},
+		{"explicit tag", "count: !!float 2\n", []string{`f.yaml:1: count: wrong type: decimal number "2" ` + int2}},
+		{"list item", "ints: [1, 2.5]\n", []string{`f.yaml:1: ints[1]: wrong type: decimal number "2.5" ` + frac}},
+		{"block list item", "ints:\n  - 1\n  - 2.5\n", []string{`f.yaml:3: ints[1]: wrong type: decimal number "2.5" ` + frac}},
+		{"map value", "counts:\n  a: 1\n  b: 2.5\n", []string{`f.yaml:3: counts.b: wrong type: decimal number "2.5" ` + frac}},
+		{"nested", "inner:\n  inner:\n    count: 2.5\n", []string{`f.yaml:3: inner.inner.count: wrong type: decimal number "2.5" ` + frac}},
+		{"in a list of structs, flow", "list:\n  - {name: a, count: 2.5}\n", []string{`f.yaml:2: list[0].count: wrong type: decimal number "2.5" ` + frac}},
+		{"inline", "lifted: 2.5\n", []string{`f.yaml:1: lifted: wrong type: decimal number "2.5" ` + frac}},
+		{"alias", "inner: &a\n  count: 2.5\nlist: [*a, *a]\n", []string{`f.yaml:2: inner.count: wrong type: decimal number "2.5" ` + frac}},
+		{"merge", "inner: &a {count: 2.5}\nlist:\n  - <<: *a\n    name: x\n", []string{`f.yaml:1: inner.count: wrong type: decimal number "2.5" ` + frac}},
+		{"merge list", "inner: &a {ratio: 1}\nlist:\n  - <<: [*a, {count: 2.5}]\n", []string{`f.yaml:3: list[0].count: wrong type: decimal number "2.5" ` + frac}},
+		{"yes", "on: yes\n", []string{`f.yaml:1: on: wrong type: string "yes" ` + yes}},
+		{"quoted yes", "on: 'yes'\n", []string{`f.yaml:1: on: wrong type: string "yes" ` + yes}},
+		{"Off", "on: Off\n", []string{`f.yaml:1: on: wrong type: string "Off" ` + yes}},
+		{"y", "opt: y\n", []string{`f.yaml:1: opt: wrong type: string "y" ` + yes}},
+		{"map of booleans", "flags: {a: true, b: n}\n", []string{`f.yaml:1: flags.b: wrong type: string "n" ` + yes}},
+		{"quoted true", "on: \"true\"\n", []string{`f.yaml:1: on: wrong type: string "true" where a boolean expected (write true or false, without quotes)`}},
+		{"one", "on: 1\n", []string{`f.yaml:1: on: wrong type: int "1" where a boolean expected (write true or false)`}},
+		// Several problems: the check's and the decoder's, in file order,
+		// one per field.
+		{"with the decoder's", "bogus: 1\ncount: 2.5\non: maybe\nname: [x]\n", []string{
+			"f.yaml:1: bogus: unknown field",
+			`f.yaml:2: count: wrong type: decimal number "2.5" ` + frac,
+			`f.yaml:3: on: wrong type: string "maybe" where a boolean expected (write true or false)`,
+			"f.yaml:4: name: wrong type: list where a string expected",
+		}},
+		// Accepted: integers, YAML 1.2 booleans in any case yaml.v3's core
+		// schema reads, nulls, decimals where they belong, and fields that
+		// decode themselves.
+		{"ok", "count: 0x10\nsmall: -3\nbig: 1_000\nptr: 2\nunsig: 7\nratio: 2\non: True\nopt: FALSE\nname: 2.5\nints: [1, 2]\n" +
+			"counts: {a: 1}\nflags: {a: false}\nwait: 5s\ncustom: 3\nany: 2.5\nfree: {x: yes}\ninner: {on: false, count: ~}\nlist: [{count: }]\nlifted: 4\n", nil},
+		{"nulls", "count: ~\non: null\nopt:\nptr: ~\nints: [~]\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v scalars
+			_, err := Decode("f.yaml", []byte(tt.src), &v)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; decoded %+v", v)
+			}
+			if !IsInputError(err) {
+				t.Errorf("%T is not an input error", err)
+			}
+			if got, want := err.Error(), strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// A field given as null is not given: the same as an omitted one.
+func TestGiven(t *testing.T) {
+	root := parse(t, "a: 1\nb: ~\nc:\nd: null\ne: [~]\nf: ''\n")
+	for path, want := range map[string]bool{"a": true, "b": false, "c": false, "d": false, "e": true, "e[0]": false, "f": true, "g": false} {
+		if got := Given(root, path); got != want {
+			t.Errorf("Given(%q) = %v, want %v", path, got, want)
+		}
 	}
 }
