@@ -98,19 +98,37 @@ func LoadCorpus(c *config.Config, dir string, lock bool) (*corpus.Corpus, error)
 	return cp, nil
 }
 
-// BuildTargets builds a prober for every enabled target. The returned
-// closer releases them (stops in-process simulators).
+// BuildTargets builds a prober for every enabled target, to send. The
+// returned closer releases them (stops in-process simulators). Every
+// credential a target sends with must be present, or it fails with a usage
+// error naming the variable: the target's api_key_env variable when it
+// names one, else what a prober reading its own credentials reports
+// missing (credentialChecker: Bedrock's AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY), so a run fails before it starts rather than at
+// its first attempt.
 func BuildTargets(c *config.Config) ([]*runner.Target, func(), error) {
 	return buildTargets(c, true)
 }
 
 // BuildRenderTargets builds probers that are only asked to render (`plan`)
-// or to classify stored answers (`replay`):
-// a key whose environment variable is unset is empty, since rendering
-// never uses the key (the adapters' conformance tests check that no key is
-// ever rendered). They must not send.
+// or to classify stored answers (`replay`), and never requires a
+// credential: a key whose environment variable is unset is empty, and a
+// prober reading credentials of its own (Bedrock's SigV4 variables) is
+// built without them, since rendering and classifying never use one (the
+// adapters' conformance tests check that no key is ever rendered). They
+// must not send: such a prober's Authorize fails.
 func BuildRenderTargets(c *config.Config) ([]*runner.Target, func(), error) {
 	return buildTargets(c, false)
+}
+
+// credentialChecker is implemented by a prober that reads credentials of
+// its own when it is built, rather than taking the key of probes.Target
+// (bedrock: SigV4 keys from the environment). Its factory does not fail
+// when they are missing, since a prober that only renders or classifies
+// needs none; CredentialsError names what is missing (nil when the prober
+// can send), and its Authorize fails with the same error.
+type credentialChecker interface {
+	CredentialsError() error
 }
 
 func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), error) {
@@ -132,6 +150,15 @@ func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), er
 			return nil, nil, Usage(err)
 		}
 		p, err := probes.New(tc.ProbeTarget(key))
+		if err == nil && needKeys {
+			if cc, ok := p.(credentialChecker); ok {
+				if err = cc.CredentialsError(); err != nil {
+					if cl, ok := p.(probes.Closer); ok {
+						_ = cl.Close()
+					}
+				}
+			}
+		}
 		if err != nil {
 			closeAll()
 			return nil, nil, Usage(fmt.Errorf("target %s: %w", tc.Name, err))

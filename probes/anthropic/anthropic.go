@@ -49,10 +49,15 @@
 // body is not a Messages object (garbage, a cut body, an incomplete or
 // failed SSE stream) is transient "malformed_response" (or
 // "truncated_response"), never a verdict. The adapter never asks for a
-// stream, but a complete one (Content-Type text/event-stream, message_start
-// … message_delta … message_stop, no error event, body not cut) is rebuilt
-// into the message it describes and read like it, with
-// "response:event_stream" in Result.Unknown.
+// stream, but a complete one (message_start … message_delta …
+// message_stop, no error event, body not cut) is rebuilt into the message
+// it describes and read like it, with "response:event_stream" in
+// Result.Unknown. A body is taken for a stream when its Content-Type is
+// text/event-stream, or, only when the response declares no Content-Type
+// at all (a stored answer re-read by replay, whose headers are not kept),
+// when the body opens like one (an SSE field line or comment after any
+// leading white space); a declared type always decides, and a JSON body is
+// always read as JSON. So replay reads a stored stream as the run did.
 // The API key is added by Authorize as x-api-key and is never part of the
 // rendered request; it is redacted from any provider message kept.
 package anthropic
@@ -342,7 +347,7 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 	var mr messageResponse
 	perr := json.Unmarshal(body, &mr)
 	ok2xx := resp.Status >= 200 && resp.Status < 300
-	if ok2xx && perr != nil && !resp.Truncated && isEventStream(resp.Header) {
+	if ok2xx && perr != nil && !resp.Truncated && isEventStream(resp.Header, body) {
 		// We never ask for a stream; a complete one (message_start …
 		// message_stop) is read as the message it describes, anything
 		// less stays malformed.
@@ -556,10 +561,33 @@ func classifyMessage(r probes.Result, body []byte, mr *messageResponse) probes.R
 	return r
 }
 
-// isEventStream reports whether h declares a text/event-stream body.
-func isEventStream(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
+// isEventStream reports whether a response is a text/event-stream body.
+// A declared Content-Type decides (a stream served as application/json is
+// not one). Without any (nil or empty headers: replay re-classifies stored
+// bodies, and response headers are not stored) the body decides
+// (opensLikeEventStream), so a stored stream reads as it did when the
+// response still carried its text/event-stream header.
+func isEventStream(h http.Header, body []byte) bool {
+	if ct := strings.TrimSpace(h.Get("Content-Type")); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		return err == nil && mt == "text/event-stream"
+	}
+	return opensLikeEventStream(body)
+}
+
+// opensLikeEventStream reports whether body, after a UTF-8 byte order mark
+// and leading white space (blank lines, which an SSE reader skips), opens
+// with an SSE field line ("event:", "data:", "id:", "retry:") or a comment
+// (":"). No JSON text opens like that, so a JSON body never reads as a
+// stream; sseEvents reads the untrimmed body either way.
+func opensLikeEventStream(body []byte) bool {
+	t := bytes.TrimLeft(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), " \t\r\n")
+	for _, p := range []string{"event:", "data:", "id:", "retry:", ":"} {
+		if bytes.HasPrefix(t, []byte(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // sseEvent is one Server-Sent Event: its event name and joined data.

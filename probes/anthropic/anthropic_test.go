@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -455,7 +459,8 @@ func sse(pairs ...string) string {
 
 // TestEventStream: we never ask for a stream, but a complete one is read
 // like the message it describes; anything less (a fragment, a cut or failed
-// stream, no event-stream Content-Type) stays a transient non-verdict.
+// stream, a declared Content-Type other than text/event-stream) stays a
+// transient non-verdict.
 func TestEventStream(t *testing.T) {
 	const (
 		start    = `{"type":"message_start","message":{"id":"msg_s","type":"message","role":"assistant","content":[],"model":"claude-x","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":1}}}`
@@ -491,7 +496,10 @@ func TestEventStream(t *testing.T) {
 		// Anything less is not a verdict.
 		{Name: "fragment_fixture", Fixture: "stream_refusal_message_delta.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"}, Want: malformed},
 		{Name: "error_fixture", Fixture: "stream_error_overloaded_after_200.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"}, Want: malformed},
-		{Name: "no_content_type", Body: sse("message_start", start, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
+		// The replay server declares application/json when a case names no
+		// type: a declared type decides (TestEventStreamWithoutHeaders
+		// covers a response with no Content-Type at all).
+		{Name: "default_json_content_type", Body: sse("message_start", start, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
 		{Name: "json_content_type", Header: map[string]string{"Content-Type": "application/json"},
 			Body: sse("message_start", start, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
 		{Name: "no_message_stop", Header: es, Body: sse("message_start", start, "message_delta", endTurn), Want: malformed},
@@ -526,4 +534,93 @@ func TestEventStream(t *testing.T) {
 	// The same stream, whole, is the refusal.
 	r = p.Classify(nil, &probes.Response{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: []byte(full)})
 	probestest.Check(t, r, probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal", Unknown: []string{"response:event_stream"}})
+}
+
+// TestEventStreamWithoutHeaders: replay re-classifies stored bodies with no
+// response headers (they are not stored). A stored event stream must read
+// exactly as it did with its text/event-stream header, and a JSON body
+// exactly as it did with application/json.
+func TestEventStreamWithoutHeaders(t *testing.T) {
+	p := newTestProber(t, "", nil)
+	read := func(h http.Header, body []byte) probes.Result {
+		return p.Classify(nil, &probes.Response{Status: 200, Header: h, Body: body})
+	}
+	same := func(name string, body []byte, declared string) probes.Result {
+		t.Helper()
+		want := read(http.Header{"Content-Type": {declared}}, body)
+		for label, h := range map[string]http.Header{"nil": nil, "empty": {}, "blank_type": {"Content-Type": {" "}}} {
+			if got := read(h, body); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s with %s headers:\n got %+v\nwant %+v (Content-Type %s)", name, label, got, want, declared)
+			}
+		}
+		return want
+	}
+	streams, err := filepath.Glob("testdata/*.sse.txt")
+	if err != nil || len(streams) == 0 {
+		t.Fatalf("no stream fixtures (%v)", err)
+	}
+	for _, f := range streams {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := same(f, b, "text/event-stream")
+		if filepath.Base(f) == "stream_refusal_complete_synth.sse.txt" {
+			// The QA case: a complete refusal stream, recorded by the run
+			// as blocked_output [illicit], must not replay as transient.
+			probestest.Check(t, r, probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "refusal",
+				Categories: []string{probes.CatIllicit}, Raw: []string{"cyber"}, TokensIn: 15, TokensOut: 8, Unknown: []string{"response:event_stream"}})
+		}
+	}
+	jsons, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(jsons) == 0 {
+		t.Fatalf("no JSON fixtures (%v)", err)
+	}
+	for _, f := range jsons {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := same(f, b, "application/json"); slices.Contains(r.Unknown, "response:event_stream") {
+			t.Errorf("%s: JSON read as an event stream", f)
+		}
+	}
+
+	refusal, err := os.ReadFile("testdata/stream_refusal_complete_synth.sse.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := read(http.Header{"Content-Type": {"text/event-stream"}}, refusal)
+	// What an SSE reader skips before the first field still opens a stream:
+	// a byte order mark, blank lines, a comment; CRLF line ends too.
+	for name, body := range map[string]string{
+		"bom":         "\ufeff" + string(refusal),
+		"blank_lines": "\n\n" + string(refusal),
+		"comment":     ": keepalive\n\n" + string(refusal),
+		"crlf":        strings.ReplaceAll(string(refusal), "\n", "\r\n"),
+		"data_first":  strings.Replace(string(refusal), "event: message_start\n", "", 1),
+	} {
+		withType := read(http.Header{"Content-Type": {"text/event-stream"}}, []byte(body))
+		if got := read(nil, []byte(body)); !reflect.DeepEqual(got, withType) || got.Class != want.Class || !slices.Equal(got.Categories, want.Categories) {
+			t.Errorf("%s: nil headers %+v, with type %+v, want %s %v", name, got, withType, want.Class, want.Categories)
+		}
+	}
+	// A declared type other than text/event-stream still decides, and
+	// neither garbage nor a cut stream becomes a verdict without headers.
+	if r := read(http.Header{"Content-Type": {"application/json"}}, refusal); r.Class != probes.Transient || r.Reason != "malformed_response" {
+		t.Errorf("stream declared application/json: %s %s", r.Class, r.Reason)
+	}
+	for name, body := range map[string][]byte{
+		"garbage":   []byte("not a stream: data: {}"),
+		"html":      []byte("<html>event: message_start</html>"),
+		"half":      refusal[:len(refusal)/2],
+		"json_text": []byte(`"event: message_start"`),
+	} {
+		if r := read(nil, body); r.Class != probes.Transient || r.Reason != "malformed_response" {
+			t.Errorf("%s without headers: %s %s, want transient malformed_response", name, r.Class, r.Reason)
+		}
+	}
+	if r := p.Classify(nil, &probes.Response{Status: 200, Body: refusal, Truncated: true}); r.Class != probes.Transient || r.Reason != "truncated_response" {
+		t.Errorf("cut stream without headers: %s %s", r.Class, r.Reason)
+	}
 }

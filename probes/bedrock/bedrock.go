@@ -72,11 +72,20 @@
 // Credentials. By default requests are signed with SigV4 (service
 // "bedrock", the target's region) from AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY and the optional AWS_SESSION_TOKEN, read when the
-// prober is built; New fails naming the missing variable. Info.CredentialEnv
-// lists the two required ones, so a config check that needs keys reports
-// them missing before a run starts. When the target
-// names api_key_env, that variable is taken as an Amazon Bedrock API key and
-// sent as "Authorization: Bearer" instead. Credentials never enter a
+// prober is built. When the target names api_key_env, that variable is
+// taken as an Amazon Bedrock API key (probes.Target.APIKey) and sent as
+// "Authorization: Bearer" instead.
+//
+// New never requires credentials: rendering and classifying use none, so
+// a prober built without them (plan --no-keys, replay, on a machine
+// without AWS credentials) renders byte-identical requests and reads
+// answers exactly like one built with them. Only sending needs them:
+// Authorize refuses to send unsigned, returning CredentialsError, the
+// error naming the missing variable(s), and a caller that builds probers
+// to send (app.BuildTargets) checks CredentialsError right after New so
+// that a run fails before it starts. Info.CredentialEnv lists the two
+// required variables, so a config check that needs keys reports them
+// missing earlier still. Credentials never enter a
 // Request (its path, body or headers) or a Result: Classify also scrubs
 // them from echoed error messages (AWS signature errors echo the canonical
 // request, which includes x-amz-security-token), and Redact does the same
@@ -165,9 +174,10 @@ type Prober struct {
 	grID   string
 	grVer  string
 
-	creds  credentials.Credentials
-	apiKey string // Bedrock API key (bearer) when api_key_env is set
-	signer *sigv4.Signer
+	creds   credentials.Credentials
+	apiKey  string // Bedrock API key (bearer) when api_key_env is set
+	credErr error  // what is missing to sign (nil when the prober can send)
+	signer  *sigv4.Signer
 
 	// now is the signing clock (and the clock for HTTP-date Retry-After);
 	// tests pin it.
@@ -197,8 +207,8 @@ var (
 // machines without AWS credentials. The registered Info lists the required
 // variables in CredentialEnv instead, and config validation reports them
 // unset, at the target's provider line, when keys are needed (config
-// check, run), like a missing api_key_env variable. New still fails
-// naming them for a prober built without that validation.
+// check, run), like a missing api_key_env variable; CredentialsError (and
+// Authorize) name them for a prober built without that validation.
 func Check(t probes.Target) []probes.FieldError {
 	var errs []probes.FieldError
 	add := func(field, format string, a ...any) {
@@ -240,7 +250,10 @@ func Check(t probes.Target) []probes.FieldError {
 }
 
 // New builds a Bedrock prober for t. It reads SigV4 credentials from the
-// environment unless t carries a Bedrock API key (api_key_env).
+// environment unless t carries a Bedrock API key (api_key_env). Missing
+// credentials are not an error here: the prober renders and classifies
+// without them, and CredentialsError reports them (see the package
+// documentation).
 func New(t probes.Target) (probes.Prober, error) {
 	if errs := Check(t); len(errs) > 0 {
 		return nil, fmt.Errorf("bedrock: %s: %s", errs[0].Field, errs[0].Msg)
@@ -272,11 +285,18 @@ func New(t probes.Target) (probes.Prober, error) {
 			missing = append(missing, EnvSecretAccessKey)
 		}
 		if len(missing) > 0 {
-			return nil, fmt.Errorf("bedrock: environment variable %s not set (SigV4 credentials; or set api_key_env to a Bedrock API key variable)", strings.Join(missing, " and "))
+			p.credErr = fmt.Errorf("bedrock: environment variable %s not set (SigV4 credentials; or set api_key_env to a Bedrock API key variable)", strings.Join(missing, " and "))
 		}
 	}
 	return p, nil
 }
+
+// CredentialsError reports whether the prober can sign what it sends: nil
+// when it holds a Bedrock API key or both SigV4 variables, else an error
+// naming each missing variable (never a value). Authorize returns the same
+// error. Callers that build a prober to send check it right after New;
+// callers that only render or classify need not.
+func (p *Prober) CredentialsError() error { return p.credErr }
 
 // EscapeLabel percent-encodes s as one URI path segment the way AWS SDKs
 // encode path labels: every byte except A-Z a-z 0-9 - . _ ~ is escaped, so
@@ -396,11 +416,15 @@ func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
 // token). The payload hash is computed from r's body, which is restored.
 // r's URL must keep the escaped path Render produced (http.NewRequest on
 // Request.URL does): SigV4 signs URL.EscapedPath, escaped once more as AWS
-// requires for every service but S3.
+// requires for every service but S3. A prober built without credentials
+// returns CredentialsError and leaves r unsigned: nothing is sent.
 func (p *Prober) Authorize(_ context.Context, r *http.Request) error {
 	if p.apiKey != "" {
 		r.Header.Set("Authorization", "Bearer "+p.apiKey)
 		return nil
+	}
+	if p.credErr != nil {
+		return p.credErr
 	}
 	body, err := readBody(r)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -447,20 +448,132 @@ func TestBearerAPIKey(t *testing.T) {
 	}
 }
 
+// unsetCreds removes the SigV4 variables for the test (restored after it).
+func unsetCreds(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{EnvAccessKeyID, EnvSecretAccessKey, EnvSessionToken} {
+		t.Setenv(k, "") // registers the restore
+		os.Unsetenv(k)
+	}
+}
+
+// TestMissingCredentials: a prober built to send without SigV4 credentials
+// says which variable(s) are missing, through CredentialsError (checked by
+// app.BuildTargets right after New) and Authorize, which signs nothing.
 func TestMissingCredentials(t *testing.T) {
-	t.Setenv(EnvAccessKeyID, "")
-	t.Setenv(EnvSecretAccessKey, testSecret)
-	_, err := New(target(EndpointChat, ""))
-	if err == nil || !strings.Contains(err.Error(), EnvAccessKeyID) {
-		t.Fatalf("err = %v, want one naming %s", err, EnvAccessKeyID)
+	for _, c := range []struct {
+		name          string
+		akid, secret  string
+		want, notWant []string
+	}{
+		{"none", "", "", []string{EnvAccessKeyID, EnvSecretAccessKey}, nil},
+		{"no_access_key", "", testSecret, []string{EnvAccessKeyID}, []string{EnvSecretAccessKey}},
+		{"no_secret", testAKID, "", []string{EnvSecretAccessKey}, []string{EnvAccessKeyID}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			unsetCreds(t)
+			if c.akid != "" {
+				t.Setenv(EnvAccessKeyID, c.akid)
+			}
+			if c.secret != "" {
+				t.Setenv(EnvSecretAccessKey, c.secret)
+			}
+			pr, err := New(target(EndpointChat, ""))
+			if err != nil {
+				t.Fatalf("New without credentials: %v (rendering needs none)", err)
+			}
+			p := pr.(*Prober)
+			cerr := p.CredentialsError()
+			if cerr == nil {
+				t.Fatal("CredentialsError = nil without credentials")
+			}
+			hr, _ := http.NewRequest(http.MethodPost, "https://example.invalid/model/x/converse", strings.NewReader("{}"))
+			aerr := p.Authorize(context.Background(), hr)
+			if aerr == nil || aerr.Error() != cerr.Error() {
+				t.Errorf("Authorize = %v, want %v", aerr, cerr)
+			}
+			if hr.Header.Get("Authorization") != "" || hr.Header.Get("X-Amz-Date") != "" {
+				t.Errorf("signed without credentials: %v", hr.Header)
+			}
+			for _, v := range c.want {
+				if !strings.Contains(cerr.Error(), v) {
+					t.Errorf("error %q does not name %s", cerr, v)
+				}
+			}
+			for _, v := range c.notWant {
+				if strings.Contains(cerr.Error(), v) {
+					t.Errorf("error %q names %s, which is set", cerr, v)
+				}
+			}
+			if strings.Contains(cerr.Error(), testSecret) || strings.Contains(cerr.Error(), testAKID) {
+				t.Fatal("error leaks a credential")
+			}
+		})
 	}
-	if strings.Contains(err.Error(), testSecret) {
-		t.Fatal("error leaks the secret")
+	// With credentials, or with a Bedrock API key, there is nothing missing.
+	setCreds(t)
+	withKey := target(EndpointChat, "")
+	withKey.APIKey = "ABSKbedrockapikeyEXAMPLE"
+	for i, tg := range []probes.Target{target(EndpointChat, ""), withKey} {
+		if i == 1 {
+			unsetCreds(t) // the API key alone is enough
+		}
+		pr, err := New(tg)
+		if err != nil {
+			t.Fatalf("%d: New: %v", i, err)
+		}
+		if err := pr.(*Prober).CredentialsError(); err != nil {
+			t.Errorf("%d: CredentialsError = %v, want nil", i, err)
+		}
 	}
-	t.Setenv(EnvAccessKeyID, testAKID)
-	t.Setenv(EnvSecretAccessKey, "")
-	if _, err := New(target(EndpointChat, "")); err == nil || !strings.Contains(err.Error(), EnvSecretAccessKey) {
-		t.Fatalf("err = %v, want one naming %s", err, EnvSecretAccessKey)
+}
+
+// TestRenderWithoutCredentials: plan --no-keys and replay build probers on
+// machines without AWS credentials. Such a prober renders the same bytes
+// (same fingerprint) as one holding credentials, and reads answers alike.
+func TestRenderWithoutCredentials(t *testing.T) {
+	for _, endpoint := range []string{EndpointChat, EndpointGuardrail} {
+		t.Run(endpoint, func(t *testing.T) {
+			with := newProber(t, target(endpoint, ""))
+			unsetCreds(t)
+			pr, err := New(target(endpoint, ""))
+			if err != nil {
+				t.Fatalf("New without credentials: %v", err)
+			}
+			without := pr.(*Prober)
+			a, err := with.Render(probestest.Probe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := without.Render(probestest.Probe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.SHA256() != b.SHA256() || a.URL != b.URL || !bytes.Equal(a.Body, b.Body) || fmt.Sprint(a.Header) != fmt.Sprint(b.Header) {
+				t.Errorf("renders differ:\n with    %s %s %v %s\n without %s %s %v %s", a.URL, a.SHA256(), a.Header, a.Body, b.URL, b.SHA256(), b.Header, b.Body)
+			}
+			fixture := "converse_guardrail_input.json"
+			if endpoint == EndpointGuardrail {
+				fixture = "apply_guardrail_intervened.json"
+			}
+			body, err := os.ReadFile(filepath.Join("testdata", fixture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, resp := range []*probes.Response{
+				{Status: 200, Body: body}, // replay: no headers
+				{Status: 200, Header: http.Header{"X-Amzn-Requestid": {reqID}}, Body: body},
+				{Status: 429, Header: http.Header{"X-Amzn-Errortype": {"ThrottlingException"}}, Body: []byte(`{"message":"Too many requests"}`)},
+			} {
+				got, want := without.Classify(b, resp), with.Classify(a, resp)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("classify %d differs:\n without %+v\n with    %+v", resp.Status, got, want)
+				}
+				if resp.Status == 200 && !got.Class.IsVerdict() {
+					t.Errorf("classify %s: %s (%s), want a verdict", fixture, got.Class, got.Reason)
+				}
+			}
+		})
 	}
 }
 
@@ -522,8 +635,9 @@ func TestRegistered(t *testing.T) {
 		info.NeedsKey || info.Check == nil || info.RequestID != "x-amzn-RequestId header" {
 		t.Errorf("info = %+v", info)
 	}
-	// The SigV4 variables New requires, and only those (the session token
-	// is optional), so config validation reports them before a run starts.
+	// The SigV4 variables sending requires, and only those (the session
+	// token is optional), so config validation reports them before a run
+	// starts.
 	if got, want := strings.Join(info.CredentialEnv, ","), EnvAccessKeyID+","+EnvSecretAccessKey; got != want || info.CredentialAlt == "" {
 		t.Errorf("CredentialEnv = %q (alt %q), want %q and an alternative", got, info.CredentialAlt, want)
 	}

@@ -157,7 +157,13 @@ func StatusClass(status int) probes.Class {
 }
 
 // abusePhrases are fragments of providers' account-enforcement messages. The
-// list is deliberately narrow: an ordinary 400 or 403 must not page.
+// list is deliberately narrow: an ordinary 400 or 403 must not page. The
+// enforced unit may be the account, the organization (also spelled
+// "organisation") or, for suspension only, the workspace or project a key
+// belongs to (Mistral: "Your workspace has been suspended. Please contact
+// support."): a workspace or project that is merely archived, deleted or
+// not found, and every authentication failure ("invalid api key"), is an
+// ordinary client error.
 var abusePhrases = []string{
 	"account has been suspended",
 	"account has been deactivated",
@@ -165,6 +171,11 @@ var abusePhrases = []string{
 	"organization has been suspended",
 	"organization has been disabled",
 	"organization has been deactivated",
+	"organisation has been suspended",
+	"organisation has been disabled",
+	"organisation has been deactivated",
+	"workspace has been suspended",
+	"project has been suspended",
 	"access has been terminated",
 	"access was terminated",
 	"access to this api has been disabled",

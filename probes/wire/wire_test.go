@@ -82,8 +82,20 @@ func TestIsAbuseNotOnInvalidPrompt(t *testing.T) {
 		{"invalid_request_error", "", "This organization has been disabled.", true},
 		{"", "account_deactivated", invalid, true},
 		{"", "", invalid + " Your account has been suspended.", true},
+		// Enforcement on the workspace, project or organization a key
+		// belongs to is account-level too.
+		{"", "", "Your workspace has been suspended. Please contact support.", true},
+		{"permission_error", "", "This project has been suspended for violations of our terms.", true},
+		{"", "", "Your organisation has been suspended.", true},
+		{"", "", "Your organization has been disabled.", true},
 		// Ordinary errors are not.
 		{"invalid_request_error", "", "messages: roles must alternate", false},
+		{"", "", "Invalid API key.", false},
+		{"authentication_error", "", "invalid x-api-key", false},
+		{"", "", "Unauthorized", false},
+		{"", "", "This workspace has been archived.", false},
+		{"", "", "Project not found or you do not have access to it.", false},
+		{"", "", "Your organization must be verified to use this model.", false},
 	} {
 		if got := IsAbuse(c.typ, c.code, c.msg); got != c.abuse {
 			t.Errorf("IsAbuse(%q, %q, %q) = %v, want %v", c.typ, c.code, c.msg, got, c.abuse)
