@@ -292,7 +292,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		return err
 	}
 	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
-	originReset, err := d.resetOnOriginChange(states, obs, &stats)
+	originReset, origin, err := d.resetOnOriginChange(states, obs, &stats)
 	if err != nil {
 		return err
 	}
@@ -539,38 +539,50 @@ func (d *detector) observe(obs []*storage.Observation) error {
 	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states, originReset); err != nil {
 		return err
 	}
+	if origin != "" {
+		// The state is now up to date at this origin.
+		if _, err := d.tx.ExecContext(d.ctx, `UPDATE probe_states SET origin = ? WHERE target_id = ? AND origin != ?`, origin, d.t.ID, origin); err != nil {
+			return err
+		}
+	}
 	d.stats, d.flips, d.ndFlips, d.drifts, d.newlyND, d.other = stats, flips, ndFlips, drifts, newlyND, other
 	return nil
 }
 
 // resetOnOriginChange compares the origin the target's requests went to in
-// this run with the one of its latest earlier run that recorded one. When
-// they differ, every probe with a state (absent ones too) is recorded as an
-// input change caused by the origin, and it reports true: the caller drops
-// the states, so that each probe establishes a new baseline at the new
-// endpoint, exactly as after a change of its request bytes. Nothing is
-// inferred when either origin is unknown (runs recorded before origins
-// were kept, a target none of whose probes rendered). The target's open
-// events are left as they are (as after edited bytes); its known
+// this run (run_targets.origin) with the one its detection state was last
+// brought up to date at (probe_states.origin), and returns this run's
+// origin. When they differ, the target moved: every probe with a state
+// (absent ones too) is recorded as an input change caused by the origin,
+// the target's rows still open in events close (closeAtMove), and it
+// reports true: the caller drops the states, so that each probe
+// establishes a new baseline at the new endpoint, exactly as after a change
+// of its request bytes. Nothing is inferred when either origin is unknown
+// (states written before origins were kept, a target none of whose probes
+// rendered). Runs whose answers never reached the state (aborted ones,
+// those whose detection was given up) take no part. The target's known
 // categories are kept.
-func (d *detector) resetOnOriginChange(states map[string]*state, obs []*storage.Observation, stats *TargetStats) (bool, error) {
+func (d *detector) resetOnOriginChange(states map[string]*state, obs []*storage.Observation, stats *TargetStats) (bool, string, error) {
 	var cur string
 	err := d.tx.QueryRowContext(d.ctx, `SELECT origin FROM run_targets WHERE run_id = ? AND target_id = ?`, d.in.RunID, d.t.ID).Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && cur == "") {
-		return false, nil
+		return false, "", nil
 	}
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	var prev string
-	var prevRun int64
-	err = d.tx.QueryRowContext(d.ctx, `SELECT origin, run_id FROM run_targets WHERE target_id = ? AND run_id < ? AND origin != '' ORDER BY run_id DESC LIMIT 1`,
-		d.t.ID, d.in.RunID).Scan(&prev, &prevRun)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && prev == cur) {
-		return false, nil
+	err = d.tx.QueryRowContext(d.ctx, `SELECT origin FROM probe_states WHERE target_id = ?`, d.t.ID).Scan(&prev)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (prev == "" || prev == cur)) {
+		return false, cur, nil
 	}
 	if err != nil {
-		return false, err
+		return false, "", err
+	}
+	var prevRun int64
+	if err := d.tx.QueryRowContext(d.ctx, `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ? AND run_id < ? AND origin = ?`,
+		d.t.ID, d.in.RunID, prev).Scan(&prevRun); err != nil {
+		return false, "", err
 	}
 	stats.OriginChange = &OriginChange{From: prev, To: cur, FromRun: prevRun}
 	now := map[string]string{} // this run's request fingerprint per probe
@@ -592,11 +604,50 @@ func (d *detector) resetOnOriginChange(states map[string]*state, obs []*storage.
 		}
 		if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256, cause) VALUES (?, ?, ?, ?, ?, 'origin')`,
 			d.in.RunID, d.t.ID, id, old, sha); err != nil {
-			return false, err
+			return false, "", err
 		}
 		stats.InputChanges++
 	}
-	return true, nil
+	if err := d.closeAtMove(prev, cur); err != nil {
+		return false, "", err
+	}
+	return true, cur, nil
+}
+
+// closeAtMove closes the target's rows still open in events of any kind:
+// they were observed at the endpoint the target left, where nothing is
+// observed any more. Left open, an answer at the new endpoint would revert
+// them, withdraw them or extend their event, comparing two endpoints. Each
+// leaves "with the target's endpoint" (read back as moved on: the event
+// ends without the change having been undone), and an event left without
+// rows ends.
+func (d *detector) closeAtMove(from, to string) error {
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT event_id, probe_id FROM event_probes WHERE target_id = ? AND reverted_run = 0 ORDER BY event_id, probe_id`, d.t.ID)
+	if err != nil {
+		return err
+	}
+	closed := map[int64][]leaving{}
+	why := fmt.Sprintf("%s (moved from %s to %s)", whyEndpoint, from, to)
+	for rows.Next() {
+		var eid int64
+		var pid string
+		if err := rows.Scan(&eid, &pid); err != nil {
+			rows.Close()
+			return err
+		}
+		closed[eid] = append(closed[eid], leaving{pid, why})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(closed) == 0 {
+		return nil
+	}
+	if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ? WHERE target_id = ? AND reverted_run = 0`, d.in.RunID, d.t.ID); err != nil {
+		return err
+	}
+	return d.closeProbes(closed, ChangePartialRevert)
 }
 
 // renames lists the probe ids new in this run (no state before) whose
@@ -890,6 +941,7 @@ const (
 	whyBack     = "flipped back"
 	whyMovedOn  = "moved on from the event's after-verdict (no longer holds)"
 	whyWithdraw = "marked nondeterministic, withdrawn from the evidence"
+	whyEndpoint = "left with the target's endpoint" // closeAtMove; followed by " (moved from A to B)"
 )
 
 // leaving is a probe of the target leaving an event, and why.

@@ -60,7 +60,13 @@ import (
 // check of every observation's verdict against the event's claim
 // (verdict_matches_event) and counts an observation the event cites but the
 // database lacks as a problem (before_problem, after_problem).
-const Format = "driftprobe-evidence/2"
+// Format 3 adds each observation's origin (the endpoint its run answered
+// at) and the problem of a flip answered at two endpoints.
+const Format = "driftprobe-evidence/3"
+
+// FormatV2 is format 3 without origins: Verify reads it as format 3 (a
+// record written before origins were kept has none to check).
+const FormatV2 = "driftprobe-evidence/2"
 
 // FormatV1 is the format written before: Verify still reads it, re-hashes
 // it as before, and checks what its writer did not: its observations'
@@ -855,8 +861,8 @@ func isRecord(r *Record) error {
 	switch {
 	case r.Format == "":
 		return &NotRecordError{fmt.Sprintf("no \"format\": %q", Format)}
-	case r.Format != Format && r.Format != FormatV1:
-		return &NotRecordError{fmt.Sprintf("format %q, want %q (or %q)", r.Format, Format, FormatV1)}
+	case r.Format != Format && r.Format != FormatV2 && r.Format != FormatV1:
+		return &NotRecordError{fmt.Sprintf("format %q, want %q (or %q, %q)", r.Format, Format, FormatV2, FormatV1)}
 	case r.Event == nil:
 		return &NotRecordError{"no event"}
 	case r.SHA256 == "":

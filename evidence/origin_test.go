@@ -2,6 +2,7 @@ package evidence_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -40,5 +41,35 @@ func TestEvidenceNamesEndpoints(t *testing.T) {
 	}
 	if rec.AllVerified || !strings.Contains(strings.Join(rec.Problems(), "\n"), "answered at different endpoints (sim:embedded, https://elsewhere.example)") {
 		t.Errorf("a flip across endpoints verified: %v", rec.Problems())
+	}
+}
+
+// A format-2 record (written before origins were kept) still verifies.
+func TestFormat2StillVerifies(t *testing.T) {
+	ctx := context.Background()
+	e := testenv.New(t, violence)
+	e.Runs(4)
+	ev := eventOfKind(t, e, diff.KindPolicy)
+	rec, err := evidence.Build(ctx, e.Store, ev.ID, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Format = evidence.FormatV2
+	for i := range rec.Probes {
+		for _, o := range []*evidence.Observation{rec.Probes[i].Before, rec.Probes[i].After} {
+			if o != nil {
+				o.Origin = ""
+			}
+		}
+	}
+	if err := rec.Rehash(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(rec)
+	if strings.Contains(string(b), `"origin"`) {
+		t.Fatal("a format-2 record names origins")
+	}
+	if _, err := evidence.VerifyJSON(b); err != nil {
+		t.Errorf("format 2: %v", err)
 	}
 }

@@ -156,18 +156,33 @@ type Authorizer interface {
 // Originer is implemented by a prober whose endpoint is not told by the
 // URLs it renders: the in-process simulator listens on a new loopback port
 // in every process yet is the same endpoint each time. Origin returns that
-// identity; for every other prober the runner takes the origin of the
-// rendered request URL (URLOrigin).
+// identity, or "" to let the runner take RequestOrigin of the rendered
+// request, as it does for every other prober.
 type Originer interface {
 	Origin() string
 }
 
-// URLOrigin is the endpoint identity of a request URL: its scheme and host
-// ("https://myres.openai.azure.com"), lower-cased, with the port only when
-// it is not the scheme's default. Path, query and any user information are
-// left out: the path is part of the request fingerprint already, and the
-// rest is never an endpoint's identity. It is "" for a URL that does not
-// parse or has no host.
+// RequestOrigin is the endpoint identity of r: what its URL holds that its
+// fingerprint does not. That is the URL without the fingerprinted path (and
+// without the query): scheme, host and the base URL's own path prefix
+// ("https://gw.example.com/acct/gw-a/anthropic" for a gateway prefix in
+// front of /v1/messages), normalised by URLOrigin. Adapters whose
+// fingerprinted path is the whole URL path give scheme and host alone.
+func RequestOrigin(r *Request) string {
+	raw, _, _ := strings.Cut(r.URL, "?")
+	path, _, _ := strings.Cut(r.Path, "?")
+	if path != "" && strings.HasSuffix(raw, path) {
+		raw = strings.TrimSuffix(raw, path)
+	}
+	return URLOrigin(raw)
+}
+
+// URLOrigin normalises an API root: its scheme and host lower-cased, the
+// port only when it is not the scheme's default, then its path without a
+// trailing slash ("https://myres.openai.azure.com", "http://127.0.0.1:8080/v1").
+// User information, query and fragment are left out: they are never an
+// endpoint's identity. It is "" for a URL that does not parse or has no
+// host.
 func URLOrigin(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
@@ -183,7 +198,7 @@ func URLOrigin(raw string) string {
 	if port != "" {
 		host += ":" + port
 	}
-	return scheme + "://" + host
+	return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
 }
 
 // Closer is implemented by probers holding resources (the in-process sim).

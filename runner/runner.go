@@ -440,12 +440,14 @@ func render(c *corpus.Corpus, t *Target) ([]job, TargetPlan) {
 }
 
 // originOf is t's endpoint identity: the prober's own (probes.Originer),
-// else the origin of req's URL.
+// else probes.RequestOrigin of req.
 func originOf(t *Target, req *probes.Request) string {
 	if o, ok := t.Prober.(probes.Originer); ok {
-		return o.Origin()
+		if s := o.Origin(); s != "" {
+			return s
+		}
 	}
-	return probes.URLOrigin(req.URL)
+	return probes.RequestOrigin(req)
 }
 
 func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan<- *storage.Observation, global chan struct{}, progress func()) *TargetSummary {

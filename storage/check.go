@@ -526,7 +526,7 @@ var typedTables = []typedTable{
 		{"client_errors", colInt}, {"unavailable", colInt}, {"breaker_opened", colBool}, {"requests", colInt}, {"retries", colInt}, {"requests_sha256", colText},
 		{"tokens_in", colInt}, {"tokens_out", colInt}, {"cost_usd", colReal}, {"duration_ms", colReal}, {"origin", colText}}},
 	{"probes", []string{"sha256"}, []column{{"sha256", colText}, {"probe_id", colText}, {"corpus_version", colText}, {"role", colText}, {"expect", colText}, {"tags", colText}, {"canonical", colText}}},
-	{"probe_states", nil, []column{{"states", colBlob}, {"probes", colInt}, {"updated_run", colInt}}},
+	{"probe_states", nil, []column{{"states", colBlob}, {"probes", colInt}, {"updated_run", colInt}, {"origin", colText}}},
 	{"target_categories", []string{"target_id", "category"}, []column{{"target_id", colInt}, {"category", colText}, {"first_run", colInt}}},
 	{"input_changes", nil, []column{{"run_id", colInt}, {"target_id", colInt}, {"probe_id", colText}, {"old_sha256", colText}, {"new_sha256", colText}, {"cause", colText}}},
 	{"events", nil, []column{{"fingerprint", colText}, {"target_id", colInt}, {"provider", colText}, {"kind", colText}, {"direction", colText}, {"opened_kind", colText},

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/sim"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // A target moved to another endpoint under the same name (another Azure
@@ -109,5 +112,177 @@ func TestEmbeddedSimOriginIsStable(t *testing.T) {
 				t.Errorf("run %d, %s: origin %q, change %+v", out.RunID, tg.Target, tg.Origin, tg.OriginChange)
 			}
 		}
+	}
+}
+
+// originRuns runs the default corpus against one sim target named gw at a
+// base URL the caller picks per run, into one database.
+type originRuns struct {
+	t       *testing.T
+	cfg, db string
+}
+
+func newOriginRuns(t *testing.T) *originRuns {
+	dir := t.TempDir()
+	return &originRuns{t: t, cfg: filepath.Join(dir, "c.yaml"), db: filepath.Join(dir, "x.db")}
+}
+
+func (o *originRuns) run(url string) app.RunJSON {
+	o.t.Helper()
+	if err := os.WriteFile(o.cfg, []byte("targets:\n  - {name: gw, provider: sim, model: m, base_url: \""+url+"\"}\n"), 0o644); err != nil {
+		o.t.Fatal(err)
+	}
+	stdout, stderr, code := runIn(o.t, "run", "--json", "--no-progress", "--config", o.cfg, "--db", o.db)
+	var out app.RunJSON
+	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Targets) != 1 {
+		o.t.Fatalf("run at %s: exit %d: %s\n%s", url, code, stderr, stdout)
+	}
+	return out
+}
+
+// abortedAt records a run at origin that was aborted before detection saw
+// it (a CronJob deadline during the first run after a config change).
+func (o *originRuns) abortedAt(origin string) {
+	o.t.Helper()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, o.db)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	defer st.Close()
+	tg, err := st.TargetByName(ctx, "gw")
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	id, err := st.BeginRun(ctx, storage.Run{CorpusName: "default", CorpusVersion: "x"})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	if err := st.FinishRun(ctx, id, storage.RunAborted, []storage.RunTarget{{TargetID: tg.ID, Status: storage.TargetAborted, Origin: origin}}); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+func (o *originRuns) events() []*diff.Event {
+	o.t.Helper()
+	stdout, stderr, code := runIn(o.t, "events", "--json", "--db", o.db)
+	var evs []*diff.Event
+	if code != 0 || json.Unmarshal([]byte(stdout), &evs) != nil {
+		o.t.Fatalf("events: exit %d: %s", code, stderr)
+	}
+	return evs
+}
+
+func strictSim(from int64) sim.Config {
+	th := map[string]float64{}
+	for _, c := range []string{"violence", "hate", "harassment", "illicit", "weapons", "self_harm", "privacy"} {
+		th[c] = 0.05
+	}
+	return sim.Config{Policies: []sim.Policy{{FromRun: from, Thresholds: th}}}
+}
+
+// Two gateways on one host differ only by a path prefix in front of the
+// fixed API path, which the fingerprint does not cover: the prefix is part
+// of the origin, so a move between them is a move.
+func TestGatewayPathMoveIsInputChange(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/gwA/", http.StripPrefix("/gwA", sim.NewServer(sim.Config{})))
+	mux.Handle("/gwB/", http.StripPrefix("/gwB", sim.NewServer(strictSim(1))))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	o := newOriginRuns(t)
+	for i := 0; i < 3; i++ {
+		o.run(srv.URL + "/gwA")
+	}
+	for i := 0; i < 3; i++ {
+		out := o.run(srv.URL + "/gwB")
+		if tg := out.Targets[0]; i == 0 && (tg.OriginChange == nil || tg.OriginChange.To != probes.URLOrigin(srv.URL)+"/gwB") {
+			t.Errorf("run %d: the move between gateways was not seen: %+v (origin %q)", out.RunID, tg.OriginChange, tg.Origin)
+		}
+	}
+	if evs := o.events(); len(evs) != 0 {
+		t.Errorf("a move between gateways made events: %+v", evs)
+	}
+}
+
+// A run at the new endpoint that never reached detection (aborted) neither
+// hides the move from the next run nor, back at the old endpoint, invents
+// one: the move is judged against the origin the state was built at.
+func TestAbortedRunDoesNotHideOrInventMove(t *testing.T) {
+	a := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer a.Close()
+	b := httptest.NewServer(sim.NewServer(strictSim(1)))
+	defer b.Close()
+
+	hide := newOriginRuns(t)
+	for i := 0; i < 3; i++ {
+		hide.run(a.URL)
+	}
+	hide.abortedAt(probes.URLOrigin(b.URL))
+	out := hide.run(b.URL)
+	if oc := out.Targets[0].OriginChange; oc == nil || oc.From != probes.URLOrigin(a.URL) || oc.FromRun != 3 {
+		t.Errorf("run %d after an aborted run at b: origin change %+v", out.RunID, oc)
+	}
+	hide.run(b.URL)
+	hide.run(b.URL)
+	if evs := hide.events(); len(evs) != 0 {
+		t.Errorf("the move hidden by an aborted run made events: %d, first %+v", len(evs), evs[0])
+	}
+
+	invent := newOriginRuns(t)
+	for i := 0; i < 3; i++ {
+		invent.run(a.URL)
+	}
+	invent.abortedAt(probes.URLOrigin(b.URL))
+	if out := invent.run(a.URL); out.Targets[0].OriginChange != nil || out.Targets[0].InputChanges != 0 {
+		t.Errorf("back at a after an aborted run at b: origin change %+v, %d input changes", out.Targets[0].OriginChange, out.Targets[0].InputChanges)
+	}
+}
+
+// An event open at the old endpoint ends with the move (its rows leave
+// "with the target's endpoint", read back as moved on): an answer at the new
+// endpoint never reverts or extends it, and a change there is its own event.
+func TestMoveEndsOpenEvents(t *testing.T) {
+	a := httptest.NewServer(sim.NewServer(strictSim(3))) // tightens from run 3
+	defer a.Close()
+	loose := map[string]float64{}
+	for c := range strictSim(1).Policies[0].Thresholds {
+		loose[c] = sim.DefaultThreshold
+	}
+	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{strictSim(1).Policies[0], {FromRun: 9, Thresholds: loose}}})) // strict, then (run 9) a's old policy
+	defer b.Close()
+	o := newOriginRuns(t)
+	for i := 0; i < 4; i++ {
+		o.run(a.URL)
+	}
+	evs := o.events()
+	if len(evs) != 1 || evs[0].Status != "open" || evs[0].Direction != "tightened" {
+		t.Fatalf("a's tightening: %+v", evs)
+	}
+	o.run(b.URL) // run 5: the move
+	evs = o.events()
+	if len(evs) != 1 {
+		t.Fatalf("the move made events: %+v", evs)
+	}
+	updates := len(evs[0].Updates)
+	last := evs[0].Updates[updates-1]
+	if evs[0].Status != "reverted" || last.RunID != 5 || !strings.Contains(last.Detail, "left with the target's endpoint (moved from "+probes.URLOrigin(a.URL)+" to "+probes.URLOrigin(b.URL)+")") {
+		t.Errorf("event 1 after the move: status %s, last update %+v", evs[0].Status, last)
+	}
+	for _, p := range evs[0].Probes {
+		if !p.MovedOn || p.RevertedRun != 5 {
+			t.Errorf("event 1 probe %s: moved_on %v, reverted_run %d", p.ProbeID, p.MovedOn, p.RevertedRun)
+		}
+	}
+	for i := 0; i < 5; i++ { // runs 6–10: b's baseline holds, b loosens at 9
+		o.run(b.URL)
+	}
+	evs = o.events()
+	byID := map[int64]*diff.Event{}
+	for _, e := range evs {
+		byID[e.ID] = e
+	}
+	if len(evs) != 2 || byID[1] == nil || byID[2] == nil || len(byID[1].Updates) != updates || byID[2].Direction != "loosened" || byID[2].Status != "open" {
+		t.Errorf("after b loosened: %d events (want event 1 untouched and an open loosening of b's own): %+v", len(evs), evs)
 	}
 }

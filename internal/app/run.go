@@ -151,22 +151,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 		return nil, &runner.RunError{RunID: sum.RunID, Status: sum.Status, Err: fmt.Errorf("run %d: detection: %w", sum.RunID, err)}
 	}
 	res.Detection = det
-	if o.Logger != nil {
-		for _, ts := range det.Stats {
-			for _, rn := range ts.Renamed {
-				o.Logger.Warn("probe id new with the request bytes of a probe no longer in the corpus (renamed?): it starts its own baseline; the old id's history does not carry over",
-					"target", ts.Target, "from", rn.From, "to", rn.To, "request_sha256", rn.RequestSHA256, "run", sum.RunID)
-			}
-			if oc := ts.OriginChange; oc != nil {
-				o.Logger.Warn("target endpoint changed: every probe's baseline restarts there (an input change, never a flip)",
-					"target", ts.Target, "from", oc.From, "to", oc.To, "last_run_at_from", oc.FromRun, "run", sum.RunID)
-			}
-			if ts.InputChanges > 0 && ts.OriginChange == nil {
-				o.Logger.Warn("request bytes changed: these probes' baselines restart (nothing is compared across the change)",
-					"target", ts.Target, "probes", ts.InputChanges, "run", sum.RunID)
-			}
-		}
-	}
+	logDetection(o.Logger, sum.RunID, det)
 	if ids := det.EventIDs(); len(ids) > 0 {
 		if res.Events, err = diff.ListEvents(context.WithoutCancel(ctx), st, diff.Filter{IDs: ids}); err != nil {
 			return nil, err
@@ -297,10 +282,11 @@ func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, logge
 		return
 	}
 	for _, id := range ids {
-		n, err := detectRun(ctx, cfg, st, id)
+		det, err := detectRun(ctx, cfg, st, id)
 		switch {
 		case err == nil && logger != nil:
-			logger.Warn("a finished run was never detected (its process ended or its detection failed): detected now", "run", id, "events", n)
+			logger.Warn("a finished run was never detected (its process ended or its detection failed): detected now", "run", id, "events", len(det.EventIDs()))
+			logDetection(logger, id, det)
 		case err != nil:
 			if logger != nil {
 				logger.Error("a finished run was never detected, and detecting it now failed: given up (its flips are not counted)", "run", id, "err", err)
@@ -312,16 +298,38 @@ func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, logge
 	}
 }
 
+// logDetection logs what detection of run found that needs a person's
+// attention beyond events: likely renames, endpoint moves, input changes.
+func logDetection(logger *slog.Logger, run int64, det *diff.Result) {
+	if logger == nil {
+		return
+	}
+	for _, ts := range det.Stats {
+		for _, rn := range ts.Renamed {
+			logger.Warn("probe id new with the request bytes of a probe no longer in the corpus (renamed?): it starts its own baseline; the old id's history does not carry over",
+				"target", ts.Target, "from", rn.From, "to", rn.To, "request_sha256", rn.RequestSHA256, "run", run)
+		}
+		if oc := ts.OriginChange; oc != nil {
+			logger.Warn("target endpoint changed: every probe's baseline restarts there and its open event rows end (an input change, never a flip)",
+				"target", ts.Target, "from", oc.From, "to", oc.To, "last_run_at_from", oc.FromRun, "run", run)
+		}
+		if ts.InputChanges > 0 && ts.OriginChange == nil {
+			logger.Warn("request bytes changed: these probes' baselines restart (nothing is compared across the change)",
+				"target", ts.Target, "probes", ts.InputChanges, "run", run)
+		}
+	}
+}
+
 // detectRun applies detection to the stored run id for its targets still
-// in cfg and returns how many events it changed.
-func detectRun(ctx context.Context, cfg *config.Config, st *storage.DB, id int64) (int, error) {
+// in cfg and returns what it found.
+func detectRun(ctx context.Context, cfg *config.Config, st *storage.DB, id int64) (*diff.Result, error) {
 	run, err := st.Run(ctx, id)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	rts, err := st.RunTargets(ctx, id)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	in := diff.Input{RunID: id, CorpusVersion: run.CorpusVersion, CorpusHash: run.CorpusHash, Params: DetectionParams(cfg)}
 	for _, rt := range rts {
@@ -331,15 +339,15 @@ func detectRun(ctx context.Context, cfg *config.Config, st *storage.DB, id int64
 		}
 		row, err := st.TargetByName(ctx, rt.Target)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		in.Targets = append(in.Targets, diff.TargetRun{ID: rt.TargetID, Name: rt.Target, Provider: row.Provider, Status: rt.Status, ConfirmSamples: tc.ConfirmSamples})
 	}
 	det, err := diff.Apply(ctx, st, in)
 	if err != nil {
-		return 0, fmt.Errorf("detection of run %d: %w", id, err)
+		return nil, fmt.Errorf("detection of run %d: %w", id, err)
 	}
-	return len(det.EventIDs()), nil
+	return det, nil
 }
 
 // Prune prunes the store as r says, keeping what detection, evidence and
@@ -470,9 +478,10 @@ type (
 		TokensIn       int            `json:"tokens_in"`
 		TokensOut      int            `json:"tokens_out"`
 		CostUSD        float64        `json:"cost_usd"`
-		// InputChanges counts probes whose request bytes differ from
-		// their baseline's (corpus or target parameters changed): their
-		// baselines restart.
+		// InputChanges counts probes whose answers are not comparable
+		// with their baseline: their request bytes differ (corpus or
+		// target parameters changed), or the target's endpoint moved
+		// (OriginChange). Their baselines restart.
 		InputChanges int `json:"input_changes"`
 		// Renamed lists probe ids new to the target sent with the request
 		// bytes of an id no longer in the corpus (likely renames): each

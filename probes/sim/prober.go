@@ -77,13 +77,13 @@ func New(t probes.Target) (probes.Prober, error) {
 	return p, nil
 }
 
-// Origin is EmbeddedOrigin for the in-process server and the origin of
-// base_url for a remote sim.
+// Origin is EmbeddedOrigin for the in-process server, and "" for a remote
+// sim (its requests' own origin, probes.RequestOrigin, applies).
 func (p *Prober) Origin() string {
 	if p.server != nil {
 		return EmbeddedOrigin
 	}
-	return probes.URLOrigin(p.base)
+	return ""
 }
 
 // Server returns the in-process server, or nil for a remote sim.
