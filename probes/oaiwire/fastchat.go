@@ -244,6 +244,7 @@ func (c *chatReader) classify(r probes.Result) probes.Result {
 		r.Message = string(content)
 	default:
 		r.Class, r.Reason = probes.Allowed, ch.finish
+		r.Unknown = filteredButAnswered(r.Signals, r.Unknown)
 	}
 	r.Categories = nil
 	return r

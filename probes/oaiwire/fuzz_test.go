@@ -1,6 +1,9 @@
 package oaiwire
 
 import (
+	"bytes"
+	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/driftprobe/driftprobe/probes"
@@ -25,7 +28,7 @@ func FuzzClassify(f *testing.F) {
 	key := probestest.FuzzKey
 	now := probestest.FuzzNow
 	targets := []probestest.FuzzTarget{
-		{Name: "chat", AllowVerdict: probestest.OpenAIDialectVerdict, Classify: func(resp *probes.Response) probes.Result {
+		{Name: "chat", AllowVerdict: chatVerdict, Classify: func(resp *probes.Response) probes.Result {
 			checkFastSlow(resp)
 			return Redact(ClassifyChat(resp, now), key)
 		}},
@@ -39,3 +42,21 @@ func FuzzClassify(f *testing.F) {
 	}
 	probestest.Fuzz(f, targets, "testdata", "../openai/testdata", "../azure/testdata", "../openaicompat/testdata", "../mistral/testdata")
 }
+
+// chatVerdict is the chat target's AllowVerdict: the two rules of
+// probestest.OpenAIDialectVerdict, and the event-stream rule of
+// classifyChatStream. A 2xx body isChatStream reads (declared
+// text/event-stream, or opening with a data: line without a Content-Type)
+// is read as the answer it describes, marked StreamMarker, when a chunk
+// sets a finish_reason (or, Truncated, when its cut tail spells
+// "finish_reason":"content_filter"), or as a 2xx error body when a chunk
+// carries only an error.
+func chatVerdict(resp *probes.Response, r probes.Result) bool {
+	if probestest.OpenAIDialectVerdict(resp, r) {
+		return true
+	}
+	return resp.Status >= 200 && resp.Status < 300 && isChatStream(resp) && slices.Contains(r.Unknown, StreamMarker) &&
+		(finishSpelled.Match(resp.Body) || bytes.Contains(resp.Body, []byte(`"error"`)))
+}
+
+var finishSpelled = regexp.MustCompile(`"finish_reason"\s*:\s*"[^"]`)

@@ -1,10 +1,11 @@
 // Package oaiwire renders and reads the OpenAI wire formats shared by several
 // providers: chat completions (with the Azure OpenAI dialect: content_filter
-// errors, prompt and completion filter results), the error envelope in its
-// OpenAI, Azure, Mistral and FastAPI-style variants, and moderation responses
-// ({results:[{flagged?, categories, category_scores,
-// category_applied_input_types?}]}, spoken by OpenAI and Mistral). The openai,
-// azure, openai_compatible, mistral and sim providers share it.
+// errors, prompt and completion filter results; non-streamed, or streamed as
+// server-sent events by a gateway that streams regardless), the error
+// envelope in its OpenAI, Azure, Mistral and FastAPI-style variants, and
+// moderation responses ({results:[{flagged?, categories, category_scores,
+// category_applied_input_types?}]}, spoken by OpenAI and Mistral). The
+// openai, azure, openai_compatible, mistral and sim providers share it.
 package oaiwire
 
 import (
@@ -88,15 +89,22 @@ func Render(base, path string, body any) (*probes.Request, error) {
 }
 
 // ErrBaseURL is returned by RenderURL and CheckBaseURL for a base URL that
-// is not an absolute http(s) URL without credentials. Its message never
+// is not an absolute http(s) URL with a host, without credentials, query or
+// fragment, and with a port, if any, from 1 to 65535. Its message never
 // repeats the URL (it could carry userinfo).
-var ErrBaseURL = errors.New("base_url must be an absolute http:// or https:// URL without credentials, query or fragment")
+var ErrBaseURL = errors.New("base_url must be an absolute http:// or https:// URL with a host (and a port, if any, from 1 to 65535), without credentials, query or fragment")
 
 // CheckBaseURL validates a base URL as RenderURL will use it.
 func CheckBaseURL(base string) error {
 	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(base, "#") {
 		return ErrBaseURL
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return ErrBaseURL
+		}
 	}
 	return nil
 }
@@ -919,7 +927,23 @@ func malformed(resp *probes.Response, r probes.Result) probes.Result {
 // bookkeeping field of the wrong type (id, created, model,
 // system_fingerprint, usage and its counts, index, prompt_index) leaves
 // the verdict as it is and is noted in Unknown as "NAME:bad_type"
-// ("usage.prompt_tokens:bad_type", "choices.index:bad_type").
+// ("usage.prompt_tokens:bad_type", "choices.index:bad_type"). An allowed
+// answer whose filter results fired anyway (Azure's asynchronous filter
+// flags content it returned; a prompt filter result may fire on an
+// answered request) stays allowed and names each such category in Unknown
+// as "filtered_but_answered:RAW" ("filtered_but_answered:hate",
+// "filtered_but_answered:prompt.hate").
+//
+// A 2xx event stream (declared text/event-stream, or, without a
+// Content-Type as replay reads stored bodies, a body opening with a data:
+// line), which a gateway may send though no stream was asked for, is read
+// as the non-streamed answer it describes (classifyChatStream, stream.go)
+// and marked "response:event_stream" (StreamMarker) in Unknown: the delta
+// contents and refusals concatenated, the finish reason, model, usage and
+// filter results taken from the chunks that carry them. A stream that did
+// not end with "[DONE]" after the answer's finish reason (cut, or failed)
+// is transient "incomplete_stream"; a choice that finished with
+// content_filter is blocked_output wherever the stream ends.
 //
 // A 2xx body is first given to the single-pass reader classifyChatFast
 // (fastchat.go), which either returns exactly what classifyChatSlow
@@ -943,7 +967,12 @@ func ClassifyChat(resp *probes.Response, now time.Time) probes.Result {
 // (readFilters). It reads every body, including the ones classifyChatFast
 // declines, and defines the result classifyChatFast must reproduce; the
 // differential tests (fastchat_test.go, FuzzClassify) compare the two.
+// An event stream (isChatStream) is read by classifyChatStream: the fast
+// reader declines every stream (none opens with '{').
 func classifyChatSlow(resp *probes.Response, now time.Time) probes.Result {
+	if isChatStream(resp) {
+		return classifyChatStream(resp, now)
+	}
 	var r probes.Result
 	r.RequestID = RequestID(resp.Header)
 	var cr chatResponse
@@ -1061,11 +1090,29 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 		r.Message = content
 	default:
 		r.Class, r.Reason = probes.Allowed, c.FinishReason
+		r.Unknown = filteredButAnswered(r.Signals, r.Unknown)
 	}
 	// Scores on an allowed or refused answer are kept as signals; only a
 	// block names categories.
 	r.Categories = nil
 	return r
+}
+
+// filteredButAnswered appends a "filtered_but_answered:RAW" Unknown entry
+// for every fired signal of an allowed answer (RAW is the provider's
+// category name, "prompt."-prefixed on the input side): Azure flagged
+// content (filtered true) yet returned it, as its asynchronous filter mode
+// does, and a prompt filter result may fire on an answered request. The
+// verdict stays allowed, since the content was delivered; the entry makes
+// it visible (unknown-signals metric, replay). Nothing is appended, and
+// nothing allocated, when no signal fired.
+func filteredButAnswered(sigs []probes.Signal, unk []string) []string {
+	for _, s := range sigs {
+		if s.Fired {
+			unk = append(unk, "filtered_but_answered:"+sanitize(s.Raw))
+		}
+	}
+	return unk
 }
 
 // emptyText reports whether a text field is absent, null or "".

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -358,11 +359,17 @@ var finishContentFilter = regexp.MustCompile(`"finish_reason"\s*:\s*"content_fil
 // chat body (Truncated, opening with '{') that still spells
 // "finish_reason":"content_filter" is blocked_output; a 400 whose
 // unparseable body opens like JSON and mentions content_filter is
-// blocked_input (Azure's legacy error bodies).
+// blocked_input (Azure's legacy error bodies). A complete event stream
+// (marked response:event_stream) reads as the answer it describes.
 func OpenAIDialectVerdict(resp *probes.Response, r probes.Result) bool {
 	t := bytes.TrimSpace(resp.Body)
 	switch {
 	case resp.Status >= 200 && resp.Status < 300:
+		if slices.Contains(r.Unknown, "response:event_stream") {
+			// A complete event stream (a gateway streaming although
+			// none was asked for) reads as the answer it describes.
+			return bytes.Contains(t, []byte(`"finish_reason"`)) || bytes.Contains(t, []byte(`"error"`))
+		}
 		return resp.Truncated && r.Class == probes.BlockedOutput && r.Reason == "content_filter" &&
 			len(t) > 0 && t[0] == '{' && finishContentFilter.Match(t)
 	case resp.Status == 400:
