@@ -91,6 +91,9 @@ type OriginChange struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
 	FromRun int64  `json:"from_run"` // the last run at From
+	// Resumed: the target was at To before, and the detection state it
+	// left there resumed (no baseline restarts; InputChanges counts none).
+	Resumed bool `json:"resumed"`
 }
 
 // ProbeRename is a probe id that appeared with the request bytes of a
@@ -244,6 +247,7 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 // detector detects one target's part of a run, in the phases Apply runs:
 // observe and settle, then extend, then report.
 type detector struct {
+	origin    string // the endpoint this run answered at (run_targets.origin; "" when not known)
 	model     string // model the target reports now (id|fingerprint)
 	prevModel string // the one before it
 	tx        *sql.Tx
@@ -292,12 +296,9 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		return err
 	}
 	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
-	originReset, origin, err := d.resetOnOriginChange(states, obs, &stats)
+	states, originReset, err := d.moveOrigin(states, obs, &stats)
 	if err != nil {
 		return err
-	}
-	if originReset {
-		states = map[string]*state{}
 	}
 	d.states, d.known = states, known
 	if err := d.trackModel(obs); err != nil {
@@ -539,9 +540,9 @@ func (d *detector) observe(obs []*storage.Observation) error {
 	if err := saveStates(d.ctx, d.tx, d.t.ID, run, states, originReset); err != nil {
 		return err
 	}
-	if origin != "" {
-		// The state is now up to date at this origin.
-		if _, err := d.tx.ExecContext(d.ctx, `UPDATE probe_states SET origin = ? WHERE target_id = ? AND origin != ?`, origin, d.t.ID, origin); err != nil {
+	if d.origin != "" && originReset {
+		// The state is now the one at this origin.
+		if _, err := d.tx.ExecContext(d.ctx, `UPDATE probe_states SET origin = ? WHERE target_id = ?`, d.origin, d.t.ID); err != nil {
 			return err
 		}
 	}
@@ -549,42 +550,107 @@ func (d *detector) observe(obs []*storage.Observation) error {
 	return nil
 }
 
-// resetOnOriginChange compares the origin the target's requests went to in
-// this run (run_targets.origin) with the one its detection state was last
-// brought up to date at (probe_states.origin), and returns this run's
-// origin. When they differ, the target moved: every probe with a state
-// (absent ones too) is recorded as an input change caused by the origin,
-// the target's rows still open in events close (closeAtMove), and it
-// reports true: the caller drops the states, so that each probe
-// establishes a new baseline at the new endpoint, exactly as after a change
-// of its request bytes. Nothing is inferred when either origin is unknown
-// (states written before origins were kept, a target none of whose probes
-// rendered). Runs whose answers never reached the state (aborted ones,
-// those whose detection was given up) take no part. The target's known
-// categories are kept.
-func (d *detector) resetOnOriginChange(states map[string]*state, obs []*storage.Observation, stats *TargetStats) (bool, string, error) {
-	var cur string
-	err := d.tx.QueryRowContext(d.ctx, `SELECT origin FROM run_targets WHERE run_id = ? AND target_id = ?`, d.in.RunID, d.t.ID).Scan(&cur)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && cur == "") {
-		return false, "", nil
+// moveOrigin keeps detection per endpoint. It reads the origin the target's
+// requests went to in this run (run_targets.origin, into d.origin) and the
+// one its detection state belongs to (probe_states.origin), and returns
+// the states to go on with and whether they changed hands:
+//   - The same origin, or either unknown (states written before origins
+//     were kept, a target none of whose probes rendered): states as they
+//     are. A state without an origin takes this run's.
+//   - Another origin, in a run that can speak for it (not degraded, and at
+//     least one verdict: a mistyped URL answering nothing is no move): the
+//     target moved. Its states are parked under the origin they belong to
+//     (parked_states; pending candidates and score drift do not survive,
+//     as for an absent probe), and the states parked at the new origin, if
+//     it was visited before, resume; otherwise every probe starts a new
+//     baseline there, recorded as an input change caused by the origin.
+//   - Another origin in a run that cannot speak for it: states as they are,
+//     untouched (the run confirms nothing there anyway).
+//
+// Events are endpoint-scoped through their rows (event_probes.origin): an
+// answer at one endpoint never reverts, withdraws or extends a change seen
+// at another.
+func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observation, stats *TargetStats) (map[string]*state, bool, error) {
+	err := d.tx.QueryRowContext(d.ctx, `SELECT origin FROM run_targets WHERE run_id = ? AND target_id = ?`, d.in.RunID, d.t.ID).Scan(&d.origin)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && d.origin == "") {
+		d.origin = ""
+		return states, false, nil
 	}
 	if err != nil {
-		return false, "", err
+		return nil, false, err
 	}
+	cur := d.origin
 	var prev string
 	err = d.tx.QueryRowContext(d.ctx, `SELECT origin FROM probe_states WHERE target_id = ?`, d.t.ID).Scan(&prev)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (prev == "" || prev == cur)) {
-		return false, cur, nil
+	noState := errors.Is(err, sql.ErrNoRows)
+	if err != nil && !noState {
+		return nil, false, err
 	}
-	if err != nil {
-		return false, "", err
+	if !noState && prev == cur {
+		return states, false, nil
+	}
+	speaks := d.t.Status == storage.TargetComplete
+	if speaks {
+		speaks = false
+		for _, o := range obs {
+			if c := o.Result.Class; o.Sample == 0 && c.IsVerdict() && c != probes.AbuseBlock {
+				speaks = true
+				break
+			}
+		}
+	}
+	switch {
+	case !speaks:
+		if !noState && prev != "" {
+			// Detection of this run would compare its answers with the
+			// state of another endpoint: make sure none of them counts.
+			stats.Degraded = true
+		}
+		return states, false, nil
+	case noState || prev == "":
+		// The first state, or one written before origins were kept:
+		// it belongs here.
+		return states, true, nil
 	}
 	var prevRun int64
 	if err := d.tx.QueryRowContext(d.ctx, `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ? AND run_id < ? AND origin = ?`,
 		d.t.ID, d.in.RunID, prev).Scan(&prevRun); err != nil {
-		return false, "", err
+		return nil, false, err
 	}
-	stats.OriginChange = &OriginChange{From: prev, To: cur, FromRun: prevRun}
+	oc := &OriginChange{From: prev, To: cur, FromRun: prevRun}
+	stats.OriginChange = oc
+	// Park the states at the origin they belong to.
+	for _, st := range states {
+		st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
+		st.driftRuns, st.driftScores = 0, ""
+	}
+	if len(states) > 0 {
+		if _, err := d.tx.ExecContext(d.ctx, `INSERT OR REPLACE INTO parked_states (target_id, origin, states, parked_run) VALUES (?, ?, ?, ?)`,
+			d.t.ID, prev, encodeStates(states), d.in.RunID); err != nil {
+			return nil, false, err
+		}
+	}
+	// Resume the states parked here, if the target was here before.
+	var blob []byte
+	var parkedRun int64
+	err = d.tx.QueryRowContext(d.ctx, `SELECT states, parked_run FROM parked_states WHERE target_id = ? AND origin = ?`, d.t.ID, cur).Scan(&blob, &parkedRun)
+	switch {
+	case err == nil:
+		resumed, err := decodeStates(blob)
+		if err != nil {
+			return nil, false, fmt.Errorf("parked state of target %d at %s: %w", d.t.ID, cur, err)
+		}
+		if _, err := d.tx.ExecContext(d.ctx, `DELETE FROM parked_states WHERE target_id = ? AND origin = ?`, d.t.ID, cur); err != nil {
+			return nil, false, err
+		}
+		for _, st := range resumed {
+			st.dirty = true
+		}
+		oc.Resumed = true
+		return resumed, true, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, false, err
+	}
 	now := map[string]string{} // this run's request fingerprint per probe
 	for _, o := range obs {
 		if o.Sample == 0 {
@@ -604,50 +670,11 @@ func (d *detector) resetOnOriginChange(states map[string]*state, obs []*storage.
 		}
 		if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256, cause) VALUES (?, ?, ?, ?, ?, 'origin')`,
 			d.in.RunID, d.t.ID, id, old, sha); err != nil {
-			return false, "", err
+			return nil, false, err
 		}
 		stats.InputChanges++
 	}
-	if err := d.closeAtMove(prev, cur); err != nil {
-		return false, "", err
-	}
-	return true, cur, nil
-}
-
-// closeAtMove closes the target's rows still open in events of any kind:
-// they were observed at the endpoint the target left, where nothing is
-// observed any more. Left open, an answer at the new endpoint would revert
-// them, withdraw them or extend their event, comparing two endpoints. Each
-// leaves "with the target's endpoint" (read back as moved on: the event
-// ends without the change having been undone), and an event left without
-// rows ends.
-func (d *detector) closeAtMove(from, to string) error {
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT event_id, probe_id FROM event_probes WHERE target_id = ? AND reverted_run = 0 ORDER BY event_id, probe_id`, d.t.ID)
-	if err != nil {
-		return err
-	}
-	closed := map[int64][]leaving{}
-	why := fmt.Sprintf("%s (moved from %s to %s)", whyEndpoint, from, to)
-	for rows.Next() {
-		var eid int64
-		var pid string
-		if err := rows.Scan(&eid, &pid); err != nil {
-			rows.Close()
-			return err
-		}
-		closed[eid] = append(closed[eid], leaving{pid, why})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(closed) == 0 {
-		return nil
-	}
-	if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET reverted_run = ? WHERE target_id = ? AND reverted_run = 0`, d.in.RunID, d.t.ID); err != nil {
-		return err
-	}
-	return d.closeProbes(closed, ChangePartialRevert)
+	return map[string]*state{}, true, nil
 }
 
 // renames lists the probe ids new in this run (no state before) whose
@@ -864,7 +891,7 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 	}
 	opens := map[string][]row{}
 	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.probe_id, ep.event_id, ep.request_sha256, ep.before, ep.after FROM event_probes ep JOIN events e ON e.id = ep.event_id
-		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.kind IN ('policy_change', 'model_change') ORDER BY ep.event_id`, d.t.ID)
+		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.kind IN ('policy_change', 'model_change') AND `+sameOrigin+` ORDER BY ep.event_id`, d.t.ID, d.origin, d.origin)
 	if err != nil {
 		return nil, err
 	}
@@ -941,7 +968,6 @@ const (
 	whyBack     = "flipped back"
 	whyMovedOn  = "moved on from the event's after-verdict (no longer holds)"
 	whyWithdraw = "marked nondeterministic, withdrawn from the evidence"
-	whyEndpoint = "left with the target's endpoint" // closeAtMove; followed by " (moved from A to B)"
 )
 
 // leaving is a probe of the target leaving an event, and why.
@@ -1088,7 +1114,7 @@ func (d *detector) withdraw(marked map[string]string) error {
 		return nil
 	}
 	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.event_id, ep.probe_id, ep.request_sha256 FROM event_probes ep JOIN events e ON e.id = ep.event_id
-		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.status = 'open' AND e.kind IN ('policy_change', 'model_change') ORDER BY ep.event_id, ep.probe_id`, d.t.ID)
+		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.status = 'open' AND e.kind IN ('policy_change', 'model_change') AND `+sameOrigin+` ORDER BY ep.event_id, ep.probe_id`, d.t.ID, d.origin, d.origin)
 	if err != nil {
 		return err
 	}
@@ -1227,6 +1253,11 @@ func (d *detector) eventKind(id int64) (string, error) {
 // takes no new flip because part of it flipped back in the same or a
 // recent run; the new flip opens an event of its own. (last_run is never
 // below that latest confirmed_run: testing it first lets the index narrow.)
+// sameOrigin filters event_probes rows (as ep) to those of this run's
+// endpoint; it takes d.origin twice. A row or a run whose origin is not
+// known ("": recorded before origins were kept) matches any.
+const sameOrigin = `(? = '' OR ep.origin IN (?, ''))`
+
 const windowSQL = `e.last_run >= ? AND (SELECT MAX(ep.confirmed_run) FROM event_probes ep WHERE ep.event_id = e.id AND ep.withdrawn = 0) >= ?`
 
 // windowEvent returns the target's latest open event of the kinds in
@@ -1235,8 +1266,12 @@ const windowSQL = `e.last_run >= ? AND (SELECT MAX(ep.confirmed_run) FROM event_
 func (d *detector) windowEvent(kindsIn string) (int64, error) {
 	since := d.in.RunID - int64(d.p.WindowRuns)
 	var eid int64
+	// Only an event this target's changes at this endpoint are in (its
+	// rows there): a change at another endpoint is another change.
 	err := d.tx.QueryRowContext(d.ctx, `SELECT e.id FROM events e JOIN event_targets et ON et.event_id = e.id
-		WHERE et.target_id = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND `+windowSQL+` ORDER BY e.id DESC LIMIT 1`, d.t.ID, since, since).Scan(&eid)
+		WHERE et.target_id = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND `+windowSQL+`
+		AND EXISTS (SELECT 1 FROM event_probes ep WHERE ep.event_id = e.id AND ep.target_id = et.target_id AND `+sameOrigin+`) ORDER BY e.id DESC LIMIT 1`,
+		d.t.ID, since, since, d.origin, d.origin).Scan(&eid)
 	if err == sql.ErrNoRows {
 		return 0, nil
 	}
@@ -1522,11 +1557,11 @@ func scoreDirection(flips []flip) string {
 }
 
 func (d *detector) addProbe(eid int64, f flip) error {
-	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate, score_moves)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate, score_moves, origin)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0, withdrawn = 0,
-			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END`,
-		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves)
+			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END, origin = excluded.origin`,
+		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves, d.origin)
 	return err
 }
 

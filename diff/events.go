@@ -34,10 +34,8 @@ type EventProbe struct {
 	// MovedOn: the probe left the event in RevertedRun without flipping
 	// back to Before: its verdict moved on so that the change the event
 	// recorded no longer holds for it (a later stage of a change it then
-	// undid, or a tightened probe now allowed past its before-verdict), or
-	// because the target moved to another endpoint, where the change is no
-	// longer observed (the update's detail says which); Reverted is true
-	// as well.
+	// undid, or a tightened probe now allowed past its before-verdict);
+	// Reverted is true as well.
 	MovedOn bool `json:"moved_on,omitempty"`
 }
 
@@ -230,19 +228,10 @@ func markMovedOn(e *Event, u EventUpdate) {
 	}
 	for _, part := range strings.Split(u.Detail, "; ") {
 		head, list, ok := strings.Cut(part, ": ")
-		if !ok {
+		if !ok || !strings.HasSuffix(head, " "+whyMovedOn) {
 			continue
 		}
-		var lead string
-		switch {
-		case strings.HasSuffix(head, " "+whyMovedOn):
-			lead = strings.TrimSuffix(head, " "+whyMovedOn)
-		case strings.Contains(head, " "+whyEndpoint+" ("):
-			lead, _, _ = strings.Cut(head, " "+whyEndpoint+" (")
-		default:
-			continue
-		}
-		_, target, ok := strings.Cut(lead, " probe(s) on ")
+		_, target, ok := strings.Cut(strings.TrimSuffix(head, " "+whyMovedOn), " probe(s) on ")
 		if !ok {
 			continue
 		}

@@ -46,6 +46,29 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 			obs = append(obs, s.baselineObs, s.candidateObs)
 		}
 	}
+	// States parked at endpoints a target moved away from resume on its
+	// return: their baselines stay evidence.
+	rows, err := q.QueryContext(ctx, `SELECT states FROM parked_states`)
+	if err != nil {
+		return p, fmt.Errorf("pins: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var blob []byte
+		if err := rows.Scan(&blob); err != nil {
+			return p, fmt.Errorf("pins: %w", err)
+		}
+		states, err := decodeStates(blob)
+		if err != nil {
+			return p, fmt.Errorf("pins: parked state: %w", err)
+		}
+		for _, s := range states {
+			obs = append(obs, s.baselineObs, s.candidateObs)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return p, fmt.Errorf("pins: %w", err)
+	}
 	runs, err := queryInts(ctx, q, `SELECT MAX(r.id) FROM run_targets rt JOIN runs r ON r.id = rt.run_id
 		WHERE rt.status = 'complete' AND r.status != 'aborted' GROUP BY rt.target_id, r.corpus_version`, 1)
 	if err != nil {

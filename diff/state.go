@@ -310,7 +310,9 @@ func saveStates(ctx context.Context, tx *sql.Tx, targetID, run int64, states map
 			present++
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO probe_states (target_id, states, probes, updated_run) VALUES (?, ?, ?, ?)`,
+	// (An upsert, not a replace: the row's origin stays.)
+	_, err := tx.ExecContext(ctx, `INSERT INTO probe_states (target_id, states, probes, updated_run) VALUES (?, ?, ?, ?)
+		ON CONFLICT (target_id) DO UPDATE SET states = excluded.states, probes = excluded.probes, updated_run = excluded.updated_run`,
 		targetID, encodeStates(states), present, run)
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -177,8 +178,9 @@ func RequestOrigin(r *Request) string {
 	return URLOrigin(raw)
 }
 
-// URLOrigin normalises an API root: its scheme and host lower-cased, the
-// port only when it is not the scheme's default, then its path without a
+// URLOrigin normalises an API root: its scheme and host lower-cased (host
+// names are not resolved: localhost is not 127.0.0.1), the port as a number
+// and only when it is not the scheme's default, then its path without a
 // trailing slash ("https://myres.openai.azure.com", "http://127.0.0.1:8080/v1").
 // User information, query and fragment are left out: they are never an
 // endpoint's identity. It is "" for a URL that does not parse or has no
@@ -189,6 +191,9 @@ func URLOrigin(raw string) string {
 		return ""
 	}
 	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if n, err := strconv.Atoi(port); err == nil {
+		port = strconv.Itoa(n) // ":018101" is ":18101"
+	}
 	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
 		port = ""
 	}

@@ -239,17 +239,21 @@ func TestAbortedRunDoesNotHideOrInventMove(t *testing.T) {
 	}
 }
 
-// An event open at the old endpoint ends with the move (its rows leave
-// "with the target's endpoint", read back as moved on): an answer at the new
-// endpoint never reverts or extends it, and a change there is its own event.
-func TestMoveEndsOpenEvents(t *testing.T) {
-	a := httptest.NewServer(sim.NewServer(strictSim(3))) // tightens from run 3
-	defer a.Close()
+// Events belong to the endpoint their flips were seen at: a move leaves an
+// open event open and untouched (answers at the new endpoint never revert
+// or extend it, and a change there is an event of its own), and back at
+// the old endpoint its detection resumes where it was: a flip back there
+// reverts the event.
+func TestMoveKeepsEventsAtTheirEndpoint(t *testing.T) {
 	loose := map[string]float64{}
 	for c := range strictSim(1).Policies[0].Thresholds {
 		loose[c] = sim.DefaultThreshold
 	}
-	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{strictSim(1).Policies[0], {FromRun: 9, Thresholds: loose}}})) // strict, then (run 9) a's old policy
+	// a tightens from run 3 and loosens back from run 13.
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictSim(1).Policies[0].Thresholds}, {FromRun: 13, Thresholds: loose}}}))
+	defer a.Close()
+	// b is strict, and loosens from run 9.
+	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{strictSim(1).Policies[0], {FromRun: 9, Thresholds: loose}}}))
 	defer b.Close()
 	o := newOriginRuns(t)
 	for i := 0; i < 4; i++ {
@@ -259,30 +263,94 @@ func TestMoveEndsOpenEvents(t *testing.T) {
 	if len(evs) != 1 || evs[0].Status != "open" || evs[0].Direction != "tightened" {
 		t.Fatalf("a's tightening: %+v", evs)
 	}
-	o.run(b.URL) // run 5: the move
-	evs = o.events()
-	if len(evs) != 1 {
-		t.Fatalf("the move made events: %+v", evs)
-	}
 	updates := len(evs[0].Updates)
-	last := evs[0].Updates[updates-1]
-	if evs[0].Status != "reverted" || last.RunID != 5 || !strings.Contains(last.Detail, "left with the target's endpoint (moved from "+probes.URLOrigin(a.URL)+" to "+probes.URLOrigin(b.URL)+")") {
-		t.Errorf("event 1 after the move: status %s, last update %+v", evs[0].Status, last)
-	}
-	for _, p := range evs[0].Probes {
-		if !p.MovedOn || p.RevertedRun != 5 {
-			t.Errorf("event 1 probe %s: moved_on %v, reverted_run %d", p.ProbeID, p.MovedOn, p.RevertedRun)
-		}
-	}
-	for i := 0; i < 5; i++ { // runs 6–10: b's baseline holds, b loosens at 9
+	for i := 0; i < 6; i++ { // runs 5–10: the move, b's baselines, b loosens at 9
 		o.run(b.URL)
 	}
-	evs = o.events()
-	byID := map[int64]*diff.Event{}
-	for _, e := range evs {
-		byID[e.ID] = e
+	byID := func() map[int64]*diff.Event {
+		m := map[int64]*diff.Event{}
+		for _, e := range o.events() {
+			m[e.ID] = e
+		}
+		return m
 	}
-	if len(evs) != 2 || byID[1] == nil || byID[2] == nil || len(byID[1].Updates) != updates || byID[2].Direction != "loosened" || byID[2].Status != "open" {
-		t.Errorf("after b loosened: %d events (want event 1 untouched and an open loosening of b's own): %+v", len(evs), evs)
+	evm := byID()
+	if len(evm) != 2 || evm[1].Status != "open" || len(evm[1].Updates) != updates || evm[2] == nil || evm[2].Direction != "loosened" {
+		t.Fatalf("after b loosened: want event 1 open and untouched, event 2 b's loosening: %+v", evm)
+	}
+	for _, p := range evm[2].Probes {
+		if p.ConfirmedRun < 10 {
+			t.Errorf("event 2 probe %s confirmed in run %d", p.ProbeID, p.ConfirmedRun)
+		}
+	}
+	// Back at a (run 11): a's baselines resume, no input change.
+	out := o.run(a.URL)
+	if oc := out.Targets[0].OriginChange; oc == nil || !oc.Resumed || out.Targets[0].InputChanges != 0 {
+		t.Errorf("back at a: origin change %+v, %d input changes (want a resumed, none)", oc, out.Targets[0].InputChanges)
+	}
+	o.run(a.URL) // run 12: a still strict
+	if evm := byID(); evm[1].Status != "open" {
+		t.Errorf("event 1 before a loosened: %s", evm[1].Status)
+	}
+	o.run(a.URL) // run 13: a loosens back
+	o.run(a.URL) // run 14: confirmed
+	if evm := byID(); evm[1].Status != "reverted" || len(evm) != 2 {
+		t.Errorf("a loosened back: event 1 %s, %d events (want event 1 reverted, no new one)", evm[1].Status, len(evm))
+	}
+}
+
+// A short excursion to another endpoint loses no baseline: a change made at
+// the first endpoint meanwhile is an event once the target is back.
+func TestExcursionKeepsBaselines(t *testing.T) {
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 4, Thresholds: strictSim(1).Policies[0].Thresholds}}})) // tightens from run 4
+	defer a.Close()
+	b := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer b.Close()
+	o := newOriginRuns(t)
+	for i := 0; i < 3; i++ {
+		o.run(a.URL)
+	}
+	o.run(b.URL) // run 4, elsewhere
+	// Retention keeps the baselines parked at a (they resume on return).
+	st, err := storage.Open(context.Background(), o.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins, err := diff.LoadPins(context.Background(), st)
+	st.Close()
+	if err != nil || len(pins.Observations) == 0 || pins.Observations[0] > 3*62 {
+		t.Fatalf("pins while parked at a: %v %v", pins.Observations, err)
+	}
+	for i := 0; i < 3; i++ {
+		o.run(a.URL) // runs 5–7: a is strict now
+	}
+	evs := o.events()
+	if len(evs) != 1 || evs[0].Direction != "tightened" {
+		t.Errorf("a's tightening during the excursion: %+v", evs)
+	}
+}
+
+// A run at an endpoint that answers nothing (a mistyped port, a gateway
+// path answering 404) is no move: it ends no event and keeps every
+// baseline.
+func TestDeadEndpointIsNoMove(t *testing.T) {
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictSim(1).Policies[0].Thresholds}}}))
+	defer a.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	defer dead.Close()
+	o := newOriginRuns(t)
+	for i := 0; i < 4; i++ {
+		o.run(a.URL)
+	}
+	out := o.run(dead.URL)
+	if out.Targets[0].OriginChange != nil || out.Targets[0].InputChanges != 0 {
+		t.Errorf("a dead endpoint moved the target: %+v, %d input changes", out.Targets[0].OriginChange, out.Targets[0].InputChanges)
+	}
+	out = o.run(a.URL)
+	if out.Targets[0].OriginChange != nil || out.Targets[0].InputChanges != 0 {
+		t.Errorf("back from a dead endpoint: %+v, %d input changes", out.Targets[0].OriginChange, out.Targets[0].InputChanges)
+	}
+	if evs := o.events(); len(evs) != 1 || evs[0].Status != "open" || len(evs[0].Updates) != 1 {
+		t.Errorf("a's event after a run at a dead endpoint: %+v", evs)
 	}
 }

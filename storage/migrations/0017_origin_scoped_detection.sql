@@ -1,0 +1,17 @@
+-- Detection is kept per endpoint. parked_states holds a target's detection
+-- state at an endpoint it moved away from (probe_states holds the one at
+-- its current endpoint, probe_states.origin): moving back resumes it, so a
+-- short excursion to another endpoint loses no baseline, and a change made
+-- at the endpoint meanwhile is seen on return.
+CREATE TABLE parked_states (
+    target_id  INTEGER NOT NULL REFERENCES targets (id),
+    origin     TEXT    NOT NULL,
+    states     BLOB    NOT NULL,
+    parked_run INTEGER NOT NULL,
+    PRIMARY KEY (target_id, origin)
+);
+
+-- event_probes.origin: the endpoint the flip was confirmed at. Answers at
+-- another endpoint of the target never revert, withdraw or extend it.
+-- '' for rows recorded before it (they match any endpoint, as before).
+ALTER TABLE event_probes ADD COLUMN origin TEXT NOT NULL DEFAULT '';
