@@ -560,8 +560,8 @@ func (d *detector) observe(obs []*storage.Observation) error {
 //   - Another origin, in a run that can speak for it (not degraded, and at
 //     least one verdict: a mistyped URL answering nothing is no move): the
 //     target moved. Its states are parked under the origin they belong to
-//     (parked_states; pending candidates and score drift do not survive,
-//     as for an absent probe), and the states parked at the new origin, if
+//     (parked_states, pending candidates included: the next answer at
+//     that endpoint continues them), and the states parked at the new origin, if
 //     it was visited before, resume; otherwise every probe starts a new
 //     baseline there, recorded as an input change caused by the origin.
 //   - Another origin in a run that cannot speak for it: states as they are,
@@ -609,7 +609,11 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		return states, false, nil
 	case noState || prev == "":
 		// The first state, or one written before origins were kept:
-		// it belongs here.
+		// it belongs here, and so do the target's event rows recorded
+		// before origins were kept.
+		if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET origin = ? WHERE target_id = ? AND origin = ''`, cur, d.t.ID); err != nil {
+			return nil, false, err
+		}
 		return states, true, nil
 	}
 	var prevRun int64
@@ -619,11 +623,10 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 	}
 	oc := &OriginChange{From: prev, To: cur, FromRun: prevRun}
 	stats.OriginChange = oc
-	// Park the states at the origin they belong to.
-	for _, st := range states {
-		st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
-		st.driftRuns, st.driftScores = 0, ""
-	}
+	// Park the states at the origin they belong to, pending candidates
+	// and score drift included: they count answers at that endpoint, and
+	// the next answer there continues them (a target alternating between
+	// two endpoints still confirms a change at either).
 	if len(states) > 0 {
 		if _, err := d.tx.ExecContext(d.ctx, `INSERT OR REPLACE INTO parked_states (target_id, origin, states, parked_run) VALUES (?, ?, ?, ?)`,
 			d.t.ID, prev, encodeStates(states), d.in.RunID); err != nil {

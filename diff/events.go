@@ -19,9 +19,17 @@ type EventProbe struct {
 	After         Verdict `json:"after"`
 	BeforeObs     int64   `json:"before_observation"`
 	AfterObs      int64   `json:"after_observation"`
-	FirstRun      int64   `json:"first_run"`
-	ConfirmedRun  int64   `json:"confirmed_run"`
-	FlipRate      float64 `json:"flip_rate"`
+	// BeforeRun is the run of the before observation: the last run that
+	// answered the before-verdict at this endpoint (after a move, not
+	// FirstRun-1). 0 when the event cites no before observation.
+	BeforeRun int64 `json:"before_run,omitempty"`
+	// Origin is the endpoint the flip was seen at (see
+	// storage.RunTarget.Origin); absent for rows recorded before origins
+	// were kept.
+	Origin       string  `json:"origin,omitempty"`
+	FirstRun     int64   `json:"first_run"`
+	ConfirmedRun int64   `json:"confirmed_run"`
+	FlipRate     float64 `json:"flip_rate"`
 	// ScoreMoves (score drift only) are the scores that moved past the
 	// tolerance on the unchanged verdict, largest first.
 	ScoreMoves  []ScoreMove `json:"score_moves,omitempty"`
@@ -177,7 +185,8 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 		e.Targets = append(e.Targets, n)
 	}
 	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn
+	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn,
+		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0)
 		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id = ? ORDER BY t.name, ep.probe_id`, e.ID)
 	if err != nil {
 		return err
@@ -185,7 +194,7 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	for rows.Next() {
 		var p EventProbe
 		var b, a, moves string
-		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn); err != nil {
+		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun); err != nil {
 			rows.Close()
 			return err
 		}

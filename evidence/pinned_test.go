@@ -156,6 +156,7 @@ func TestSchema9EvidenceVerifiesAfterMigration(t *testing.T) {
 	ev := eventOfKind(t, e, diff.KindPolicy)
 	exec(t, e, `UPDATE event_updates SET target_id = 0`) // as a schema-9 binary recorded them
 	exec(t, e, `UPDATE run_targets SET origin = ''`)     // (it kept no origins)
+	exec(t, e, `UPDATE event_probes SET origin = ''`)
 	before, err := evidence.Build(ctx, e.Store, ev.ID, time.Unix(0, 0))
 	if err != nil || !before.AllVerified {
 		t.Fatalf("record: %v %v", err, before.Problems())

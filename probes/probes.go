@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -171,9 +172,9 @@ type Originer interface {
 // fingerprinted path is the whole URL path give scheme and host alone.
 func RequestOrigin(r *Request) string {
 	raw, _, _ := strings.Cut(r.URL, "?")
-	path, _, _ := strings.Cut(r.Path, "?")
-	if path != "" && strings.HasSuffix(raw, path) {
-		raw = strings.TrimSuffix(raw, path)
+	fp, _, _ := strings.Cut(r.Path, "?")
+	if fp != "" && strings.HasSuffix(raw, fp) {
+		raw = strings.TrimSuffix(raw, fp)
 	}
 	return URLOrigin(raw)
 }
@@ -203,7 +204,11 @@ func URLOrigin(raw string) string {
 	if port != "" {
 		host += ":" + port
 	}
-	return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
+	p := u.EscapedPath()
+	if p != "" {
+		p = path.Clean(p) // "/v1/./" is "/v1"
+	}
+	return scheme + "://" + host + strings.TrimRight(p, "/")
 }
 
 // Closer is implemented by probers holding resources (the in-process sim).

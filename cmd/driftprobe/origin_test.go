@@ -321,8 +321,15 @@ func TestExcursionKeepsBaselines(t *testing.T) {
 	if err != nil || len(pins.Observations) == 0 || pins.Observations[0] > 3*62 {
 		t.Fatalf("pins while parked at a: %v %v", pins.Observations, err)
 	}
-	for i := 0; i < 3; i++ {
-		o.run(a.URL) // runs 5–7: a is strict now
+	if err := os.WriteFile(o.cfg, []byte("targets:\n  - {name: gw, provider: sim, model: m, base_url: \""+a.URL+"\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runIn(t, "run", "--no-progress", "--config", o.cfg, "--db", o.db) // run 5, back at a
+	if want := "gw: moved from endpoint " + probes.URLOrigin(b.URL) + " (run 4) back to " + probes.URLOrigin(a.URL) + ": detection there resumes where it was"; code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("the return's summary does not say so (want %q): exit %d\n%s\n%s", want, code, stdout, stderr)
+	}
+	for i := 0; i < 2; i++ {
+		o.run(a.URL) // runs 6–7: a is strict now
 	}
 	evs := o.events()
 	if len(evs) != 1 || evs[0].Direction != "tightened" {
@@ -352,5 +359,68 @@ func TestDeadEndpointIsNoMove(t *testing.T) {
 	}
 	if evs := o.events(); len(evs) != 1 || evs[0].Status != "open" || len(evs[0].Updates) != 1 {
 		t.Errorf("a's event after a run at a dead endpoint: %+v", evs)
+	}
+}
+
+// A target alternating between two endpoints run by run (two deployments
+// sharing a database and a target name) still confirms a change at either:
+// candidates count answers at their own endpoint.
+func TestAlternatingEndpointsStillDetect(t *testing.T) {
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictSim(1).Policies[0].Thresholds}}}))
+	defer a.Close()
+	b := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer b.Close()
+	o := newOriginRuns(t)
+	o.run(a.URL)
+	o.run(a.URL)
+	for run := 3; run <= 12; run++ {
+		if run%2 == 0 {
+			o.run(a.URL)
+		} else {
+			o.run(b.URL)
+		}
+	}
+	if evs := o.events(); len(evs) != 1 || evs[0].Direction != "tightened" {
+		t.Errorf("a's tightening seen every other run: %+v", evs)
+	}
+}
+
+// Events recorded before origins were kept take the endpoint of the
+// target's first run after the upgrade: answers at another endpoint then
+// never revert them.
+func TestEventsBeforeOriginsTakeTheirEndpoint(t *testing.T) {
+	loose := map[string]float64{}
+	for c := range strictSim(1).Policies[0].Thresholds {
+		loose[c] = sim.DefaultThreshold
+	}
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictSim(1).Policies[0].Thresholds}}}))
+	defer a.Close()
+	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{strictSim(1).Policies[0], {FromRun: 8, Thresholds: loose}}}))
+	defer b.Close()
+	o := newOriginRuns(t)
+	for i := 0; i < 4; i++ {
+		o.run(a.URL) // event 1 (tightened) at run 4
+	}
+	// As a database written before origins were kept.
+	st, err := storage.Open(context.Background(), o.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`UPDATE event_probes SET origin = ''`, `UPDATE probe_states SET origin = ''`, `UPDATE run_targets SET origin = ''`} {
+		if _, err := st.SQL().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	o.run(a.URL) // run 5: the upgrade's first run, at a
+	for i := 0; i < 4; i++ {
+		o.run(b.URL) // runs 6–9: b is strict, loosens at 8
+	}
+	evs := map[int64]*diff.Event{}
+	for _, e := range o.events() {
+		evs[e.ID] = e
+	}
+	if evs[1] == nil || evs[1].Status != "open" || evs[2] == nil || evs[2].Direction != "loosened" {
+		t.Errorf("want event 1 open at a and b's loosening its own event: %+v", evs)
 	}
 }

@@ -310,8 +310,11 @@ func logDetection(logger *slog.Logger, run int64, det *diff.Result) {
 				"target", ts.Target, "from", rn.From, "to", rn.To, "request_sha256", rn.RequestSHA256, "run", run)
 		}
 		if oc := ts.OriginChange; oc != nil {
-			logger.Warn("target endpoint changed: every probe's baseline restarts there and its open event rows end (an input change, never a flip)",
-				"target", ts.Target, "from", oc.From, "to", oc.To, "last_run_at_from", oc.FromRun, "run", run)
+			msg := "target moved to another endpoint: detection there starts over, every probe's baseline restarts (an input change, never a flip); detection at the old endpoint is kept for a return, and its open events stay open"
+			if oc.Resumed {
+				msg = "target moved back to an endpoint it was at before: detection there resumes where it was; detection at the endpoint it left is kept for a return, and its open events stay open"
+			}
+			logger.Warn(msg, "target", ts.Target, "from", oc.From, "to", oc.To, "last_run_at_from", oc.FromRun, "input_changes", ts.InputChanges, "run", run)
 		}
 		if ts.InputChanges > 0 && ts.OriginChange == nil {
 			logger.Warn("request bytes changed: these probes' baselines restart (nothing is compared across the change)",
@@ -581,8 +584,11 @@ func WriteSummary(w io.Writer, r *RunResult) {
 		if t.Counts[probes.AbuseBlock] > 0 {
 			notes = append(notes, "ACCOUNT-LEVEL ENFORCEMENT (abuse_block): every user of this account is affected")
 		}
-		if oc := originChanges[t.Target]; oc != nil {
-			notes = append(notes, fmt.Sprintf("endpoint changed from %s (run %d) to %s: %d probe baseline(s) restart (an input change, never a flip)",
+		if oc := originChanges[t.Target]; oc != nil && oc.Resumed {
+			notes = append(notes, fmt.Sprintf("moved from endpoint %s (run %d) back to %s: detection there resumes where it was",
+				termtext.Safe(oc.From), oc.FromRun, termtext.Safe(oc.To)))
+		} else if oc != nil {
+			notes = append(notes, fmt.Sprintf("moved from endpoint %s (run %d) to %s: %d probe baseline(s) restart there (an input change, never a flip)",
 				termtext.Safe(oc.From), oc.FromRun, termtext.Safe(oc.To), inputChanges[t.Target]))
 		} else if n := inputChanges[t.Target]; n > 0 {
 			notes = append(notes, fmt.Sprintf("%d probe(s) sent other request bytes than their baseline (corpus or target parameters changed): their baselines restart", n))

@@ -13,5 +13,10 @@ CREATE TABLE parked_states (
 
 -- event_probes.origin: the endpoint the flip was confirmed at. Answers at
 -- another endpoint of the target never revert, withdraw or extend it.
--- '' for rows recorded before it (they match any endpoint, as before).
+-- Rows recorded before it take the origin their confirming run recorded
+-- (run_targets.origin, kept since schema 15); rows still without one ('')
+-- take the origin of the target's next run that can speak for it
+-- (detection, as its state does).
 ALTER TABLE event_probes ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+UPDATE event_probes SET origin = COALESCE((SELECT rt.origin FROM run_targets rt
+    WHERE rt.run_id = event_probes.confirmed_run AND rt.target_id = event_probes.target_id), '');
