@@ -131,6 +131,9 @@ type CompareSide struct {
 	Provider      string `json:"provider"`
 	// Model is the model as the target was configured (stored with it).
 	Model string `json:"model"`
+	// Origin is the endpoint the run's requests went to
+	// (storage.RunTarget.Origin); "" for runs recorded before it was kept.
+	Origin string `json:"origin"`
 	// AnsweredBy are the model ids and fingerprints the run's answers
 	// reported, most answers first (empty when the provider names none).
 	AnsweredBy []ModelSeen `json:"answered_by"`
@@ -687,6 +690,9 @@ func sideOf(ctx context.Context, db *storage.DB, t storage.TargetRow, run int64,
 	if !r.FinishedAt.IsZero() {
 		f := r.FinishedAt
 		s.FinishedAt = &f
+	}
+	if err := db.SQL().QueryRowContext(ctx, `SELECT origin FROM run_targets WHERE run_id = ? AND target_id = ?`, run, t.ID).Scan(&s.Origin); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return CompareSide{}, fmt.Errorf("run %d: target %s: %w", run, t.Name, err)
 	}
 	seen := map[[2]string]int{}
 	for _, a := range ans {

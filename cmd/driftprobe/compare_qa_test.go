@@ -52,6 +52,7 @@ type cmpSide struct {
 	CorpusVersion string `json:"corpus_version"`
 	Provider      string `json:"provider"`
 	Model         string `json:"model"`
+	Origin        string `json:"origin"`
 	AnsweredBy    []struct {
 		ModelID          string `json:"model_id"`
 		ModelFingerprint string `json:"model_fingerprint"`
@@ -216,7 +217,7 @@ targets:
 		name, mdl string
 		fp        string
 	}{{c.FromSide, "A", "sim-large", "fp-a"}, {c.ToSide, "B", "sim-xl", "fp-b"}} {
-		if s.side.Target != s.name || s.side.Run != 2 || s.side.StartedAt == "" || s.side.CorpusVersion != c.CorpusVersion || s.side.Model != s.mdl ||
+		if s.side.Target != s.name || s.side.Run != 2 || s.side.StartedAt == "" || s.side.CorpusVersion != c.CorpusVersion || s.side.Model != s.mdl || s.side.Origin != "sim:embedded" ||
 			len(s.side.AnsweredBy) == 0 || s.side.AnsweredBy[0].ModelFingerprint != s.fp || !strings.HasPrefix(s.side.AnsweredBy[0].ModelID, s.mdl) {
 			t.Errorf("side %+v: want %s run 2, its start and corpus, model %s answering under %s", s.side, s.name, s.mdl, s.fp)
 		}
@@ -230,7 +231,7 @@ targets:
 		t.Errorf("warnings %q, stderr %q", c.Warnings, stderr)
 	}
 	text, _, _ := runIn(t, append([]string{"compare"}, base...)...)
-	for _, w := range []string{"WARNING: " + warn, "current    A  run 2, started 20", "answered by sim-xl-", "fingerprint fp-b (", "corpus " + c.CorpusVersion} {
+	for _, w := range []string{"WARNING: " + warn, "current    A  run 2, started 20", "answered by sim-xl-", "fingerprint fp-b (", "at sim:embedded", "corpus " + c.CorpusVersion} {
 		if !strings.Contains(text, w) {
 			t.Errorf("text lacks %q:\n%s", w, text)
 		}

@@ -292,8 +292,8 @@ func WriteComparison(w io.Writer, c *diff.Comparison) {
 		role string
 		side diff.CompareSide
 	}{{"current", c.FromSide}, {"candidate", c.ToSide}} {
-		fmt.Fprintf(tw, "  %s\t%s\trun %d, started %s\tcorpus %s\t%s %s\tanswered by %s\t\n", s.role, s.side.Target, s.side.Run, stamp(s.side.StartedAt), s.side.CorpusVersion,
-			termtext.Clean(s.side.Provider), termtext.Clean(s.side.Model), answeredBy(s.side, termtext.Clean))
+		fmt.Fprintf(tw, "  %s\t%s\trun %d, started %s\tcorpus %s\t%s %s\tat %s\tanswered by %s\t\n", s.role, s.side.Target, s.side.Run, stamp(s.side.StartedAt), s.side.CorpusVersion,
+			termtext.Clean(s.side.Provider), termtext.Clean(s.side.Model), orDash(termtext.Clean(s.side.Origin)), answeredBy(s.side, termtext.Clean))
 	}
 	tw.Flush()
 	for _, warn := range c.Warnings {
@@ -385,13 +385,13 @@ func WriteComparisonMarkdown(w io.Writer, c *diff.Comparison) {
 	from, to := ghissue.Code(c.From), ghissue.Code(c.To)
 	fmt.Fprintf(w, "### driftprobe compare: %s → %s\n\n", from, to)
 	fmt.Fprintf(w, "Corpus %s, runs %d and %d, %d probes compared of %d (%d not compared).\n\n", ghissue.Code(c.CorpusVersion), c.FromRun, c.ToRun, c.Compared, c.Total, c.NotCompared)
-	fmt.Fprintf(w, "| side | target | run | started | corpus | configured model | answered by |\n|---|---|---:|---|---|---|---|\n")
+	fmt.Fprintf(w, "| side | target | run | started | corpus | configured model | endpoint | answered by |\n|---|---|---:|---|---|---|---|---|\n")
 	for _, s := range []struct {
 		role string
 		side diff.CompareSide
 	}{{"current", c.FromSide}, {"candidate", c.ToSide}} {
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s %s | %s |\n", s.role, ghissue.Code(s.side.Target), s.side.Run, "`"+stamp(s.side.StartedAt)+"`",
-			ghissue.Code(s.side.CorpusVersion), ghissue.Code(s.side.Provider), ghissue.Code(s.side.Model), answeredBy(s.side, ghissue.Code))
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s %s | %s | %s |\n", s.role, ghissue.Code(s.side.Target), s.side.Run, "`"+stamp(s.side.StartedAt)+"`",
+			ghissue.Code(s.side.CorpusVersion), ghissue.Code(s.side.Provider), ghissue.Code(s.side.Model), orDash(ghissue.Code(s.side.Origin)), answeredBy(s.side, ghissue.Code))
 	}
 	for _, warn := range c.WarningTexts(ghissue.Code) {
 		fmt.Fprintf(w, "\n> **Warning:** %s\n", warn)
@@ -447,4 +447,12 @@ func WriteComparisonMarkdown(w io.Writer, c *diff.Comparison) {
 	fmt.Fprintf(w, "\nOver-blocking: %d%s · under-blocking: %d%s · not compared, could hide a gated change: %d · gate (max %d new blocks%s%s): %s\n",
 		c.OverBlocking, ndNote(c.OverBlockingNondeterministic), c.UnderBlocking, ndNote(c.UnderBlockingNondeterministic), c.NotComparedGated,
 		c.MaxNewBlocks, lost, notCmp, verdict)
+}
+
+// orDash is s, or "-" when s is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
