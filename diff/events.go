@@ -19,9 +19,11 @@ type EventProbe struct {
 	After         Verdict `json:"after"`
 	BeforeObs     int64   `json:"before_observation"`
 	AfterObs      int64   `json:"after_observation"`
-	// BeforeRun is the run of the before observation: the last run that
-	// answered the before-verdict at this endpoint (after a move, not
-	// FirstRun-1). 0 when the event cites no before observation.
+	// BeforeRun is the run of the before observation: the answer the
+	// probe's baseline rests on, at the endpoint of the flip (so not
+	// necessarily FirstRun-1: earlier when the baseline held for several
+	// runs, or when the target was at another endpoint in between). 0 when
+	// the event cites no before observation.
 	BeforeRun int64 `json:"before_run,omitempty"`
 	// Origin is the endpoint the flip was seen at (see
 	// storage.RunTarget.Origin); absent for rows recorded before origins

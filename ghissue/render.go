@@ -71,7 +71,7 @@ type Obs struct {
 
 // Evidence is what an event's issue shows beyond the event itself.
 type Evidence struct {
-	Runs map[int64]storage.Run // first, confirmed, reverted, baseline runs
+	Runs map[int64]storage.Run // first, confirmed, reverted runs, the last run before
 	Obs  map[int64]Obs         // before/after observations by id
 	// FirstFired holds, per target of the event, the run in which each
 	// category first fired on it (the composition history detection keeps:
@@ -81,12 +81,22 @@ type Evidence struct {
 	// a target or category missing from it: unknown, and comments fall back
 	// on the event's new categories (see updateNews).
 	FirstFired map[string]map[string]int64
+	// lastBefore holds, per probe of the event, the last run before its
+	// flip at the endpoint it flipped at (see loadLastBefore). A probe
+	// missing from it: runBefore falls back on the probe's BeforeRun.
+	lastBefore map[probeKey]int64
 }
+
+// probeKey identifies a probe of an event.
+type probeKey struct{ target, probe string }
 
 // LoadEvidence reads the runs and observations an event's issue cites.
 func LoadEvidence(ctx context.Context, db *storage.DB, ev *diff.Event) (*Evidence, error) {
 	e := &Evidence{Runs: map[int64]storage.Run{}, Obs: map[int64]Obs{}}
-	for _, id := range []int64{ev.FirstRun, ev.ConfirmedRun, ev.RevertedRun, ev.FirstRun - 1} {
+	if err := e.loadLastBefore(ctx, db, ev); err != nil {
+		return nil, err
+	}
+	for _, id := range []int64{ev.FirstRun, ev.ConfirmedRun, ev.RevertedRun, e.eventBefore(ev)} {
 		if id <= 0 {
 			continue
 		}
@@ -125,6 +135,91 @@ func LoadEvidence(ctx context.Context, db *storage.DB, ev *diff.Event) (*Evidenc
 		return nil, err
 	}
 	return e, nil
+}
+
+// loadLastBefore fills e.lastBefore: for each probe of ev with a before
+// run, the last run in [BeforeRun, FirstRun) in which its target's
+// requests went to the probe's endpoint (Origin), or to one not recorded
+// (runs from before origins were kept, which detection counts as the
+// same endpoint); any run of the target when the probe names no endpoint.
+// BeforeRun is the run of the probe's before observation, the answer
+// that set its baseline at that endpoint: often runs earlier than the
+// flip. Without a move, the run this finds is FirstRun-1, as issues have
+// always cited; after the target came back from another endpoint, it is
+// the last run at this one before the flip, never a run at the other
+// (FirstRun-1 may be one: driftprobe diff from there says only that the
+// endpoint moved). A probe without a before run (see runBefore), or whose
+// target has no such run recorded, is left out.
+func (e *Evidence) loadLastBefore(ctx context.Context, db *storage.DB, ev *diff.Event) error {
+	type query struct {
+		target, origin string
+		lo, hi         int64
+	}
+	found := map[query]int64{}
+	for _, p := range ev.Probes {
+		if p.BeforeRun <= 0 || p.BeforeRun >= p.FirstRun {
+			continue
+		}
+		q := query{p.Target, p.Origin, p.BeforeRun, p.FirstRun}
+		run, ok := found[q]
+		if !ok {
+			err := db.SQL().QueryRowContext(ctx, `SELECT COALESCE(MAX(rt.run_id), 0) FROM run_targets rt JOIN targets t ON t.id = rt.target_id
+				WHERE t.name = ? AND rt.run_id >= ? AND rt.run_id < ? AND (? = '' OR rt.origin IN (?, ''))`,
+				q.target, q.lo, q.hi, q.origin, q.origin).Scan(&run)
+			if err != nil {
+				return fmt.Errorf("last run before event %d: %w", ev.ID, err)
+			}
+			found[q] = run
+		}
+		if run > 0 {
+			if e.lastBefore == nil {
+				e.lastBefore = map[probeKey]int64{}
+			}
+			e.lastBefore[probeKey{p.Target, p.ProbeID}] = run
+		}
+	}
+	return nil
+}
+
+// runBefore returns the last run before p's flip at the endpoint it
+// flipped at: as the database says (loadLastBefore), else p's BeforeRun
+// (the run of its before observation: at that endpoint, but possibly
+// earlier). 0 when neither is known: a row without a before observation
+// (or with one from p's own first run, as a nondeterministic probe that
+// had no baseline cites); callers fall back on the run before the flip
+// was first seen, as before endpoints were kept.
+func (e *Evidence) runBefore(p diff.EventProbe) int64 {
+	if e != nil {
+		if r, ok := e.lastBefore[probeKey{p.Target, p.ProbeID}]; ok {
+			return r
+		}
+	}
+	if p.BeforeRun > 0 && p.BeforeRun < p.FirstRun {
+		return p.BeforeRun
+	}
+	return 0
+}
+
+// firstBefore returns the earliest runBefore of ps, 0 when none of them
+// knows one.
+func (e *Evidence) firstBefore(ps []diff.EventProbe) int64 {
+	var from int64
+	for _, p := range ps {
+		if r := e.runBefore(p); r > 0 && (from == 0 || r < from) {
+			from = r
+		}
+	}
+	return from
+}
+
+// eventBefore returns the last run before ev at the endpoints its probes
+// flipped at (firstBefore), or, when no probe knows one, the run before
+// ev was first seen; 0 when there is none.
+func (e *Evidence) eventBefore(ev *diff.Event) int64 {
+	if r := e.firstBefore(ev.Probes); r > 0 {
+		return r
+	}
+	return max(ev.FirstRun-1, 0)
 }
 
 // loadFirstFired fills e.FirstFired for ev's targets (and its probes').
@@ -431,27 +526,79 @@ func messageBlock(p diff.EventProbe, e *Evidence) string {
 	return b.String()
 }
 
-func reproduce(ev *diff.Event) string {
+// reproduce renders the issue's commands: per target, driftprobe diff from
+// the last run before its flips at the endpoint they were seen at
+// (firstBefore; the run before the event was first seen when its probes
+// know none) to the event's confirmation, and over every probe of the
+// target listed when some were confirmed later.
+func reproduce(ev *diff.Event, e *Evidence) string {
 	var cmds []string
 	targets := ev.Targets
 	if len(targets) == 0 {
 		targets = []string{ev.Target}
 	}
-	from := ev.FirstRun - 1
-	if from < 1 {
-		from = ev.FirstRun
-	}
 	for _, t := range targets {
-		cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", shellWord(t), from, ev.ConfirmedRun))
+		mine := probesOn(ev.Probes, t)
+		from := e.firstBefore(mine)
+		// A known before run past the event's confirmation: every probe
+		// of t flipped after it (a target that joined later), and the
+		// command below covers them.
+		show := from < ev.ConfirmedRun
+		if from == 0 {
+			from, show = ev.FirstRun-1, true
+			if from < 1 {
+				from = ev.FirstRun
+			}
+		}
+		if show {
+			cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", shellWord(t), from, ev.ConfirmedRun))
+		}
 		// Probes of t confirmed after the event was (more probes since, or
 		// a target that joined later): a range that covers them too.
-		if f, to, ok := flipRange(probesOn(ev.Probes, t)); ok && to > ev.ConfirmedRun {
+		if f, to, ok := flipRange(e, mine); ok && to > ev.ConfirmedRun {
 			cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d   # every probe of this target listed above", shellWord(t), f, to))
 		}
 	}
 	cmds = append(cmds, "driftprobe events --json", fmt.Sprintf("driftprobe evidence %d --json > evidence-%d.json   # the hash-verifiable record", ev.ID, ev.ID))
 	return "### How to reproduce\n\nRun against the driftprobe database that filed this issue:\n\n" +
 		fenced(strings.Join(cmds, "\n"), 10000) + "\n"
+}
+
+// eventTargets returns ev's targets in the order it names them, then its
+// own target and those of its probes if it does not, without repeats.
+func eventTargets(ev *diff.Event) []string {
+	var out []string
+	for _, n := range append(append(slices.Clone(ev.Targets), ev.Target), probeTargets(ev.Probes)...) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// maxEndpoints bounds the endpoints named for one target.
+const maxEndpoints = 5
+
+// endpoints renders the endpoints ps (probes of one target) flipped at
+// (their Origin: untrusted, a configured base URL's scheme and host or a
+// prober's own name), each made inert, in order and without repeats; ""
+// when none is recorded (rows from before origins were kept).
+func endpoints(ps []diff.EventProbe) string {
+	var seen, parts []string
+	for _, p := range ps {
+		if p.Origin == "" || slices.Contains(seen, p.Origin) {
+			continue
+		}
+		seen = append(seen, p.Origin)
+		if len(seen) > maxEndpoints {
+			continue
+		}
+		parts = append(parts, code(truncRunes(p.Origin, maxCell)))
+	}
+	if n := len(seen) - maxEndpoints; n > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // probesOn returns the probes of ps on target.
@@ -466,15 +613,20 @@ func probesOn(ps []diff.EventProbe, target string) []diff.EventProbe {
 }
 
 // flipRange returns the runs driftprobe diff compares to show the flips
-// of ps (probes of one target): from the run before the first of them was
-// first seen (every one still held its before-verdict then) to the last
-// run that confirmed one (every one held its after-verdict then, unless
-// it flipped back since). ok is false when ps is empty or the range is
-// empty.
-func flipRange(ps []diff.EventProbe) (from, to int64, ok bool) {
+// of ps (probes of one target): from the last run before the first of
+// them was first seen, at the endpoint it flipped at (runBefore; the run
+// before it was first seen when not known), when every one still held its
+// before-verdict, to the last run that confirmed one (every one held its
+// after-verdict then, unless it flipped back since). ok is false when ps
+// is empty or the range is empty.
+func flipRange(e *Evidence, ps []diff.EventProbe) (from, to int64, ok bool) {
 	for i, p := range ps {
-		if i == 0 || p.FirstRun-1 < from {
-			from = p.FirstRun - 1
+		b := e.runBefore(p)
+		if b == 0 {
+			b = p.FirstRun - 1
+		}
+		if i == 0 || b < from {
+			from = b
 		}
 		to = max(to, p.ConfirmedRun)
 	}
@@ -543,6 +695,11 @@ func IssueBody(ev *diff.Event, e *Evidence) string {
 	fmt.Fprintf(&h, "| Status | %s |\n", code(ev.Status))
 	fmt.Fprintf(&h, "| Provider | %s |\n", code(ev.Provider))
 	fmt.Fprintf(&h, "| Targets | %s |\n", inert(strings.Join(ev.Targets, ", "), 2000))
+	for _, t := range eventTargets(ev) {
+		if o := endpoints(probesOn(ev.Probes, t)); o != "" {
+			fmt.Fprintf(&h, "| Endpoint of %s | %s |\n", code(t), o)
+		}
+	}
 	if len(ev.NewCategories) > 0 {
 		fmt.Fprintf(&h, "| **New categories** (never fired on this target before) | **%s** |\n", inert(strings.Join(ev.NewCategories, ", "), 500))
 	}
@@ -550,7 +707,7 @@ func IssueBody(ev *diff.Event, e *Evidence) string {
 		fmt.Fprintf(&h, "| Vanished categories | %s |\n", inert(strings.Join(ev.VanishedCategories, ", "), 500))
 	}
 	fmt.Fprintf(&h, "| Corpus | version %s, SHA-256 %s |\n", code(truncRunes(ev.CorpusVersion, 100)), code(ev.CorpusHash))
-	if from := ev.FirstRun - 1; from > 0 {
+	if from := e.eventBefore(ev); from > 0 {
 		fmt.Fprintf(&h, "| Last run before | %s |\n", e.runLine(from))
 	}
 	fmt.Fprintf(&h, "| First seen | %s |\n", e.runLine(ev.FirstRun))
@@ -566,7 +723,7 @@ func IssueBody(ev *diff.Event, e *Evidence) string {
 	fmt.Fprintf(&h, "| Model after | %s |\n", model(ev.ModelAfter))
 	h.WriteString("\n")
 
-	repro := reproduce(ev)
+	repro := reproduce(ev, e)
 	foot := fmt.Sprintf("\n---\n<sub>Filed by driftprobe. Event fingerprint: `%s` (also in a hidden marker driftprobe uses to find this issue again: please keep it).</sub>\n", ev.Fingerprint)
 
 	rows := make([]string, len(ev.Probes))
@@ -587,13 +744,14 @@ func IssueBody(ev *diff.Event, e *Evidence) string {
 		heading = "Probes that flip on identical bytes"
 	}
 	table := fmt.Sprintf("### %s (%d)\n\n", heading, len(ev.Probes)) + tableHead
-	return assemble(h.String(), table, rows, msgs, repro+foot, ev)
+	return assemble(h.String(), table, rows, msgs, repro+foot, ev, e)
 }
 
 // assemble joins head, the table rows and the message blocks that fit, and
 // tail, within MaxBodyBytes, with a note when rows or messages were left
-// out.
-func assemble(head, table string, rows, msgs []string, tail string, ev *diff.Event) string {
+// out (its command from the last run before the event's target's flips,
+// as reproduce's).
+func assemble(head, table string, rows, msgs []string, tail string, ev *diff.Event, e *Evidence) string {
 	const reserve = 600 // for the truncation notes
 	budget := MaxBodyBytes - len(head) - len(table) - len(tail) - reserve
 	var b strings.Builder
@@ -609,8 +767,12 @@ func assemble(head, table string, rows, msgs []string, tail string, ev *diff.Eve
 		shown++
 	}
 	if shown < len(rows) {
+		from := e.firstBefore(probesOn(ev.Probes, ev.Target))
+		if from == 0 || from >= ev.ConfirmedRun {
+			from = max(ev.FirstRun-1, 1)
+		}
 		fmt.Fprintf(&b, "\n**%d more flipped probe(s) not shown** (issue size limit). The full list: `driftprobe events --json`, or %s.\n",
-			len(rows)-shown, "`driftprobe diff --target "+shellWord(ev.Target)+fmt.Sprintf(" --from %d --to %d`", max(ev.FirstRun-1, 1), ev.ConfirmedRun))
+			len(rows)-shown, "`driftprobe diff --target "+shellWord(ev.Target)+fmt.Sprintf(" --from %d --to %d`", from, ev.ConfirmedRun))
 	}
 	b.WriteString("\n")
 	if len(msgs) > 0 {
@@ -736,8 +898,8 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 		table = fmt.Sprintf("#### Probes in this update (%d)\n\n", len(rows)) + tableHead
 	}
 	// The commands sit in the tail, which the size limit never cuts.
-	tail := updateRepro(ev, u, mine) + fmt.Sprintf("\n<sub>driftprobe event `%s`, update %d.</sub>\n", ev.Fingerprint, u.ID)
-	return assemble(h.String(), table, rows, msgs, tail, ev)
+	tail := updateRepro(ev, u, e, mine) + fmt.Sprintf("\n<sub>driftprobe event `%s`, update %d.</sub>\n", ev.Fingerprint, u.ID)
+	return assemble(h.String(), table, rows, msgs, tail, ev, e)
 }
 
 // leaves reports whether an update of this change takes probes out of
@@ -757,7 +919,7 @@ func leaves(change string) bool {
 // evidence record, which holds every probe of the event, these included.
 // A score drift has no flips (its verdicts held): only the record, which
 // has the scores, is given.
-func updateRepro(ev *diff.Event, u diff.EventUpdate, mine []diff.EventProbe) string {
+func updateRepro(ev *diff.Event, u diff.EventUpdate, e *Evidence, mine []diff.EventProbe) string {
 	var cmds []string
 	if ev.Kind == diff.KindScoreDrift {
 		mine = nil
@@ -771,7 +933,7 @@ func updateRepro(ev *diff.Event, u diff.EventUpdate, mine []diff.EventProbe) str
 				flips = append(flips, p)
 			}
 		}
-		if from, to, ok := flipRange(flips); ok {
+		if from, to, ok := flipRange(e, flips); ok {
 			cmds = append(cmds, fmt.Sprintf("driftprobe diff --target %s --from %d --to %d", shellWord(t), from, to))
 		}
 		if from, to, ok := revertRange(back, u.RunID); ok {
