@@ -296,9 +296,12 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		return err
 	}
 	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
-	states, originReset, err := d.moveOrigin(states, obs, &stats)
+	states, originReset, foreign, err := d.moveOrigin(states, obs, &stats)
 	if err != nil {
 		return err
+	}
+	if foreign {
+		obs = nil // another endpoint's answers: none reaches this state
 	}
 	d.states, d.known = states, known
 	if err := d.trackModel(obs); err != nil {
@@ -570,24 +573,22 @@ func (d *detector) observe(obs []*storage.Observation) error {
 // Events are endpoint-scoped through their rows (event_probes.origin): an
 // answer at one endpoint never reverts, withdraws or extends a change seen
 // at another.
-func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observation, stats *TargetStats) (map[string]*state, bool, error) {
-	err := d.tx.QueryRowContext(d.ctx, `SELECT origin FROM run_targets WHERE run_id = ? AND target_id = ?`, d.in.RunID, d.t.ID).Scan(&d.origin)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && d.origin == "") {
-		d.origin = ""
-		return states, false, nil
+func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observation, stats *TargetStats) (_ map[string]*state, changed, foreign bool, _ error) {
+	var cur, prev string
+	err := d.tx.QueryRowContext(d.ctx, `SELECT origin FROM run_targets WHERE run_id = ? AND target_id = ?`, d.in.RunID, d.t.ID).Scan(&cur)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, false, err
 	}
-	if err != nil {
-		return nil, false, err
-	}
-	cur := d.origin
-	var prev string
 	err = d.tx.QueryRowContext(d.ctx, `SELECT origin FROM probe_states WHERE target_id = ?`, d.t.ID).Scan(&prev)
 	noState := errors.Is(err, sql.ErrNoRows)
 	if err != nil && !noState {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	if !noState && prev == cur {
-		return states, false, nil
+	// Unless the target moves below, this run's detection is the state's:
+	// its event rows are those at the state's origin.
+	d.origin = prev
+	if cur == "" || (!noState && prev == cur) {
+		return states, false, false, nil
 	}
 	speaks := d.t.Status == storage.TargetComplete
 	if speaks {
@@ -600,26 +601,29 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		}
 	}
 	switch {
+	case !speaks && !noState && prev != "":
+		// The answers are another endpoint's, and say nothing for it:
+		// none of them reaches the state (foreign), and the run is
+		// degraded for detection.
+		stats.Degraded = true
+		return states, false, true, nil
 	case !speaks:
-		if !noState && prev != "" {
-			// Detection of this run would compare its answers with the
-			// state of another endpoint: make sure none of them counts.
-			stats.Degraded = true
-		}
-		return states, false, nil
+		return states, false, false, nil
 	case noState || prev == "":
 		// The first state, or one written before origins were kept:
 		// it belongs here, and so do the target's event rows recorded
 		// before origins were kept.
+		d.origin = cur
 		if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET origin = ? WHERE target_id = ? AND origin = ''`, cur, d.t.ID); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
-		return states, true, nil
+		return states, true, false, nil
 	}
+	d.origin = cur
 	var prevRun int64
 	if err := d.tx.QueryRowContext(d.ctx, `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ? AND run_id < ? AND origin = ?`,
 		d.t.ID, d.in.RunID, prev).Scan(&prevRun); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	oc := &OriginChange{From: prev, To: cur, FromRun: prevRun}
 	stats.OriginChange = oc
@@ -630,7 +634,7 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 	if len(states) > 0 {
 		if _, err := d.tx.ExecContext(d.ctx, `INSERT OR REPLACE INTO parked_states (target_id, origin, states, parked_run) VALUES (?, ?, ?, ?)`,
 			d.t.ID, prev, encodeStates(states), d.in.RunID); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 	}
 	// Resume the states parked here, if the target was here before.
@@ -641,18 +645,26 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 	case err == nil:
 		resumed, err := decodeStates(blob)
 		if err != nil {
-			return nil, false, fmt.Errorf("parked state of target %d at %s: %w", d.t.ID, cur, err)
+			return nil, false, false, fmt.Errorf("parked state of target %d at %s: %w", d.t.ID, cur, err)
 		}
 		if _, err := d.tx.ExecContext(d.ctx, `DELETE FROM parked_states WHERE target_id = ? AND origin = ?`, d.t.ID, cur); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
+		stale := d.in.RunID-parkedRun > int64(max(d.p.WindowRuns, ndWindowRuns))
 		for _, st := range resumed {
 			st.dirty = true
+			if stale {
+				// Answers weeks apart are not consecutive answers: a
+				// candidate left pending long ago does not survive (as
+				// for a probe absent from the corpus).
+				st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
+				st.driftRuns, st.driftScores = 0, ""
+			}
 		}
 		oc.Resumed = true
-		return resumed, true, nil
+		return resumed, true, false, nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return nil, false, err
+		return nil, false, false, err
 	}
 	now := map[string]string{} // this run's request fingerprint per probe
 	for _, o := range obs {
@@ -673,11 +685,11 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		}
 		if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256, cause) VALUES (?, ?, ?, ?, ?, 'origin')`,
 			d.in.RunID, d.t.ID, id, old, sha); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		stats.InputChanges++
 	}
-	return map[string]*state{}, true, nil
+	return map[string]*state{}, true, false, nil
 }
 
 // renames lists the probe ids new in this run (no state before) whose

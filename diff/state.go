@@ -405,11 +405,43 @@ func Baselines(ctx context.Context, db *sql.DB, targetID int64) (map[string]Base
 	if err != nil {
 		return nil, err
 	}
+	return baselinesOf(m), nil
+}
+
+func baselinesOf(m map[string]*state) map[string]Baseline {
 	out := make(map[string]Baseline, len(m))
 	for id, st := range m {
 		out[id] = Baseline{SHA256: st.sha, Verdict: st.baseline, Nondeterministic: st.nondeterministic}
 	}
-	return out, nil
+	return out
+}
+
+// BaselinesAt is Baselines of the target's detection state at origin: the
+// current one when it belongs there (or either origin is not known), the
+// one parked there when the target was at origin before, else none (a new
+// endpoint establishes its baselines).
+func BaselinesAt(ctx context.Context, db *sql.DB, targetID int64, origin string) (map[string]Baseline, error) {
+	var cur string
+	err := db.QueryRowContext(ctx, `SELECT origin FROM probe_states WHERE target_id = ?`, targetID).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (cur == "" || origin == "" || cur == origin)) {
+		return Baselines(ctx, db, targetID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var blob []byte
+	err = db.QueryRowContext(ctx, `SELECT states FROM parked_states WHERE target_id = ? AND origin = ?`, targetID, origin).Scan(&blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return map[string]Baseline{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := decodeStates(blob)
+	if err != nil {
+		return nil, err
+	}
+	return baselinesOf(m), nil
 }
 
 // Baseline is what the runner needs of a probe's state to decide extra

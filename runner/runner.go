@@ -439,6 +439,19 @@ func render(c *corpus.Corpus, t *Target) ([]job, TargetPlan) {
 	return jobs, plan
 }
 
+// Origin is the endpoint a run of c sends t's requests to (see
+// TargetPlan.Origin): "" when c's first probe does not render for t.
+func Origin(t *Target, c *corpus.Corpus) string {
+	if len(c.Probes) == 0 {
+		return ""
+	}
+	req, err := t.Prober.Render(c.Probes[0].Wire())
+	if err != nil {
+		return ""
+	}
+	return originOf(t, req)
+}
+
 // originOf is t's endpoint identity: the prober's own (probes.Originer),
 // else probes.RequestOrigin of req.
 func originOf(t *Target, req *probes.Request) string {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/driftprobe/driftprobe/diff"
@@ -415,6 +416,105 @@ func TestEventsBeforeOriginsTakeTheirEndpoint(t *testing.T) {
 	o.run(a.URL) // run 5: the upgrade's first run, at a
 	for i := 0; i < 4; i++ {
 		o.run(b.URL) // runs 6–9: b is strict, loosens at 8
+	}
+	evs := map[int64]*diff.Event{}
+	for _, e := range o.events() {
+		evs[e.ID] = e
+	}
+	if evs[1] == nil || evs[1].Status != "open" || evs[2] == nil || evs[2].Direction != "loosened" {
+		t.Errorf("want event 1 open at a and b's loosening its own event: %+v", evs)
+	}
+}
+
+// swapHandler serves with whichever handler was set last.
+type swapHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.h.Load()).ServeHTTP(w, r)
+}
+
+// A run at another endpoint that cannot speak for it (degraded) touches
+// nothing of the endpoint it left: probes marked nondeterministic there
+// are not withdrawn from an event open here.
+func TestForeignDegradedRunWithdrawsNothing(t *testing.T) {
+	var bh swapHandler
+	bh.set(sim.NewServer(strictSim(3))) // b tightens from run 3
+	b := httptest.NewServer(&bh)
+	defer b.Close()
+	a := httptest.NewServer(sim.NewServer(sim.Config{Noise: 0.5, NoiseBand: 1}))
+	defer a.Close()
+	o := newOriginRuns(t)
+	for i := 0; i < 4; i++ {
+		o.run(b.URL) // event 1 at b
+	}
+	for i := 0; i < 8; i++ {
+		o.run(a.URL) // runs 5–12: a answers at random, its probes get marked nondeterministic
+	}
+	bh.set(sim.NewServer(sim.Config{ErrorStatus: 503, ErrorRate: 1}))
+	o.run(b.URL) // run 13: b degraded
+	evs := o.events()
+	var ev1 *diff.Event
+	for _, e := range evs {
+		if e.ID == 1 {
+			ev1 = e
+		}
+	}
+	if ev1 == nil || ev1.Status != "open" || len(ev1.Updates) != 1 {
+		t.Errorf("b's event after a degraded run at b: %+v", ev1)
+	}
+}
+
+// Back at an endpoint, the run screens its answers against that
+// endpoint's baselines (resumed), not the ones it leaves: a candidate left
+// pending there is screened before it confirms.
+func TestReturnIsScreenedAgainstItsOwnBaselines(t *testing.T) {
+	a := httptest.NewServer(sim.NewServer(strictSim(3))) // a tightens from run 3
+	defer a.Close()
+	b := httptest.NewServer(sim.NewServer(strictSim(1)))
+	defer b.Close()
+	o := newOriginRuns(t)
+	o.run(a.URL)
+	o.run(a.URL)
+	o.run(a.URL) // run 3: candidates at a, screened
+	o.run(b.URL)
+	o.run(b.URL)
+	out := o.run(a.URL) // run 6: back at a, the candidates' second answer
+	if tg := out.Targets[0]; tg.OriginChange == nil || !tg.OriginChange.Resumed || tg.Requests <= 62 {
+		t.Errorf("run 6 back at a: origin change %+v, %d requests for 62 probes: the candidates were not screened", tg.OriginChange, tg.Requests)
+	}
+}
+
+// Event rows a schema-16 driftprobe recorded before run origins were kept
+// take the endpoint its state was at (migration 17): answers at another
+// endpoint never revert them.
+func TestSchema16EventRowsTakeTheStateOrigin(t *testing.T) {
+	loose := map[string]float64{}
+	for c := range strictSim(1).Policies[0].Thresholds {
+		loose[c] = sim.DefaultThreshold
+	}
+	a := httptest.NewServer(sim.NewServer(strictSim(3)))
+	defer a.Close()
+	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{strictSim(1).Policies[0], {FromRun: 8, Thresholds: loose}}}))
+	defer b.Close()
+	o := newOriginRuns(t)
+	for i := 0; i < 4; i++ {
+		o.run(a.URL) // event 1 at a
+	}
+	st, err := storage.Open(context.Background(), o.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As schema 16 left it: runs confirmed before run origins were kept,
+	// the state's origin known.
+	for _, q := range []string{`DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `UPDATE run_targets SET origin = ''`, `PRAGMA user_version = 16`} {
+		if _, err := st.SQL().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	for i := 0; i < 5; i++ {
+		o.run(b.URL) // runs 5–9 (migrates): b strict, loosens at 8
 	}
 	evs := map[int64]*diff.Event{}
 	for _, e := range o.events() {

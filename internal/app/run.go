@@ -111,7 +111,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if _, err := corpus.CheckLock(cp, true); err != nil {
 		return nil, Usage(err)
 	}
-	resample, err := resampler(ctx, cfg, st, targets, o.Logger)
+	resample, err := resampler(ctx, cfg, st, targets, cp, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +401,7 @@ func DetectionParams(cfg *config.Config) diff.Params {
 // baseline later "flips" to its true verdict as a policy change). Bytes
 // never seen before take confirm_samples only: the first run of a corpus
 // costs no extra requests.
-func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target, logger *slog.Logger) (func(*runner.Target, string, string, probes.Result) int, error) {
+func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target, cp *corpus.Corpus, logger *slog.Logger) (func(*runner.Target, string, string, probes.Result) int, error) {
 	base := map[string]map[string]diff.Baseline{}
 	for _, t := range targets {
 		row, err := st.TargetByName(ctx, t.Config.Name)
@@ -411,7 +411,9 @@ func resampler(ctx context.Context, cfg *config.Config, st *storage.DB, targets 
 		if err != nil {
 			return nil, err
 		}
-		if base[t.Config.Name], err = diff.Baselines(ctx, st.SQL(), row.ID); err != nil {
+		// The baselines of the endpoint this run sends to: after a move,
+		// those parked there (or none), not the ones being left.
+		if base[t.Config.Name], err = diff.BaselinesAt(ctx, st.SQL(), row.ID, runner.Origin(t, cp)); err != nil {
 			// Damaged detection state: the run still probes and records
 			// the target (unscreened); its detection reports the damage.
 			if logger != nil {

@@ -20,3 +20,8 @@ CREATE TABLE parked_states (
 ALTER TABLE event_probes ADD COLUMN origin TEXT NOT NULL DEFAULT '';
 UPDATE event_probes SET origin = COALESCE((SELECT rt.origin FROM run_targets rt
     WHERE rt.run_id = event_probes.confirmed_run AND rt.target_id = event_probes.target_id), '');
+-- Rows confirmed before run origins were kept belong to the endpoint the
+-- target's state has been at since (schema 16 ended every open row at a
+-- move), when the state knows it.
+UPDATE event_probes SET origin = COALESCE((SELECT ps.origin FROM probe_states ps
+    WHERE ps.target_id = event_probes.target_id), '') WHERE origin = '';
