@@ -452,3 +452,45 @@ type Baseline struct {
 	Verdict          string
 	Nondeterministic bool
 }
+
+// CheckStates decodes every target's detection state and every state
+// parked at an endpoint a target left, and returns a message for each that
+// does not decode (detection of that target, or its return to that
+// endpoint, fails until the row is removed: the target then establishes
+// its baselines again). A database without parked states (an older
+// schema) has none to check.
+func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
+	var out []string
+	check := func(query, what string) error {
+		rows, err := db.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var target int64
+			var origin string
+			var blob []byte
+			if err := rows.Scan(&target, &origin, &blob); err != nil {
+				out = append(out, fmt.Sprintf("%s of target %d: unreadable: %v", what, target, err))
+				continue
+			}
+			if _, err := decodeStates(blob); err != nil {
+				where := ""
+				if origin != "" {
+					where = " at " + origin
+				}
+				out = append(out, fmt.Sprintf("%s of target %d%s: %v (its detection fails until the row is removed; the target then establishes its baselines again)", what, target, where, err))
+			}
+		}
+		return rows.Err()
+	}
+	if err := check(`SELECT target_id, '', states FROM probe_states`, "detection state"); err != nil {
+		return out, err
+	}
+	var parked int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'parked_states'`).Scan(&parked); err != nil || parked == 0 {
+		return out, err
+	}
+	return out, check(`SELECT target_id, origin, states FROM parked_states`, "parked detection state")
+}

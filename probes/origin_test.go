@@ -8,7 +8,7 @@ func TestURLOrigin(t *testing.T) {
 		"https://MyRes.OpenAI.Azure.com:443/":                      "https://myres.openai.azure.com",
 		"HTTP://127.0.0.1:8080/v1/":                                "http://127.0.0.1:8080/v1",
 		"http://127.0.0.1:018101/":                                 "http://127.0.0.1:18101",
-		"http://127.0.0.1:19111/./":                                "http://127.0.0.1:19111",
+		"http://127.0.0.1:19111/x/../gwa/":                         "http://127.0.0.1:19111/x/../gwa", // as sent: a gateway may route it elsewhere than /gwa
 		"http://localhost:80":                                      "http://localhost",
 		"https://bedrock-runtime.eu-west-1.amazonaws.com":          "https://bedrock-runtime.eu-west-1.amazonaws.com",
 		"http://[::1]:4000/v1":                                     "http://[::1]:4000/v1",

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -204,11 +203,9 @@ func URLOrigin(raw string) string {
 	if port != "" {
 		host += ":" + port
 	}
-	p := u.EscapedPath()
-	if p != "" {
-		p = path.Clean(p) // "/v1/./" is "/v1"
-	}
-	return scheme + "://" + host + strings.TrimRight(p, "/")
+	// The path as it is sent, not cleaned: a gateway may route "/x/../gw"
+	// elsewhere than "/gw".
+	return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
 }
 
 // Closer is implemented by probers holding resources (the in-process sim).

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -304,6 +305,19 @@ cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 					err = fmt.Errorf("%s: %w", p, err)
 				}
 				return err
+			}
+			// Detection state this driftprobe can read (not a newer
+			// schema's): a blob that does not decode stops the target's
+			// detection.
+			if v, verr := sess.Store.SchemaVersion(cmd.Context()); verr == nil && v <= storage.SchemaLatest() {
+				msgs, serr := diff.CheckStates(cmd.Context(), sess.Store.SQL())
+				if serr != nil {
+					msgs = append(msgs, "detection state: "+serr.Error())
+				}
+				if len(msgs) > 0 {
+					rep.Structure = append(rep.Structure, msgs...)
+					rep.OK = false
+				}
 			}
 			if asJSON {
 				err = writeJSON(g.stdout, rep)

@@ -524,3 +524,45 @@ func TestSchema16EventRowsTakeTheStateOrigin(t *testing.T) {
 		t.Errorf("want event 1 open at a and b's loosening its own event: %+v", evs)
 	}
 }
+
+// db check decodes the detection states, the parked ones included: a
+// damaged one would stop the target's detection (or its return) with
+// every run.
+func TestDBCheckDecodesDetectionStates(t *testing.T) {
+	a := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer a.Close()
+	b := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer b.Close()
+	o := newOriginRuns(t)
+	o.run(a.URL)
+	o.run(a.URL)
+	o.run(b.URL) // a's state parked
+	check := func() (storage.CheckReport, int) {
+		stdout, stderr, code := runIn(t, "db", "check", "--json", "--db", o.db)
+		var rep storage.CheckReport
+		if json.Unmarshal([]byte(stdout), &rep) != nil {
+			t.Fatalf("db check: exit %d: %s%s", code, stdout, stderr)
+		}
+		return rep, code
+	}
+	if rep, code := check(); !rep.OK || code != 0 {
+		t.Fatalf("db check of a sound database: exit %d: %+v", code, rep.Structure)
+	}
+	for _, c := range []struct{ q, want string }{
+		{`UPDATE parked_states SET states = x'01020304'`, "parked detection state of target 1 at " + probes.URLOrigin(a.URL) + ": corrupt probe state"},
+		{`UPDATE probe_states SET states = x'01020304'`, "detection state of target 1: corrupt probe state"},
+	} {
+		st, err := storage.Open(context.Background(), o.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.SQL().Exec(c.q); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		rep, code := check()
+		if rep.OK || code != 1 || !strings.Contains(strings.Join(rep.Structure, "\n"), c.want) {
+			t.Errorf("after %s: exit %d, structure %q (want %q)", c.q, code, rep.Structure, c.want)
+		}
+	}
+}
