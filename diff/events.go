@@ -25,6 +25,13 @@ type EventProbe struct {
 	// runs, or when the target was at another endpoint in between). 0 when
 	// the event cites no before observation.
 	BeforeRun int64 `json:"before_run,omitempty"`
+	// LastRunBefore is the last run before the flip at the endpoint it was
+	// seen at (runs of the target from BeforeRun up to FirstRun whose
+	// origin is Origin or was not recorded; any run of the target when
+	// Origin is ""): FirstRun-1 unless the target was elsewhere in
+	// between. A diff from it never compares two endpoints. 0 when
+	// BeforeRun is (or is not before FirstRun).
+	LastRunBefore int64 `json:"last_run_before,omitempty"`
 	// Origin is the endpoint the flip was seen at (see
 	// storage.RunTarget.Origin); absent for rows recorded before origins
 	// were kept.
@@ -188,7 +195,9 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	}
 	rows.Close()
 	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn,
-		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0)
+		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0),
+		COALESCE((SELECT MAX(rt.run_id) FROM observations o JOIN run_targets rt ON rt.target_id = ep.target_id AND rt.run_id >= o.run_id AND rt.run_id < ep.first_run
+			WHERE o.id = ep.before_obs AND (ep.origin = '' OR rt.origin IN (ep.origin, ''))), 0)
 		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id = ? ORDER BY t.name, ep.probe_id`, e.ID)
 	if err != nil {
 		return err
@@ -196,7 +205,7 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	for rows.Next() {
 		var p EventProbe
 		var b, a, moves string
-		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun); err != nil {
+		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun, &p.LastRunBefore); err != nil {
 			rows.Close()
 			return err
 		}

@@ -45,10 +45,10 @@ func TestIssueCitesTheRunBeforeAtTheSameEndpoint(t *testing.T) {
 			t.Errorf("%d probes: the body cites run 10, at the other endpoint", n)
 		}
 	}
-	// What the database says of the last run there wins (LoadEvidence).
+	// What the database says of the last run there wins (LastRunBefore).
 	ev, e := hostileEvent(1, "m")
 	withBefore(ev, e, 6, "https://myres.openai.azure.com")
-	e.lastBefore = map[probeKey]int64{{ev.Probes[0].Target, ev.Probes[0].ProbeID}: 8}
+	ev.Probes[0].LastRunBefore = 8
 	e.Runs[8] = storage.Run{ID: 8}
 	if body := IssueBody(ev, e); !strings.Contains(body, "--from 8 --to 12\n") || !strings.Contains(body, "| Last run before | run 8, ") {
 		t.Errorf("the database's last run before is not cited:\n%s", body)

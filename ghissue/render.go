@@ -81,21 +81,11 @@ type Evidence struct {
 	// a target or category missing from it: unknown, and comments fall back
 	// on the event's new categories (see updateNews).
 	FirstFired map[string]map[string]int64
-	// lastBefore holds, per probe of the event, the last run before its
-	// flip at the endpoint it flipped at (see loadLastBefore). A probe
-	// missing from it: runBefore falls back on the probe's BeforeRun.
-	lastBefore map[probeKey]int64
 }
-
-// probeKey identifies a probe of an event.
-type probeKey struct{ target, probe string }
 
 // LoadEvidence reads the runs and observations an event's issue cites.
 func LoadEvidence(ctx context.Context, db *storage.DB, ev *diff.Event) (*Evidence, error) {
 	e := &Evidence{Runs: map[int64]storage.Run{}, Obs: map[int64]Obs{}}
-	if err := e.loadLastBefore(ctx, db, ev); err != nil {
-		return nil, err
-	}
 	for _, id := range []int64{ev.FirstRun, ev.ConfirmedRun, ev.RevertedRun, e.eventBefore(ev)} {
 		if id <= 0 {
 			continue
@@ -137,62 +127,16 @@ func LoadEvidence(ctx context.Context, db *storage.DB, ev *diff.Event) (*Evidenc
 	return e, nil
 }
 
-// loadLastBefore fills e.lastBefore: for each probe of ev with a before
-// run, the last run in [BeforeRun, FirstRun) in which its target's
-// requests went to the probe's endpoint (Origin), or to one not recorded
-// (runs from before origins were kept, which detection counts as the
-// same endpoint); any run of the target when the probe names no endpoint.
-// BeforeRun is the run of the probe's before observation, the answer
-// that set its baseline at that endpoint: often runs earlier than the
-// flip. Without a move, the run this finds is FirstRun-1, as issues have
-// always cited; after the target came back from another endpoint, it is
-// the last run at this one before the flip, never a run at the other
-// (FirstRun-1 may be one: driftprobe diff from there says only that the
-// endpoint moved). A probe without a before run (see runBefore), or whose
-// target has no such run recorded, is left out.
-func (e *Evidence) loadLastBefore(ctx context.Context, db *storage.DB, ev *diff.Event) error {
-	type query struct {
-		target, origin string
-		lo, hi         int64
-	}
-	found := map[query]int64{}
-	for _, p := range ev.Probes {
-		if p.BeforeRun <= 0 || p.BeforeRun >= p.FirstRun {
-			continue
-		}
-		q := query{p.Target, p.Origin, p.BeforeRun, p.FirstRun}
-		run, ok := found[q]
-		if !ok {
-			err := db.SQL().QueryRowContext(ctx, `SELECT COALESCE(MAX(rt.run_id), 0) FROM run_targets rt JOIN targets t ON t.id = rt.target_id
-				WHERE t.name = ? AND rt.run_id >= ? AND rt.run_id < ? AND (? = '' OR rt.origin IN (?, ''))`,
-				q.target, q.lo, q.hi, q.origin, q.origin).Scan(&run)
-			if err != nil {
-				return fmt.Errorf("last run before event %d: %w", ev.ID, err)
-			}
-			found[q] = run
-		}
-		if run > 0 {
-			if e.lastBefore == nil {
-				e.lastBefore = map[probeKey]int64{}
-			}
-			e.lastBefore[probeKey{p.Target, p.ProbeID}] = run
-		}
-	}
-	return nil
-}
-
 // runBefore returns the last run before p's flip at the endpoint it
-// flipped at: as the database says (loadLastBefore), else p's BeforeRun
-// (the run of its before observation: at that endpoint, but possibly
-// earlier). 0 when neither is known: a row without a before observation
-// (or with one from p's own first run, as a nondeterministic probe that
-// had no baseline cites); callers fall back on the run before the flip
-// was first seen, as before endpoints were kept.
+// flipped at: p.LastRunBefore, else p's BeforeRun (the run of its before
+// observation: at that endpoint, but possibly earlier). 0 when neither is
+// known: a row without a before observation (or with one from p's own
+// first run, as a nondeterministic probe that had no baseline cites);
+// callers fall back on the run before the flip was first seen, as before
+// endpoints were kept.
 func (e *Evidence) runBefore(p diff.EventProbe) int64 {
-	if e != nil {
-		if r, ok := e.lastBefore[probeKey{p.Target, p.ProbeID}]; ok {
-			return r
-		}
+	if p.LastRunBefore > 0 && p.LastRunBefore < p.FirstRun {
+		return p.LastRunBefore
 	}
 	if p.BeforeRun > 0 && p.BeforeRun < p.FirstRun {
 		return p.BeforeRun

@@ -27,12 +27,9 @@ import (
 func TestEndpointMoveIsInputChangeNotFlip(t *testing.T) {
 	a := httptest.NewServer(sim.NewServer(sim.Config{}))
 	defer a.Close()
-	strict := map[string]float64{"violence": 0.05, "hate": 0.05, "harassment": 0.05, "illicit": 0.05, "weapons": 0.05, "self_harm": 0.05, "privacy": 0.05}
 	// b is stricter than a from its first answer, and from run 7 on loosens
 	// back to a's thresholds: a change of b's own.
-	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 1, Thresholds: strict}, {FromRun: 7, Thresholds: map[string]float64{
-		"violence": sim.DefaultThreshold, "hate": sim.DefaultThreshold, "harassment": sim.DefaultThreshold, "illicit": sim.DefaultThreshold,
-		"weapons": sim.DefaultThreshold, "self_harm": sim.DefaultThreshold, "privacy": sim.DefaultThreshold}}}}))
+	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 1, Thresholds: strictThresholds()}, {FromRun: 7, Thresholds: looseThresholds()}}}))
 	defer b.Close()
 	dir := t.TempDir()
 	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
@@ -174,12 +171,26 @@ func (o *originRuns) events() []*diff.Event {
 	return evs
 }
 
-func strictSim(from int64) sim.Config {
+// movedCategories are the categories the endpoint tests' policies move.
+var movedCategories = []string{"violence", "hate", "harassment", "illicit", "weapons", "self_harm", "privacy"}
+
+// thresholds returns movedCategories each at v.
+func thresholds(v float64) map[string]float64 {
 	th := map[string]float64{}
-	for _, c := range []string{"violence", "hate", "harassment", "illicit", "weapons", "self_harm", "privacy"} {
-		th[c] = 0.05
+	for _, c := range movedCategories {
+		th[c] = v
 	}
-	return sim.Config{Policies: []sim.Policy{{FromRun: from, Thresholds: th}}}
+	return th
+}
+
+// strictThresholds block far more of the default corpus than the sim's
+// defaults; looseThresholds are those defaults, written out (a later
+// policy keeps a category it does not name at its earlier value).
+func strictThresholds() map[string]float64 { return thresholds(0.05) }
+func looseThresholds() map[string]float64  { return thresholds(sim.DefaultThreshold) }
+
+func strictSim(from int64) sim.Config {
+	return sim.Config{Policies: []sim.Policy{{FromRun: from, Thresholds: strictThresholds()}}}
 }
 
 // Two gateways on one host differ only by a path prefix in front of the
@@ -246,12 +257,9 @@ func TestAbortedRunDoesNotHideOrInventMove(t *testing.T) {
 // the old endpoint its detection resumes where it was: a flip back there
 // reverts the event.
 func TestMoveKeepsEventsAtTheirEndpoint(t *testing.T) {
-	loose := map[string]float64{}
-	for c := range strictSim(1).Policies[0].Thresholds {
-		loose[c] = sim.DefaultThreshold
-	}
+	loose := looseThresholds()
 	// a tightens from run 3 and loosens back from run 13.
-	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictSim(1).Policies[0].Thresholds}, {FromRun: 13, Thresholds: loose}}}))
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictThresholds()}, {FromRun: 13, Thresholds: loose}}}))
 	defer a.Close()
 	// b is strict, and loosens from run 9.
 	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{strictSim(1).Policies[0], {FromRun: 9, Thresholds: loose}}}))
@@ -303,7 +311,7 @@ func TestMoveKeepsEventsAtTheirEndpoint(t *testing.T) {
 // A short excursion to another endpoint loses no baseline: a change made at
 // the first endpoint meanwhile is an event once the target is back.
 func TestExcursionKeepsBaselines(t *testing.T) {
-	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 4, Thresholds: strictSim(1).Policies[0].Thresholds}}})) // tightens from run 4
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 4, Thresholds: strictThresholds()}}})) // tightens from run 4
 	defer a.Close()
 	b := httptest.NewServer(sim.NewServer(sim.Config{}))
 	defer b.Close()
@@ -334,7 +342,12 @@ func TestExcursionKeepsBaselines(t *testing.T) {
 	}
 	evs := o.events()
 	if len(evs) != 1 || evs[0].Direction != "tightened" {
-		t.Errorf("a's tightening during the excursion: %+v", evs)
+		t.Fatalf("a's tightening during the excursion: %+v", evs)
+	}
+	for _, p := range evs[0].Probes {
+		if p.FirstRun != 5 || p.LastRunBefore != 3 || p.Origin != probes.URLOrigin(a.URL) {
+			t.Errorf("probe %s: first run %d, last run before %d at %q (want 5, 3 at a: run 4 was elsewhere)", p.ProbeID, p.FirstRun, p.LastRunBefore, p.Origin)
+		}
 	}
 }
 
@@ -342,7 +355,7 @@ func TestExcursionKeepsBaselines(t *testing.T) {
 // path answering 404) is no move: it ends no event and keeps every
 // baseline.
 func TestDeadEndpointIsNoMove(t *testing.T) {
-	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictSim(1).Policies[0].Thresholds}}}))
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictThresholds()}}}))
 	defer a.Close()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	defer dead.Close()
@@ -367,7 +380,7 @@ func TestDeadEndpointIsNoMove(t *testing.T) {
 // sharing a database and a target name) still confirms a change at either:
 // candidates count answers at their own endpoint.
 func TestAlternatingEndpointsStillDetect(t *testing.T) {
-	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictSim(1).Policies[0].Thresholds}}}))
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictThresholds()}}}))
 	defer a.Close()
 	b := httptest.NewServer(sim.NewServer(sim.Config{}))
 	defer b.Close()
@@ -390,11 +403,8 @@ func TestAlternatingEndpointsStillDetect(t *testing.T) {
 // target's first run after the upgrade: answers at another endpoint then
 // never revert them.
 func TestEventsBeforeOriginsTakeTheirEndpoint(t *testing.T) {
-	loose := map[string]float64{}
-	for c := range strictSim(1).Policies[0].Thresholds {
-		loose[c] = sim.DefaultThreshold
-	}
-	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictSim(1).Policies[0].Thresholds}}}))
+	loose := looseThresholds()
+	a := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{{FromRun: 3, Thresholds: strictThresholds()}}}))
 	defer a.Close()
 	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{strictSim(1).Policies[0], {FromRun: 8, Thresholds: loose}}}))
 	defer b.Close()
@@ -489,10 +499,7 @@ func TestReturnIsScreenedAgainstItsOwnBaselines(t *testing.T) {
 // take the endpoint its state was at (migration 17): answers at another
 // endpoint never revert them.
 func TestSchema16EventRowsTakeTheStateOrigin(t *testing.T) {
-	loose := map[string]float64{}
-	for c := range strictSim(1).Policies[0].Thresholds {
-		loose[c] = sim.DefaultThreshold
-	}
+	loose := looseThresholds()
 	a := httptest.NewServer(sim.NewServer(strictSim(3)))
 	defer a.Close()
 	b := httptest.NewServer(sim.NewServer(sim.Config{Policies: []sim.Policy{strictSim(1).Policies[0], {FromRun: 8, Thresholds: loose}}}))
