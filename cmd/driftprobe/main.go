@@ -13,6 +13,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// The container image (internal/image) has no /usr/share/zoneinfo
+	// and no CA certificates: CRON_TZ= schedules and TLS to providers
+	// must work from the binary alone. Fallback roots apply only where
+	// the system has none.
+	_ "time/tzdata"
+
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 func main() {
