@@ -166,6 +166,10 @@ type flip struct {
 	flipRate    float64
 	scores      string // for score drift: "before -> after"
 	moves       string // for score drift: the keys that moved past the tolerance (scoreMoves)
+	// settled: a probe marked nondeterministic whose new verdict held
+	// confirm_runs runs (a change reported as nondeterminism, never as
+	// a policy change), not a re-marking.
+	settled bool
 }
 
 func modelOf(r probes.Result) string { return r.ModelID + "|" + r.ModelFP }
@@ -444,11 +448,15 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			if !agree {
 				revert(st)
 			}
-			if modelChanged(st.baselineModel, model) {
+			if modelChanged(st.baselineModel, model) && !d.scoresMoved(st, scores) {
 				// The baseline held under another model: a later flip is
 				// judged against the model it last held under (a model
 				// change long before a flip is not the flip's cause), and
-				// its evidence cites this answer.
+				// its evidence cites this answer. Not while the scores
+				// moved with the model: the baseline's model, answer and
+				// scores stay together until the score drift confirms
+				// (its before side is the old model's answer) or the
+				// scores come back.
 				st.baselineModel, st.baselineObs = model, first.ID
 				st.dirty = true
 			}
@@ -506,6 +514,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			f.modelAfter = model
 		}
 		if st.nondeterministic {
+			f.settled = true
 			ndFlips = append(ndFlips, f)
 		} else {
 			flips = append(flips, f)
@@ -854,9 +863,19 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		*out = append(*out, flip{probeID: st.probeID, sha: st.sha, before: st.baseline, after: st.baseline, beforeObs: st.baselineObs,
 			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.baselineModel, modelAfter: model,
 			scores: st.baselineScores + " -> " + scores, moves: scoreMoves(st.baselineScores, scores, d.p.ScoreTolerance)})
+		// The new scores are the baseline's now, and so are the answer
+		// that carries them and its model: a later drift's before side
+		// shows the scores it moved from.
 		st.baselineScores, st.driftRuns, st.driftScores = scores, 0, ""
+		st.baselineModel, st.baselineObs = model, o.ID
 	}
 	return nil
+}
+
+// scoresMoved reports whether scores moved beyond the tolerance from the
+// scores st's baseline holds (false when either side has none).
+func (d *detector) scoresMoved(st *state, scores string) bool {
+	return scores != "" && st.baselineScores != "" && maxScoreDelta(st.baselineScores, scores) > d.p.ScoreTolerance
 }
 
 // learnCategories records the categories of a verdict key as seen.
@@ -923,20 +942,32 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	var rest []flip
-	closed := map[int64][]leaving{}
-	window, windowRead := int64(0), false
-	for _, f := range flips {
-		var mine []row
-		back := false
+	// isBack reports whether f flips back in an open event of the probe
+	// (only the same bytes can: a verdict on edited bytes says nothing
+	// about the change the event recorded), and returns those events' rows.
+	isBack := func(f flip) (mine []row, back bool) {
 		for _, r := range opens[f.probeID] {
-			// Only the same bytes can flip back: a verdict on edited
-			// bytes says nothing about the change the event recorded.
 			if r.sha == f.sha {
 				mine = append(mine, r)
 				back = back || r.before == f.after
 			}
 		}
+		return mine, back
+	}
+	// The flips that do not flip back go on to policyEvents as one kind;
+	// the window event they will extend is the one of that kind.
+	var ahead []flip
+	for _, f := range flips {
+		if _, back := isBack(f); !back {
+			ahead = append(ahead, f)
+		}
+	}
+	aheadKind := flipsKind(ahead)
+	var rest []flip
+	closed := map[int64][]leaving{}
+	window, windowRead := int64(0), false
+	for _, f := range flips {
+		mine, back := isBack(f)
 		if !back {
 			rest = append(rest, f)
 		}
@@ -954,7 +985,7 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 					continue
 				}
 				if !windowRead {
-					if window, err = d.windowEvent(policyFamily); err != nil {
+					if window, err = d.windowEvent(aheadKind); err != nil {
 						return nil, err
 					}
 					windowRead = true
@@ -991,6 +1022,21 @@ type leaving struct{ probe, why string }
 // policyFamily is the kinds a policy or model flip extends or joins.
 const policyFamily = "'" + KindPolicy + "','" + KindModel + "'"
 
+// flipsKind is the kind of event confirmed policy flips make together:
+// model_change when the model changed with any of them (between the last
+// answer that held its baseline and the first that differed; an answer
+// naming no model, such as an input block's error, counts as the
+// target's model that run: a model change long before the flip, or after
+// it began, did not come with it), else policy_change.
+func flipsKind(flips []flip) string {
+	for _, f := range flips {
+		if modelChanged(f.modelBefore, f.modelAfter) {
+			return KindModel
+		}
+	}
+	return KindPolicy
+}
+
 // policyEvents turns the confirmed non-noise flips settleFlips left into
 // additions to open events, provider-wide joins, or new events (with
 // extendOnly, only an addition to the target's own open event in the
@@ -999,17 +1045,7 @@ func (d *detector) policyEvents(rest []flip, known map[string]int64, states map[
 	if len(rest) == 0 {
 		return true, nil
 	}
-	kind := KindPolicy
-	for _, f := range rest {
-		// The model changed between the last answer that held the
-		// baseline and the first that differed (an answer naming no
-		// model, such as an input block's error, counts as the target's
-		// model that run): a model change long before the flip, or after
-		// it began, did not come with it.
-		if modelChanged(f.modelBefore, f.modelAfter) {
-			kind = KindModel
-		}
-	}
+	kind := flipsKind(rest)
 	var newCats []string
 	for _, f := range rest {
 		v := ParseKey(f.after)
@@ -1193,11 +1229,12 @@ func eventModels(kind string, flips []flip, fallback string) (before, after stri
 	if after == "" {
 		after = before
 	}
-	if kind != KindModel {
+	if kind != KindModel && !(kind == KindScoreDrift && modelChanged(before, after)) {
 		// The model did not change (modelChanged): the two strings can
 		// still differ where one side lacks the id or fingerprint (an
 		// input block's error names no model). Name the one model, as
-		// fully as either side knows it.
+		// fully as either side knows it. (Scores that moved with a
+		// model change name both.)
 		before = mergeModel(before, after)
 		after = before
 	}
@@ -1275,17 +1312,31 @@ const sameOrigin = `(? = '' OR ep.origin IN (?, ''))`
 
 const windowSQL = `e.last_run >= ? AND (SELECT MAX(ep.confirmed_run) FROM event_probes ep WHERE ep.event_id = e.id AND ep.withdrawn = 0) >= ?`
 
-// windowEvent returns the target's latest open event of the kinds in
-// kindsIn (an SQL list) inside the window (windowSQL), 0 when none: the
-// event its flips of those kinds extend.
-func (d *detector) windowEvent(kindsIn string) (int64, error) {
+// windowEvent returns the target's open event inside the window
+// (windowSQL) that its flips of kind extend, 0 when none: the latest of
+// that kind. Policy and model flips extend either kind, with two rules:
+// policy flips (no model change came with them) never extend a
+// model_change that this target's own model change made one (the first
+// update of kind model_change names its target; the opener's when none
+// does): a model change their baselines held under is not their cause.
+// Model flips extend the latest model_change first (a policy_change they
+// extend becomes one).
+func (d *detector) windowEvent(kind string) (int64, error) {
+	kindsIn, extra, order := "'"+kind+"'", "", "e.id DESC"
+	switch kind {
+	case KindPolicy:
+		kindsIn = policyFamily
+		extra = ` AND NOT (e.kind = '` + KindModel + `' AND COALESCE((SELECT u.target_id FROM event_updates u WHERE u.event_id = e.id AND u.kind = '` + KindModel + `' ORDER BY u.id LIMIT 1), e.target_id) = et.target_id)`
+	case KindModel:
+		kindsIn, order = policyFamily, `e.kind = '`+KindModel+`' DESC, e.id DESC`
+	}
 	since := d.in.RunID - int64(d.p.WindowRuns)
 	var eid int64
 	// Only an event this target's changes at this endpoint are in (its
 	// rows there): a change at another endpoint is another change.
 	err := d.tx.QueryRowContext(d.ctx, `SELECT e.id FROM events e JOIN event_targets et ON et.event_id = e.id
 		WHERE et.target_id = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND `+windowSQL+`
-		AND EXISTS (SELECT 1 FROM event_probes ep WHERE ep.event_id = e.id AND ep.target_id = et.target_id AND `+sameOrigin+`) ORDER BY e.id DESC LIMIT 1`,
+		AND EXISTS (SELECT 1 FROM event_probes ep WHERE ep.event_id = e.id AND ep.target_id = et.target_id AND `+sameOrigin+`)`+extra+` ORDER BY `+order+` LIMIT 1`,
 		d.t.ID, since, since, d.origin, d.origin).Scan(&eid)
 	if err == sql.ErrNoRows {
 		return 0, nil
@@ -1304,7 +1355,7 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 		in = policyFamily
 	}
 	// 1. An open event on this target within the window.
-	eid, err := d.windowEvent(in)
+	eid, err := d.windowEvent(kind)
 	if err != nil || (eid == 0 && extendOnly) {
 		return false, err
 	}
@@ -1402,15 +1453,18 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), firstRun, run, modelBefore, modelAfter, ts(d.now), eid); err != nil {
 		return err
 	}
-	var added, again []string
+	var added, again, settled []string
 	for _, f := range flips {
-		if had[f.probeID] {
+		switch {
+		case had[f.probeID] && f.settled:
+			settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
+		case had[f.probeID]:
 			again = append(again, f.probeID)
-		} else {
+		default:
 			added = append(added, f.probeID)
 		}
 	}
-	if len(added) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
+	if len(added) == 0 && len(settled) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
 		// Marked again, nothing new: the rows are updated, nobody told.
 		return nil
 	}
@@ -1420,6 +1474,12 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	}
 	if len(again) > 0 {
 		parts = append(parts, fmt.Sprintf("%d probe(s) on %s changed again: %s", len(again), d.t.Name, strings.Join(again, ", ")))
+	}
+	if len(settled) > 0 {
+		// A marked probe that changed and held: still no evidence of a
+		// policy change (it answered at random before), but news.
+		parts = append(parts, fmt.Sprintf("%d nondeterministic probe(s) on %s changed and the change held (still no policy change: they answered at random before): %s",
+			len(settled), d.t.Name, strings.Join(settled, ", ")))
 	}
 	detail := strings.Join(parts, "; ")
 	if change == ChangeTargetJoined {
@@ -1571,11 +1631,16 @@ func scoreDirection(flips []flip) string {
 	return Mixed
 }
 
+// addProbe records f in event eid. A probe the event already holds keeps
+// its before side and first run and takes f's after side (it changed
+// again, or was marked again), except a score drift's: its row names the
+// moves between two answers, so both sides follow the latest moves.
 func (d *detector) addProbe(eid int64, f flip) error {
 	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate, score_moves, origin)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0, withdrawn = 0,
-			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END, origin = excluded.origin`,
+			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END, origin = excluded.origin,
+			before_obs = CASE WHEN excluded.score_moves != '' THEN excluded.before_obs ELSE before_obs END`,
 		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves, d.origin)
 	return err
 }

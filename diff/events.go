@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -28,9 +29,12 @@ type EventProbe struct {
 	// LastRunBefore is the last run before the flip at the endpoint it was
 	// seen at (runs of the target from BeforeRun up to FirstRun whose
 	// origin is Origin or was not recorded; any run of the target when
-	// Origin is ""): FirstRun-1 unless the target was elsewhere in
-	// between. A diff from it never compares two endpoints. 0 when
-	// BeforeRun is (or is not before FirstRun).
+	// Origin is "") in which the probe, with the same request bytes,
+	// answered its Before verdict: FirstRun-1 unless the target was
+	// elsewhere in between, or the probe went unanswered (a run of 429s,
+	// a corpus version without it) or blipped then. A diff from it to the
+	// flip shows the flip and never compares two endpoints. 0 when
+	// BeforeRun is (or is not before FirstRun), or no such run is stored.
 	LastRunBefore int64 `json:"last_run_before,omitempty"`
 	// Origin is the endpoint the flip was seen at (see
 	// storage.RunTarget.Origin); absent for rows recorded before origins
@@ -195,25 +199,34 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	}
 	rows.Close()
 	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn,
-		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0),
-		COALESCE((SELECT MAX(rt.run_id) FROM observations o JOIN run_targets rt ON rt.target_id = ep.target_id AND rt.run_id >= o.run_id AND rt.run_id < ep.first_run
-			WHERE o.id = ep.before_obs AND (ep.origin = '' OR rt.origin IN (ep.origin, ''))), 0)
+		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0), ep.target_id
 		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id = ? ORDER BY t.name, ep.probe_id`, e.ID)
 	if err != nil {
 		return err
 	}
+	var targetIDs []int64
 	for rows.Next() {
 		var p EventProbe
 		var b, a, moves string
-		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun, &p.LastRunBefore); err != nil {
+		var tid int64
+		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun, &tid); err != nil {
 			rows.Close()
 			return err
 		}
 		p.Before, p.After, p.Reverted = ParseKey(b), ParseKey(a), p.RevertedRun != 0
 		p.ScoreMoves = parseScoreMoves(moves)
 		e.Probes = append(e.Probes, p)
+		targetIDs = append(targetIDs, tid)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range e.Probes {
+		if err := lastRunBefore(ctx, db, targetIDs[i], &e.Probes[i]); err != nil {
+			return err
+		}
+	}
 	rows, err = db.QueryContext(ctx, `SELECT u.id, u.run_id, u.change, u.detail, u.at, COALESCE(t.name, ''), u.kind FROM event_updates u
 		LEFT JOIN targets t ON t.id = u.target_id WHERE u.event_id = ? ORDER BY u.id`, e.ID)
 	if err != nil {
@@ -235,6 +248,37 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	}
 	if e.Kind == KindModel && e.ModelTarget == "" {
 		e.ModelTarget = e.Target
+	}
+	return rows.Err()
+}
+
+// lastRunBefore sets p.LastRunBefore: the target's runs at p's endpoint
+// from p.BeforeRun up to the flip, latest first, down to the first in
+// which the probe's first sample, with the flip's request bytes, answered
+// p.Before (each run one lookup in the observations' unique index).
+func lastRunBefore(ctx context.Context, db *sql.DB, targetID int64, p *EventProbe) error {
+	if p.BeforeRun <= 0 || p.BeforeRun >= p.FirstRun {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT rt.run_id, COALESCE(o.class, ''), COALESCE(o.categories, '') FROM run_targets rt
+		LEFT JOIN observations o ON o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.probe_id = ? AND o.sample = 0 AND o.request_sha256 = ?
+		WHERE rt.target_id = ? AND rt.run_id >= ? AND rt.run_id < ? AND (? = '' OR rt.origin IN (?, ''))
+		ORDER BY rt.run_id DESC`, p.ProbeID, p.RequestSHA256, targetID, p.BeforeRun, p.FirstRun, p.Origin, p.Origin)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	want := p.Before.Key()
+	for rows.Next() {
+		var run int64
+		var class, cats string
+		if err := rows.Scan(&run, &class, &cats); err != nil {
+			return err
+		}
+		if class != "" && VerdictOf(probes.Result{Class: probes.Class(class), Categories: splitList(cats)}).Key() == want {
+			p.LastRunBefore = run
+			return nil
+		}
 	}
 	return rows.Err()
 }

@@ -655,7 +655,13 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 				if p.Before.Class == "" {
 					base = "(none held)"
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\t%.0f%%\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, base, p.After.String(), 100*p.FlipRate, p.ConfirmedRun)
+				// Marked in its first run; later markings and a change
+				// that held move only the last one.
+				marked := fmt.Sprintf("run %d", p.FirstRun)
+				if p.ConfirmedRun > p.FirstRun {
+					marked += fmt.Sprintf(" (latest run %d)", p.ConfirmedRun)
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\t%.0f%%\t%s\t\n", p.Target, p.ProbeID, p.RequestSHA256, base, p.After.String(), 100*p.FlipRate, marked)
 			}
 		default:
 			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBEFORE\tAFTER\tCONFIRMED\t")
