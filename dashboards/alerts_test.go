@@ -20,9 +20,10 @@ const (
 var alertTestFiles = []string{"prometheus/alerts_test.yml", "prometheus/alerts_weeks_test.yml"}
 
 // wantAlerts is the paging policy: composition and account enforcement
-// page; volume and the prober's own health are tickets; a production
-// change attributed to the provider warns, one attributed to customer
-// traffic informs.
+// page; volume, the prober's own health and baselines restarted by an
+// input change (your own config change or endpoint move) are tickets; a
+// production change attributed to the provider warns, one attributed to
+// customer traffic informs.
 var wantAlerts = map[string]string{
 	"DriftprobeNewCategoryActive":  "page",
 	"DriftprobeAbuseBlock":         "page",
@@ -37,6 +38,7 @@ var wantAlerts = map[string]string{
 	"DriftprobeBreakerOpen":        "ticket",
 	"DriftprobeClientErrors":       "ticket",
 	"DriftprobeUnknownSignals":     "ticket",
+	"DriftprobeBaselinesRestarted": "ticket",
 	"DriftprobeOutboxStuck":        "ticket",
 	"DriftprobeConfigReloadFailed": "ticket",
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"maps"
 	"math"
 	"runtime"
@@ -36,6 +37,11 @@ var (
 	// target with a probe state (account-level enforcement is not a
 	// verdict about a probe: driftprobe_abuse_blocks).
 	VerdictClasses = []string{string(probes.Allowed), string(probes.BlockedInput), string(probes.BlockedOutput), string(probes.ModelRefusal)}
+	// InputChangeCauses: the cause label of driftprobe_input_change_*,
+	// every value detection records in input_changes.cause. Not exported
+	// ahead of time: a series appears with a target's first input change
+	// of the cause.
+	InputChangeCauses = []string{InputCauseRequest, InputCauseOrigin}
 )
 
 // Metrics holds driftprobe's process-level instruments. State that must
@@ -379,8 +385,10 @@ type DBCollector struct {
 	lastEvent, lastRunProbes, probes, requests, retries, tokens, cost, duration            *prometheus.Desc
 	newCategory, prevRunProbes, overdue                                                    *prometheus.Desc
 	probeCount, breakerRuns                                                                *prometheus.Desc
+	inputAt, inputProbes                                                                   *prometheus.Desc
 
-	cache runCache
+	cache  runCache
+	inputs inputCache
 }
 
 // NewDBCollector returns a collector over db.
@@ -415,6 +423,8 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		overdue:       prometheus.NewDesc(RunOverdue, "When the next finished run is overdue: the schedule's second due time after the latest finished run (complete or partial: a run with measurements) ended (one failed run is tolerated), plus that run's duration; jitter included. Absent before the first finished run.", nil, nil),
 		prevRunProbes: prometheus.NewDesc(PreviousRunProbes, "Probes of the finished (not aborted) run before the target's latest finished run, by how their first sample was answered (as driftprobe_last_run_probes).", []string{"target", "outcome"}, nil),
 		probeCount:    prometheus.NewDesc(Probes, "Probes whose latest verdict on the target is this class, each probe counted once whatever its categories (driftprobe_probe_verdicts counts a probe once per category); every verdict class is exported, 0 when no probe has it.", []string{"target", "verdict"}, nil),
+		inputAt:       prometheus.NewDesc(InputChangeTimestamp, "End time (runs.finished_at, as driftprobe_last_run_timestamp_seconds) of the latest run whose detection restarted probes' baselines on the target for this cause, recorded as input changes: request (their request bytes changed: a target parameter such as temperature, max_tokens, seed or options, a corpus version editing a prompt or system message, an adapter rendering other bytes) or origin (the target moved to another endpoint: base_url, region, gateway). Detection follows the run's end (a run detected late, by the next run, keeps its own end). A provider change at that moment is absorbed into the new baselines; detection on those probes resumes once they hold (confirm_runs). No series before the target's first input change of the cause.", []string{"target", "cause"}, nil),
+		inputProbes:   prometheus.NewDesc(InputChangeProbes, "Probes whose baselines (held or still being established) the run of driftprobe_input_change_timestamp_seconds restarted on the target for this cause: for request the probes whose bytes changed, for origin every probe the target had state for at the endpoint it left.", []string{"target", "cause"}, nil),
 		breakerRuns:   prometheus.NewDesc(BreakerOpenedRuns, "How many of the target's latest finished (not aborted) runs in a row opened its circuit breaker: 0 when the latest did not (counted up to 24). Held between runs, in every deployment, unlike driftprobe_breaker_open.", []string{"target"}, nil),
 	}
 }
@@ -440,7 +450,7 @@ func (c *DBCollector) WithSchedule(r *ScheduleRef) *DBCollector {
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.unknown, c.degraded, c.dbSize, c.dbFree,
 		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration,
-		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns} {
+		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns, c.inputAt, c.inputProbes} {
 		ch <- d
 	}
 }
@@ -537,6 +547,7 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectEvents(ctx, ch, names)
 	c.grouped(ctx, ch, c.open, prometheus.GaugeValue, `SELECT t.name, e.kind, SUM(e.status = 'open') FROM events e JOIN event_targets et ON et.event_id = e.id JOIN targets t ON t.id = et.target_id GROUP BY 1, 2`, 2, true)
 	c.collectLastEvents(ctx, ch)
+	c.collectInputChanges(ctx, ch, names)
 	var pages, free, pageSize float64
 	if err := c.db.QueryRowContext(ctx, `SELECT page_count, freelist_count, page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()`).Scan(&pages, &free, &pageSize); err != nil {
 		fail(c.dbSize, err)
@@ -667,6 +678,147 @@ func (c *DBCollector) collectNewCategories(ctx context.Context, ch chan<- promet
 	}
 	for k, at := range latest {
 		ch <- prometheus.MustNewConstMetric(c.newCategory, prometheus.GaugeValue, float64(at.UnixNano())/1e9, k[0], k[1])
+	}
+}
+
+// Input changes (driftprobe_input_change_*). input_changes has no index
+// but its primary key and is never pruned, so a scrape never searches it
+// by target: the collector keeps, per target and cause, the latest run that
+// recorded input changes, and each scrape reads only the rows recorded
+// since the last one (a rowid range). The first scrape of a collector (a
+// one-shot run's only one) reads every row once.
+const (
+	// The highest row id (lower than the cache's watermark: the database
+	// was replaced by an older copy, start over).
+	qMaxInputChange = `SELECT COALESCE(MAX(id), 0) FROM input_changes`
+	// Rows after the watermark, in id order.
+	qInputChangesAfter = `SELECT id, run_id, target_id, cause, probe_id FROM input_changes WHERE id > ? ORDER BY id`
+	// A run's end (its start, for a run never marked finished: detection
+	// runs only after a run finished, so none should be).
+	qRunEnd = `SELECT COALESCE(finished_at, started_at) FROM runs WHERE id = ?`
+)
+
+// inputCache holds, per target id and cause, the latest run that recorded
+// input changes of the cause on the target and the probes it restarted.
+// Rows are final once visible: detection inserts a run's rows in the
+// transaction that detects it, at most once per run, in increasing row
+// ids, and nothing updates or deletes them; so upTo, the highest row id
+// read, is a watermark.
+type inputCache struct {
+	mu     sync.Mutex
+	upTo   int64
+	latest map[inputKey]*inputRun
+}
+
+type inputKey struct {
+	target int64
+	cause  string
+}
+
+// inputRun is the latest run that recorded input changes of a cause on a
+// target.
+type inputRun struct {
+	run    int64
+	end    time.Time
+	probes map[string]bool // distinct probe ids
+}
+
+// collectInputChanges exports, per configured target and cause (request,
+// origin: InputChangeCauses), when the latest run that restarted probes'
+// baselines on the target for that cause ended, and how many probes it
+// restarted. A baseline restart is a blind spot: a provider change at the
+// same moment becomes part of the new baseline, so
+// DriftprobeBaselinesRestarted tickets on how recent the timestamp is
+// (gap-proof, like the event timestamps: a scrape gap, a restart or a
+// Prometheus first seeing an old database re-exports an old value). No
+// series before a target's first input change of a cause; a run that
+// recorded causes of both kinds (a move back to an endpoint whose parked
+// state resumes, with probes whose bytes changed meanwhile) counts under
+// each. names are the configured targets the database knows: other
+// targets, and causes outside InputChangeCauses, export nothing. The
+// cache changes only when every query succeeded; on an error both
+// families are invalid for the scrape.
+func (c *DBCollector) collectInputChanges(ctx context.Context, ch chan<- prometheus.Metric, names map[int64]string) {
+	ic := &c.inputs
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	fail := func(err error) {
+		ch <- prometheus.NewInvalidMetric(c.inputAt, err)
+		ch <- prometheus.NewInvalidMetric(c.inputProbes, err)
+	}
+	var maxID int64
+	if err := c.db.QueryRowContext(ctx, qMaxInputChange).Scan(&maxID); err != nil {
+		fail(err)
+		return
+	}
+	upTo, latest := ic.upTo, ic.latest
+	if maxID < upTo || latest == nil {
+		upTo, latest = 0, map[inputKey]*inputRun{}
+	}
+	// Read the new rows into copies of the entries they touch.
+	changed := map[inputKey]*inputRun{}
+	if maxID > upTo {
+		rows, err := c.db.QueryContext(ctx, qInputChangesAfter, upTo)
+		if err != nil {
+			fail(err)
+			return
+		}
+		for rows.Next() {
+			var id, run, target int64
+			var cause, probe string
+			if err := rows.Scan(&id, &run, &target, &cause, &probe); err != nil {
+				rows.Close()
+				fail(err)
+				return
+			}
+			upTo = max(upTo, id)
+			if !slices.Contains(InputChangeCauses, cause) {
+				continue
+			}
+			k := inputKey{target, cause}
+			cur := changed[k]
+			if cur == nil {
+				cur = latest[k]
+			}
+			switch {
+			case cur == nil || run > cur.run:
+				cur = &inputRun{run: run, probes: map[string]bool{}}
+			case run < cur.run:
+				continue // an older run's rows: not the latest
+			case changed[k] == nil:
+				cur = &inputRun{run: cur.run, end: cur.end, probes: maps.Clone(cur.probes)}
+			}
+			cur.probes[probe] = true
+			changed[k] = cur
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			fail(err)
+			return
+		}
+	}
+	for _, r := range changed {
+		if !r.end.IsZero() {
+			continue
+		}
+		var end sql.NullString
+		if err := c.db.QueryRowContext(ctx, qRunEnd, r.run).Scan(&end); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			fail(err)
+			return
+		}
+		r.end = storage.ParseTime(end.String) // zero for a run the database lacks: not exported
+	}
+	// Every query succeeded: commit (entries of latest are never changed
+	// in place, so nothing above touched the cache).
+	maps.Copy(latest, changed)
+	ic.upTo, ic.latest = upTo, latest
+	for k, r := range latest {
+		t, ok := names[k.target]
+		if !ok || r.end.IsZero() {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.inputAt, prometheus.GaugeValue, float64(r.end.UnixNano())/1e9, t, k.cause)
+		ch <- prometheus.MustNewConstMetric(c.inputProbes, prometheus.GaugeValue, float64(len(r.probes)), t, k.cause)
 	}
 }
 

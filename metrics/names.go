@@ -1,7 +1,7 @@
 // Package metrics defines driftprobe's Prometheus metrics on a caller's
 // registry: verdict composition per target and category, events, runs,
-// requests, retries, breakers, tokens, cost and the GitHub outbox. Probe ids
-// and texts are never labels.
+// baseline restarts, requests, retries, breakers, tokens, cost and the
+// GitHub outbox. Probe ids and texts are never labels.
 package metrics
 
 // Metric names exported by driftprobe. Dashboards and alert rules may only
@@ -59,6 +59,24 @@ const (
 	// composition change seen as confirmed flips on identical bytes (an
 	// event's new_categories), never a baseline confirming late.
 	NewCategoryTimestamp = "driftprobe_new_category_timestamp_seconds" // gauge {target,category}: when the event that introduced the category on the target was recorded there
+
+	// Input changes: probes whose answers stopped being comparable with
+	// their baselines (detection's input_changes rows), so their baselines
+	// restarted, by cause (InputChangeCauses). A provider change at the
+	// same moment is absorbed into the new baselines: what
+	// DriftprobeBaselinesRestarted tickets on, gap-proof like the event
+	// timestamps.
+	InputChangeTimestamp = "driftprobe_input_change_timestamp_seconds" // gauge {target,cause}: end time of the latest run that recorded input changes of the cause on the target
+	InputChangeProbes    = "driftprobe_input_change_probes"            // gauge {target,cause}: probes whose baselines that run restarted for the cause
+)
+
+// Causes of driftprobe_input_change_timestamp_seconds and
+// driftprobe_input_change_probes: input_changes.cause as detection
+// (diff/detect.go) records it; keep in sync. Rows of any other value are
+// not exported.
+const (
+	InputCauseRequest = "request" // the probe's request bytes changed: a target parameter, the corpus, the adapter (also every row recorded before schema 15)
+	InputCauseOrigin  = "origin"  // the target moved to another endpoint (base_url, region, gateway) with no state parked there to resume
 )
 
 // Outcomes of driftprobe_last_run_probes, driftprobe_previous_run_probes and
@@ -80,7 +98,7 @@ var Exported = []string{
 	DatabaseSize, DatabaseFree, ProductionChanges, UncoveredCategories, AttributionTimestamp, AttributionSuccess,
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
 	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp, RunOverdue,
-	Probes, BreakerOpenedRuns, RunFailuresTotal, UnknownSignals,
+	Probes, BreakerOpenedRuns, RunFailuresTotal, UnknownSignals, InputChangeTimestamp, InputChangeProbes,
 }
 
 // BreakerRunsCap is the most consecutive runs driftprobe_breaker_opened_runs

@@ -19,7 +19,9 @@ import (
 // configuration and the category vocabulary (targets, target_categories).
 // (The events queries of driftprobe_events_total, _events_open and
 // _last_event_timestamp_seconds read every event: they grow with events,
-// a few a month, not with runs.)
+// a few a month, not with runs. input_changes, which grows with every
+// corpus version and endpoint move, is read by rowid ranges only: the
+// collector keeps what it read.)
 func TestScrapeQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
@@ -27,24 +29,27 @@ func TestScrapeQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	growing := map[string]bool{"runs": true, "run_targets": true, "observations": true, "events": true, "event_targets": true, "event_probes": true, "event_updates": true, "outbox": true}
+	growing := map[string]bool{"runs": true, "run_targets": true, "observations": true, "events": true, "event_targets": true, "event_probes": true, "event_updates": true, "outbox": true, "input_changes": true}
 	scan := regexp.MustCompile(`^SCAN (\w+)(?: AS (\w+))?`)
 	for name, q := range map[string]struct {
 		sql  string
 		args []any
 	}{
-		"qTargets":        {qTargets, nil},
-		"qOutboxPending":  {qOutboxPending, nil},
-		"qMaxRun":         {qMaxRun, nil},
-		"qRunsAfter":      {qRunsAfter, []any{1}},
-		"qTargetRunsSum":  {qTargetRunsSum, []any{1, 1, 2}},
-		"qRunTargetsOf":   {qRunTargetsOf, []any{1}},
-		"qLatestRun":      {qLatestRun, []any{1}},
-		"qLatestFinished": {qLatestFinished, []any{1}},
-		"qFinishedBefore": {qFinishedBefore, []any{1, 9, BreakerRunsCap}},
-		"qSkippedBetween": {qSkippedBetween, []any{1, 5, 1}},
-		"qAbuse":          {qAbuse, []any{1, 1}},
-		"qNewCategories":  {qNewCategories, nil},
+		"qTargets":           {qTargets, nil},
+		"qOutboxPending":     {qOutboxPending, nil},
+		"qMaxRun":            {qMaxRun, nil},
+		"qRunsAfter":         {qRunsAfter, []any{1}},
+		"qTargetRunsSum":     {qTargetRunsSum, []any{1, 1, 2}},
+		"qRunTargetsOf":      {qRunTargetsOf, []any{1}},
+		"qLatestRun":         {qLatestRun, []any{1}},
+		"qLatestFinished":    {qLatestFinished, []any{1}},
+		"qFinishedBefore":    {qFinishedBefore, []any{1, 9, BreakerRunsCap}},
+		"qSkippedBetween":    {qSkippedBetween, []any{1, 5, 1}},
+		"qAbuse":             {qAbuse, []any{1, 1}},
+		"qNewCategories":     {qNewCategories, nil},
+		"qMaxInputChange":    {qMaxInputChange, nil},
+		"qInputChangesAfter": {qInputChangesAfter, []any{1}},
+		"qRunEnd":            {qRunEnd, []any{1}},
 	} {
 		rows, err := st.SQL().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.sql, q.args...)
 		if err != nil {
