@@ -368,3 +368,33 @@ func TestVerifyChecksVerdictClaims(t *testing.T) {
 		}
 	}
 }
+
+// A score drift's record shows the scores it claims: the before answer
+// carries the scores it moved from, the after answer those it moved to. A
+// before side citing an answer that already carries the new score (what
+// detection cited when the scores moved with a model change) does not
+// verify.
+func TestScoreDriftClaimsAreTheCitedScores(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim: {policies: [{from_run: 4, score_shift: {privacy: -0.2}}]}
+`)
+	e.Runs(6)
+	ev := eventOfKind(t, e, diff.KindScoreDrift)
+	if rec := build(t, e, ev.ID); !rec.AllVerified {
+		t.Fatalf("untouched score drift does not verify: %q", rec.Problems())
+	}
+	ep := ev.Probes[0]
+	if len(ep.ScoreMoves) == 0 {
+		t.Fatalf("score drift without moves: %+v", ep)
+	}
+	exec(t, e, `UPDATE event_probes SET before_obs = after_obs WHERE event_id = ? AND probe_id = ?`, ev.ID, ep.ProbeID)
+	rec := build(t, e, ev.ID)
+	want := fmt.Sprintf("%s/%s: before observation %d (run %d) carries %q score", ep.Target, ep.ProbeID, ep.AfterObs, ep.ConfirmedRun, ep.ScoreMoves[0].Key)
+	if ps := rec.Problems(); rec.AllVerified || len(ps) == 0 || !strings.HasPrefix(ps[0], want) || !strings.Contains(ps[0], "but the event claims it moved from") {
+		t.Fatalf("before side citing the after answer: all_verified %v, problems %q (want one starting %q)", rec.AllVerified, ps, want)
+	}
+}

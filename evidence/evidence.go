@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -710,6 +711,38 @@ func (r *Record) claimProblems() []string {
 				out = append(out, fmt.Sprintf("%s: %s observation %d (run %d) recorded verdict %s, but the event claims %s %s",
 					name, s.name, s.o.ID, s.o.RunID, s.o.Verdict, s.name, v))
 			}
+			if s.o != nil {
+				out = append(out, scoreProblems(name, s.name, s.o, ep.ScoreMoves)...)
+			}
+		}
+	}
+	return out
+}
+
+// scoreProblems checks a score drift's claims against the observation it
+// cites for side: each moved score must be the one the answer carried
+// (before or after the move; the moves keep four decimals).
+func scoreProblems(name, side string, o *Observation, moves []diff.ScoreMove) []string {
+	var out []string
+	for _, m := range moves {
+		want := m.Before
+		if side == "after" {
+			want = m.After
+		}
+		got, ok := 0.0, false
+		for _, sig := range o.Signals {
+			if sig.HasScore && sig.Raw == m.Key {
+				got, ok = sig.Score, true
+				break
+			}
+		}
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s: %s observation %d (run %d) carries no %q score, but the event claims it moved %s %v",
+				name, side, o.ID, o.RunID, m.Key, map[string]string{"before": "from", "after": "to"}[side], want))
+		case math.Abs(got-want) > 0.00005+1e-9:
+			out = append(out, fmt.Sprintf("%s: %s observation %d (run %d) carries %q score %v, but the event claims it moved %s %v",
+				name, side, o.ID, o.RunID, m.Key, got, map[string]string{"before": "from", "after": "to"}[side], want))
 		}
 	}
 	return out
