@@ -457,8 +457,8 @@ type Baseline struct {
 // parked at an endpoint a target left, and returns a message for each that
 // does not decode (detection of that target, or its return to that
 // endpoint, fails until the row is removed: the target then establishes
-// its baselines again). A database without parked states (an older
-// schema) has none to check.
+// its baselines again). A database of a schema without the table (an old
+// backup, a first run interrupted in its migrations) has none to check.
 func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 	var out []string
 	check := func(query, what string) error {
@@ -485,12 +485,140 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 		}
 		return rows.Err()
 	}
-	if err := check(`SELECT target_id, '', states FROM probe_states`, "detection state"); err != nil {
-		return out, err
+	for _, c := range []struct{ table, query, what string }{
+		{"probe_states", `SELECT target_id, '', states FROM probe_states`, "detection state"},
+		{"parked_states", `SELECT target_id, origin, states FROM parked_states`, "parked detection state"},
+	} {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, c.table).Scan(&n); err != nil {
+			return out, err
+		}
+		if n == 0 {
+			continue // an older schema: none of these to check
+		}
+		if err := check(c.query, c.what); err != nil {
+			return out, err
+		}
 	}
-	var parked int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'parked_states'`).Scan(&parked); err != nil || parked == 0 {
-		return out, err
-	}
-	return out, check(`SELECT target_id, origin, states FROM parked_states`, "parked detection state")
+	return out, nil
 }
+
+// CheckCitations returns a message for every observation that an event
+// (a flip's before or after answer) or a detection state (a probe's
+// baseline or pending candidate, parked states included) cites and the
+// database lacks. Retention never deletes these (they are its pins), so a
+// missing one was deleted outside driftprobe or lost to damage: the
+// event's evidence does not verify, or the next flip's evidence would cite
+// nothing. At most MaxCitationProblems messages; a state that does not
+// decode, or a row whose columns do not hold what the schema means, is
+// CheckStates' (or storage.Check's) to report. Tables a schema lacks are
+// skipped.
+func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
+	var out []string
+	has := func(table string) (bool, error) {
+		var n int
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
+		return n > 0, err
+	}
+	add := func(msg string) {
+		if len(out) < MaxCitationProblems {
+			out = append(out, msg)
+		} else if len(out) == MaxCitationProblems {
+			out = append(out, "… further missing citations not listed")
+		}
+	}
+	if ok, err := has("event_probes"); err != nil || !ok {
+		return out, err
+	}
+	for _, side := range []string{"before", "after"} {
+		rows, err := db.QueryContext(ctx, `SELECT ep.event_id, t.name, ep.probe_id, ep.`+side+`_obs FROM event_probes ep JOIN targets t ON t.id = ep.target_id
+			WHERE typeof(ep.event_id) = 'integer' AND typeof(ep.probe_id) = 'text' AND typeof(ep.`+side+`_obs) = 'integer' AND ep.`+side+`_obs > 0 AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.id = ep.`+side+`_obs) ORDER BY ep.event_id, t.name, ep.probe_id`)
+		if err != nil {
+			return out, err
+		}
+		for rows.Next() {
+			var eid, obs int64
+			var target, probe string
+			if err := rows.Scan(&eid, &target, &probe, &obs); err != nil {
+				rows.Close()
+				return out, err
+			}
+			add(fmt.Sprintf("event %d, %s/%s: its %s observation %d is not in the database (retention keeps every observation an event cites: deleted outside driftprobe, or lost to damage); the event's evidence does not verify",
+				eid, target, probe, side, obs))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return out, err
+		}
+	}
+	for _, c := range []struct{ table, query, what string }{
+		{"probe_states", `SELECT s.target_id, COALESCE(t.name, ''), '', s.states FROM probe_states s LEFT JOIN targets t ON t.id = s.target_id ORDER BY s.target_id`, "detection state"},
+		{"parked_states", `SELECT s.target_id, COALESCE(t.name, ''), s.origin, s.states FROM parked_states s LEFT JOIN targets t ON t.id = s.target_id ORDER BY s.target_id, s.origin`, "parked detection state"},
+	} {
+		if ok, err := has(c.table); err != nil || !ok {
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
+		type cite struct {
+			probe, what string
+			obs         int64
+		}
+		var cites []cite
+		var where []string
+		rows, err := db.QueryContext(ctx, c.query)
+		if err != nil {
+			return out, err
+		}
+		for rows.Next() {
+			var tid int64
+			var name, origin string
+			var blob []byte
+			if err := rows.Scan(&tid, &name, &origin, &blob); err != nil {
+				rows.Close()
+				return out, err
+			}
+			states, err := decodeStates(blob)
+			if err != nil {
+				continue // CheckStates reports it
+			}
+			w := fmt.Sprintf("%s of target %s", c.what, name)
+			if origin != "" {
+				w += " at " + origin
+			}
+			ids := make([]string, 0, len(states))
+			for id := range states {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			for _, id := range ids {
+				st := states[id]
+				for _, x := range []cite{{id, "baseline", st.baselineObs}, {id, "candidate", st.candidateObs}} {
+					if x.obs > 0 {
+						cites = append(cites, x)
+						where = append(where, w)
+					}
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return out, err
+		}
+		for i, x := range cites {
+			var ok bool
+			if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM observations WHERE id = ?)`, x.obs).Scan(&ok); err != nil {
+				return out, err
+			}
+			if !ok {
+				add(fmt.Sprintf("%s: probe %s's %s observation %d is not in the database (retention keeps it: deleted outside driftprobe, or lost to damage); the evidence of the probe's next flip would cite nothing",
+					where[i], x.probe, x.what, x.obs))
+			}
+		}
+	}
+	return out, nil
+}
+
+// MaxCitationProblems bounds CheckCitations' messages.
+const MaxCitationProblems = 100

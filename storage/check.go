@@ -41,6 +41,11 @@ type CheckReport struct {
 	Full      bool     `json:"full"`
 	// ForeignKeys lists rows whose parent row is missing.
 	ForeignKeys []ForeignKeyProblem `json:"foreign_keys"`
+	// Citations lists observations an event or a detection state cites
+	// that the database lacks (retention never deletes them). Check leaves
+	// it empty; the caller fills it (diff.CheckCitations reads detection's
+	// tables) and clears OK when it has any.
+	Citations []string `json:"citations"`
 	// BodiesSkipped: the evidence was not checked, because --no-bodies
 	// asked so or for the reason BodiesSkippedWhy gives (a database of a
 	// newer schema, whose evidence a newer driftprobe may store or
@@ -144,7 +149,7 @@ func (d *DB) check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
 	}
-	rep := &CheckReport{Full: opts.Full, Structure: []string{}, ForeignKeys: []ForeignKeyProblem{}, Problems: []BodyProblem{}, BodiesSkipped: opts.SkipBodies}
+	rep := &CheckReport{Full: opts.Full, Structure: []string{}, ForeignKeys: []ForeignKeyProblem{}, Citations: []string{}, Problems: []BodyProblem{}, BodiesSkipped: opts.SkipBodies}
 	schema, err := d.SchemaVersion(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("check: schema version: %w", err)

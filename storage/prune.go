@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -439,6 +440,9 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 		}
 		return fail(err)
 	}
+	if err := dropLease(ctx, tmp); err != nil {
+		return fail(fmt.Errorf("clear the run lease in the copy: %w", err))
+	}
 	if err := syncFile(tmp); err != nil {
 		return fail(err)
 	}
@@ -457,6 +461,25 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 	published = true
 	syncDir(filepath.Dir(path))
 	return nil
+}
+
+// dropLease removes the run lease from the copy at tmp: no process of the
+// source holds a lease in a copy, and restored elsewhere (another host,
+// after a reboot) a lease copied from a run in progress would refuse
+// every run until it expired. The run it was taken during stays marked
+// running in the copy, and the first run there marks it aborted.
+func dropLease(ctx context.Context, tmp string) error {
+	c, err := sql.Open("sqlite", fileURI(tmp)+"?"+url.Values{"_pragma": {busyPragma}}.Encode())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var n int
+	if err := c.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'run_lock'`).Scan(&n); err != nil || n == 0 {
+		return err // a schema before the lease: nothing to drop
+	}
+	_, err = c.ExecContext(ctx, `DELETE FROM run_lock`)
+	return err
 }
 
 // vacuumInto writes the database to the empty file tmp. VACUUM INTO

@@ -64,7 +64,7 @@ func Open(ctx context.Context, p string) (*DB, error) {
 		q.Add("_pragma", pr)
 	}
 	q.Set("_txlock", "immediate")
-	dsn := "file:" + p + "?" + q.Encode()
+	dsn := fileURI(p) + "?" + q.Encode()
 	if p == ":memory:" {
 		dsn = "file::memory:?" + q.Encode()
 	}
@@ -96,6 +96,20 @@ func Open(ctx context.Context, p string) (*DB, error) {
 	}
 }
 
+// uriEscaper escapes what an SQLite URI's path would otherwise read as
+// its query ("?"), fragment ("#") or an escape ("%").
+var uriEscaper = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
+
+// fileURI is the SQLite URI of the file at path p, whatever characters its
+// name holds: the file named is the file opened. An absolute path gets an
+// empty authority ("file:///…"), so one starting with "//" is no host.
+func fileURI(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return "file://" + uriEscaper.Replace(p)
+	}
+	return "file:" + uriEscaper.Replace(p)
+}
+
 // PageSize is the page size of a database Open creates. SQLite's default,
 // 4 KiB, makes a run's inserts cost a write syscall per 4 KiB of the WAL
 // and of every checkpoint; 16 KiB pages cut storing an observation by
@@ -119,7 +133,7 @@ func createPaged(ctx context.Context, p string) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	sdb, err := sql.Open("sqlite", "file:"+p+"?"+url.Values{"_pragma": {busyPragma}}.Encode())
+	sdb, err := sql.Open("sqlite", fileURI(p)+"?"+url.Values{"_pragma": {busyPragma}}.Encode())
 	if err != nil {
 		return
 	}
@@ -330,7 +344,7 @@ func openRO(ctx context.Context, p string, immutable bool) (*DB, error) {
 	for _, pr := range []string{busyPragma, "query_only(1)"} {
 		q.Add("_pragma", pr)
 	}
-	sdb, err := sql.Open("sqlite", "file:"+p+"?"+q.Encode())
+	sdb, err := sql.Open("sqlite", fileURI(p)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", p, err)
 	}
@@ -367,7 +381,7 @@ func refuseForeign(ctx context.Context, p string) error {
 	if fi, err := os.Stat(p); p == ":memory:" || err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
 		return nil
 	}
-	sdb, err := sql.Open("sqlite", "file:"+p+"?"+url.Values{"mode": {"ro"}, "_pragma": {busyPragma}}.Encode())
+	sdb, err := sql.Open("sqlite", fileURI(p)+"?"+url.Values{"mode": {"ro"}, "_pragma": {busyPragma}}.Encode())
 	if err != nil {
 		return nil
 	}

@@ -318,6 +318,17 @@ cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 					rep.Structure = append(rep.Structure, msgs...)
 					rep.OK = false
 				}
+				// Observations events and detection cite: retention keeps
+				// them, so one missing was deleted or lost.
+				cites, cerr := diff.CheckCitations(cmd.Context(), sess.Store.SQL())
+				if cerr != nil {
+					rep.Structure = append(rep.Structure, "citations: "+cerr.Error())
+					rep.OK = false
+				}
+				if len(cites) > 0 {
+					rep.Citations = append(rep.Citations, cites...)
+					rep.OK = false
+				}
 			}
 			if asJSON {
 				err = writeJSON(g.stdout, rep)
@@ -328,8 +339,8 @@ cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 				return err
 			}
 			if !rep.OK {
-				return &gateError{fmt.Sprintf("db check: %s does not verify: %d structure message(s), %d foreign key problem(s), %d observation(s) whose evidence does not verify",
-					sess.Store.Path(), len(rep.Structure), len(rep.ForeignKeys), rep.ProblemCount)}
+				return &gateError{fmt.Sprintf("db check: %s does not verify: %d structure message(s), %d foreign key problem(s), %d missing cited observation(s), %d observation(s) whose evidence does not verify",
+					sess.Store.Path(), len(rep.Structure), len(rep.ForeignKeys), len(rep.Citations), rep.ProblemCount)}
 			}
 			return nil
 		},
@@ -359,6 +370,11 @@ func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
 	} else {
 		fmt.Fprintf(tw, "foreign keys\t%d row(s) without their parent, below\n", len(rep.ForeignKeys))
 	}
+	if len(rep.Citations) == 0 {
+		fmt.Fprintf(tw, "citations\tok (every observation events and detection cite is stored)\n")
+	} else {
+		fmt.Fprintf(tw, "citations\t%d cited observation(s) missing, below\n", len(rep.Citations))
+	}
 	switch {
 	case rep.BodiesSkippedWhy != "":
 		fmt.Fprintf(tw, "evidence\tnot checked: %s\n", rep.BodiesSkippedWhy)
@@ -375,6 +391,12 @@ func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
 		fmt.Fprintf(w, "\nstructure: %s", m)
 	}
 	if len(rep.Structure) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, m := range rep.Citations {
+		fmt.Fprintf(w, "\ncitation: %s", m)
+	}
+	if len(rep.Citations) > 0 {
 		fmt.Fprintln(w)
 	}
 	if len(rep.ForeignKeys) > 0 {
