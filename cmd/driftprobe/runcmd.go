@@ -125,13 +125,14 @@ were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (the run contract) on stdout")
 	c.Flags().BoolVar(&noProgress, "no-progress", false, "never draw a progress bar")
 	c.Flags().StringVar(&textfile, "metrics-textfile", "", "write metrics to this file for the node_exporter textfile collector (atomically)")
-	c.Flags().StringVar(&pushgateway, "pushgateway", "", "push metrics to this Prometheus Pushgateway URL (job \"driftprobe\", instance: --pushgateway-instance)")
+	c.Flags().StringVar(&pushgateway, "pushgateway", "", "push metrics to this Prometheus Pushgateway URL, without a query string or fragment (job \"driftprobe\", instance: --pushgateway-instance)")
 	c.Flags().StringVar(&pushInstance, "pushgateway-instance", "", "the instance label the push is grouped under, one per prober sharing the Pushgateway (default: the host name; set a stable name for a Kubernetes CronJob, whose pod name changes every run)")
 	return c
 }
 
 // checkPushgateway refuses a --pushgateway that is not an http(s) URL with
-// a host ("" is no push).
+// a host, or that has a query string or fragment, which the push cannot
+// keep (app.ErrPushURLQuery) ("" is no push).
 func checkPushgateway(s string) error {
 	if s == "" {
 		return nil
@@ -147,6 +148,10 @@ func checkPushgateway(s string) error {
 			return app.Usage(fmt.Errorf("run: --pushgateway: want an http(s) URL such as http://pushgateway:9091"))
 		}
 		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", s))
+	}
+	if err := app.CheckPushURL(s); err != nil {
+		// Not repeated: the query may hold a token.
+		return app.Usage(fmt.Errorf("run: --pushgateway: %w", err))
 	}
 	return nil
 }

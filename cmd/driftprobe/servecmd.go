@@ -33,7 +33,12 @@ stop cleanly: a run in progress is cancelled and recorded as aborted.
 
 A run lease in the database keeps a CronJob, another daemon or a manual run on
 the same database from running at the same time; a tick that finds the lease
-held is skipped (driftprobe_run_lock_skips_total).`,
+held is skipped (driftprobe_run_lock_skips_total). A run that loses its lease
+mid-run (taken over while serve was paused) is a failed run
+(driftprobe_run_failures_total), and so is a tick that finds the database file
+at the configured path removed or replaced: it runs nothing until serve is
+restarted, and /readyz fails (also when the file cannot be read); /healthz
+does not (see the RUNBOOK's DriftprobeRunFailed).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -56,11 +56,16 @@ type Daemon struct {
 	// (driftprobe_run_failures_total).
 	failures prometheus.Counter
 	// dbPath and dbFile: the database file as the daemon opened it, so
-	// /readyz can tell when the file at the path is gone or another one
-	// (the daemon would go on writing into the unlinked file); dbFile is
-	// nil when there is no file to compare (":memory:").
+	// that a tick, /readyz and /healthz can tell when the file at the path
+	// is gone or another one (the daemon would go on writing into the
+	// unlinked file); dbFile is nil when there is no file to compare
+	// (":memory:").
 	dbPath string
 	dbFile os.FileInfo
+	// probeMu serializes /readyz's reads of the database file and keeps
+	// them from starting once Shutdown has begun (probeDone).
+	probeMu   sync.Mutex
+	probeDone bool
 
 	mu      sync.Mutex // guards cfg, cp, targets, closeT; held only briefly
 	cfg     *config.Config
@@ -220,17 +225,30 @@ func (d *Daemon) tick(context.Context) {
 		case <-d.clock.After(time.Duration(rand.Int64N(int64(cfg.Jitter)))):
 		}
 	}
-	o := RunOptions{Logger: d.log, Lease: d.lease, Sleep: d.o.Sleep, Note: "serve"}
-	Instrument(d.m, &o)
-	res, err := RunOnce(ctx, cfg, cp, d.st, targets, o)
-	if res != nil || (err != nil && !errors.Is(err, storage.ErrLocked)) {
+	var res *RunResult
+	// The file at the path must still be the one the store opened: a run
+	// into a removed or replaced file "succeeds" into a file nothing else
+	// reads and that is lost when the daemon exits. It is refused, and
+	// counts as a failed run (DriftprobeRunFailed).
+	err := d.sameDatabaseFile()
+	if err != nil {
+		err = fmt.Errorf("run not started: %w", err)
+	} else {
+		o := RunOptions{Logger: d.log, Lease: d.lease, Sleep: d.o.Sleep, Note: "serve"}
+		Instrument(d.m, &o)
+		res, err = RunOnce(ctx, cfg, cp, d.st, targets, o)
+	}
+	skipped := leaseHeldElsewhere(err)
+	if !skipped {
 		ObserveRun(d.m, res) // the run is over: its totals, and every breaker back to 0
 	}
 	switch {
-	case errors.Is(err, storage.ErrLocked):
+	case skipped:
 		d.m.LockSkips.Inc()
 		d.log.Warn("skipping scheduled run", "reason", err)
 	case err != nil:
+		// Also a run whose lease was lost mid-run (storage.ErrLeaseLost):
+		// it did work, stopped half-way and is recorded aborted.
 		d.failures.Inc()
 		d.log.Error("run failed", "err", err)
 	default:
@@ -243,6 +261,15 @@ func (d *Daemon) tick(context.Context) {
 	if d.o.OnRun != nil {
 		d.o.OnRun(res, err)
 	}
+}
+
+// leaseHeldElsewhere reports whether err is a run that never started
+// because another process holds the run lease: a tick skipped, nothing
+// ran. A run that lost its lease mid-run (another process took it over
+// while this one was paused or stalled) also matches storage.ErrLocked,
+// but it ran and was interrupted: storage.ErrLeaseLost tells it apart.
+func leaseHeldElsewhere(err error) bool {
+	return errors.Is(err, storage.ErrLocked) && !errors.Is(err, storage.ErrLeaseLost)
 }
 
 // Reload re-reads the configuration. A bad configuration is rejected, the
@@ -304,6 +331,14 @@ func (d *Daemon) Handler() http.Handler {
 	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
 		Registry: d.reg, ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 2, Timeout: 10 * time.Second, EnableOpenMetrics: true})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		// Not failed by a database file removed or replaced under the
+		// daemon (every tick is then a failed run, and /readyz fails): a
+		// liveness restart would not recover. The daemon's -wal and -shm
+		// stay at the path when it exits (SQLite leaves them once the file
+		// it opened has moved), and the next daemon would read the file at
+		// the path through them: a restored backup undone or mixed with
+		// the old file's pages, an empty new database filled with some.
+		// Someone must remove them first (RUNBOOK, DriftprobeRunFailed).
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -313,12 +348,12 @@ func (d *Daemon) Handler() http.Handler {
 			http.Error(w, "scheduler not started", http.StatusServiceUnavailable)
 			return
 		}
-		if err := d.st.SQL().PingContext(ctx); err != nil {
-			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
 		if err := d.sameDatabaseFile(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := d.readDatabase(ctx); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))
@@ -326,12 +361,64 @@ func (d *Daemon) Handler() http.Handler {
 	return mux
 }
 
-// sameDatabaseFile reports an error when the file at the database's path
-// is not the one the daemon opened: removed (the daemon goes on writing
-// into the unlinked file, which nothing else can read and which is gone
-// when it exits) or replaced (a restored backup, a copy moved into
-// place). SQLite's handle keeps working in both cases, so a ping cannot
-// tell. A restart opens the file at the path.
+// readDatabase checks that the database file can be opened and read. It
+// reads through a read-only connection of its own, opened for the check:
+// the store has a single connection, which a run holds for as long as it
+// waits on another writer's lock (SQLite's busy timeout, during a `db
+// prune`, an `outbox --send`, a backup), and readiness must not fail for
+// that. In WAL mode a reader never waits for a writer. A database with no
+// file (":memory:") is pinged through the store.
+func (d *Daemon) readDatabase(ctx context.Context) error {
+	if d.dbFile == nil {
+		return d.st.SQL().PingContext(ctx)
+	}
+	d.probeMu.Lock()
+	defer d.probeMu.Unlock()
+	if d.probeDone {
+		return errors.New("shutting down")
+	}
+	ro, err := storage.OpenReadOnly(ctx, d.dbPath)
+	if err != nil {
+		return err
+	}
+	defer ro.Close()
+	_, err = ro.SchemaVersion(ctx)
+	return err
+}
+
+// ErrDatabaseReplaced is matched (errors.Is) by the error of a scheduled
+// run refused, and of /readyz, when the file at the configured database
+// path is no longer the one the daemon opened.
+var ErrDatabaseReplaced = errors.New("database file was removed or replaced under the daemon: restart it")
+
+// dbFileError is what sameDatabaseFile found: the file at path gone (or
+// not even stat-able: err) or another file (err nil).
+type dbFileError struct {
+	path string
+	err  error
+}
+
+func (e *dbFileError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("%s (%v; the daemon still has the file it opened, in /proc/%d/fd, which nothing else reads; before starting it again, delete any %s-wal and %s-shm: they belong to that file)",
+			ErrDatabaseReplaced, e.err, os.Getpid(), e.path, e.path)
+	}
+	return fmt.Sprintf("%s (%s was replaced since the daemon opened it; before starting it again, delete %s-wal and %s-shm: they belong to the old file)",
+		ErrDatabaseReplaced, e.path, e.path, e.path)
+}
+
+func (e *dbFileError) Is(target error) bool { return target == ErrDatabaseReplaced }
+func (e *dbFileError) Unwrap() error        { return e.err }
+
+// sameDatabaseFile reports a *dbFileError when the file at the database's
+// path is not the one the daemon opened: removed (the daemon would go on
+// writing into the unlinked file, which nothing else can read and which
+// is gone when it exits; until then it can still be copied out of
+// /proc/PID/fd) or replaced (a restored backup, a copy moved into place).
+// SQLite's handle keeps working in both cases, so a ping cannot tell. A
+// restart opens the file at the path, once the daemon's -wal and -shm,
+// which SQLite leaves at the path when the file it opened has moved, are
+// removed.
 func (d *Daemon) sameDatabaseFile() error {
 	if d.dbFile == nil {
 		return nil
@@ -339,9 +426,9 @@ func (d *Daemon) sameDatabaseFile() error {
 	fi, err := os.Stat(d.dbPath)
 	switch {
 	case err != nil:
-		return fmt.Errorf("database %s: %w (the daemon still writes the file it opened, which nothing else reads: restart it)", d.dbPath, err)
+		return &dbFileError{path: d.dbPath, err: err}
 	case !os.SameFile(d.dbFile, fi):
-		return fmt.Errorf("database %s was replaced since the daemon opened it (it still writes the old file): restart it", d.dbPath)
+		return &dbFileError{path: d.dbPath}
 	}
 	return nil
 }
@@ -350,6 +437,9 @@ func (d *Daemon) sameDatabaseFile() error {
 // then recorded as aborted) and releases everything.
 func (d *Daemon) Shutdown() error {
 	d.ready.Store(false)
+	d.probeMu.Lock() // no readiness read from now on (its handle would outlive the store's)
+	d.probeDone = true
+	d.probeMu.Unlock()
 	d.stopRuns() // a run in progress ends, recorded aborted
 	var err error
 	if d.sched != nil {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -33,6 +34,24 @@ func DefaultPushInstance() string {
 	return "unknown"
 }
 
+// ErrPushURLQuery is returned (wrapped) for a Pushgateway URL with a query
+// string or a fragment. The push client adds its grouping path
+// (/metrics/job/driftprobe/instance/…) to the end of the URL as given, so
+// it would land inside the query (or the fragment, which is never sent)
+// and the push would go to another path. Credentials go in the user
+// information (user:password@, sent as basic auth), a prefix in the path.
+var ErrPushURLQuery = errors.New("a query string or fragment (?… or #…) is not supported: the push adds its /metrics/job/… path to the end of the URL; give credentials as user:password@ (basic auth) and a prefix as the URL's path")
+
+// CheckPushURL returns ErrPushURLQuery for a Pushgateway URL with a query
+// string or a fragment (even an empty one: "…/?"). The URL itself is not
+// repeated: its query may hold a token.
+func CheckPushURL(pushgateway string) error {
+	if strings.ContainsAny(pushgateway, "?#") {
+		return ErrPushURLQuery
+	}
+	return nil
+}
+
 // ExportMetrics writes reg to a textfile-collector file and/or pushes it to
 // a Pushgateway, for one-shot runs that nothing scrapes, grouped under the
 // host name (ExportMetricsAs with instance "").
@@ -45,7 +64,9 @@ func ExportMetrics(ctx context.Context, reg *prometheus.Registry, textfile, push
 // /metrics/job/driftprobe/instance/INSTANCE replaces only that group, so
 // probers sharing a Pushgateway keep their own metrics (without an
 // instance every push replaced the last one's, whoever pushed it). The
-// push gives up after PushTimeout, or earlier when ctx ends.
+// push gives up after PushTimeout, or earlier when ctx ends. A Pushgateway
+// URL with a query string or fragment is refused (ErrPushURLQuery) without
+// pushing; the textfile is written first all the same.
 func ExportMetricsAs(ctx context.Context, reg *prometheus.Registry, textfile, pushgateway, instance string) error {
 	if textfile != "" {
 		if err := os.MkdirAll(filepath.Dir(textfile), 0o755); err != nil {
@@ -56,6 +77,9 @@ func ExportMetricsAs(ctx context.Context, reg *prometheus.Registry, textfile, pu
 		}
 	}
 	if pushgateway != "" {
+		if err := CheckPushURL(pushgateway); err != nil {
+			return fmt.Errorf("pushgateway: %w", err)
+		}
 		ctx, cancel := context.WithTimeout(ctx, PushTimeout)
 		defer cancel()
 		if instance == "" {

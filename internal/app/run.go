@@ -64,6 +64,13 @@ type RunResult struct {
 // production changes from Prometheus and stores the report
 // (AttributeAfterRun). Neither a failed prune nor a failed attribution
 // fails the run.
+//
+// A run that never started because another process holds the lease
+// returns an error matching storage.ErrLocked. A run that lost its lease
+// mid-run (another process took it over while this one was paused or
+// stalled) stopped after doing work: its error matches storage.ErrLeaseLost
+// (and, as every lease error, storage.ErrLocked), with the result when the
+// run was recorded.
 func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *storage.DB, targets []*runner.Target, o RunOptions) (res *RunResult, err error) {
 	lease := o.Lease
 	if lease == nil {
