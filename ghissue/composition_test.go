@@ -61,12 +61,12 @@ func titleEdits(f *fakeGitHub) (ok, all int) {
 	return ok, all
 }
 
-// updateComments returns the comments of issue num that start with u's
-// marker.
-func updateComments(f *fakeGitHub, num int, u diff.EventUpdate) []string {
+// updateComments returns the comments of issue num that start with the
+// marker of ev's update u.
+func updateComments(f *fakeGitHub, num int, ev *diff.Event, u diff.EventUpdate) []string {
 	var out []string
 	for _, c := range f.commentsOf(num) {
-		if strings.HasPrefix(c.Body, ghissue.UpdateMarker(u.ID)) {
+		if strings.HasPrefix(c.Body, ghissue.UpdateMarker(ev, u)) {
 			out = append(out, c.Body)
 		}
 	}
@@ -128,7 +128,7 @@ func TestExtendingUpdateNamesItsNewCategory(t *testing.T) {
 	if ok, all := titleEdits(f); ok != 1 || all != 1 {
 		t.Errorf("title edited %d times (%d requests), want once: after run 7", ok, all)
 	}
-	cs := updateComments(f, iss[0].Number, u)
+	cs := updateComments(f, iss[0].Number, ev, u)
 	if len(cs) != 1 {
 		t.Fatalf("update %d: %d comments, want 1", u.ID, len(cs))
 	}
@@ -187,7 +187,7 @@ func TestExtendingUpdateNamesACategoryNewToTheTarget(t *testing.T) {
 	if len(iss) != 1 || !strings.Contains(iss[0].Title, "new: hate") || iss[0].Title != ghissue.Title(ev) {
 		t.Errorf("issue title %+v, want %q", iss, ghissue.Title(ev))
 	}
-	cs := updateComments(f, ev.IssueNumber, u)
+	cs := updateComments(f, ev.IssueNumber, ev, u)
 	if len(cs) != 1 {
 		t.Fatalf("update %d: %d comments, want 1", u.ID, len(cs))
 	}
@@ -249,7 +249,7 @@ func TestTitleEditFailures(t *testing.T) {
 			if res.Failed != 1 || res.Sent != 0 {
 				t.Fatalf("failed edit: %+v", res)
 			}
-			if n := len(updateComments(f, ev.IssueNumber, u)); n != 1 {
+			if n := len(updateComments(f, ev.IssueNumber, ev, u)); n != 1 {
 				t.Fatalf("after the failed edit: %d comments, want 1", n)
 			}
 			p := pending(t, s)
@@ -274,7 +274,7 @@ func TestTitleEditFailures(t *testing.T) {
 					t.Fatalf("quiet run: %+v", res)
 				}
 			}
-			if n := len(updateComments(f, ev.IssueNumber, u)); n != 1 {
+			if n := len(updateComments(f, ev.IssueNumber, ev, u)); n != 1 {
 				t.Errorf("%d comments for update %d, want 1", n, u.ID)
 			}
 			ev = events(t, s)[0]

@@ -16,8 +16,11 @@
 //     caller lacks push access, so when an earlier attempt of the row may
 //     have created the issue, the issues created since the row was queued
 //     are searched too, labelled or not.
-//   - Every comment carries <!-- driftprobe:update=ID -->; before posting,
-//     the issue's comments are checked for it.
+//   - Every comment starts with <!-- driftprobe:update=ID --><!--
+//     driftprobe:key=K -->, K a hash of the event's fingerprint and the
+//     update's run, change, target, detail and time (update ids alone are
+//     reused by a database restored from a backup); before posting, the
+//     issue's comments are checked for it.
 //
 // Failures never drop a row: the row keeps attempts, last_error and
 // next_attempt_at. Outages (5xx, timeouts) back off exponentially; primary
@@ -26,7 +29,12 @@
 // repository, no permission) are recorded with a clear message and retried
 // on the next call. While GitHub is rate limited or down, the whole pass
 // stops and every pending row is deferred, so driftprobe does not keep
-// hammering it.
+// hammering it. Any other failure (a 422, a deleted issue, a locked one:
+// a 403 on a comment or edit of an issue GitHub says is locked, see
+// issueErr) backs off too and holds back only the later rows of its
+// event. A pass interrupted (a signal) while a create or an edit is in
+// flight leaves that row waiting as after a lost answer (release), since
+// GitHub may still carry the call out after a retry's marker lookup.
 //
 // Two processes may deliver from one database at once (serve after each
 // run, an operator's outbox --send). A row is claimed by a compare-and-swap
@@ -195,7 +203,7 @@ type deliverer struct {
 	red    *redactor                // the credentials redacted from every message
 	index  map[string]*github.Issue // event fingerprint -> issue, from the label listing (and findRecent)
 	listed bool
-	seen   map[int]map[string]bool // issue -> update markers present in its comments
+	seen   map[int]map[int64][]seenComment // issue -> update id -> the comments by driftprobe marked with it
 	// authors holds issues' authors (number -> login) and self the logins
 	// this pass created issues or comments as: an update marker counts
 	// only in a comment by either, so nobody else can silence an update by
@@ -204,9 +212,14 @@ type deliverer struct {
 	self    map[string]bool
 	// titles holds issues' titles (number -> title) as this pass last saw
 	// them on GitHub: created, fetched or edited (the label listing's are
-	// in index). ensureTitle compares with them, so a title already right,
+	// in index). ensureState compares with them, so a title already right,
 	// an edit whose answer was lost included, is not edited again.
 	titles map[int]string
+	// labels holds issues' label names (number -> labels) as this pass
+	// last saw them on GitHub (created, fetched or edited; the label
+	// listing's are in index): ensureState compares the kind label with
+	// them.
+	labels map[int][]string
 	// whoami asks GitHub for the login this pass posts as (once, before
 	// the first comment listing): its comments from an earlier pass count
 	// even on an issue another login opened (a token's, before a switch
@@ -217,6 +230,12 @@ type deliverer struct {
 	// each row it claimed: release and fail compare-and-swap on it, so a
 	// row another process claimed after this claim ran out is left alone.
 	claims map[int64]string
+	// unsure is set when a call that creates or edits something on GitHub
+	// (an issue, a comment, an edit) was cut off by the pass's own
+	// cancellation (a signal): GitHub may still be carrying it out, so
+	// the row waits as after a lost answer before it is tried again (see
+	// release). Reset for every row.
+	unsure bool
 }
 
 // Deliver sends pending outbox rows to GitHub in order and records the
@@ -276,8 +295,8 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		return res, nil
 	}
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
-		index: map[string]*github.Issue{}, seen: map[int]map[string]bool{}, claims: map[int64]string{},
-		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, whoami: whoami}
+		index: map[string]*github.Issue{}, seen: map[int]map[int64][]seenComment{}, claims: map[int64]string{},
+		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, labels: map[int][]string{}, whoami: whoami}
 	lost := func(r row, what string) {
 		note := fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, what)
 		res.Lost++
@@ -306,6 +325,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			res.Deferred++
 			continue
 		}
+		d.unsure = false
 		err = d.deliver(ctx, r)
 		if err == nil {
 			out, err := d.markSent(ctx, r)
@@ -329,6 +349,9 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			return res, err
 		}
 		if ctx.Err() != nil {
+			if d.unsure {
+				log.Warn("github delivery interrupted while a call was in flight: the row waits before it is tried again", "outbox", r.ID, "event", r.EventID, "action", r.Action)
+			}
 			if kept, rerr := d.release(context.WithoutCancel(ctx), r, claimedAt); rerr == nil && !kept {
 				lost(r, "interrupted after this pass's claim on the row ran out and another process took the row over; the row is left to it")
 			}
@@ -336,6 +359,10 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		}
 		// Retry times count from the failure, not from the start of the
 		// pass: a call that timed out after 30s still waits its backoff.
+		var le *lockedError
+		if errors.As(err, &le) {
+			le.row = r.ID // its message says how to skip it
+		}
 		f := d.classify(err, r.Attempts+1, d.opts.Now())
 		f.msg = d.red.redact(f.msg)
 		held[r.EventID] = true
@@ -392,14 +419,24 @@ func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, erro
 }
 
 // release undoes the claim taken at claimedAt (an interrupted pass: ctx
-// cancelled, or a database error) and leaves the row due at once. It never
-// puts back an empty next_attempt_at: the interrupted attempt may have
-// sent a create whose answer, or the recording of it, was lost, and
-// attempted must tell the next pass so, or that pass would look only
-// through the labelled issues and open a second one next to an issue
-// GitHub created without its labels. A first attempt is released to its
-// claim time (already past, so the row is due); a row that was already
-// waiting keeps its time.
+// cancelled, or a database error). It never puts back an empty
+// next_attempt_at: the interrupted attempt may have sent a create whose
+// answer, or the recording of it, was lost, and attempted must tell the
+// next pass so, or that pass would look only through the labelled issues
+// and open a second one next to an issue GitHub created without its
+// labels.
+//
+// When nothing was in flight (d.unsure unset: the pass stopped between
+// calls, or a call's outcome is known and only its recording failed), the
+// row is due at once: a first attempt is released to its claim time
+// (already past), a row that was already waiting keeps its time. When a
+// call creating or editing something was cut off in flight (d.unsure),
+// GitHub may still be carrying it out: an immediate retry would look for
+// its issue or comment by marker before GitHub made it, find nothing and
+// send it a second time. Such a row waits as after a lost answer (the
+// backoff of its next attempt, at least the per-call timeout), with
+// last_error saying so; its next attempt then finds what the cut-off
+// call made by its marker (attempted, findRecent, the comment check).
 //
 // The release is a compare-and-swap on this pass's claim: when the claim
 // ran out and another process claimed the row (or recorded an outcome),
@@ -411,7 +448,17 @@ func (d *deliverer) release(ctx context.Context, r row, claimedAt time.Time) (he
 	if next == "" {
 		next = ts(claimedAt)
 	}
-	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, next, r.ID, d.claims[r.ID])
+	q, args := `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, []any{next, r.ID, d.claims[r.ID]}
+	if d.unsure {
+		now := d.opts.Now()
+		until := now.Add(max(backoff(r.Attempts+1), d.opts.Timeout))
+		if storage.ParseTime(next).Before(until) {
+			next = ts(until)
+		}
+		msg := fmt.Sprintf("interrupted at %s while a call creating or editing on GitHub was in flight: GitHub may still carry it out, so the row waits as after a lost answer, then looks for what that call made (by its marker) before sending anything again", ts(now))
+		q, args = `UPDATE outbox SET next_attempt_at = ?, last_error = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, []any{next, msg, r.ID, d.claims[r.ID]}
+	}
+	res, err := d.db.SQL().ExecContext(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("outbox release: %w", err)
 	}
@@ -681,6 +728,18 @@ func (d *deliverer) call(ctx context.Context, fn func(ctx context.Context) error
 	return fn(cctx)
 }
 
+// send is call for a call that creates or edits something on GitHub. When
+// the pass's own context ends while it is in flight (a signal), its
+// outcome is unknown: GitHub may have received it and still carry it out.
+// d.unsure then makes the row wait before its next attempt (release).
+func (d *deliverer) send(ctx context.Context, fn func(ctx context.Context) error) error {
+	err := d.call(ctx, fn)
+	if err != nil && ctx.Err() != nil {
+		d.unsure = true
+	}
+	return err
+}
+
 func (d *deliverer) deliver(ctx context.Context, r row) error {
 	ev, err := diff.GetEvent(ctx, d.db, r.EventID)
 	if err != nil {
@@ -710,62 +769,203 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 	if err := d.ensureComment(ctx, num, ev, *upd, ev2, closing); err != nil {
 		return err
 	}
-	if !closing {
-		// The update may have changed what the title says (categories,
-		// kind, direction, probe count, status).
-		return d.ensureTitle(ctx, num, ev)
+	// The update may have changed what the title says (categories, kind,
+	// direction, probe count, status) and the kind label; a revert with
+	// close_on_revert closes the issue.
+	return d.ensureState(ctx, num, ev, *upd, closing)
+}
+
+// ensureState keeps issue num in step with its event after an update, in
+// one edit, and closes it when closing is set.
+//
+// The title names the event's categories, kind, direction, probe count
+// and status, which the update may have changed (a category that arrived
+// with more probes, above all). It is edited only when the one GitHub
+// shows differs from Title(ev): GitHub's as this pass last saw it (listed,
+// created, fetched for the comment check, or edited), else fetched now.
+// So delivering a row again edits nothing when the title is already
+// right: after an edit whose answer was lost, a crash before the row was
+// recorded, or a pass that found its comment already posted.
+//
+// The labels change only when the event's kind did (see kindLabels): the
+// kind label of a kind the event had before is replaced by the current
+// one, every other label (a human's included) is kept.
+//
+// The close edit is always sent (with the title: it ends [reverted] or
+// [retracted] now).
+//
+// It runs after the comment is ensured, under the row's claim: when the
+// edit fails (an outage, a rate limit), the row records the failure and
+// is retried, the retry finds its comment by its marker (never posting it
+// twice) and edits then.
+func (d *deliverer) ensureState(ctx context.Context, num int, ev *diff.Event, u diff.EventUpdate, closing bool) error {
+	want := Title(ev)
+	req := &github.IssueRequest{}
+	edit := false
+	if closing {
+		reason := CloseReason
+		if u.Change == diff.ChangeRetracted {
+			reason = RetractedReason
+		}
+		req.Title, req.State, req.StateReason = github.String(want), github.String("closed"), github.String(reason)
+		edit = true
+	} else {
+		cur, err := d.issueTitle(ctx, num)
+		if err != nil {
+			return d.issueErr(ctx, ev, err)
+		}
+		if cur != want {
+			req.Title = github.String(want)
+			edit = true
+		}
 	}
-	reason := CloseReason
-	if upd.Change == diff.ChangeRetracted {
-		reason = RetractedReason
+	labels, newLabels, err := d.kindLabels(ctx, num, ev)
+	if err != nil {
+		return err
 	}
-	title := Title(ev)
-	err = d.call(ctx, func(ctx context.Context) error {
-		// The title too: it ends [reverted] or [retracted] now.
-		_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{Title: github.String(title), State: github.String("closed"), StateReason: github.String(reason)})
+	if newLabels {
+		req.Labels = &labels
+		edit = true
+	}
+	if !edit {
+		return nil
+	}
+	err = d.send(ctx, func(ctx context.Context) error {
+		_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, req)
 		return err
 	})
 	if err != nil {
 		return d.issueErr(ctx, ev, err)
 	}
-	d.titles[num] = title
-	d.log.Info("github issue closed", "event", ev.ID, "issue", num, "state_reason", reason)
+	if req.Title != nil {
+		d.titles[num] = want
+	}
+	if newLabels {
+		d.labels[num] = labels
+		d.log.Info("github issue labels updated", "event", ev.ID, "issue", num, "kind", ev.Kind)
+	}
+	switch {
+	case closing:
+		d.log.Info("github issue closed", "event", ev.ID, "issue", num, "state_reason", req.GetStateReason())
+	case req.Title != nil:
+		d.log.Info("github issue title updated", "event", ev.ID, "issue", num)
+	}
 	return nil
 }
 
-// ensureTitle keeps issue num's title in step with its event after an
-// update: the title names the event's categories, kind, direction, probe
-// count and status, which the update may have changed (a category that
-// arrived with more probes, above all). The title is edited only when the
-// one GitHub shows differs from Title(ev): GitHub's as this pass last saw
-// it (listed, created, fetched for the comment check, or edited), else
-// fetched now. So delivering a row again edits nothing when the title is
-// already right: after an edit whose answer was lost, a crash before the
-// row was recorded, or a pass that found its comment already posted.
+// kindLabels returns the labels issue num should carry now that its event
+// is of kind ev.Kind, and whether they differ from those it carries: the
+// label of every kind the event had before (the kind it opened as, the
+// kind after each update) gives way to ev.Kind's, which is added; any
+// other label stays, a human's as much as the configured ones. Nothing
+// changes when the event never had another kind, or when the issue lacks
+// the driftprobe label (GitHub dropped the labels driftprobe asked for:
+// the caller has no push access, and an edit's labels would be dropped
+// too).
 //
-// It runs after the comment is ensured, under the row's claim, as the
-// close edit does: when the edit fails (an outage, a rate limit), the row
-// records the failure and is retried, the retry finds its comment by its
-// marker (never posting it twice) and edits the title then.
-func (d *deliverer) ensureTitle(ctx context.Context, num int, ev *diff.Event) error {
-	want := Title(ev)
-	cur, err := d.issueTitle(ctx, num)
+// The labels GitHub showed this pass decide whether a change is due; the
+// new set is computed from the issue as GitHub answers just before the
+// edit, since an edit replaces every label, so a label a human added
+// since the listing is kept.
+func (d *deliverer) kindLabels(ctx context.Context, num int, ev *diff.Event) ([]string, bool, error) {
+	former, err := d.formerKinds(ctx, ev)
+	if err != nil || len(former) == 0 {
+		return nil, false, err
+	}
+	cur, err := d.issueLabels(ctx, num)
 	if err != nil {
-		return d.issueErr(ctx, ev, err)
+		return nil, false, d.issueErr(ctx, ev, err)
 	}
-	if cur == want {
-		return nil
+	if !relabel(cur, former, ev.Kind) {
+		return nil, false, nil
 	}
-	err = d.call(ctx, func(ctx context.Context) error {
-		_, _, err := d.gh.Issues.Edit(ctx, d.owner, d.repo, num, &github.IssueRequest{Title: github.String(want)})
-		return err
-	})
+	iss, err := d.fetchIssue(ctx, num)
 	if err != nil {
-		return d.issueErr(ctx, ev, err)
+		return nil, false, d.issueErr(ctx, ev, err)
 	}
-	d.titles[num] = want
-	d.log.Info("github issue title updated", "event", ev.ID, "issue", num)
-	return nil
+	cur = labelNames(iss)
+	if !relabel(cur, former, ev.Kind) {
+		return nil, false, nil
+	}
+	var out []string
+	for _, l := range cur {
+		if !slices.ContainsFunc(former, func(k string) bool { return strings.EqualFold(k, l) }) {
+			out = append(out, l)
+		}
+	}
+	if !slices.ContainsFunc(out, func(l string) bool { return strings.EqualFold(l, ev.Kind) }) {
+		out = append(out, ev.Kind)
+	}
+	return out, true, nil
+}
+
+// relabel reports whether labels (an issue's) need the kind label
+// changed: they carry the driftprobe label, and a label of a former kind
+// or not the current kind's.
+func relabel(labels, former []string, kind string) bool {
+	has := func(name string) bool {
+		return slices.ContainsFunc(labels, func(l string) bool { return strings.EqualFold(l, name) })
+	}
+	if !has(Label) {
+		return false
+	}
+	return !has(kind) || slices.ContainsFunc(former, has)
+}
+
+// formerKinds returns the kinds ev had before its current one: the kind
+// it opened as and the kinds its updates recorded (schema 14 on), other
+// than ev.Kind; only known kinds (those driftprobe labels issues with).
+func (d *deliverer) formerKinds(ctx context.Context, ev *diff.Event) ([]string, error) {
+	rows, err := d.db.SQL().QueryContext(ctx, `SELECT opened_kind FROM events WHERE id = ? UNION SELECT kind FROM event_updates WHERE event_id = ?`, ev.ID, ev.ID)
+	if err != nil {
+		return nil, dbError{fmt.Errorf("kinds of event %d: %w", ev.ID, err)}
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, dbError{fmt.Errorf("kinds of event %d: %w", ev.ID, err)}
+		}
+		if _, known := kindTitles[k]; known && k != ev.Kind && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError{fmt.Errorf("kinds of event %d: %w", ev.ID, err)}
+	}
+	return out, nil
+}
+
+// labelNames returns the names of iss's labels.
+func labelNames(iss *github.Issue) []string {
+	out := []string{}
+	for _, l := range iss.Labels {
+		if l.GetName() != "" {
+			out = append(out, l.GetName())
+		}
+	}
+	return out
+}
+
+// issueLabels returns issue num's labels as GitHub last showed them to
+// this pass (see deliverer.labels, then the label listing), else as
+// GitHub answers now.
+func (d *deliverer) issueLabels(ctx context.Context, num int) ([]string, error) {
+	if l, ok := d.labels[num]; ok {
+		return l, nil
+	}
+	for _, iss := range d.index {
+		if iss.GetNumber() == num && iss.Labels != nil {
+			d.labels[num] = labelNames(iss)
+			return d.labels[num], nil
+		}
+	}
+	iss, err := d.fetchIssue(ctx, num)
+	if err != nil {
+		return nil, err
+	}
+	return labelNames(iss), nil
 }
 
 // issueTitle returns issue num's title as GitHub last showed it to this
@@ -788,13 +988,55 @@ func (d *deliverer) issueTitle(ctx context.Context, num int) (string, error) {
 	return iss.GetTitle(), nil
 }
 
-// issueErr handles an error on an issue-specific call: a deleted issue
-// (410, or 404 while the repository answers) loses its mapping, so the
-// next attempt finds the issue by marker or opens a new one.
+// lockedError is a call about one issue (a comment, an edit) that GitHub
+// refused because the issue is locked: only collaborators with write
+// access may comment on a locked conversation. It concerns that issue
+// alone: the event's deliveries wait, every other event's go on.
+type lockedError struct {
+	num    int
+	event  int64
+	row    int64  // the outbox row, once known (its skip command)
+	reason string // GitHub's active_lock_reason ("" when none was given)
+	status int
+	msg    string // GitHub's message
+}
+
+// Error says what to do first (the outbox listing shows 300 characters):
+// unlock the issue, or skip the row; GitHub's own words come last.
+func (e *lockedError) Error() string {
+	why := ""
+	if e.reason != "" {
+		why = " (lock reason: " + e.reason + ")"
+	}
+	skip := "skip them with `driftprobe outbox --skip ID`"
+	if e.row != 0 {
+		skip = fmt.Sprintf("give this one up with `driftprobe outbox --skip %d`", e.row)
+	}
+	return fmt.Sprintf("issue #%d of event %d is locked on GitHub%s: only this event's deliveries wait; unlock the issue (or give driftprobe's login write access), or %s (GitHub: %d %s)",
+		e.num, e.event, why, skip, e.status, e.msg)
+}
+
+// issueErr handles an error on an issue-specific call:
+//   - a deleted issue (410, or 404 while the repository answers) loses its
+//     mapping, so the next attempt finds the issue by marker or opens a
+//     new one;
+//   - a 403 that is no rate limit on a locked issue is a *lockedError,
+//     which holds back that event's deliveries only. GitHub's own word
+//     decides: the issue's "locked" field, asked of GitHub now (a 403 from
+//     a token without permission on the repository is refused the same
+//     way, and must stay a repository-wide problem); only when GitHub does
+//     not answer that (the call fails, or the answer lacks the field), the
+//     error's documentation_url, which GitHub points at its "locking
+//     conversations" article for a locked issue. The message text is
+//     never read.
 func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) error {
 	var er *github.ErrorResponse
-	if errors.As(err, &er) && er.Response != nil && (er.Response.StatusCode == http.StatusGone || er.Response.StatusCode == http.StatusNotFound) {
-		if er.Response.StatusCode == http.StatusNotFound {
+	if !errors.As(err, &er) || er.Response == nil {
+		return err
+	}
+	switch st := er.Response.StatusCode; {
+	case st == http.StatusGone || st == http.StatusNotFound:
+		if st == http.StatusNotFound {
 			if rerr := d.call(ctx, func(ctx context.Context) error {
 				_, _, err := d.gh.Repositories.Get(ctx, d.owner, d.repo)
 				return err
@@ -805,9 +1047,25 @@ func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) err
 		if serr := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, 0, ""); serr != nil {
 			return dbError{serr}
 		}
-		return fmt.Errorf("issue #%d of event %d is gone (%d); it will be found again by its marker or reopened on the next attempt", ev.IssueNumber, ev.ID, er.Response.StatusCode)
+		return fmt.Errorf("issue #%d of event %d is gone (%d); it will be found again by its marker or reopened on the next attempt", ev.IssueNumber, ev.ID, st)
+	case st == http.StatusForbidden && !rateLimited(er.Response) && ev.IssueNumber != 0:
+		locked, reason := false, ""
+		if iss, gerr := d.fetchIssue(ctx, ev.IssueNumber); gerr == nil && iss.Locked != nil {
+			locked, reason = iss.GetLocked(), iss.GetActiveLockReason()
+		} else {
+			locked = strings.Contains(strings.ToLower(er.DocumentationURL), "locking-conversations")
+		}
+		if locked {
+			return &lockedError{num: ev.IssueNumber, event: ev.ID, reason: reason, status: st, msg: er.Message}
+		}
 	}
 	return err
+}
+
+// rateLimited reports whether a 403 or 429 answer is a rate limit (its
+// headers say so), not a refusal.
+func rateLimited(r *http.Response) bool {
+	return r.StatusCode == http.StatusTooManyRequests || r.Header.Get("Retry-After") != "" || r.Header.Get("X-Ratelimit-Remaining") == "0"
 }
 
 // ensureIssue returns the event's issue number: the mapping, else an
@@ -849,7 +1107,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 	labels := Labels(ev, d.cfg.Labels)
 	req := &github.IssueRequest{Title: github.String(Title(ev)), Body: github.String(IssueBody(ev, e)), Labels: &labels}
 	var iss *github.Issue
-	err := d.call(ctx, func(ctx context.Context) error {
+	err := d.send(ctx, func(ctx context.Context) error {
 		var err error
 		iss, _, err = d.gh.Issues.Create(ctx, d.owner, d.repo, req)
 		return err
@@ -863,6 +1121,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		d.self[login] = true
 	}
 	d.titles[iss.GetNumber()] = req.GetTitle()
+	d.labels[iss.GetNumber()] = labelNames(iss)
 	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
 		return 0, dbError{err}
 	}
@@ -987,7 +1246,8 @@ func (d *deliverer) issueAuthor(ctx context.Context, num int) (string, error) {
 	return d.authors[num], nil
 }
 
-// fetchIssue asks GitHub for issue num and remembers its author and title.
+// fetchIssue asks GitHub for issue num and remembers its author, title
+// and labels.
 func (d *deliverer) fetchIssue(ctx context.Context, num int) (*github.Issue, error) {
 	var iss *github.Issue
 	err := d.call(ctx, func(ctx context.Context) error {
@@ -1000,6 +1260,7 @@ func (d *deliverer) fetchIssue(ctx context.Context, num int) (*github.Issue, err
 	}
 	d.authors[num] = iss.GetUser().GetLogin()
 	d.titles[num] = iss.GetTitle()
+	d.labels[num] = labelNames(iss)
 	return iss, nil
 }
 
@@ -1007,11 +1268,20 @@ func (d *deliverer) fetchIssue(ctx context.Context, num int) (*github.Issue, err
 // it: a comment that starts with the update's marker, written by the
 // issue's author (driftprobe, which opened it) or by the login this pass
 // posts as. Anyone else's comment carrying the marker is ignored.
+//
+// The marker names the update by its id and a key (UpdateKey) that hashes
+// the event's fingerprint with the update's run, change, target, detail
+// and time: update ids are local to a database, and a database restored
+// from a backup hands out again ids whose comments are already on the
+// issue for changes the restored database never recorded. A comment whose
+// key differs is another update's. A comment written before markers
+// carried a key (legacy: the id alone) counts only when what it says
+// matches the update (commentMatches): its run, its kind of change, its
+// time and event.
 func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) error {
-	marker := UpdateMarker(u.ID)
 	seen, ok := d.seen[num]
 	if !ok {
-		seen = map[string]bool{}
+		seen = map[int64][]seenComment{}
 		if !d.askedWho && d.whoami != nil {
 			d.askedWho = true
 			var login string
@@ -1046,8 +1316,12 @@ func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, 
 				if login := c.GetUser().GetLogin(); login == "" || (login != author && !d.self[login]) {
 					continue
 				}
-				if m := updateMarkerRe.FindString(c.GetBody()); m != "" && strings.HasPrefix(c.GetBody(), m) {
-					seen[m] = true
+				if id, key, ok := parseUpdateMarker(c.GetBody()); ok {
+					sc := seenComment{key: key}
+					if key == "" {
+						sc.body = c.GetBody() // a legacy marker: what it says decides
+					}
+					seen[id] = append(seen[id], sc)
 				}
 			}
 			if resp == nil || resp.NextPage == 0 {
@@ -1057,13 +1331,19 @@ func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, 
 		}
 		d.seen[num] = seen
 	}
-	if seen[marker] {
-		d.log.Info("github comment already present", "event", ev.ID, "issue", num, "update", u.ID)
-		return nil
+	key := UpdateKey(ev, u)
+	for _, c := range seen[u.ID] {
+		if c.key == key || (c.key == "" && commentMatches(c.body, ev, u)) {
+			d.log.Info("github comment already present", "event", ev.ID, "issue", num, "update", u.ID)
+			return nil
+		}
+	}
+	if len(seen[u.ID]) > 0 {
+		d.log.Info("github comment with this update's id is another update's (a database restored from a backup reuses update ids): posting this one", "event", ev.ID, "issue", num, "update", u.ID)
 	}
 	body := CommentBody(ev, u, e, closing)
 	var posted *github.IssueComment
-	err := d.call(ctx, func(ctx context.Context) error {
+	err := d.send(ctx, func(ctx context.Context) error {
 		var err error
 		posted, _, err = d.gh.Issues.CreateComment(ctx, d.owner, d.repo, num, &github.IssueComment{Body: github.String(body)})
 		return err
@@ -1074,9 +1354,16 @@ func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, 
 	if login := posted.GetUser().GetLogin(); login != "" {
 		d.self[login] = true
 	}
-	seen[marker] = true
+	seen[u.ID] = append(seen[u.ID], seenComment{key: key})
 	d.log.Info("github comment posted", "event", ev.ID, "issue", num, "update", u.ID, "change", u.Change)
 	return nil
+}
+
+// seenComment is an update comment driftprobe posted (by its author): the
+// key of its marker, and its body when the marker has none (legacy).
+type seenComment struct {
+	key  string
+	body string
 }
 
 // failure is a classified delivery error.
@@ -1104,7 +1391,11 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 	var are *github.AbuseRateLimitError
 	var er *github.ErrorResponse
 	var ie *ghinstallation.HTTPError
+	var le *lockedError
 	switch {
+	case errors.As(err, &le):
+		// One issue's problem: this event waits, the others go on.
+		return failure{msg: le.Error(), until: now.Add(backoff(attempts))}
 	case errors.As(err, &ie) && ie.Response != nil:
 		// GitHub refused the app's installation token request
 		// (ghinstallation leaves the body to the caller).

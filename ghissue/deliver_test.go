@@ -277,8 +277,8 @@ func checkDelivered(t *testing.T, s *sys, f *fakeGitHub) {
 		markers := map[string]int{}
 		for _, c := range f.commentsOf(iss.Number) {
 			for _, u := range ev.Updates {
-				if strings.Contains(c.Body, ghissue.UpdateMarker(u.ID)) {
-					markers[ghissue.UpdateMarker(u.ID)]++
+				if strings.Contains(c.Body, ghissue.UpdateMarker(ev, u)) {
+					markers[ghissue.UpdateMarker(ev, u)]++
 				}
 			}
 		}
@@ -287,7 +287,7 @@ func checkDelivered(t *testing.T, s *sys, f *fakeGitHub) {
 			if u.Change == diff.ChangeOpened {
 				want = 0
 			}
-			if n := markers[ghissue.UpdateMarker(u.ID)]; n != want {
+			if n := markers[ghissue.UpdateMarker(ev, u)]; n != want {
 				t.Errorf("event %d update %d (%s): %d comments, want %d", ev.ID, u.ID, u.Change, n, want)
 			}
 		}
@@ -998,7 +998,7 @@ func TestStrangerMarkersDoNotSilenceUpdates(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var all strings.Builder
 	for id := 1; id < 200; id++ {
-		all.WriteString(ghissue.UpdateMarker(int64(id)) + "\n")
+		all.WriteString(ghissue.LegacyUpdateMarker(int64(id)) + "\n")
 	}
 	seeded := map[int]bool{}
 	for run := 1; run <= totalRuns; run++ {
@@ -1030,7 +1030,7 @@ func TestStrangerMarkersDoNotSilenceUpdates(t *testing.T) {
 			updates++
 			n := 0
 			for _, c := range f.commentsOf(ev.IssueNumber) {
-				if c.User != nil && c.User.Login == fakeBot && strings.HasPrefix(c.Body, ghissue.UpdateMarker(u.ID)) {
+				if c.User != nil && c.User.Login == fakeBot && strings.HasPrefix(c.Body, ghissue.UpdateMarker(ev, u)) {
 					n++
 				}
 			}

@@ -44,6 +44,9 @@ type fakeGitHub struct {
 	// now stamps created_at/updated_at (default time.Now; tests inject
 	// their clock).
 	now func() time.Time
+	// omitLocked leaves the locked field out of issues (a proxy or an
+	// older GitHub Enterprise that does not send it).
+	omitLocked bool
 	// login is the user the API's callers create issues and comments as
 	// (default fakeBot; fakeAppBot once enableApp is called).
 	login string
@@ -82,6 +85,11 @@ type fakeIssue struct {
 	CreatedAt, UpdatedAt time.Time `json:"-"`
 	// Author is the user who opened it ("" for none).
 	Author string `json:"-"`
+	// Locked: a maintainer locked the conversation; LockReason is its
+	// active_lock_reason. GitHub then refuses comments from callers
+	// without write access (the fake's callers never have it).
+	Locked     bool   `json:"-"`
+	LockReason string `json:"-"`
 }
 
 type fakeComment struct {
@@ -187,6 +195,12 @@ func (f *fakeGitHub) issueJSON(i *fakeIssue) map[string]any {
 	}
 	if i.Author != "" {
 		m["user"] = map[string]any{"login": i.Author}
+	}
+	if !f.omitLocked {
+		m["locked"] = i.Locked
+	}
+	if i.LockReason != "" {
+		m["active_lock_reason"] = i.LockReason
 	}
 	m["created_at"] = i.CreatedAt.UTC().Format(time.RFC3339)
 	m["updated_at"] = i.UpdatedAt.UTC().Format(time.RFC3339)
@@ -495,6 +509,11 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 				writeJSON(w, 422, map[string]any{"message": "Validation Failed"})
 				return
 			}
+			if f.issues[n-1].Locked {
+				// GitHub's answer to a caller without write access.
+				writeJSON(w, 403, map[string]any{"message": "Unable to create comment because issue is locked.", "documentation_url": "https://docs.github.com/articles/locking-conversations/"})
+				return
+			}
 			f.nextCID++
 			c := &fakeComment{ID: f.nextCID, Body: req.Body, User: &fakeUser{Login: f.login}}
 			f.comments[n] = append(f.comments[n], c)
@@ -521,10 +540,11 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			writeJSON(w, 200, f.issueJSON(iss))
 		case http.MethodPatch:
 			var req struct {
-				State       *string `json:"state"`
-				StateReason *string `json:"state_reason"`
-				Title       *string `json:"title"`
-				Body        *string `json:"body"`
+				State       *string   `json:"state"`
+				StateReason *string   `json:"state_reason"`
+				Title       *string   `json:"title"`
+				Body        *string   `json:"body"`
+				Labels      *[]string `json:"labels"`
 			}
 			if err := json.Unmarshal(body, &req); err != nil {
 				writeJSON(w, 422, map[string]any{"message": "Validation Failed"})
@@ -541,6 +561,11 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			}
 			if req.Body != nil {
 				iss.Body = *req.Body
+			}
+			if req.Labels != nil && !f.dropLabels {
+				// Replaces every label; dropped, as on create, for a
+				// caller without push access.
+				iss.Labels = append([]string(nil), (*req.Labels)...)
 			}
 			iss.UpdatedAt = f.clock()
 			writeJSON(w, 200, f.issueJSON(iss))

@@ -74,7 +74,7 @@ func TestProviderWideCommentsListOnlyTheirTarget(t *testing.T) {
 		}
 		var body string
 		for _, cm := range comments {
-			if strings.Contains(cm.Body, ghissue.UpdateMarker(u.ID)) {
+			if strings.Contains(cm.Body, ghissue.UpdateMarker(ev, u)) {
 				body = cm.Body
 			}
 		}

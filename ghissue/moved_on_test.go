@@ -67,7 +67,7 @@ func revertComment(t *testing.T, f *fakeGitHub, ev *diff.Event) string {
 	}
 	var found []string
 	for _, c := range f.commentsOf(ev.IssueNumber) {
-		if strings.Contains(c.Body, ghissue.UpdateMarker(u.ID)) {
+		if strings.Contains(c.Body, ghissue.UpdateMarker(ev, *u)) {
 			found = append(found, c.Body)
 		}
 	}

@@ -53,7 +53,14 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 	defer rows.Close()
 	now := db.Now()
 	out := []PendingRow{}
-	first := map[int64]int64{} // event -> its first pending row
+	// event -> its first pending row: the later ones wait behind it, so
+	// its reason is theirs (their own last_error is older news: a pass
+	// skips a held row without touching it).
+	type blocker struct {
+		id     int64
+		reason string
+	}
+	first := map[int64]blocker{}
 	for rows.Next() {
 		var p PendingRow
 		var created, next string
@@ -82,10 +89,13 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 			p.Reason = "queued: not attempted yet (delivered after the next run, or now with `driftprobe outbox --send`)"
 		}
 		if f, held := first[p.EventID]; held {
-			p.Reason = fmt.Sprintf("held back until outbox row %d of the same event is delivered; %s", f, p.Reason)
-		}
-		if _, ok := first[p.EventID]; !ok {
-			first[p.EventID] = p.ID
+			p.Reason = fmt.Sprintf("held back until outbox row %d of the same event is delivered; row %d: %s", f.id, f.id, f.reason)
+			if waiting {
+				// A global failure deferred it too (not attempted).
+				p.Reason += fmt.Sprintf("; this row itself not before %s", ts(*p.NextAttemptAt))
+			}
+		} else {
+			first[p.EventID] = blocker{p.ID, p.Reason}
 		}
 		out = append(out, p)
 	}
@@ -307,4 +317,36 @@ func unfiled(ctx context.Context, q interface {
 		}
 	}
 	return ids, rows.Err()
+}
+
+// SkipNote is what a skipped row records as its last error.
+const SkipNote = "skipped by the operator (driftprobe outbox --skip): never delivered"
+
+// Skip gives up pending outbox rows ids: each is recorded done (sent_at
+// set, last_error SkipNote) without being sent, so the later rows of its
+// event are delivered in turn. For a delivery that cannot go out, such as
+// a comment on an issue a maintainer locked and keeps locked. A row being
+// delivered by another pass at that moment may still reach GitHub; its
+// outcome is then not recorded over the skip. It returns the rows
+// skipped; ids that are not pending (unknown or delivered) are not.
+func Skip(ctx context.Context, db *storage.DB, ids []int64) ([]int64, error) {
+	var done []int64
+	err := db.Tx(ctx, func(tx *sql.Tx) error {
+		done = nil
+		now := ts(db.Now())
+		for _, id := range ids {
+			res, err := tx.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, last_error = ? WHERE id = ? AND sent_at = ''`, now, SkipNote, id)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				done = append(done, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: skip: %w", err)
+	}
+	return done, nil
 }

@@ -2,6 +2,8 @@ package ghissue
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -36,13 +38,109 @@ func EventMarker(fingerprint string) string {
 	return "<!-- driftprobe:event=" + fingerprint + " -->"
 }
 
-// UpdateMarker is the hidden marker that identifies the comment of one
-// event update.
-func UpdateMarker(updateID int64) string {
-	return "<!-- driftprobe:update=" + strconv.FormatInt(updateID, 10) + " -->"
+// UpdateMarker is the hidden marker that identifies the comment of update
+// u of event ev, at the very start of the comment: the update's id, as
+// every version wrote it (LegacyUpdateMarker: an older driftprobe still
+// reads it after a downgrade), then its key (UpdateKey), which tells
+// apart two updates of one id: a database restored from a backup hands
+// out again the ids of updates it lost, whose comments are on the issue.
+func UpdateMarker(ev *diff.Event, u diff.EventUpdate) string {
+	return LegacyUpdateMarker(u.ID) + "<!-- driftprobe:key=" + UpdateKey(ev, u) + " -->"
 }
 
-var updateMarkerRe = regexp.MustCompile(`<!-- driftprobe:update=[0-9]+ -->`)
+// LegacyUpdateMarker is the marker of update id as driftprobe wrote it
+// before markers carried a key.
+func LegacyUpdateMarker(id int64) string {
+	return "<!-- driftprobe:update=" + strconv.FormatInt(id, 10) + " -->"
+}
+
+// UpdateKey identifies update u of event ev beyond its database-local id:
+// 16 hex digits of the SHA-256 of the event's fingerprint (unique across
+// databases: it hashes the event's creation time) and the update's id,
+// run, change, target, detail and recording time, each as the database
+// stores it, so the key is the same whenever the update is read.
+func UpdateKey(ev *diff.Event, u diff.EventUpdate) string {
+	h := sha256.Sum256([]byte(strings.Join([]string{"driftprobe-update-key/1", ev.Fingerprint, strconv.FormatInt(u.ID, 10),
+		strconv.FormatInt(u.RunID, 10), u.Change, u.Target, u.Detail, ts(u.At)}, "\x00")))
+	return hex.EncodeToString(h[:8])
+}
+
+var updateMarkerRe = regexp.MustCompile(`^<!-- driftprobe:update=([0-9]+) -->(?:<!-- driftprobe:key=([0-9a-f]{16}) -->)?`)
+
+// parseUpdateMarker reads the update marker a comment starts with: the
+// update id and the key ("" for a legacy marker); ok is false when the
+// comment does not start with one.
+func parseUpdateMarker(body string) (id int64, key string, ok bool) {
+	m := updateMarkerRe.FindStringSubmatch(body)
+	if m == nil {
+		return 0, "", false
+	}
+	id, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	return id, m[2], true
+}
+
+var (
+	commentHeadingRe  = regexp.MustCompile(`(?m)^### driftprobe update: (.*) \(run ([0-9]+)\)$`)
+	commentRecordedRe = regexp.MustCompile(`(?m)^Recorded ([^ ]+)\. `)
+	commentFooterRe   = regexp.MustCompile("<sub>driftprobe event `([A-Za-z0-9]+)`, update ([0-9]+)\\.</sub>")
+)
+
+// commentMatches reports whether body, a comment driftprobe posted with a
+// legacy marker of u's id (no key), is u's comment and not that of
+// another update that had the same id in a database since restored from
+// a backup. It reads what CommentBody writes: the heading's run and the
+// kind of change its words name, the time the update was recorded, the
+// event's fingerprint and the update id in the footer. Each that the
+// comment shows must be u's; one it does not show (a comment reworded by
+// another version) decides nothing.
+func commentMatches(body string, ev *diff.Event, u diff.EventUpdate) bool {
+	if m := commentHeadingRe.FindStringSubmatch(body); m != nil {
+		if m[2] != strconv.FormatInt(u.RunID, 10) {
+			return false
+		}
+		if changes := headingChanges(m[1]); len(changes) > 0 && !slices.Contains(changes, u.Change) {
+			return false
+		}
+	}
+	if m := commentRecordedRe.FindStringSubmatch(body); m != nil {
+		if t, err := time.Parse(time.RFC3339, m[1]); err == nil && !t.Equal(u.At.UTC().Truncate(time.Second)) {
+			return false
+		} else if err != nil && m[1] == "unknown" && !u.At.IsZero() {
+			return false
+		}
+	}
+	if m := commentFooterRe.FindStringSubmatch(body); m != nil {
+		if m[1] != ev.Fingerprint || m[2] != strconv.FormatInt(u.ID, 10) {
+			return false
+		}
+	}
+	return true
+}
+
+// headingChanges returns the changes whose comment heading reads title
+// (see updateTitle), none for a title this version does not write.
+func headingChanges(title string) []string {
+	var out []string
+	for c, t := range changeTitles {
+		if t == title {
+			out = append(out, c)
+		}
+	}
+	for _, t := range revertHeadings {
+		if t == title {
+			out = append(out, diff.ChangeReverted)
+		}
+	}
+	for _, t := range partialHeadings {
+		if t == title {
+			out = append(out, diff.ChangePartialRevert)
+		}
+	}
+	return out
+}
 
 var eventMarkerRe = regexp.MustCompile(`<!-- driftprobe:event=([A-Za-z0-9]+) -->`)
 
@@ -259,12 +357,31 @@ func where(ev *diff.Event) string {
 
 // Title renders the issue title, e.g. "Provider policy change on
 // azure-gpt4o-eastus: 7 probes now blocked (violence, new: self_harm)".
+//
+// The title describes what still holds. While some probes have left an
+// open event (flipped back, moved on or withdrawn as nondeterministic),
+// the counts and categories are those of the probes still flipped, the
+// new categories only those they still block, and a bracket says how many
+// of the event's probes left and how, as the comments count them
+// (leftCounts): "5 probes now blocked (hate) [21 of 26 reverted]". Once
+// no probe holds (status reverted), the title names the change the event
+// recorded, every probe, and ends [reverted], [ended] or [retracted].
 func Title(ev *diff.Event) string {
-	live := 0
+	ps := ev.Probes
+	var live []diff.EventProbe
+	for _, p := range ev.Probes {
+		if !p.Reverted { // Reverted covers moved-on and withdrawn probes too
+			live = append(live, p)
+		}
+	}
+	ended := ev.Status == diff.StatusReverted || (len(live) == 0 && len(ev.Probes) > 0)
+	partial := !ended && len(live) < len(ev.Probes)
+	if partial {
+		ps = live
+	}
 	up, down := 0, 0
 	var cats []string
-	for _, p := range ev.Probes {
-		live++
+	for _, p := range ps {
 		b, a := isBlocked(p.Before.Class), isBlocked(p.After.Class)
 		switch {
 		case a && !b:
@@ -281,7 +398,7 @@ func Title(ev *diff.Event) string {
 		}
 	}
 	var what string
-	n := len(ev.Probes)
+	n := len(ps)
 	switch {
 	case ev.Kind == diff.KindScoreDrift:
 		what = termtext.Count(n, "probe's scores moved", "probes' scores moved") + " (" + ev.Direction + ")"
@@ -301,23 +418,24 @@ func Title(ev *diff.Event) string {
 	default:
 		what = termtext.Count(n, "probe changed", "probes changed") + fmt.Sprintf(" (%d now blocked, %d now allowed)", up, down)
 	}
+	changed := probes.SortedUnique(cats)
 	newCats := map[string]bool{}
+	var fresh []string
 	for _, c := range ev.NewCategories {
 		newCats[c] = true
+		// A new category only the probes that left the event brought no
+		// longer holds.
+		if safeToken(c) && (!partial || slices.Contains(changed, c)) {
+			fresh = append(fresh, c)
+		}
 	}
 	var old []string
-	for _, c := range probes.SortedUnique(cats) {
+	for _, c := range changed {
 		if !newCats[c] && safeToken(c) { // the normalized vocabulary; anything else stays out of titles
 			old = append(old, c)
 		}
 	}
 	parts := old
-	var fresh []string
-	for _, c := range ev.NewCategories {
-		if safeToken(c) {
-			fresh = append(fresh, c)
-		}
-	}
 	if len(fresh) > 0 {
 		parts = append(parts, "new: "+strings.Join(fresh, ", "))
 	}
@@ -325,7 +443,8 @@ func Title(ev *diff.Event) string {
 	if len(parts) > 0 {
 		t += " (" + strings.Join(parts, ", ") + ")"
 	}
-	if ev.Status == "reverted" {
+	switch {
+	case ended:
 		switch {
 		case retracted(ev):
 			t += " [retracted]"
@@ -336,8 +455,31 @@ func Title(ev *diff.Event) string {
 		default:
 			t += " [reverted]"
 		}
+	case partial:
+		t += " [" + leftNote(ev.Probes) + "]"
 	}
 	return titleText(t, MaxTitle)
+}
+
+// leftNote says how many of ps (an event's probes, some of which left it)
+// left, and how, in leftCounts' terms: "21 of 26 reverted", "3 of 9 no
+// longer hold: 1 reverted, 2 moved on".
+func leftNote(ps []diff.EventProbe) string {
+	back, moved, withdrawn := leftCounts(ps)
+	var parts []string
+	for _, x := range []struct {
+		n    int
+		what string
+	}{{back, "reverted"}, {moved, "moved on"}, {withdrawn, "withdrawn"}} {
+		if x.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))
+		}
+	}
+	left := back + moved + withdrawn
+	if len(parts) == 1 {
+		return fmt.Sprintf("%d of %d %s", left, len(ps), parts[0][strings.IndexByte(parts[0], ' ')+1:])
+	}
+	return fmt.Sprintf("%d of %d no longer hold: %s", left, len(ps), strings.Join(parts, ", "))
 }
 
 // gainedLost returns the categories p's verdict gained and lost, counting
@@ -781,7 +923,7 @@ func CommentBody(ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) 
 		e = &Evidence{}
 	}
 	var h strings.Builder
-	h.WriteString(UpdateMarker(u.ID) + "\n")
+	h.WriteString(UpdateMarker(ev, u) + "\n")
 	// The probes this update is about: on its target, flipped (or that
 	// left the event) in its run.
 	target := updateTarget(ev, u)
@@ -1145,6 +1287,13 @@ func pronoun(n int) string {
 	return "them"
 }
 
+// The headings of revert comments when probes moved on (updateTitle):
+// those of an event's last revert, and of a partial one.
+var (
+	revertHeadings  = [...]string{"the change no longer holds: its probes moved on", "the change ended: probes flipped back or moved on"}
+	partialHeadings = [...]string{"some probes moved on: the change no longer holds for them", "some probes flipped back or moved on"}
+)
+
 // updateTitle returns the heading of update u's comment (mine: the probes
 // it is about). A revert's heading says how the probes left: the one
 // ending the event by every probe of the event (it ended with them all
@@ -1161,13 +1310,13 @@ func updateTitle(ev *diff.Event, u diff.EventUpdate, mine []diff.EventProbe) str
 	if back, moved, _ := leftCounts(ps); moved > 0 {
 		switch {
 		case u.Change == diff.ChangeReverted && back == 0:
-			return "the change no longer holds: its probes moved on"
+			return revertHeadings[0]
 		case u.Change == diff.ChangeReverted:
-			return "the change ended: probes flipped back or moved on"
+			return revertHeadings[1]
 		case back == 0:
-			return "some probes moved on: the change no longer holds for them"
+			return partialHeadings[0]
 		default:
-			return "some probes flipped back or moved on"
+			return partialHeadings[1]
 		}
 	}
 	if t := changeTitles[u.Change]; t != "" {

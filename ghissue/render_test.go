@@ -114,7 +114,7 @@ func checkInert(t *testing.T, what, body string) {
 	text := outsideFences(t, body)
 	// Our own markers are the only HTML comments; drop them and the
 	// <details>/<summary>/<sub> tags we emit before looking for raw HTML.
-	text = regexp.MustCompile(`<!-- driftprobe:(event|update)=[0-9a-f]+ -->`).ReplaceAllString(text, "")
+	text = regexp.MustCompile(`<!-- driftprobe:(event|update|key)=[0-9a-f]+ -->`).ReplaceAllString(text, "")
 	for _, tag := range []string{"<details>", "<summary>", "</summary>", "</details>", "<sub>", "</sub>"} {
 		text = strings.ReplaceAll(text, tag, "")
 	}
@@ -157,7 +157,7 @@ func TestRenderInertAndBounded(t *testing.T) {
 		for _, u := range ev.Updates[1:] {
 			c := CommentBody(ev, u, e, true)
 			checkInert(t, fmt.Sprintf("comment with %d probes", n), c)
-			if !strings.HasPrefix(c, UpdateMarker(u.ID)+"\n") {
+			if !strings.HasPrefix(c, UpdateMarker(ev, u)+"\n") {
 				t.Errorf("comment lacks its update marker")
 			}
 		}
@@ -327,5 +327,41 @@ func TestIssueBodyNamesEvidenceCommand(t *testing.T) {
 	ev := &diff.Event{ID: 7, Target: "a", Kind: diff.KindPolicy, FirstRun: 3, ConfirmedRun: 4, Fingerprint: "abc"}
 	if body := IssueBody(ev, nil); !strings.Contains(body, "driftprobe evidence 7 --json") {
 		t.Fatalf("no evidence command in:\n%s", body)
+	}
+}
+
+// TestTitleDescribesWhatStillHolds (QA D4): once some probes left an open
+// event, the title counts and names only the probes still flipped (a new
+// category only they brought is left out too) and says how many left and
+// how; once none holds, it names the change and ends [reverted].
+func TestTitleDescribesWhatStillHolds(t *testing.T) {
+	vio := diff.Verdict{Class: probes.BlockedOutput, Categories: []string{"violence"}}
+	hate := diff.Verdict{Class: probes.BlockedOutput, Categories: []string{"hate"}}
+	allowed := diff.Verdict{Class: probes.Allowed}
+	ev := &diff.Event{Target: "sim-a", Targets: []string{"sim-a"}, Provider: "sim", Kind: diff.KindPolicy, Direction: diff.Tightened,
+		Status: diff.StatusOpen, NewCategories: []string{"violence"}}
+	for i := 0; i < 4; i++ {
+		ev.Probes = append(ev.Probes, diff.EventProbe{Before: allowed, After: vio})
+	}
+	ev.Probes = append(ev.Probes, diff.EventProbe{Before: allowed, After: hate}, diff.EventProbe{Before: allowed, After: hate})
+	if got, want := Title(ev), "Provider policy change on sim-a: 6 probes now blocked (hate, new: violence)"; got != want {
+		t.Errorf("nothing left\n got %q\nwant %q", got, want)
+	}
+	for i := 0; i < 4; i++ {
+		ev.Probes[i].Reverted = true
+	}
+	if got, want := Title(ev), "Provider policy change on sim-a: 2 probes now blocked (hate) [4 of 6 reverted]"; got != want {
+		t.Errorf("violence reverted\n got %q\nwant %q", got, want)
+	}
+	ev.Probes[1].MovedOn = true
+	ev.Probes[2].Withdrawn = true
+	if got, want := Title(ev), "Provider policy change on sim-a: 2 probes now blocked (hate) [4 of 6 no longer hold: 2 reverted, 1 moved on, 1 withdrawn]"; got != want {
+		t.Errorf("left in three ways\n got %q\nwant %q", got, want)
+	}
+	ev.Probes[1].MovedOn, ev.Probes[2].Withdrawn = false, false
+	ev.Probes[4].Reverted, ev.Probes[5].Reverted = true, true
+	ev.Status = diff.StatusReverted
+	if got, want := Title(ev), "Provider policy change on sim-a: 6 probes now blocked (hate, new: violence) [reverted]"; got != want {
+		t.Errorf("all reverted\n got %q\nwant %q", got, want)
 	}
 }

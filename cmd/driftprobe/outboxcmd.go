@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,6 +21,7 @@ import (
 func newOutboxCmd(g *globals) *cobra.Command {
 	var asJSON, send, dryRun, all, backfill bool
 	var dir string
+	var skip []int64
 	c := &cobra.Command{
 		Use:   "outbox",
 		Short: "GitHub deliveries still owed: list them and why, send them now, or render them",
@@ -41,6 +43,15 @@ queued with their error and next attempt time.
                                  none: events recorded before the github block
                                  was configured (or while github.kinds left
                                  their kind out) are otherwise never filed.
+  driftprobe outbox --skip ID    give up pending row ID (repeatable): it is
+                                 recorded done without being sent, and its
+                                 event's later rows go out in turn; for a
+                                 delivery that cannot go out, such as a
+                                 comment on an issue a maintainer keeps locked.
+
+A row that fails waits (backing off) and holds back the later rows of its
+event, never those of other events; a repository-wide problem (token, rate
+limit, outage) defers every row.
 
 The token comes from the environment variable named by github.token_env
 (default GITHUB_TOKEN), or a GitHub App installation authenticates
@@ -64,9 +75,12 @@ variable named by github.private_key_env).`,
 			if backfill && dryRun {
 				return cobraUsage{fmt.Errorf("%s: --backfill and --dry-run exclude each other (--dry-run --all renders every event)", cmd.CommandPath())}
 			}
-			// Listing and rendering only read (never migrate); --send and
-			// --backfill write.
-			sess, err := openSession(ctx, g, send || backfill, false, app.NoCorpus)
+			if len(skip) > 0 && dryRun {
+				return cobraUsage{fmt.Errorf("%s: --skip and --dry-run exclude each other", cmd.CommandPath())}
+			}
+			// Listing and rendering only read (never migrate); --send,
+			// --backfill and --skip write.
+			sess, err := openSession(ctx, g, send || backfill || len(skip) > 0, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}
@@ -105,6 +119,29 @@ variable named by github.private_key_env).`,
 			}
 
 			file := app.DetectionParams(cfg).Enqueue // nil without a github block
+			var notPending []int64
+			if len(skip) > 0 {
+				done, err := ghissue.Skip(ctx, st, skip)
+				if err != nil {
+					return err
+				}
+				for _, id := range skip {
+					if !slices.Contains(done, id) && !slices.Contains(notPending, id) {
+						notPending = append(notPending, id)
+					}
+				}
+				// On stderr with --json, whose stdout stays one document.
+				w := g.stdout
+				if asJSON {
+					w = g.stderr
+				}
+				if len(done) > 0 {
+					fmt.Fprintf(w, "skipped outbox row(s) %s: recorded done, never delivered; their events' later rows go out in turn\n", idList(done))
+				}
+				if len(notPending) > 0 {
+					fmt.Fprintf(w, "outbox row(s) %s not pending (unknown, or delivered already): nothing skipped for them\n", idList(notPending))
+				}
+			}
 			var backfilled []int64
 			if backfill {
 				if cfg.GitHub == nil {
@@ -220,6 +257,9 @@ variable named by github.private_key_env).`,
 			if res != nil && len(res.Errors) > 0 {
 				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed or could not be attempted and stay queued (see above)", len(pending))
 			}
+			if len(notPending) > 0 {
+				return fmt.Errorf("--skip: outbox row(s) %s are not pending", idList(notPending))
+			}
 			return nil
 		},
 	}
@@ -228,6 +268,7 @@ variable named by github.private_key_env).`,
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
 	c.Flags().BoolVar(&all, "all", false, "with --dry-run: render every event's issue and comments, not just pending deliveries")
+	c.Flags().Int64SliceVar(&skip, "skip", nil, "give up these pending outbox rows (ids from the listing; repeatable or comma-separated): recorded done without being sent, so their events' later rows go out in turn")
 	c.Flags().BoolVar(&backfill, "backfill", false, "queue an issue for every open event that has none (recorded before the github block was configured); with --send, deliver them now")
 	return c
 }
@@ -246,6 +287,15 @@ func noteUnfiled(ctx context.Context, w io.Writer, check bool, st *storage.DB, f
 		fmt.Fprintf(w, "%d open event(s) have no issue and nothing queued%s: recorded before the github block was configured (or while github.kinds left their kind out), they are never filed on their own; `driftprobe outbox --backfill` queues them.\n", len(ids), eventList(ids))
 	}
 	return nil
+}
+
+// idList is "1, 3" for ids.
+func idList(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, ", ")
 }
 
 // eventList is " (events 1, 3)" for ids, "" for none.
