@@ -23,6 +23,7 @@ type claims struct {
 	db      *storage.DB
 	tid     int64
 	changes []diff.Change
+	status  string // the next run's target status ("": complete)
 }
 
 func newClaims(t *testing.T) *claims {
@@ -72,11 +73,16 @@ func (c *claims) run(as func(i int) answer) {
 	if err := c.db.InsertObservations(ctx, os); err != nil {
 		c.t.Fatal(err)
 	}
-	if err := c.db.FinishRun(ctx, id, storage.RunComplete, []storage.RunTarget{{TargetID: c.tid, Status: storage.TargetComplete}}); err != nil {
+	status := c.status
+	if status == "" {
+		status = storage.TargetComplete
+	}
+	c.status = ""
+	if err := c.db.FinishRun(ctx, id, storage.RunComplete, []storage.RunTarget{{TargetID: c.tid, Status: status}}); err != nil {
 		c.t.Fatal(err)
 	}
 	res, err := diff.Apply(ctx, c.db, diff.Input{RunID: id, CorpusVersion: "1", CorpusHash: "h",
-		Targets: []diff.TargetRun{{ID: c.tid, Name: "a", Provider: "sim", Status: storage.TargetComplete, Observations: os}},
+		Targets: []diff.TargetRun{{ID: c.tid, Name: "a", Provider: "sim", Status: status, Observations: os}},
 		Params:  diff.Params{ConfirmRuns: 2, NondeterministicFlips: 2, WindowRuns: 3, ScoreTolerance: 0.15, Enqueue: func(string) bool { return true }}})
 	if err != nil {
 		c.t.Fatalf("run %d: %v", id, err)
@@ -256,10 +262,11 @@ func TestMarkedProbeThatSettlesIsTold(t *testing.T) {
 	}
 }
 
-// A flip on an unchanged model after the target's own model change is not
-// that model change's doing: it does not join the model_change event, even
-// within the window, but is a policy change of its own.
-func TestPolicyFlipAfterModelChangeIsItsOwnEvent(t *testing.T) {
+// Flips within the window join the open event whatever their own cause: a
+// flip on an unchanged model after the target's own model change joins the
+// model_change (one change, as a provider-wide one would be), and the
+// update says no model change came with it.
+func TestPolicyFlipAfterModelChangeSaysSo(t *testing.T) {
 	m := newMulti(t, "a")
 	round := func(model string, blocked ...int) {
 		t.Helper()
@@ -279,13 +286,196 @@ func TestPolicyFlipAfterModelChangeIsItsOwnEvent(t *testing.T) {
 	round("a|m2", 0, 1)
 	round("a|m2", 0, 1) // run 6: p1 flipped on m2, its baseline held under m2 in runs 3–4
 	evs := m.events()
-	if len(evs) != 2 {
-		t.Fatalf("%d events %+v, want the model change and a policy change", len(evs), evs)
+	if len(evs) != 1 || evs[0].Kind != diff.KindModel || len(evs[0].Probes) != 2 {
+		t.Fatalf("events %+v, want one model_change holding p0 and p1", evs)
 	}
-	if e := evs[0]; e.Kind != diff.KindModel || e.ModelBefore != "a|m1" || e.ModelAfter != "a|m2" || len(e.Probes) != 1 {
-		t.Errorf("event 1: %s %s → %s with %d probes, want model_change a|m1 → a|m2 with p0", e.Kind, e.ModelBefore, e.ModelAfter, len(e.Probes))
+	u := evs[0].Updates[len(evs[0].Updates)-1]
+	if u.Change != diff.ChangeProbesAdded || !strings.Contains(u.Detail, "1 more probe(s) on a: p1") || !strings.Contains(u.Detail, "no model change came with these flips on a") {
+		t.Errorf("p1's update %+v: want it added, saying no model change came with it", u)
 	}
-	if e := evs[1]; e.Kind != diff.KindPolicy || e.ModelBefore != "a|m2" || e.ModelAfter != "a|m2" || len(e.Probes) != 1 || e.Probes[0].ProbeID != "p1" {
-		t.Errorf("event 2: %s %s → %s %+v, want policy_change on a|m2 with p1", e.Kind, e.ModelBefore, e.ModelAfter, e.Probes)
+}
+
+// Regressions found in review of the first version of these fixes.
+
+func p0is(v string) func(int) answer {
+	return func(i int) answer {
+		if i == 0 {
+			return answer{v, "m|fp", -1}
+		}
+		return answer{"allowed|", "m|fp", -1}
+	}
+}
+
+// Scores move with a model upgrade (run 4) while the verdict holds on m2,
+// then the verdict flips on m2: its baseline held under m2, so that is a
+// policy change on m2 — the scores moving with the model do not make the
+// later flip the model change's doing. The same when noisy scores on m2
+// never let the drift confirm.
+func TestFlipAfterScoresMovedWithModelIsPolicy(t *testing.T) {
+	for _, noisy := range []bool{false, true} {
+		c := newClaims(t)
+		last, flipFrom := 6, 5
+		if noisy {
+			last, flipFrom = 16, 15
+		}
+		for run := 1; run <= last; run++ {
+			c.run(func(i int) answer {
+				h := 0.5
+				if noisy && run%2 == 0 {
+					h = 0.9
+				}
+				switch {
+				case run <= 3:
+					return answer{"allowed|", "m1|fp1", 0.10}
+				case run < flipFrom || i != 0:
+					return answer{"allowed|", "m2|fp2", h}
+				}
+				return answer{"blocked_output|violence", "m2|fp2", h}
+			})
+		}
+		for _, e := range c.events() {
+			if e.Kind != diff.KindScoreDrift && e.Kind != diff.KindPolicy {
+				t.Errorf("noisy %v: event %d: %s %s → %s; p0's baseline held under m2: want a policy_change on m2", noisy, e.ID, e.Kind, e.ModelBefore, e.ModelAfter)
+			}
+		}
+	}
+}
+
+// An answer with no scores under the new model does not become the
+// drift's before side.
+func TestDriftBeforeSideSkipsScorelessAnswers(t *testing.T) {
+	c := newClaims(t)
+	for run := 1; run <= 7; run++ {
+		c.run(func(i int) answer {
+			switch {
+			case run <= 3:
+				return answer{"allowed|", "m1|fp1", 0.10}
+			case run == 5:
+				return answer{"allowed|", "m2|fp2", -1}
+			}
+			return answer{"allowed|", "m2|fp2", 0.50}
+		})
+	}
+	evs := c.events()
+	if len(evs) == 0 {
+		t.Fatal("no score drift")
+	}
+	for _, e := range evs {
+		for _, p := range e.Probes {
+			if got := c.hateOf(p.BeforeObs); len(p.ScoreMoves) == 0 || got != p.ScoreMoves[0].Before {
+				t.Errorf("event %d %s: before observation's hate %v, claims from %+v", e.ID, p.ProbeID, got, p.ScoreMoves)
+			}
+		}
+	}
+}
+
+// A drift that began before the model changed names one model; one probe
+// drifting twice within an event's window keeps its row's runs in order.
+func TestDriftRowsNameTheirOwnModelsAndRuns(t *testing.T) {
+	c := newClaims(t)
+	for run := 1; run <= 5; run++ {
+		c.run(func(i int) answer {
+			switch {
+			case run <= 3:
+				return answer{"allowed|", "m1|fp1", 0.10}
+			case run == 4:
+				return answer{"allowed|", "m1|fp1", 0.50}
+			}
+			return answer{"allowed|", "m2|fp2", 0.50}
+		})
+	}
+	for _, e := range c.events() {
+		if e.ModelBefore != "m1|fp1" || e.ModelAfter != "m1|fp1" {
+			t.Errorf("event %d: %s names %s → %s, but the scores moved in run %d under m1|fp1, before the model changed", e.ID, e.Kind, e.ModelBefore, e.ModelAfter, e.FirstRun)
+		}
+	}
+	c = newClaims(t)
+	for run := 1; run <= 13; run++ {
+		h := 0.10
+		if run >= 10 {
+			h = 0.50
+		}
+		if run >= 12 {
+			h = 0.90
+		}
+		c.run(func(i int) answer { return answer{"allowed|", "m|fp", h} })
+	}
+	for _, e := range c.events() {
+		for _, p := range e.Probes {
+			if p.BeforeRun >= p.FirstRun || p.FirstRun != 12 {
+				t.Errorf("event %d %s: before observation from run %d, first run %d (want before 12, first run 12: the latest drift)", e.ID, p.ProbeID, p.BeforeRun, p.FirstRun)
+			}
+		}
+	}
+}
+
+// A marked probe whose change holds long after it was marked updates its
+// nondeterminism event (no second event, no second issue); one going back
+// and forth between the two verdicts it was marked for, in stretches, is
+// the noise it was marked for: nothing told, its row still names the two.
+func TestSettledLongAfterAndStretches(t *testing.T) {
+	marked := []string{"allowed|", "allowed|", "blocked_output|violence", "allowed|", "blocked_output|violence", "allowed|"}
+	c := newClaims(t)
+	for _, v := range marked {
+		c.run(p0is(v))
+	}
+	for range 6 {
+		c.run(p0is("allowed|")) // runs 7–12: past the window
+	}
+	for range 2 {
+		c.run(p0is("blocked_input|hate")) // runs 13–14
+	}
+	if evs := c.events(); len(evs) != 1 || len(evs[0].Updates) != 2 || !strings.Contains(evs[0].Updates[1].Detail, "p0 → blocked_input[hate]") {
+		t.Errorf("events %+v: want nondeterminism event 1 updated with p0's change", evs)
+	}
+
+	c = newClaims(t)
+	for _, v := range marked {
+		c.run(p0is(v))
+	}
+	c.changes = nil
+	for k := range 12 { // runs 7–18: AABBAABB…
+		v := "allowed|"
+		if (k/2)%2 == 1 {
+			v = "blocked_output|violence"
+		}
+		c.run(p0is(v))
+	}
+	if len(c.changes) != 0 {
+		t.Errorf("changes told for back and forth between the marked verdicts: %+v", c.changes)
+	}
+	for _, e := range c.events() {
+		for _, p := range e.Probes {
+			if e.Kind == diff.KindNondeterminism && p.Before.Key() == p.After.Key() {
+				t.Errorf("event %d: %s's row claims it moves between %s and %s", e.ID, p.ProbeID, p.Before, p.After)
+			}
+		}
+	}
+}
+
+// The run before a flip whose answer had the before-verdict's class but
+// other categories (a degraded run, where answers start nothing) is not
+// where the probe held its before-verdict.
+func TestLastRunBeforeComparesCategories(t *testing.T) {
+	c := newClaims(t)
+	for range 3 {
+		c.run(p0is("blocked_output|violence")) // runs 1–3
+	}
+	c.status = storage.TargetDegraded
+	c.run(func(i int) answer { // run 4: degraded; p0 answers another category
+		if i == 0 {
+			return answer{"blocked_output|hate", "m|fp", -1}
+		}
+		return answer{"transient|", "", -1}
+	})
+	for range 2 {
+		c.run(p0is("allowed|")) // runs 5–6
+	}
+	evs := c.events()
+	if len(evs) != 1 || len(evs[0].Probes) != 1 {
+		t.Fatalf("events %+v, want p0's flip", evs)
+	}
+	if p := evs[0].Probes[0]; p.FirstRun != 5 || p.LastRunBefore != 3 {
+		t.Errorf("p0 flipped in run %d, last run before %d: want 5 and 3", p.FirstRun, p.LastRunBefore)
 	}
 }

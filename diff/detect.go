@@ -125,14 +125,21 @@ func (r *Result) EventIDs() []int64 {
 
 // state mirrors a probe_state row.
 type state struct {
-	probeID          string
-	sha              string
-	sinceRun         int64
-	baseline         string
-	baselineRun      int64
-	baselineModel    string
-	baselineObs      int64
-	baselineScores   string
+	probeID        string
+	sha            string
+	sinceRun       int64
+	baseline       string
+	baselineRun    int64
+	baselineModel  string
+	baselineObs    int64
+	baselineScores string
+	// scoresObs and scoresModel: the answer that carries baselineScores and
+	// its model (a score drift's before side: baselineObs and
+	// baselineModel follow the verdict, and move to answers under a new
+	// model whose scores may already have moved); 0 and "" in states
+	// written before format 4.
+	scoresObs        int64
+	scoresModel      string
 	candidate        string
 	candidateRun     int64
 	candidateRuns    int
@@ -141,6 +148,7 @@ type state struct {
 	driftScores      string
 	driftRuns        int
 	driftRun         int64
+	driftModel       string // the model the pending drift's first moved answer came from
 	lastVerdict      string
 	changes          int
 	reverts          int
@@ -434,6 +442,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			st.dirty = true
 			if agree && (st.candidateRuns >= d.p.ConfirmRuns || (d.t.ConfirmSamples > 0 && n-1 >= d.t.ConfirmSamples)) {
 				st.baseline, st.baselineRun, st.baselineModel, st.baselineObs, st.baselineScores = v, run, model, first.ID, scores
+				st.setScores(scores, first.ID, model)
 				st.candidate, st.candidateRun, st.candidateRuns, st.candidateObs = "", 0, 0, 0
 				d.learnCategories(known, v)
 			}
@@ -448,15 +457,13 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			if !agree {
 				revert(st)
 			}
-			if modelChanged(st.baselineModel, model) && !d.scoresMoved(st, scores) {
+			if modelChanged(st.baselineModel, model) {
 				// The baseline held under another model: a later flip is
 				// judged against the model it last held under (a model
 				// change long before a flip is not the flip's cause), and
-				// its evidence cites this answer. Not while the scores
-				// moved with the model: the baseline's model, answer and
-				// scores stay together until the score drift confirms
-				// (its before side is the old model's answer) or the
-				// scores come back.
+				// its evidence cites this answer. (A score drift's before
+				// side stays with the answer carrying the baseline's
+				// scores: scoresObs.)
 				st.baselineModel, st.baselineObs = model, first.ID
 				st.dirty = true
 			}
@@ -521,6 +528,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		}
 		stats.Confirmed++
 		st.baseline, st.baselineRun, st.baselineModel, st.baselineObs, st.baselineScores = v, run, model, first.ID, scores
+		st.setScores(scores, first.ID, model)
 		st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
 		st.driftRuns, st.driftScores = 0, ""
 	}
@@ -776,8 +784,14 @@ func (d *detector) report() error {
 			f := ndFlip(states[pid], byProbe[pid][0], other[pid], run)
 			ndFlips = append(ndFlips, f)
 		}
-		if _, err := d.event(KindNondeterminism, ndFlips, nil, nil, states, false); err != nil {
+		rest, err := d.settleMarked(ndFlips)
+		if err != nil {
 			return err
+		}
+		if len(rest) > 0 {
+			if _, err := d.event(KindNondeterminism, rest, nil, nil, states, false); err != nil {
+				return err
+			}
 		}
 	}
 	if len(drifts) > 0 {
@@ -793,6 +807,44 @@ func (d *detector) report() error {
 	}
 	d.res.Stats = append(d.res.Stats, d.stats)
 	return nil
+}
+
+// settleMarked records the changes that held of probes marked
+// nondeterministic (settled flips) in the open nondeterminism event at
+// this endpoint that holds each probe, however long ago it was marked (not
+// only within the window), and returns the flips left for event.
+func (d *detector) settleMarked(flips []flip) ([]flip, error) {
+	var rest []flip
+	byEvent := map[int64][]flip{}
+	var eids []int64
+	for _, f := range flips {
+		if !f.settled {
+			rest = append(rest, f)
+			continue
+		}
+		var eid int64
+		err := d.tx.QueryRowContext(d.ctx, `SELECT ep.event_id FROM event_probes ep JOIN events e ON e.id = ep.event_id
+			WHERE ep.target_id = ? AND ep.probe_id = ? AND e.kind = '`+KindNondeterminism+`' AND e.status = 'open' AND `+sameOrigin+` ORDER BY ep.event_id DESC LIMIT 1`,
+			d.t.ID, f.probeID, d.origin, d.origin).Scan(&eid)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			rest = append(rest, f)
+		case err != nil:
+			return nil, err
+		default:
+			if byEvent[eid] == nil {
+				eids = append(eids, eid)
+			}
+			byEvent[eid] = append(byEvent[eid], f)
+		}
+	}
+	sort.Slice(eids, func(a, b int) bool { return eids[a] < eids[b] })
+	for _, eid := range eids {
+		if err := d.merge(eid, ChangeProbesAdded, 0, KindNondeterminism, byEvent[eid], nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
 }
 
 // ndFlip is the event_probes row of a probe marked nondeterministic in
@@ -836,9 +888,19 @@ func flipRate(st *state, run int64) float64 {
 }
 
 // scoreDrift tracks scores on an unchanged verdict; model is the one o
-// was answered under (the target's, when o names none).
+// was answered under (the target's, when o names none). A confirmed
+// drift's before side is the answer that carries the scores it moved from
+// (scoresObs, under scoresModel), its after side o, under the model its
+// first moved answer came from: both models when the scores moved with a
+// model change.
 func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model string, out *[]flip) error {
 	if scores == "" || scores == st.baselineScores {
+		if scores != "" && st.scoresObs != o.ID {
+			// The latest answer carrying exactly the baseline's scores
+			// (under the model it names now) is what a drift moves from.
+			st.setScores(scores, o.ID, model)
+			st.dirty = true
+		}
 		if st.driftRuns != 0 {
 			st.driftRuns, st.driftScores, st.dirty = 0, "", true
 		}
@@ -846,6 +908,7 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 	}
 	if st.baselineScores == "" {
 		st.baselineScores, st.dirty = scores, true
+		st.setScores(scores, o.ID, model)
 		return nil
 	}
 	if maxScoreDelta(st.baselineScores, scores) <= d.p.ScoreTolerance {
@@ -855,27 +918,34 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		return nil
 	}
 	if st.driftRuns == 0 || maxScoreDelta(st.driftScores, scores) > d.p.ScoreTolerance {
-		st.driftRuns, st.driftRun = 0, d.in.RunID
+		st.driftRuns, st.driftRun, st.driftModel = 0, d.in.RunID, model
 	}
 	st.driftRuns++
 	st.driftScores, st.dirty = scores, true
 	if st.driftRuns >= d.p.ConfirmRuns {
-		*out = append(*out, flip{probeID: st.probeID, sha: st.sha, before: st.baseline, after: st.baseline, beforeObs: st.baselineObs,
-			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.baselineModel, modelAfter: model,
-			scores: st.baselineScores + " -> " + scores, moves: scoreMoves(st.baselineScores, scores, d.p.ScoreTolerance)})
-		// The new scores are the baseline's now, and so are the answer
-		// that carries them and its model: a later drift's before side
-		// shows the scores it moved from.
+		f := flip{probeID: st.probeID, sha: st.sha, before: st.baseline, after: st.baseline, beforeObs: st.scoresObs,
+			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.scoresModel, modelAfter: st.driftModel,
+			scores: st.baselineScores + " -> " + scores, moves: scoreMoves(st.baselineScores, scores, d.p.ScoreTolerance)}
+		if f.beforeObs == 0 || f.modelBefore == "" {
+			// A state written before format 4: the baseline's answer.
+			f.beforeObs, f.modelBefore = st.baselineObs, st.baselineModel
+		}
+		if f.modelAfter == "" {
+			f.modelAfter = model
+		}
+		*out = append(*out, f)
 		st.baselineScores, st.driftRuns, st.driftScores = scores, 0, ""
-		st.baselineModel, st.baselineObs = model, o.ID
+		st.setScores(scores, o.ID, model)
 	}
 	return nil
 }
 
-// scoresMoved reports whether scores moved beyond the tolerance from the
-// scores st's baseline holds (false when either side has none).
-func (d *detector) scoresMoved(st *state, scores string) bool {
-	return scores != "" && st.baselineScores != "" && maxScoreDelta(st.baselineScores, scores) > d.p.ScoreTolerance
+// setScores records the answer (obs, under model) that carries the
+// baseline's scores, when it carries any.
+func (st *state) setScores(scores string, obs int64, model string) {
+	if scores != "" {
+		st.scoresObs, st.scoresModel = obs, model
+	}
 }
 
 // learnCategories records the categories of a verdict key as seen.
@@ -954,15 +1024,6 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 		}
 		return mine, back
 	}
-	// The flips that do not flip back go on to policyEvents as one kind;
-	// the window event they will extend is the one of that kind.
-	var ahead []flip
-	for _, f := range flips {
-		if _, back := isBack(f); !back {
-			ahead = append(ahead, f)
-		}
-	}
-	aheadKind := flipsKind(ahead)
 	var rest []flip
 	closed := map[int64][]leaving{}
 	window, windowRead := int64(0), false
@@ -985,7 +1046,7 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 					continue
 				}
 				if !windowRead {
-					if window, err = d.windowEvent(aheadKind); err != nil {
+					if window, err = d.windowEvent(policyFamily); err != nil {
 						return nil, err
 					}
 					windowRead = true
@@ -1312,31 +1373,19 @@ const sameOrigin = `(? = '' OR ep.origin IN (?, ''))`
 
 const windowSQL = `e.last_run >= ? AND (SELECT MAX(ep.confirmed_run) FROM event_probes ep WHERE ep.event_id = e.id AND ep.withdrawn = 0) >= ?`
 
-// windowEvent returns the target's open event inside the window
-// (windowSQL) that its flips of kind extend, 0 when none: the latest of
-// that kind. Policy and model flips extend either kind, with two rules:
-// policy flips (no model change came with them) never extend a
-// model_change that this target's own model change made one (the first
-// update of kind model_change names its target; the opener's when none
-// does): a model change their baselines held under is not their cause.
-// Model flips extend the latest model_change first (a policy_change they
-// extend becomes one).
-func (d *detector) windowEvent(kind string) (int64, error) {
-	kindsIn, extra, order := "'"+kind+"'", "", "e.id DESC"
-	switch kind {
-	case KindPolicy:
-		kindsIn = policyFamily
-		extra = ` AND NOT (e.kind = '` + KindModel + `' AND COALESCE((SELECT u.target_id FROM event_updates u WHERE u.event_id = e.id AND u.kind = '` + KindModel + `' ORDER BY u.id LIMIT 1), e.target_id) = et.target_id)`
-	case KindModel:
-		kindsIn, order = policyFamily, `e.kind = '`+KindModel+`' DESC, e.id DESC`
-	}
+// windowEvent returns the target's latest open event of the kinds in
+// kindsIn (an SQL list) inside the window (windowSQL), 0 when none: the
+// event its flips of those kinds extend. Policy and model flips extend
+// either kind (policyFamily): flips within the window are one change, and
+// a model change that came with any of them makes it a model_change.
+func (d *detector) windowEvent(kindsIn string) (int64, error) {
 	since := d.in.RunID - int64(d.p.WindowRuns)
 	var eid int64
 	// Only an event this target's changes at this endpoint are in (its
 	// rows there): a change at another endpoint is another change.
 	err := d.tx.QueryRowContext(d.ctx, `SELECT e.id FROM events e JOIN event_targets et ON et.event_id = e.id
 		WHERE et.target_id = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND `+windowSQL+`
-		AND EXISTS (SELECT 1 FROM event_probes ep WHERE ep.event_id = e.id AND ep.target_id = et.target_id AND `+sameOrigin+`)`+extra+` ORDER BY `+order+` LIMIT 1`,
+		AND EXISTS (SELECT 1 FROM event_probes ep WHERE ep.event_id = e.id AND ep.target_id = et.target_id AND `+sameOrigin+`) ORDER BY e.id DESC LIMIT 1`,
 		d.t.ID, since, since, d.origin, d.origin).Scan(&eid)
 	if err == sql.ErrNoRows {
 		return 0, nil
@@ -1355,7 +1404,7 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 		in = policyFamily
 	}
 	// 1. An open event on this target within the window.
-	eid, err := d.windowEvent(kind)
+	eid, err := d.windowEvent(in)
 	if err != nil || (eid == 0 && extendOnly) {
 		return false, err
 	}
@@ -1383,24 +1432,35 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	run := d.in.RunID
 	// Probes of this target the event has already (a probe that moved
 	// again, a nondeterministic one marked again) are not "more probes".
-	had := map[string]bool{}
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT probe_id FROM event_probes WHERE event_id = ? AND target_id = ?`, eid, d.t.ID)
+	had := map[string][2]string{} // probe -> its row's before and after
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT probe_id, before, after FROM event_probes WHERE event_id = ? AND target_id = ?`, eid, d.t.ID)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
-		var pid string
-		if err := rows.Scan(&pid); err != nil {
+		var pid, b, a string
+		if err := rows.Scan(&pid, &b, &a); err != nil {
 			rows.Close()
 			return err
 		}
-		had[pid] = true
+		had[pid] = [2]string{b, a}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	// news: a marked probe's change that held is news only at a verdict
+	// it was not going back and forth with (its row's baseline and
+	// latest); moving between those is the noise it was marked for, and
+	// leaves its row naming the two.
+	news := func(f flip) bool {
+		row, ok := had[f.probeID]
+		return !ok || !f.settled || (f.after != row[0] && f.after != row[1])
+	}
 	for _, f := range flips {
+		if !news(f) {
+			continue
+		}
 		if err := d.addProbe(eid, f); err != nil {
 			return err
 		}
@@ -1455,10 +1515,13 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	}
 	var added, again, settled []string
 	for _, f := range flips {
+		_, ok := had[f.probeID]
 		switch {
-		case had[f.probeID] && f.settled:
-			settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
-		case had[f.probeID]:
+		case ok && f.settled:
+			if news(f) {
+				settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
+			}
+		case ok:
 			again = append(again, f.probeID)
 		default:
 			added = append(added, f.probeID)
@@ -1474,6 +1537,11 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	}
 	if len(again) > 0 {
 		parts = append(parts, fmt.Sprintf("%d probe(s) on %s changed again: %s", len(again), d.t.Name, strings.Join(again, ", ")))
+	}
+	if kind == KindPolicy && oldKind == KindModel && len(added)+len(again) > 0 {
+		// Flips within the window join the event, whatever their own
+		// cause: these came with no model change of their own.
+		parts = append(parts, fmt.Sprintf("no model change came with these flips on %s (their baselines held under the model they flipped on)", d.t.Name))
 	}
 	if len(settled) > 0 {
 		// A marked probe that changed and held: still no evidence of a
@@ -1640,7 +1708,8 @@ func (d *detector) addProbe(eid int64, f flip) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0, withdrawn = 0,
 			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END, origin = excluded.origin,
-			before_obs = CASE WHEN excluded.score_moves != '' THEN excluded.before_obs ELSE before_obs END`,
+			before_obs = CASE WHEN excluded.score_moves != '' THEN excluded.before_obs ELSE before_obs END,
+			first_run = CASE WHEN excluded.score_moves != '' THEN excluded.first_run ELSE first_run END`,
 		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves, d.origin)
 	return err
 }

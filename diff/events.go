@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -199,22 +200,39 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	}
 	rows.Close()
 	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn,
-		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0), ep.target_id
+		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0), ep.target_id,
+		COALESCE((SELECT rt.run_id || '|' || o.categories FROM run_targets rt
+			JOIN observations o ON o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.probe_id = ep.probe_id AND o.sample = 0 AND o.request_sha256 = ep.request_sha256
+			WHERE rt.target_id = ep.target_id AND rt.run_id >= (SELECT b.run_id FROM observations b WHERE b.id = ep.before_obs) AND rt.run_id < ep.first_run
+				AND (ep.origin = '' OR rt.origin IN (ep.origin, '')) AND o.class = substr(ep.before, 1, instr(ep.before, '|') - 1)
+			ORDER BY rt.run_id DESC LIMIT 1), '')
 		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id = ? ORDER BY t.name, ep.probe_id`, e.ID)
 	if err != nil {
 		return err
 	}
 	var targetIDs []int64
+	var slow []int // probes whose last run before needs lastRunBefore
 	for rows.Next() {
 		var p EventProbe
-		var b, a, moves string
+		var b, a, moves, last string
 		var tid int64
-		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun, &tid); err != nil {
+		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun, &tid, &last); err != nil {
 			rows.Close()
 			return err
 		}
 		p.Before, p.After, p.Reverted = ParseKey(b), ParseKey(a), p.RevertedRun != 0
 		p.ScoreMoves = parseScoreMoves(moves)
+		// The query found the latest run at the endpoint whose answer
+		// had the before-verdict's class; its categories are compared
+		// here (stored as the adapter listed them). When they differ
+		// (a blip within the class), the runs are walked one by one.
+		if run, cats, ok := strings.Cut(last, "|"); ok {
+			if VerdictOf(probes.Result{Class: p.Before.Class, Categories: splitList(cats)}).Key() == p.Before.Key() {
+				p.LastRunBefore, _ = strconv.ParseInt(run, 10, 64)
+			} else {
+				slow = append(slow, len(e.Probes))
+			}
+		}
 		e.Probes = append(e.Probes, p)
 		targetIDs = append(targetIDs, tid)
 	}
@@ -222,7 +240,7 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for i := range e.Probes {
+	for _, i := range slow {
 		if err := lastRunBefore(ctx, db, targetIDs[i], &e.Probes[i]); err != nil {
 			return err
 		}

@@ -13,7 +13,8 @@ import (
 // keep working (see storage.PruneOptions).
 type Pins struct {
 	// Observations referenced by events (each flip's before and after) and
-	// by detection state (each probe's baseline and pending candidate,
+	// by detection state (each probe's baseline, the answer carrying its
+	// baseline's scores, and its pending candidate,
 	// probes absent from the corpus included: restored, they are compared
 	// with that baseline): a future event's "before" is today's baseline
 	// observation.
@@ -43,7 +44,7 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 			return p, fmt.Errorf("pins: target %d: %w", t, err)
 		}
 		for _, s := range states {
-			obs = append(obs, s.baselineObs, s.candidateObs)
+			obs = append(obs, s.baselineObs, s.candidateObs, s.scoresObs)
 		}
 	}
 	// States parked at endpoints a target moved away from resume on its
@@ -63,7 +64,7 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 			return p, fmt.Errorf("pins: parked state: %w", err)
 		}
 		for _, s := range states {
-			obs = append(obs, s.baselineObs, s.candidateObs)
+			obs = append(obs, s.baselineObs, s.candidateObs, s.scoresObs)
 		}
 	}
 	if err := rows.Err(); err != nil {

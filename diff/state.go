@@ -30,7 +30,10 @@ type State struct {
 // fields in a fixed order: strings as uvarint indexes into the table,
 // integers as varints. Interning keeps a 10,000-probe target near 0.5 MB.
 // Format 3 adds each probe's last revert run and previous candidate at
-// the end (format 2 blobs read with 0 and "" there).
+// the end (format 2 blobs read with 0 and "" there). Format 4 adds, after
+// those, the answer carrying the baseline's scores and its model, and the
+// model a pending score drift began under (format 2 and 3 blobs read with
+// 0 and "": a drift then cites the baseline's answer, as before).
 //
 // Probes absent from the corpus (removed by a version bump) keep their
 // state, so that a probe restored with the same request bytes is compared
@@ -40,7 +43,7 @@ type State struct {
 // is absent when no probe is; a decoder that stops after the probe list
 // (driftprobe before it kept absent probes) reads the blob as before and
 // simply drops them, as it always did, so the format byte stays 3.
-const stateFormat = 3
+const stateFormat = 4
 
 func encodeStates(states map[string]*state) []byte {
 	var ids, gone []string
@@ -101,6 +104,9 @@ func encodeStates(states map[string]*state) []byte {
 		num(nd)
 		num(st.lastRevertRun)
 		ref(st.prevCandidate)
+		num(st.scoresObs)
+		ref(st.scoresModel)
+		ref(st.driftModel)
 	}
 	body = binary.AppendUvarint(body, uint64(len(ids)))
 	for _, id := range ids {
@@ -140,7 +146,7 @@ func decodeStatesAs(b []byte, absent bool) (map[string]*state, error) {
 		return map[string]*state{}, nil
 	}
 	format := b[0]
-	if format != 2 && format != stateFormat {
+	if format < 2 || format > stateFormat {
 		return nil, fmt.Errorf("%w: format %d", errCorruptState, b[0])
 	}
 	b = b[1:]
@@ -234,6 +240,11 @@ func decodeStatesAs(b []byte, absent bool) (map[string]*state, error) {
 		if format >= 3 {
 			st.lastRevertRun = num()
 			st.prevCandidate = ref()
+		}
+		if format >= 4 {
+			st.scoresObs = num()
+			st.scoresModel = ref()
+			st.driftModel = ref()
 		}
 		return st
 	}
@@ -505,7 +516,8 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 
 // CheckCitations returns a message for every observation that an event
 // (a flip's before or after answer) or a detection state (a probe's
-// baseline or pending candidate, parked states included) cites and the
+// baseline, the answer carrying its scores, or its pending candidate,
+// parked states included) cites and the
 // database lacks. Retention never deletes these (they are its pins), so a
 // missing one was deleted outside driftprobe or lost to damage: the
 // event's evidence does not verify, or the next flip's evidence would cite
@@ -594,8 +606,10 @@ func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
 			sort.Strings(ids)
 			for _, id := range ids {
 				st := states[id]
-				for _, x := range []cite{{id, "baseline", st.baselineObs}, {id, "candidate", st.candidateObs}} {
-					if x.obs > 0 {
+				seen := map[int64]bool{}
+				for _, x := range []cite{{id, "baseline", st.baselineObs}, {id, "candidate", st.candidateObs}, {id, "score baseline", st.scoresObs}} {
+					if x.obs > 0 && !seen[x.obs] { // one answer in two roles is named once
+						seen[x.obs] = true
 						cites = append(cites, x)
 						where = append(where, w)
 					}
@@ -612,8 +626,12 @@ func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
 				return out, err
 			}
 			if !ok {
-				add(fmt.Sprintf("%s: probe %s's %s observation %d is not in the database (retention keeps it: deleted outside driftprobe, or lost to damage); the evidence of the probe's next flip would cite nothing",
-					where[i], x.probe, x.what, x.obs))
+				next := "flip"
+				if x.what == "score baseline" {
+					next = "score drift"
+				}
+				add(fmt.Sprintf("%s: probe %s's %s observation %d is not in the database (retention keeps it: deleted outside driftprobe, or lost to damage); the evidence of the probe's next %s would cite nothing",
+					where[i], x.probe, x.what, x.obs, next))
 			}
 		}
 	}

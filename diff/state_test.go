@@ -21,7 +21,9 @@ func TestStateRoundTrip(t *testing.T) {
 		in[id] = &state{probeID: id, sha: sha, sinceRun: int64(i), baseline: "allowed|", baselineRun: 3, baselineModel: "m|fp",
 			baselineObs: int64(i * 100), baselineScores: "a=0.1;b=0.2", candidate: []string{"", "blocked_input|hate,violence"}[i%2],
 			candidateRun: 9, candidateRuns: i % 3, candidateModel: "m|fp2", candidateObs: -1, driftScores: "", driftRuns: 1, driftRun: 8,
-			lastVerdict: "blocked_output|hate", changes: i, reverts: i / 2, nondeterministic: i%3 == 0}
+			lastVerdict: "blocked_output|hate", changes: i, reverts: i / 2, nondeterministic: i%3 == 0,
+			lastRevertRun: int64(i % 4), prevCandidate: []string{"", "allowed|"}[i%2],
+			scoresObs: int64(i*100 - 7), scoresModel: []string{"m|fp", "m0|fp0"}[i%2], driftModel: []string{"", "m|fp2"}[i%2]}
 	}
 	out, err := decodeStates(encodeStates(in))
 	if err != nil {
@@ -34,6 +36,31 @@ func TestStateRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(out[id], st) {
 			t.Fatalf("%s: got %+v\nwant %+v", id, out[id], st)
 		}
+	}
+}
+
+// A format 3 blob (written before the score baseline's answer was kept)
+// reads with none: its fields are the format 4 ones less the three at the
+// end of each probe.
+func TestFormat3StatesRead(t *testing.T) {
+	st := &state{probeID: "p", sha: fmt.Sprintf("%064x", 1), baseline: "allowed|", baselineModel: "m|fp", baselineObs: 5, baselineScores: "a=0.1",
+		lastVerdict: "allowed|", lastRevertRun: 2, prevCandidate: "x|"}
+	b := encodeStates(map[string]*state{"p": st})
+	// The same blob in format 3: the format byte, and each probe without
+	// the last three fields (here 0, "" and "": one byte each, a varint
+	// and two indexes into the small string table).
+	three := append([]byte(nil), b[:len(b)-3]...)
+	three[0] = 3
+	if b[0] != 4 {
+		t.Fatalf("format byte %d, want 4", b[0])
+	}
+	got, err := decodeStates(three)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *st
+	if g := got["p"]; g == nil || !reflect.DeepEqual(*g, want) {
+		t.Fatalf("format 3 blob read as %+v, want %+v", got["p"], want)
 	}
 }
 

@@ -398,3 +398,35 @@ targets:
 		t.Fatalf("before side citing the after answer: all_verified %v, problems %q (want one starting %q)", rec.AllVerified, ps, want)
 	}
 }
+
+// A format-3 record (written before scores were checked) of a score drift
+// whose before side already carried the new score still verifies: its
+// writer did not check scores, and the file is what it was.
+func TestFormat3ScoreDriftStillVerifies(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim: {policies: [{from_run: 4, score_shift: {privacy: -0.2}}]}
+`)
+	e.Runs(6)
+	ev := eventOfKind(t, e, diff.KindScoreDrift)
+	ep := ev.Probes[0]
+	exec(t, e, `UPDATE event_probes SET before_obs = after_obs WHERE event_id = ? AND probe_id = ?`, ev.ID, ep.ProbeID)
+	rec := build(t, e, ev.ID)
+	if rec.AllVerified {
+		t.Fatal("format 4: a before side carrying the after score verifies")
+	}
+	rec.Format = evidence.FormatV3
+	rec.AllVerified = len(rec.Problems()) == 0
+	if err := rec.Rehash(); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.AllVerified {
+		t.Fatalf("format 3 problems: %q", rec.Problems())
+	}
+	if _, err := evidence.VerifyJSON(writeLikeTheCLI(t, rec)); err != nil {
+		t.Errorf("format 3 record: %v", err)
+	}
+}

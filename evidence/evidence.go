@@ -62,8 +62,15 @@ import (
 // (verdict_matches_event) and counts an observation the event cites but the
 // database lacks as a problem (before_problem, after_problem).
 // Format 3 adds each observation's origin (the endpoint its run answered
-// at) and the problem of a flip answered at two endpoints.
-const Format = "driftprobe-evidence/3"
+// at) and the problem of a flip answered at two endpoints. Format 4 adds
+// the check of a score drift's cited answers against the scores it claims
+// moved.
+const Format = "driftprobe-evidence/4"
+
+// FormatV3 is format 4 without the score check: Verify reads it as format
+// 4 and does not check scores (its writer did not, and score drifts
+// recorded then could cite an answer that already carried the new score).
+const FormatV3 = "driftprobe-evidence/3"
 
 // FormatV2 is format 3 without origins: Verify reads it as format 3 (a
 // record written before origins were kept has none to check).
@@ -711,7 +718,7 @@ func (r *Record) claimProblems() []string {
 				out = append(out, fmt.Sprintf("%s: %s observation %d (run %d) recorded verdict %s, but the event claims %s %s",
 					name, s.name, s.o.ID, s.o.RunID, s.o.Verdict, s.name, v))
 			}
-			if s.o != nil {
+			if s.o != nil && r.Format == Format {
 				out = append(out, scoreProblems(name, s.name, s.o, ep.ScoreMoves)...)
 			}
 		}
@@ -894,8 +901,8 @@ func isRecord(r *Record) error {
 	switch {
 	case r.Format == "":
 		return &NotRecordError{fmt.Sprintf("no \"format\": %q", Format)}
-	case r.Format != Format && r.Format != FormatV2 && r.Format != FormatV1:
-		return &NotRecordError{fmt.Sprintf("format %q, want %q (or %q, %q)", r.Format, Format, FormatV2, FormatV1)}
+	case r.Format != Format && r.Format != FormatV3 && r.Format != FormatV2 && r.Format != FormatV1:
+		return &NotRecordError{fmt.Sprintf("format %q, want %q (or %q, %q, %q)", r.Format, Format, FormatV3, FormatV2, FormatV1)}
 	case r.Event == nil:
 		return &NotRecordError{"no event"}
 	case r.SHA256 == "":
