@@ -55,7 +55,25 @@ type Flip struct {
 	Tags          []string // the probe's corpus tags
 	Before, After Verdict
 	FirstRun      int64 // the run in which the new verdict was first seen
-	RevertedRun   int64 // the run in which it flipped back (0: it did not)
+	// LastRunBefore is the last run before FirstRun in which the probe, on
+	// the same request bytes and at the endpoint of the flip, answered its
+	// Before verdict (diff.EventProbe.LastRunBefore): the flip's window
+	// opens there. 0 when unknown.
+	LastRunBefore int64
+	// BeforeRun is the run of the answer the probe's baseline rests on
+	// (diff.EventProbe.BeforeRun): where the window opens when
+	// LastRunBefore is unknown. 0 when unknown.
+	BeforeRun   int64
+	RevertedRun int64 // the run in which it left the event (0: it did not)
+	// Withdrawn: detection withdrew the flip in RevertedRun because the
+	// probe was marked nondeterministic. A withdrawn flip is no evidence
+	// of anything: neither the flip nor its withdrawal counts.
+	Withdrawn bool
+	// MovedOn: the probe left the event in RevertedRun without flipping
+	// back to Before (its verdict moved on). The flip still counts for its
+	// own window; leaving is no flip back (the move on is a flip of its
+	// own, recorded by the event that holds it).
+	MovedOn bool
 	// ScoreDirs, for a score_drift flip (Before and After are the same
 	// verdict), maps each normalized category whose scores moved to the
 	// way they moved: Up, Down, or "" when they moved both ways. Nil when
@@ -230,21 +248,42 @@ func (a *attributor) complete(i int, target string) bool {
 	return !r.Aborted && r.Targets[target] == StatusComplete
 }
 
-// window is the span of production times a flip seen first in run id on
-// target explains: from the start of the target's last complete run that
-// still had the old verdict (back further for a revert) to the start of
-// run id, widened by tol on each side.
-func (a *attributor) window(target string, id int64, revert bool, tol time.Duration) (time.Time, time.Time, bool) {
+// window is the span of production times a flip explains, widened by
+// tol on each side. For the flip itself (revert false): from the start of
+// the last run in which the probe answered its old verdict
+// (Flip.LastRunBefore; Flip.BeforeRun when that is unknown; else the
+// target's last complete run before the flip) to the start of the run
+// that first saw the new verdict. For its revert (revert true): from the
+// start of the confirm_runs-th complete run of the target before the run
+// that recorded the revert to the start of that run.
+func (a *attributor) window(target string, f *Flip, revert bool, tol time.Duration) (time.Time, time.Time, bool) {
+	id := f.FirstRun
+	if revert {
+		id = f.RevertedRun
+	}
 	i, ok := a.runs[id]
 	if !ok {
 		return time.Time{}, time.Time{}, false
 	}
 	hi := a.h.Runs[i].StartedAt
-	lo := hi
+	if !revert {
+		if j, ok := a.beforeRun(f); ok {
+			return a.h.Runs[j].StartedAt.Add(-tol), hi.Add(tol), true
+		}
+	}
 	back := 1
 	if revert {
 		back = a.confirm
 	}
+	lo := a.completeBefore(target, i, back)
+	return lo.Add(-tol), hi.Add(tol), true
+}
+
+// completeBefore returns the start of the back-th complete run of target
+// before run h.Runs[i] (of the earliest there is when there are fewer;
+// run i's own start when there is none).
+func (a *attributor) completeBefore(target string, i, back int) time.Time {
+	lo := a.h.Runs[i].StartedAt
 	idx := a.runsOf[target]
 	pos := sort.SearchInts(idx, i)
 	for j := pos - 1; j >= 0 && back > 0; j-- {
@@ -253,7 +292,35 @@ func (a *attributor) window(target string, id int64, revert bool, tol time.Durat
 			back--
 		}
 	}
-	return lo.Add(-tol), hi.Add(tol), true
+	return lo
+}
+
+// openedEarly returns the run flip f's window opens at when that is
+// earlier than the target's last complete run before the flip (the probe
+// had no verdict in the runs between), else 0.
+func (a *attributor) openedEarly(target string, f *Flip) int64 {
+	j, ok := a.beforeRun(f)
+	i, ok2 := a.runs[f.FirstRun]
+	if !ok || !ok2 || !a.h.Runs[j].StartedAt.Before(a.completeBefore(target, i, 1)) {
+		return 0
+	}
+	return a.h.Runs[j].ID
+}
+
+// beforeRun returns the index in h.Runs of the run in which flip f's probe
+// is known to have answered its old verdict last (Flip.LastRunBefore, else
+// Flip.BeforeRun), and false when neither is a stored run before the
+// flip's.
+func (a *attributor) beforeRun(f *Flip) (int, bool) {
+	for _, id := range []int64{f.LastRunBefore, f.BeforeRun} {
+		if id <= 0 || id >= f.FirstRun {
+			continue
+		}
+		if j, ok := a.runs[id]; ok {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // eventMatch is what one event says about a change. A flip is "in the
@@ -275,6 +342,10 @@ type eventMatch struct {
 	covers bool
 	// lo, hi: the window of the matching flip of firstRun.
 	lo, hi time.Time
+	// opened: the earliest run a matching flip's window opened at, when
+	// earlier than the target's last complete run before the flip (its
+	// probe had no verdict in the runs between); 0: none did.
+	opened int64
 }
 
 func has(list []string, s string) bool {
@@ -354,14 +425,11 @@ func touches(f *Flip, c string) bool {
 func (a *attributor) match(e *Event, target string, c Change, tol time.Duration) eventMatch {
 	m := eventMatch{ev: e}
 	var flips []*Flip
-	for i := range e.Flips {
-		if e.Flips[i].Target == target {
-			flips = append(flips, &e.Flips[i])
-		}
-	}
-	if len(flips) == 0 { // listed without probes of its own: use the event's
-		for i := range e.Flips {
-			flips = append(flips, &e.Flips[i])
+	for _, f := range a.flipsOn(e, target) {
+		// A flip detection withdrew (its probe was marked
+		// nondeterministic) is no evidence, nor is its withdrawal.
+		if !f.Withdrawn {
+			flips = append(flips, f)
 		}
 	}
 	other := map[string]bool{}
@@ -371,11 +439,13 @@ func (a *attributor) match(e *Event, target string, c Change, tol time.Duration)
 			revert bool
 		}
 		sides := []side{{f.FirstRun, false}}
-		if f.RevertedRun != 0 {
+		// A probe that moved on did not flip back: its leaving is no
+		// flip the other way (where its verdict went is another row's).
+		if f.RevertedRun != 0 && !f.MovedOn {
 			sides = append(sides, side{f.RevertedRun, true})
 		}
 		for _, sd := range sides {
-			lo, hi, ok := a.window(target, sd.run, sd.revert, tol)
+			lo, hi, ok := a.window(target, f, sd.revert, tol)
 			if !ok || c.At.Before(lo) || c.From.After(hi) {
 				continue
 			}
@@ -403,6 +473,9 @@ func (a *attributor) match(e *Event, target string, c Change, tol time.Duration)
 				m.same++
 				if m.firstRun == 0 || sd.run < m.firstRun {
 					m.firstRun, m.revert, m.lo, m.hi = sd.run, sd.revert, lo, hi
+				}
+				if o := a.openedEarly(target, f); !sd.revert && o != 0 && (m.opened == 0 || o < m.opened) {
+					m.opened = o
 				}
 				if !c.From.Before(lo) && !c.At.After(hi) {
 					m.covers = true
@@ -504,13 +577,19 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 			if m.revert {
 				from = "reverting, confirmed in run"
 			}
+			started := rfc3339(r.StartedAt)
+			if m.opened != 0 {
+				// The probe had no verdict in the runs just before: its
+				// window opens where it last answered the old verdict.
+				started += fmt.Sprintf("; last seen with the old verdict in run %d, started %s", m.opened, rfc3339(a.h.Runs[a.runs[m.opened]].StartedAt))
+			}
 			if m.ev.Kind == KindScoreDrift {
 				parts = append(parts, fmt.Sprintf("event %d (%s, %s%s) moved the scores of %d probe(s) on %s %s, on identical probe bytes and without a verdict flip, %s %d (started %s)",
-					m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, c.Direction, from, m.firstRun, rfc3339(r.StartedAt)))
+					m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, c.Direction, from, m.firstRun, started))
 				continue
 			}
 			parts = append(parts, fmt.Sprintf("event %d (%s, %s%s) flipped %d probe(s) on %s %s %s %d (started %s)",
-				m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, wayOf(c.Direction), from, m.firstRun, rfc3339(r.StartedAt)))
+				m.ev.ID, m.ev.Kind, m.ev.Direction, note, m.same, c.Target, wayOf(c.Direction), from, m.firstRun, started))
 		}
 		return strings.Join(parts, "; ")
 	}
@@ -578,7 +657,7 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 			cr.RunsAfter, c.Target, end.UTC().Format(time.RFC3339), a.confirm)
 	}
 	// "Held still" is checked, not assumed: see attributor.stillness.
-	st := a.stillness(c, start, end)
+	st := a.stillness(c, start, end, tol)
 	if st.unstable() {
 		reason, evs := describeUnstable(st, c)
 		cr.Events = append(cr.Events, evs...)

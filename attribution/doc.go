@@ -33,10 +33,13 @@
 // verdict naming it; every probe for all blocks) is unstable when a
 // nondeterminism event marks it within the compared runs, when samples of
 // one run disagree on the same bytes, or when its verdicts in two
-// consecutive compared runs differ on the same request bytes and no
-// confirmed flip of that probe (an event other than nondeterminism: first
-// seen in the later run, or a revert whose window holds it) explains the
-// change. One unstable probe makes the change inconclusive: a probe that
+// consecutive compared runs in which it answered differ on the same
+// request bytes and no confirmed flip of that probe (an event other than
+// nondeterminism, not withdrawn: first seen in the later run, or a revert
+// that is not a move on whose window holds it) explains the change with a
+// window that reaches back to the earlier run (a probe with no verdict in
+// the runs between did not hold still there, unless the span between its
+// answers, widened by the tolerance, misses the change). One unstable probe makes the change inconclusive: a probe that
 // flips at random cannot show that the provider held still. With per-run
 // verdicts read (History.Verdicts, LoadVerdicts), traffic also needs a
 // witness: a probe whose verdict on the same bytes was identical from a
@@ -65,9 +68,11 @@
 // reason.
 //
 // Windows: a flip first seen in run R on target T has the window
-// [start of T's last complete run before R − tolerance, start of R + tolerance]:
-// the provider changed somewhere between the last run that still saw the
-// old verdict and the run that saw the new one, and production is only
+// [start of the last run in which its probe answered the old verdict −
+// tolerance, start of R + tolerance] (Flip.LastRunBefore; Flip.BeforeRun
+// when that is unknown; else T's last complete run before R): the
+// provider changed somewhere between the last run that still saw the old
+// verdict and the run that saw the new one, and production is only
 // resolved to its interval. The flip is "in the window" of a production
 // change when its window meets the change's span; a matching flip
 // explains the change (provider) only when its window holds the whole
@@ -75,7 +80,10 @@
 // when they started before From, after it from At on; runs inside the
 // span count on neither side. A revert recorded in run R is treated as a flip
 // in the opposite direction whose earliest start is confirm_runs runs of T
-// before R. The tolerance defaults to twice the series' step (the
+// before R. Withdrawn flips (Flip.Withdrawn: the probe was marked
+// nondeterministic) count for nothing; a flip whose probe moved on
+// (Flip.MovedOn) counts for its own window, and its leaving is no revert.
+// The tolerance defaults to twice the series' step (the
 // Prometheus --step, or the median spacing of the series' JSONL points; 2h
 // when a series has a single point).
 //

@@ -151,14 +151,19 @@ type runVerdict struct {
 //     first compared run; or
 //   - two samples of one compared run gave different verdicts on the same
 //     request bytes; or
-//   - its verdicts in two consecutive compared runs on the same request
-//     bytes differ, and no confirmed flip explains it: a flip of that
-//     probe on the target, of an event that is not nondeterminism, first
-//     seen in the later run (or, for a revert, whose revert window — the
+//   - its verdicts in two consecutive compared runs in which it answered,
+//     on the same request bytes, differ, and no confirmed flip explains
+//     it: a flip of that probe on the target, of an event that is not
+//     nondeterminism and not withdrawn, first seen in the later run (or,
+//     for a revert that is not a move on, whose revert window — the
 //     confirm_runs complete runs up to the revert's run — holds the later
-//     run). Flips in the change's window were weighed as events before
-//     this rule runs; explained ones lie outside it, are evidence of their
-//     own time, and cut the probe's runs into stretches.
+//     run), whose window also reaches back to the earlier run (see
+//     attributor.explained: a probe with no verdict in the runs between
+//     did not hold still there unless the span between its two answers,
+//     widened by the tolerance, misses the change). Flips in the change's
+//     window were weighed as events before this rule runs; explained ones
+//     lie outside it, are evidence of their own time, and cut the probe's
+//     runs into stretches.
 //
 // A probe is a witness when it is not unstable and one stretch of its
 // verdicts on the same request bytes reaches from a run before the change
@@ -168,7 +173,7 @@ type runVerdict struct {
 // are never compared. Without per-run verdicts (History.Verdicts nil)
 // only the nondeterminism marks are checked and witnesses are not
 // counted.
-func (a *attributor) stillness(c Change, start, end time.Time) stillness {
+func (a *attributor) stillness(c Change, start, end time.Time, tol time.Duration) stillness {
 	s := stillness{marked: map[int64][]string{}}
 	var compared []int
 	for _, i := range a.runsOf[c.Target] {
@@ -239,7 +244,7 @@ func (a *attributor) stillness(c Change, start, end time.Time) stillness {
 				switch {
 				case p.sha != v.sha:
 					before = false // input change: a new stretch
-				case p.verdict != v.verdict && a.explained(c.Target, id, v.idx):
+				case p.verdict != v.verdict && a.explained(c, id, p.idx, v.idx, tol):
 					before, cut = false, true
 				case p.verdict != v.verdict:
 					if changed == "" {
@@ -302,27 +307,46 @@ func (a *attributor) relevant(id string, rv []runVerdict, c string) bool {
 	return false
 }
 
-// explained reports whether a confirmed flip of probe id on target (an
-// event other than nondeterminism) accounts for a verdict change that
-// arrived in run h.Runs[idx]: the flip was first seen in that run, or it
-// was a revert whose window (the confirm_runs complete runs up to the
-// revert's run) holds it.
-func (a *attributor) explained(target, id string, idx int) bool {
-	runID, at := a.h.Runs[idx].ID, a.h.Runs[idx].StartedAt
+// explained reports whether a confirmed flip of probe id on c.Target (an
+// event other than nondeterminism; withdrawn flips aside) accounts for a
+// verdict change between the probe's answers in runs h.Runs[prev] and
+// h.Runs[idx]: the flip was first seen in run idx, or it was a revert (not
+// a move on) whose window (the confirm_runs complete runs up to the
+// revert's run) holds run idx; and its window reaches back to the answer
+// in run prev, so that the change was weighed, as an event, wherever
+// between the two runs it happened. A flip's window reaches back when it
+// opens at a run in which the probe is known to have answered its old
+// verdict (Flip.LastRunBefore or BeforeRun) or at run prev or earlier.
+// When it does not (the probe had no verdict in the runs before the
+// window: a transient, say), the change explains itself only if the span
+// between the two runs, widened by tol, does not meet the change's span
+// [c.From, c.At]: otherwise the probe may have changed with production
+// and did not hold still.
+func (a *attributor) explained(c Change, id string, prev, idx int, tol time.Duration) bool {
+	target := c.Target
+	runID, at, prevAt := a.h.Runs[idx].ID, a.h.Runs[idx].StartedAt, a.h.Runs[prev].StartedAt
+	// apart: the span between the two answers, widened by tol, misses
+	// the change.
+	apart := c.At.Before(prevAt.Add(-tol)) || c.From.After(at.Add(tol))
 	for _, e := range a.byTgt[target] {
 		if e.Kind == KindScoreDrift {
 			continue // scores moved, the verdict did not
 		}
 		for i := range e.Flips {
 			f := &e.Flips[i]
-			if f.Target != target || f.ProbeID != id {
+			if f.Target != target || f.ProbeID != id || f.Withdrawn {
 				continue
 			}
 			if f.FirstRun == runID {
-				return true
+				if _, known := a.beforeRun(f); known || apart {
+					return true
+				}
+				if lo, _, ok := a.window(target, f, false, 0); ok && !lo.After(prevAt) {
+					return true
+				}
 			}
-			if f.RevertedRun != 0 {
-				if lo, hi, ok := a.window(target, f.RevertedRun, true, 0); ok && at.After(lo) && !at.After(hi) {
+			if f.RevertedRun != 0 && !f.MovedOn {
+				if lo, hi, ok := a.window(target, f, true, 0); ok && at.After(lo) && !at.After(hi) && (apart || !lo.After(prevAt)) {
 					return true
 				}
 			}

@@ -73,8 +73,10 @@ func OpenProduction(path string, stdin io.Reader) (attribution.Source, func(), e
 
 // LoadHistory reads what attribution needs from the store: every run with
 // its per-target statuses, every event with its flipped probes (their
-// corpus tags from cp, else from the probes the store kept), and the
-// corpus coverage per category. A score drift's per-category directions
+// corpus tags from cp, else from the probes the store kept; each with the
+// last run that answered its old verdict, and whether it left the event
+// withdrawn as nondeterministic or moved on rather than flipping back),
+// and the corpus coverage per category. A score drift's per-category directions
 // count only moves beyond tol (detection.score_tolerance), as detection
 // does.
 func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirmRuns int, tol float64) (*attribution.History, error) {
@@ -112,7 +114,8 @@ func LoadHistory(ctx context.Context, st *storage.DB, cp *corpus.Corpus, confirm
 				Target: p.Target, ProbeID: p.ProbeID, Tags: tags[p.ProbeID],
 				Before:   attribution.Verdict{Blocked: p.Before.Class.IsBlock(), Categories: p.Before.Categories},
 				After:    attribution.Verdict{Blocked: p.After.Class.IsBlock(), Categories: p.After.Categories},
-				FirstRun: p.FirstRun, RevertedRun: p.RevertedRun,
+				FirstRun: p.FirstRun, LastRunBefore: p.LastRunBefore, BeforeRun: p.BeforeRun,
+				RevertedRun: p.RevertedRun, Withdrawn: p.Withdrawn, MovedOn: p.MovedOn,
 			}
 			if e.Kind == diff.KindScoreDrift {
 				if f.ScoreDirs, err = scoreDirs(ctx, st, p.BeforeObs, p.AfterObs, tol); err != nil {

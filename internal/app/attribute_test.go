@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/driftprobe/driftprobe/attribution"
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/storage"
@@ -182,5 +183,84 @@ targets:
 		if got.Attribution != c.attr || len(got.Events) != 1 || got.Events[0] != drift.ID || !strings.Contains(got.Reason, c.reason) {
 			t.Errorf("privacy %d→%d: %s %v: %s\nwant %s: …%s…", c.lo, c.hi, got.Attribution, got.Events, got.Reason, c.attr, c.reason)
 		}
+	}
+}
+
+// LoadHistory hands attribution, per flip, what detection knows of it: the
+// last run that answered its old verdict (where its window opens), the run
+// its baseline rests on, and how it left its event — withdrawn as
+// nondeterministic (no evidence) or moved on (no flip back) — as
+// diff.ListEvents reads them.
+func TestAttributeLoadHistoryCarriesFlipProvenance(t *testing.T) {
+	for _, c := range []struct {
+		name, config string
+		runs         int
+		want         func(p diff.EventProbe) bool // at least one probe has it
+	}{
+		// violence tightened hard at run 3, then loosened below the
+		// original threshold at run 12: the probes that had moved to the
+		// input filter moved on.
+		{"moved on", `
+targets:
+  - name: sim-a
+    provider: sim
+    model: sim-large
+    sim:
+      policies:
+        - {from_run: 1, thresholds: {violence: 0.5}}
+        - {from_run: 3, thresholds: {violence: 0.01}}
+        - {from_run: 12, thresholds: {violence: 0.9}}
+`, 14, func(p diff.EventProbe) bool { return p.MovedOn && p.RevertedRun != 0 }},
+		// violence flapping: the policy_change's flips are withdrawn.
+		{"withdrawn", `
+targets:
+  - name: t
+    provider: sim
+    model: sim-large
+    sim:
+      policies:
+        - {from_run: 1, thresholds: {violence: 0.5}, fingerprint: fp-a}
+        - {from_run: 3, thresholds: {violence: 0.3}}
+        - {from_run: 4, thresholds: {violence: 0.5}}
+        - {from_run: 5, thresholds: {violence: 0.3}}
+        - {from_run: 7, thresholds: {violence: 0.5}}
+        - {from_run: 8, thresholds: {violence: 0.3}}
+`, 10, func(p diff.EventProbe) bool { return p.Withdrawn && p.RevertedRun != 0 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := testenv.New(t, c.config)
+			runHourly(t, e, c.runs)
+			ctx := context.Background()
+			evs, err := diff.ListEvents(ctx, e.Store, diff.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := app.LoadHistory(ctx, e.Store, e.Corpus, e.Config.ConfirmRuns, e.Config.Detection.ScoreTolerance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.Events) != len(evs) {
+				t.Fatalf("%d events, the store lists %d", len(h.Events), len(evs))
+			}
+			seen, lastBefore := false, false
+			for i, ev := range evs {
+				if len(h.Events[i].Flips) != len(ev.Probes) {
+					t.Fatalf("event %d: %d flips, %d probes", ev.ID, len(h.Events[i].Flips), len(ev.Probes))
+				}
+				for j, p := range ev.Probes {
+					f := h.Events[i].Flips[j]
+					if f.ProbeID != p.ProbeID || f.FirstRun != p.FirstRun || f.LastRunBefore != p.LastRunBefore || f.BeforeRun != p.BeforeRun ||
+						f.RevertedRun != p.RevertedRun || f.Withdrawn != p.Withdrawn || f.MovedOn != p.MovedOn {
+						t.Errorf("event %d: flip %+v, stored %s first %d last-before %d before %d reverted %d withdrawn %v moved on %v",
+							ev.ID, f, p.ProbeID, p.FirstRun, p.LastRunBefore, p.BeforeRun, p.RevertedRun, p.Withdrawn, p.MovedOn)
+					}
+					seen = seen || c.want(p)
+					lastBefore = lastBefore || p.LastRunBefore != 0
+				}
+			}
+			if !seen || !lastBefore {
+				t.Fatalf("no stored probe shows what the test is about (%s: %v, last_run_before: %v)", c.name, seen, lastBefore)
+			}
+		})
 	}
 }
