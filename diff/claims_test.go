@@ -248,8 +248,8 @@ func TestMarkedProbeThatSettlesIsTold(t *testing.T) {
 	}
 	e := evs[0]
 	p := e.Probes[0]
-	if p.After.Key() != "blocked_input|hate" || p.FirstRun != marked {
-		t.Errorf("p0's row: latest %s, marked in run %d (want blocked_input|hate, still run %d)", p.After, p.FirstRun, marked)
+	if p.Before.Key() != "allowed|" || p.After.Key() != "blocked_output|violence" || p.FirstRun != marked {
+		t.Errorf("p0's row: %s ↔ %s, marked in run %d (want the pair it was marked for, allowed ↔ blocked_output[violence], still run %d)", p.Before, p.After, p.FirstRun, marked)
 	}
 	if len(e.Updates) != updates+1 || !strings.Contains(e.Updates[len(e.Updates)-1].Detail, "p0 → blocked_input[hate]") {
 		t.Errorf("updates %+v: want one telling p0 settled at blocked_input[hate]", e.Updates)

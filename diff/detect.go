@@ -894,13 +894,7 @@ func flipRate(st *state, run int64) float64 {
 // first moved answer came from: both models when the scores moved with a
 // model change.
 func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model string, out *[]flip) error {
-	if scores == "" || scores == st.baselineScores {
-		if scores != "" && st.scoresObs != o.ID {
-			// The latest answer carrying exactly the baseline's scores
-			// (under the model it names now) is what a drift moves from.
-			st.setScores(scores, o.ID, model)
-			st.dirty = true
-		}
+	if scores == "" {
 		if st.driftRuns != 0 {
 			st.driftRuns, st.driftScores, st.dirty = 0, "", true
 		}
@@ -911,7 +905,17 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		st.setScores(scores, o.ID, model)
 		return nil
 	}
-	if maxScoreDelta(st.baselineScores, scores) <= d.p.ScoreTolerance {
+	if scores == st.baselineScores || maxScoreDelta(st.baselineScores, scores) <= d.p.ScoreTolerance {
+		if st.scoresObs == 0 || modelChanged(st.scoresModel, model) {
+			// The scores held under another model (or a state from
+			// before format 4 knows no answer carrying them): this
+			// answer is the score baseline now, scores, answer and
+			// model together, so a later drift moves from the model
+			// that held them last. Once per model change: a run where
+			// nothing changed writes nothing.
+			st.baselineScores, st.dirty = scores, true
+			st.setScores(scores, o.ID, model)
+		}
 		if st.driftRuns != 0 {
 			st.driftRuns, st.driftScores, st.dirty = 0, "", true
 		}
@@ -926,8 +930,9 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		f := flip{probeID: st.probeID, sha: st.sha, before: st.baseline, after: st.baseline, beforeObs: st.scoresObs,
 			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.scoresModel, modelAfter: st.driftModel,
 			scores: st.baselineScores + " -> " + scores, moves: scoreMoves(st.baselineScores, scores, d.p.ScoreTolerance)}
-		if f.beforeObs == 0 || f.modelBefore == "" {
-			// A state written before format 4: the baseline's answer.
+		if st.scoresObs == 0 {
+			// A state written before format 4 whose scores never held
+			// since: the baseline's answer.
 			f.beforeObs, f.modelBefore = st.baselineObs, st.baselineModel
 		}
 		if f.modelAfter == "" {
@@ -1449,16 +1454,16 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	// news: a marked probe's change that held is news only at a verdict
-	// it was not going back and forth with (its row's baseline and
-	// latest); moving between those is the noise it was marked for, and
-	// leaves its row naming the two.
+	// A marked probe's change that held (settled) leaves its row naming
+	// the two verdicts it was marked going back and forth between, and is
+	// news only at a third: moving between those two is the noise it was
+	// marked for.
 	news := func(f flip) bool {
 		row, ok := had[f.probeID]
 		return !ok || !f.settled || (f.after != row[0] && f.after != row[1])
 	}
 	for _, f := range flips {
-		if !news(f) {
+		if _, ok := had[f.probeID]; ok && f.settled {
 			continue
 		}
 		if err := d.addProbe(eid, f); err != nil {
@@ -1501,6 +1506,15 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 			modelBefore, modelAfter = b, a
 		}
 	}
+	// A score drift event naming one model that drifts joining it came
+	// with a model change: it names that change (the update says so).
+	driftModels := ""
+	if newKind == KindScoreDrift && !modelChanged(modelBefore, modelAfter) {
+		if b, a, ok := flipModels(flips); ok {
+			modelBefore, modelAfter = b, a
+			driftModels = fmt.Sprintf("scores on %s moved with a model change: %s → %s", d.t.Name, b, a)
+		}
+	}
 	// first_run is the run the event's earliest flip was first seen: a
 	// target joining it may have flipped before the opener did (both
 	// confirmed in one run, which target opens depends only on the order
@@ -1538,10 +1552,16 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	if len(again) > 0 {
 		parts = append(parts, fmt.Sprintf("%d probe(s) on %s changed again: %s", len(again), d.t.Name, strings.Join(again, ", ")))
 	}
+	noModel := ""
 	if kind == KindPolicy && oldKind == KindModel && len(added)+len(again) > 0 {
-		// Flips within the window join the event, whatever their own
-		// cause: these came with no model change of their own.
-		parts = append(parts, fmt.Sprintf("no model change came with these flips on %s (their baselines held under the model they flipped on)", d.t.Name))
+		// Flips within the window (or a provider-wide join) join the
+		// event, whatever their own cause: these came with no model
+		// change of their own.
+		noModel = fmt.Sprintf("no model change came with these flips on %s (their baselines held under the model they flipped on)", d.t.Name)
+		parts = append(parts, noModel)
+	}
+	if driftModels != "" {
+		parts = append(parts, driftModels)
 	}
 	if len(settled) > 0 {
 		// A marked probe that changed and held: still no evidence of a
@@ -1552,6 +1572,9 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	detail := strings.Join(parts, "; ")
 	if change == ChangeTargetJoined {
 		detail = fmt.Sprintf("target %s changed the same way (%d probes, %d of them moved as the event's did): provider-wide change", d.t.Name, len(flips), same)
+		if noModel != "" {
+			detail += "; " + noModel
+		}
 	}
 	if kind == KindModel && opener != d.t.ID {
 		// Name this target's own model change here (the event's model
@@ -1709,7 +1732,9 @@ func (d *detector) addProbe(eid int64, f flip) error {
 		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0, withdrawn = 0,
 			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END, origin = excluded.origin,
 			before_obs = CASE WHEN excluded.score_moves != '' THEN excluded.before_obs ELSE before_obs END,
-			first_run = CASE WHEN excluded.score_moves != '' THEN excluded.first_run ELSE first_run END`,
+			first_run = CASE WHEN excluded.score_moves != '' THEN excluded.first_run ELSE first_run END,
+			before = CASE WHEN excluded.score_moves != '' THEN excluded.before ELSE before END,
+			request_sha256 = CASE WHEN excluded.score_moves != '' THEN excluded.request_sha256 ELSE request_sha256 END`,
 		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves, d.origin)
 	return err
 }
@@ -1717,18 +1742,29 @@ func (d *detector) addProbe(eid int64, f flip) error {
 func (d *detector) eventDirection(eid int64) (string, error) {
 	// Withdrawn probes (marked nondeterministic) are no evidence of the
 	// change: they do not steer its direction.
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT before, after FROM event_probes WHERE event_id = ? AND withdrawn = 0`, eid)
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.before, ep.after, ep.score_moves, e.kind FROM event_probes ep JOIN events e ON e.id = ep.event_id WHERE ep.event_id = ? AND ep.withdrawn = 0`, eid)
 	if err != nil {
 		return "", err
 	}
 	defer rows.Close()
 	var dirs []string
+	var drifts []flip
+	scores := false
 	for rows.Next() {
-		var b, a string
-		if err := rows.Scan(&b, &a); err != nil {
+		var b, a, moves, kind string
+		if err := rows.Scan(&b, &a, &moves, &kind); err != nil {
 			return "", err
 		}
 		dirs = append(dirs, direction(ParseKey(b), ParseKey(a)))
+		drifts = append(drifts, flip{moves: moves})
+		scores = kind == KindScoreDrift
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	if scores {
+		// A score drift's verdicts held: its scores moved one way or both.
+		return scoreDirection(drifts), nil
 	}
 	dir := combine(dirs)
 	if dir == Unchanged {

@@ -42,7 +42,7 @@ type State struct {
 // above followed by a varint: the run it was first missing in. The section
 // is absent when no probe is; a decoder that stops after the probe list
 // (driftprobe before it kept absent probes) reads the blob as before and
-// simply drops them, as it always did, so the format byte stays 3.
+// simply drops them, as it always did (the section needed no new format).
 const stateFormat = 4
 
 func encodeStates(states map[string]*state) []byte {
