@@ -824,8 +824,8 @@ func (d *detector) settleMarked(flips []flip) ([]flip, error) {
 		}
 		var eid int64
 		err := d.tx.QueryRowContext(d.ctx, `SELECT ep.event_id FROM event_probes ep JOIN events e ON e.id = ep.event_id
-			WHERE ep.target_id = ? AND ep.probe_id = ? AND e.kind = '`+KindNondeterminism+`' AND e.status = 'open' AND `+sameOrigin+` ORDER BY ep.event_id DESC LIMIT 1`,
-			d.t.ID, f.probeID, d.origin, d.origin).Scan(&eid)
+			WHERE ep.target_id = ? AND ep.probe_id = ? AND ep.request_sha256 = ? AND e.kind = '`+KindNondeterminism+`' AND e.status = 'open' AND `+sameOrigin+` ORDER BY ep.event_id DESC LIMIT 1`,
+			d.t.ID, f.probeID, f.sha, d.origin, d.origin).Scan(&eid)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			rest = append(rest, f)
@@ -906,15 +906,22 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		return nil
 	}
 	if scores == st.baselineScores || maxScoreDelta(st.baselineScores, scores) <= d.p.ScoreTolerance {
-		if st.scoresObs == 0 || modelChanged(st.scoresModel, model) {
-			// The scores held under another model (or a state from
-			// before format 4 knows no answer carrying them): this
-			// answer is the score baseline now, scores, answer and
-			// model together, so a later drift moves from the model
-			// that held them last. Once per model change: a run where
-			// nothing changed writes nothing.
+		switch {
+		case st.scoresObs == 0:
+			// A state from before format 4 knows no answer carrying
+			// its scores: this one is the score baseline, once.
 			st.baselineScores, st.dirty = scores, true
 			st.setScores(scores, o.ID, model)
+		case modelChanged(st.scoresModel, model):
+			// The scores held under another model: a later drift moves
+			// from that model (and cites this answer when it carries
+			// the baseline's very scores). The baseline's scores stay:
+			// drift is measured from them, so small steps under model
+			// after model still add up to one.
+			st.scoresModel, st.dirty = model, true
+			if scores == st.baselineScores {
+				st.scoresObs = o.ID
+			}
 		}
 		if st.driftRuns != 0 {
 			st.driftRuns, st.driftScores, st.dirty = 0, "", true
@@ -1437,33 +1444,37 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	run := d.in.RunID
 	// Probes of this target the event has already (a probe that moved
 	// again, a nondeterministic one marked again) are not "more probes".
-	had := map[string][2]string{} // probe -> its row's before and after
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT probe_id, before, after FROM event_probes WHERE event_id = ? AND target_id = ?`, eid, d.t.ID)
+	had := map[string][3]string{} // probe -> its row's before, after and request bytes
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT probe_id, before, after, request_sha256 FROM event_probes WHERE event_id = ? AND target_id = ?`, eid, d.t.ID)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
-		var pid, b, a string
-		if err := rows.Scan(&pid, &b, &a); err != nil {
+		var pid, b, a, sha string
+		if err := rows.Scan(&pid, &b, &a, &sha); err != nil {
 			rows.Close()
 			return err
 		}
-		had[pid] = [2]string{b, a}
+		had[pid] = [3]string{b, a, sha}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	// A marked probe's change that held (settled) leaves its row naming
-	// the two verdicts it was marked going back and forth between, and is
-	// news only at a third: moving between those two is the noise it was
-	// marked for.
-	news := func(f flip) bool {
+	// the two verdicts it was marked going back and forth between (on the
+	// same bytes), and is news only at a third: moving between those two
+	// is the noise it was marked for. A row of other bytes is replaced.
+	sameRow := func(f flip) bool {
 		row, ok := had[f.probeID]
-		return !ok || !f.settled || (f.after != row[0] && f.after != row[1])
+		return ok && row[2] == f.sha
+	}
+	news := func(f flip) bool {
+		row := had[f.probeID]
+		return !sameRow(f) || !f.settled || (f.after != row[0] && f.after != row[1])
 	}
 	for _, f := range flips {
-		if _, ok := had[f.probeID]; ok && f.settled {
+		if sameRow(f) && f.settled {
 			continue
 		}
 		if err := d.addProbe(eid, f); err != nil {
@@ -1509,9 +1520,11 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	// A score drift event naming one model that drifts joining it came
 	// with a model change: it names that change (the update says so).
 	driftModels := ""
-	if newKind == KindScoreDrift && !modelChanged(modelBefore, modelAfter) {
+	if newKind == KindScoreDrift {
 		if b, a, ok := flipModels(flips); ok {
-			modelBefore, modelAfter = b, a
+			if !modelChanged(modelBefore, modelAfter) {
+				modelBefore, modelAfter = b, a
+			}
 			driftModels = fmt.Sprintf("scores on %s moved with a model change: %s → %s", d.t.Name, b, a)
 		}
 	}
@@ -1527,10 +1540,12 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), firstRun, run, modelBefore, modelAfter, ts(d.now), eid); err != nil {
 		return err
 	}
-	var added, again, settled []string
+	var added, again, settled, rebytes []string
 	for _, f := range flips {
 		_, ok := had[f.probeID]
 		switch {
+		case ok && !sameRow(f):
+			rebytes = append(rebytes, f.probeID)
 		case ok && f.settled:
 			if news(f) {
 				settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
@@ -1541,7 +1556,7 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 			added = append(added, f.probeID)
 		}
 	}
-	if len(added) == 0 && len(settled) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
+	if len(added) == 0 && len(settled) == 0 && len(rebytes) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
 		// Marked again, nothing new: the rows are updated, nobody told.
 		return nil
 	}
@@ -1552,8 +1567,11 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	if len(again) > 0 {
 		parts = append(parts, fmt.Sprintf("%d probe(s) on %s changed again: %s", len(again), d.t.Name, strings.Join(again, ", ")))
 	}
+	if len(rebytes) > 0 {
+		parts = append(parts, fmt.Sprintf("%d probe(s) on %s again on new request bytes (their rows now describe those): %s", len(rebytes), d.t.Name, strings.Join(rebytes, ", ")))
+	}
 	noModel := ""
-	if kind == KindPolicy && oldKind == KindModel && len(added)+len(again) > 0 {
+	if kind == KindPolicy && oldKind == KindModel && len(added)+len(again)+len(rebytes) > 0 {
 		// Flips within the window (or a provider-wide join) join the
 		// event, whatever their own cause: these came with no model
 		// change of their own.
@@ -1724,17 +1742,19 @@ func scoreDirection(flips []flip) string {
 
 // addProbe records f in event eid. A probe the event already holds keeps
 // its before side and first run and takes f's after side (it changed
-// again, or was marked again), except a score drift's: its row names the
-// moves between two answers, so both sides follow the latest moves.
+// again, or was marked again), except a score drift's (its row names the
+// moves between two answers, so both sides follow the latest moves) and a
+// flip on other request bytes (a row describes one byte version: it is
+// the new bytes' row now).
 func (d *detector) addProbe(eid int64, f flip) error {
 	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate, score_moves, origin)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0, withdrawn = 0,
 			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END, origin = excluded.origin,
-			before_obs = CASE WHEN excluded.score_moves != '' THEN excluded.before_obs ELSE before_obs END,
-			first_run = CASE WHEN excluded.score_moves != '' THEN excluded.first_run ELSE first_run END,
-			before = CASE WHEN excluded.score_moves != '' THEN excluded.before ELSE before END,
-			request_sha256 = CASE WHEN excluded.score_moves != '' THEN excluded.request_sha256 ELSE request_sha256 END`,
+			before_obs = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.before_obs ELSE before_obs END,
+			first_run = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.first_run ELSE first_run END,
+			before = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.before ELSE before END,
+			request_sha256 = excluded.request_sha256`,
 		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves, d.origin)
 	return err
 }
