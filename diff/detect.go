@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -148,7 +149,7 @@ type state struct {
 	driftScores      string
 	driftRuns        int
 	driftRun         int64
-	driftModel       string // the model the pending drift's first moved answer came from
+	driftModel       string // the model the pending drift's first moved answer came from (kept in the state; a drift names the models of the answers it cites)
 	lastVerdict      string
 	changes          int
 	reverts          int
@@ -889,10 +890,9 @@ func flipRate(st *state, run int64) float64 {
 
 // scoreDrift tracks scores on an unchanged verdict; model is the one o
 // was answered under (the target's, when o names none). A confirmed
-// drift's before side is the answer that carries the scores it moved from
-// (scoresObs, under scoresModel), its after side o, under the model its
-// first moved answer came from: both models when the scores moved with a
-// model change.
+// drift's before side is the answer that carries exactly the scores it
+// moved from (scoresObs), its after side o, and it names those two
+// answers' models (scoresModel, model): both when they differ.
 func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model string, out *[]flip) error {
 	if scores == "" {
 		if st.driftRuns != 0 {
@@ -912,16 +912,15 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 			// its scores: this one is the score baseline, once.
 			st.baselineScores, st.dirty = scores, true
 			st.setScores(scores, o.ID, model)
-		case modelChanged(st.scoresModel, model):
-			// The scores held under another model: a later drift moves
-			// from that model (and cites this answer when it carries
-			// the baseline's very scores). The baseline's scores stay:
-			// drift is measured from them, so small steps under model
-			// after model still add up to one.
-			st.scoresModel, st.dirty = model, true
-			if scores == st.baselineScores {
-				st.scoresObs = o.ID
-			}
+		case scores == st.baselineScores && modelChanged(st.scoresModel, model):
+			// The baseline's very scores under another model: a later
+			// drift cites this answer, and names its model, as the one
+			// it moved from. Scores only within tolerance move nothing:
+			// drift is measured from the baseline's scores, so small
+			// steps under model after model still add up to one, and
+			// the answer cited carries exactly the scores claimed.
+			st.dirty = true
+			st.setScores(scores, o.ID, model)
 		}
 		if st.driftRuns != 0 {
 			st.driftRuns, st.driftScores, st.dirty = 0, "", true
@@ -934,16 +933,15 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 	st.driftRuns++
 	st.driftScores, st.dirty = scores, true
 	if st.driftRuns >= d.p.ConfirmRuns {
+		// Its models are those of the two answers it cites: what the
+		// record shows.
 		f := flip{probeID: st.probeID, sha: st.sha, before: st.baseline, after: st.baseline, beforeObs: st.scoresObs,
-			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.scoresModel, modelAfter: st.driftModel,
+			afterObs: o.ID, firstRun: st.driftRun, modelBefore: st.scoresModel, modelAfter: model,
 			scores: st.baselineScores + " -> " + scores, moves: scoreMoves(st.baselineScores, scores, d.p.ScoreTolerance)}
 		if st.scoresObs == 0 {
 			// A state written before format 4 whose scores never held
 			// since: the baseline's answer.
 			f.beforeObs, f.modelBefore = st.baselineObs, st.baselineModel
-		}
-		if f.modelAfter == "" {
-			f.modelAfter = model
 		}
 		*out = append(*out, f)
 		st.baselineScores, st.driftRuns, st.driftScores = scores, 0, ""
@@ -1434,7 +1432,67 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	if eid == 0 {
 		return true, d.open(kind, flips, newCats, vanished)
 	}
-	return true, d.merge(eid, change, same, kind, flips, newCats, vanished)
+	// A row describes one byte version of its probe: flips on other bytes
+	// than the event's row of the probe (a corpus edit, a parameter
+	// change, after which the new bytes flipped within the window) are
+	// another change, with an event of their own.
+	joining, fresh, err := d.otherBytes(eid, flips)
+	if err != nil {
+		return false, err
+	}
+	if len(fresh) > 0 {
+		if err := d.open(kind, fresh, catsOf(fresh, newCats), nil); err != nil {
+			return false, err
+		}
+	}
+	if len(joining) == 0 {
+		return true, nil
+	}
+	return true, d.merge(eid, change, same, kind, joining, catsOf(joining, newCats), vanished)
+}
+
+// otherBytes splits flips into those event eid may take and those whose
+// probe it holds, on this target, with other request bytes.
+func (d *detector) otherBytes(eid int64, flips []flip) (joining, fresh []flip, err error) {
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT probe_id, request_sha256 FROM event_probes WHERE event_id = ? AND target_id = ?`, eid, d.t.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	held := map[string]string{}
+	for rows.Next() {
+		var pid, sha string
+		if err := rows.Scan(&pid, &sha); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		held[pid] = sha
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, f := range flips {
+		if sha, ok := held[f.probeID]; ok && sha != f.sha {
+			fresh = append(fresh, f)
+		} else {
+			joining = append(joining, f)
+		}
+	}
+	return joining, fresh, nil
+}
+
+// catsOf returns the categories of cats that flips' after-verdicts name.
+func catsOf(flips []flip, cats []string) []string {
+	var out []string
+	for _, c := range cats {
+		for _, f := range flips {
+			if slices.Contains(ParseKey(f.after).Categories, c) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // merge records flips of kind on this target in event eid: more probes
@@ -1463,8 +1521,9 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	}
 	// A marked probe's change that held (settled) leaves its row naming
 	// the two verdicts it was marked going back and forth between (on the
-	// same bytes), and is news only at a third: moving between those two
-	// is the noise it was marked for. A row of other bytes is replaced.
+	// same bytes: event and settleMarked never merge other bytes into a
+	// row), and is news only at a third: moving between those two is the
+	// noise it was marked for.
 	sameRow := func(f flip) bool {
 		row, ok := had[f.probeID]
 		return ok && row[2] == f.sha
@@ -1517,15 +1576,14 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 			modelBefore, modelAfter = b, a
 		}
 	}
-	// A score drift event naming one model that drifts joining it came
-	// with a model change: it names that change (the update says so).
+	// A score drift event names the models of its latest drift's cited
+	// answers (a drift joining it replaces its probes' rows: the event
+	// tells what they show); the update says when they differ.
 	driftModels := ""
 	if newKind == KindScoreDrift {
-		if b, a, ok := flipModels(flips); ok {
-			if !modelChanged(modelBefore, modelAfter) {
-				modelBefore, modelAfter = b, a
-			}
-			driftModels = fmt.Sprintf("scores on %s moved with a model change: %s → %s", d.t.Name, b, a)
+		modelBefore, modelAfter = eventModels(KindScoreDrift, flips, d.model)
+		if modelChanged(modelBefore, modelAfter) {
+			driftModels = fmt.Sprintf("scores on %s moved with a model change: %s → %s", d.t.Name, modelBefore, modelAfter)
 		}
 	}
 	// first_run is the run the event's earliest flip was first seen: a
@@ -1540,12 +1598,10 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), firstRun, run, modelBefore, modelAfter, ts(d.now), eid); err != nil {
 		return err
 	}
-	var added, again, settled, rebytes []string
+	var added, again, settled []string
 	for _, f := range flips {
 		_, ok := had[f.probeID]
 		switch {
-		case ok && !sameRow(f):
-			rebytes = append(rebytes, f.probeID)
 		case ok && f.settled:
 			if news(f) {
 				settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
@@ -1556,7 +1612,7 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 			added = append(added, f.probeID)
 		}
 	}
-	if len(added) == 0 && len(settled) == 0 && len(rebytes) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
+	if len(added) == 0 && len(settled) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
 		// Marked again, nothing new: the rows are updated, nobody told.
 		return nil
 	}
@@ -1567,11 +1623,8 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	if len(again) > 0 {
 		parts = append(parts, fmt.Sprintf("%d probe(s) on %s changed again: %s", len(again), d.t.Name, strings.Join(again, ", ")))
 	}
-	if len(rebytes) > 0 {
-		parts = append(parts, fmt.Sprintf("%d probe(s) on %s again on new request bytes (their rows now describe those): %s", len(rebytes), d.t.Name, strings.Join(rebytes, ", ")))
-	}
 	noModel := ""
-	if kind == KindPolicy && oldKind == KindModel && len(added)+len(again)+len(rebytes) > 0 {
+	if kind == KindPolicy && oldKind == KindModel && len(added)+len(again) > 0 {
 		// Flips within the window (or a provider-wide join) join the
 		// event, whatever their own cause: these came with no model
 		// change of their own.
@@ -1742,19 +1795,19 @@ func scoreDirection(flips []flip) string {
 
 // addProbe records f in event eid. A probe the event already holds keeps
 // its before side and first run and takes f's after side (it changed
-// again, or was marked again), except a score drift's (its row names the
-// moves between two answers, so both sides follow the latest moves) and a
-// flip on other request bytes (a row describes one byte version: it is
-// the new bytes' row now).
+// again, or was marked again), except a score drift's: its row names the
+// moves between two answers, so both sides follow the latest moves. (A
+// flip on other request bytes never reaches an event holding its probe:
+// event gives it an event of its own.)
 func (d *detector) addProbe(eid int64, f flip) error {
 	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate, score_moves, origin)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0, withdrawn = 0,
 			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END, origin = excluded.origin,
-			before_obs = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.before_obs ELSE before_obs END,
-			first_run = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.first_run ELSE first_run END,
-			before = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.before ELSE before END,
-			request_sha256 = excluded.request_sha256`,
+			before_obs = CASE WHEN excluded.score_moves != '' THEN excluded.before_obs ELSE before_obs END,
+			first_run = CASE WHEN excluded.score_moves != '' THEN excluded.first_run ELSE first_run END,
+			before = CASE WHEN excluded.score_moves != '' THEN excluded.before ELSE before END,
+			request_sha256 = CASE WHEN excluded.score_moves != '' THEN excluded.request_sha256 ELSE request_sha256 END`,
 		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves, d.origin)
 	return err
 }
