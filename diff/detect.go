@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -1432,67 +1431,7 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	if eid == 0 {
 		return true, d.open(kind, flips, newCats, vanished)
 	}
-	// A row describes one byte version of its probe: flips on other bytes
-	// than the event's row of the probe (a corpus edit, a parameter
-	// change, after which the new bytes flipped within the window) are
-	// another change, with an event of their own.
-	joining, fresh, err := d.otherBytes(eid, flips)
-	if err != nil {
-		return false, err
-	}
-	if len(fresh) > 0 {
-		if err := d.open(kind, fresh, catsOf(fresh, newCats), nil); err != nil {
-			return false, err
-		}
-	}
-	if len(joining) == 0 {
-		return true, nil
-	}
-	return true, d.merge(eid, change, same, kind, joining, catsOf(joining, newCats), vanished)
-}
-
-// otherBytes splits flips into those event eid may take and those whose
-// probe it holds, on this target, with other request bytes.
-func (d *detector) otherBytes(eid int64, flips []flip) (joining, fresh []flip, err error) {
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT probe_id, request_sha256 FROM event_probes WHERE event_id = ? AND target_id = ?`, eid, d.t.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	held := map[string]string{}
-	for rows.Next() {
-		var pid, sha string
-		if err := rows.Scan(&pid, &sha); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		held[pid] = sha
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	for _, f := range flips {
-		if sha, ok := held[f.probeID]; ok && sha != f.sha {
-			fresh = append(fresh, f)
-		} else {
-			joining = append(joining, f)
-		}
-	}
-	return joining, fresh, nil
-}
-
-// catsOf returns the categories of cats that flips' after-verdicts name.
-func catsOf(flips []flip, cats []string) []string {
-	var out []string
-	for _, c := range cats {
-		for _, f := range flips {
-			if slices.Contains(ParseKey(f.after).Categories, c) {
-				out = append(out, c)
-				break
-			}
-		}
-	}
-	return out
+	return true, d.merge(eid, change, same, kind, flips, newCats, vanished)
 }
 
 // merge records flips of kind on this target in event eid: more probes
@@ -1521,9 +1460,8 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	}
 	// A marked probe's change that held (settled) leaves its row naming
 	// the two verdicts it was marked going back and forth between (on the
-	// same bytes: event and settleMarked never merge other bytes into a
-	// row), and is news only at a third: moving between those two is the
-	// noise it was marked for.
+	// same bytes), and is news only at a third: moving between those two
+	// is the noise it was marked for. A row of other bytes is replaced.
 	sameRow := func(f flip) bool {
 		row, ok := had[f.probeID]
 		return ok && row[2] == f.sha
@@ -1598,10 +1536,12 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), firstRun, run, modelBefore, modelAfter, ts(d.now), eid); err != nil {
 		return err
 	}
-	var added, again, settled []string
+	var added, again, settled, rebytes []string
 	for _, f := range flips {
 		_, ok := had[f.probeID]
 		switch {
+		case ok && !sameRow(f):
+			rebytes = append(rebytes, f.probeID)
 		case ok && f.settled:
 			if news(f) {
 				settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
@@ -1612,7 +1552,7 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 			added = append(added, f.probeID)
 		}
 	}
-	if len(added) == 0 && len(settled) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
+	if len(added) == 0 && len(settled) == 0 && len(rebytes) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
 		// Marked again, nothing new: the rows are updated, nobody told.
 		return nil
 	}
@@ -1623,8 +1563,11 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	if len(again) > 0 {
 		parts = append(parts, fmt.Sprintf("%d probe(s) on %s changed again: %s", len(again), d.t.Name, strings.Join(again, ", ")))
 	}
+	if len(rebytes) > 0 {
+		parts = append(parts, fmt.Sprintf("%d probe(s) on %s again on new request bytes (their rows now describe those): %s", len(rebytes), d.t.Name, strings.Join(rebytes, ", ")))
+	}
 	noModel := ""
-	if kind == KindPolicy && oldKind == KindModel && len(added)+len(again) > 0 {
+	if kind == KindPolicy && oldKind == KindModel && len(added)+len(again)+len(rebytes) > 0 {
 		// Flips within the window (or a provider-wide join) join the
 		// event, whatever their own cause: these came with no model
 		// change of their own.
@@ -1795,19 +1738,19 @@ func scoreDirection(flips []flip) string {
 
 // addProbe records f in event eid. A probe the event already holds keeps
 // its before side and first run and takes f's after side (it changed
-// again, or was marked again), except a score drift's: its row names the
-// moves between two answers, so both sides follow the latest moves. (A
-// flip on other request bytes never reaches an event holding its probe:
-// event gives it an event of its own.)
+// again, or was marked again), except a score drift's (its row names the
+// moves between two answers, so both sides follow the latest moves) and a
+// flip on other request bytes (a row describes one byte version: it is
+// the new bytes' row now).
 func (d *detector) addProbe(eid int64, f flip) error {
 	_, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_probes (event_id, target_id, probe_id, request_sha256, before, after, before_obs, after_obs, first_run, confirmed_run, flip_rate, score_moves, origin)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (event_id, target_id, probe_id) DO UPDATE SET after = excluded.after, after_obs = excluded.after_obs, confirmed_run = excluded.confirmed_run, flip_rate = excluded.flip_rate, reverted_run = 0, withdrawn = 0,
 			score_moves = CASE WHEN excluded.score_moves != '' THEN excluded.score_moves ELSE score_moves END, origin = excluded.origin,
-			before_obs = CASE WHEN excluded.score_moves != '' THEN excluded.before_obs ELSE before_obs END,
-			first_run = CASE WHEN excluded.score_moves != '' THEN excluded.first_run ELSE first_run END,
-			before = CASE WHEN excluded.score_moves != '' THEN excluded.before ELSE before END,
-			request_sha256 = CASE WHEN excluded.score_moves != '' THEN excluded.request_sha256 ELSE request_sha256 END`,
+			before_obs = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.before_obs ELSE before_obs END,
+			first_run = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.first_run ELSE first_run END,
+			before = CASE WHEN excluded.score_moves != '' OR excluded.request_sha256 != event_probes.request_sha256 THEN excluded.before ELSE before END,
+			request_sha256 = excluded.request_sha256`,
 		eid, d.t.ID, f.probeID, f.sha, f.before, f.after, f.beforeObs, f.afterObs, f.firstRun, d.in.RunID, f.flipRate, f.moves, d.origin)
 	return err
 }

@@ -5,7 +5,6 @@ package diff_test
 // fingerprint jitters or the model is upgraded again and again.
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -48,9 +47,13 @@ func TestReview4DriftModelsAreTheCitedAnswers(t *testing.T) {
 }
 
 // A flip on new request bytes within the window of an event holding its
-// probe on the old bytes is a change of its own: the old row stays (with
-// its claims and retention pins), the new bytes' flip opens another event.
-func TestReview4FlipOnNewBytesIsItsOwnEvent(t *testing.T) {
+// probe on the old bytes joins the event and replaces the probe's row: a
+// row describes one byte version (its before and after, its cited answers,
+// its bytes), and the update says the row moved to the new bytes. (A
+// fifth pass opened an event of its own instead; review showed the new
+// event then took the window from the old one, leaving a probe in two open
+// events.)
+func TestReview4FlipOnNewBytesReplacesTheRow(t *testing.T) {
 	c := newClaims(t)
 	x, y := strings.Repeat("a", 64), strings.Repeat("b", 64)
 	p0 := []struct{ sha, v string }{
@@ -69,34 +72,26 @@ func TestReview4FlipOnNewBytesIsItsOwnEvent(t *testing.T) {
 		})
 	}
 	evs := c.events()
-	if len(evs) != 2 {
-		t.Fatalf("%d events %+v: want p0's flip on x (with p1 joining) and p0's flip on y apart", len(evs), evs)
+	if len(evs) != 1 {
+		t.Fatalf("%d events %+v: want one", len(evs), evs)
 	}
-	for _, e := range evs {
-		var cats []string
-		for _, p := range e.Probes {
-			if p.FirstRun < e.FirstRun {
-				t.Errorf("event %d first run %d after its row %s's %d", e.ID, e.FirstRun, p.ProbeID, p.FirstRun)
-			}
-			cats = append(cats, p.After.Categories...)
-		}
-		for _, nc := range e.NewCategories {
-			if !slices.Contains(cats, nc) {
-				t.Errorf("event %d claims %s newly firing; no row of it fires %s", e.ID, nc, nc)
-			}
+	e := evs[0]
+	var row *diff.EventProbe
+	for i := range e.Probes {
+		if e.Probes[i].ProbeID == "p0" {
+			row = &e.Probes[i]
 		}
 	}
-	if p := evs[0].Probes[0]; p.ProbeID != "p0" || p.RequestSHA256 != x || p.After.Key() != "blocked_output|violence" {
-		t.Errorf("event 1's p0 row: %+v, want the flip on x", p)
+	if row == nil || row.RequestSHA256 != y || row.Before.Key() != "blocked_input|hate" || row.After.Key() != "allowed|" {
+		t.Fatalf("p0's row %+v: want its flip on y (blocked_input[hate] → allowed)", row)
 	}
-	if p := evs[1].Probes[0]; p.ProbeID != "p0" || p.RequestSHA256 != y || p.After.Key() != "allowed|" {
-		t.Errorf("event 2's p0 row: %+v, want the flip on y", p)
+	for _, id := range []int64{row.BeforeObs, row.AfterObs} {
+		o, err := c.db.Observation(t.Context(), id)
+		if err != nil || o.RequestSHA256 != y {
+			t.Errorf("p0's row cites observation %d sent with other bytes (%v)", id, err)
+		}
 	}
-	pins, err := diff.LoadPins(t.Context(), c.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(pins.Observations, evs[0].Probes[0].AfterObs) {
-		t.Errorf("p0's flip on x (observation %d) is no longer pinned", evs[0].Probes[0].AfterObs)
+	if u := e.Updates[len(e.Updates)-1]; !strings.Contains(u.Detail, "again on new request bytes") {
+		t.Errorf("last update %+v: want it to say p0's row moved to new bytes", u)
 	}
 }
