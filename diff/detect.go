@@ -148,7 +148,6 @@ type state struct {
 	driftScores      string
 	driftRuns        int
 	driftRun         int64
-	driftModel       string // the model the pending drift's first moved answer came from (kept in the state; a drift names the models of the answers it cites)
 	lastVerdict      string
 	changes          int
 	reverts          int
@@ -927,7 +926,7 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		return nil
 	}
 	if st.driftRuns == 0 || maxScoreDelta(st.driftScores, scores) > d.p.ScoreTolerance {
-		st.driftRuns, st.driftRun, st.driftModel = 0, d.in.RunID, model
+		st.driftRuns, st.driftRun = 0, d.in.RunID
 	}
 	st.driftRuns++
 	st.driftScores, st.dirty = scores, true
@@ -1021,23 +1020,20 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	// isBack reports whether f flips back in an open event of the probe
-	// (only the same bytes can: a verdict on edited bytes says nothing
-	// about the change the event recorded), and returns those events' rows.
-	isBack := func(f flip) (mine []row, back bool) {
+	var rest []flip
+	closed := map[int64][]leaving{}
+	window, windowRead := int64(0), false
+	for _, f := range flips {
+		var mine []row
+		back := false
 		for _, r := range opens[f.probeID] {
+			// Only the same bytes can flip back: a verdict on edited
+			// bytes says nothing about the change the event recorded.
 			if r.sha == f.sha {
 				mine = append(mine, r)
 				back = back || r.before == f.after
 			}
 		}
-		return mine, back
-	}
-	var rest []flip
-	closed := map[int64][]leaving{}
-	window, windowRead := int64(0), false
-	for _, f := range flips {
-		mine, back := isBack(f)
 		if !back {
 			rest = append(rest, f)
 		}
@@ -1092,21 +1088,6 @@ type leaving struct{ probe, why string }
 // policyFamily is the kinds a policy or model flip extends or joins.
 const policyFamily = "'" + KindPolicy + "','" + KindModel + "'"
 
-// flipsKind is the kind of event confirmed policy flips make together:
-// model_change when the model changed with any of them (between the last
-// answer that held its baseline and the first that differed; an answer
-// naming no model, such as an input block's error, counts as the
-// target's model that run: a model change long before the flip, or after
-// it began, did not come with it), else policy_change.
-func flipsKind(flips []flip) string {
-	for _, f := range flips {
-		if modelChanged(f.modelBefore, f.modelAfter) {
-			return KindModel
-		}
-	}
-	return KindPolicy
-}
-
 // policyEvents turns the confirmed non-noise flips settleFlips left into
 // additions to open events, provider-wide joins, or new events (with
 // extendOnly, only an addition to the target's own open event in the
@@ -1115,7 +1096,17 @@ func (d *detector) policyEvents(rest []flip, known map[string]int64, states map[
 	if len(rest) == 0 {
 		return true, nil
 	}
-	kind := flipsKind(rest)
+	kind := KindPolicy
+	for _, f := range rest {
+		// The model changed between the last answer that held the
+		// baseline and the first that differed (an answer naming no
+		// model, such as an input block's error, counts as the target's
+		// model that run): a model change long before the flip, or after
+		// it began, did not come with it.
+		if modelChanged(f.modelBefore, f.modelAfter) {
+			kind = KindModel
+		}
+	}
 	var newCats []string
 	for _, f := range rest {
 		v := ParseKey(f.after)

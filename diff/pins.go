@@ -44,7 +44,9 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 			return p, fmt.Errorf("pins: target %d: %w", t, err)
 		}
 		for _, s := range states {
-			obs = append(obs, s.baselineObs, s.candidateObs, s.scoresObs)
+			for _, c := range s.cites() {
+				obs = append(obs, c.obs)
+			}
 		}
 	}
 	// States parked at endpoints a target moved away from resume on its
@@ -64,7 +66,9 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 			return p, fmt.Errorf("pins: parked state: %w", err)
 		}
 		for _, s := range states {
-			obs = append(obs, s.baselineObs, s.candidateObs, s.scoresObs)
+			for _, c := range s.cites() {
+				obs = append(obs, c.obs)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -31,9 +32,9 @@ type State struct {
 // integers as varints. Interning keeps a 10,000-probe target near 0.5 MB.
 // Format 3 adds each probe's last revert run and previous candidate at
 // the end (format 2 blobs read with 0 and "" there). Format 4 adds, after
-// those, the answer carrying the baseline's scores and its model, and the
-// model a pending score drift began under (format 2 and 3 blobs read with
-// 0 and "": a drift then cites the baseline's answer, as before).
+// those, the answer carrying exactly the baseline's scores and its model
+// (format 2 and 3 blobs read with 0 and "": a drift then cites the
+// baseline's answer, as before).
 //
 // Probes absent from the corpus (removed by a version bump) keep their
 // state, so that a probe restored with the same request bytes is compared
@@ -106,7 +107,6 @@ func encodeStates(states map[string]*state) []byte {
 		ref(st.prevCandidate)
 		num(st.scoresObs)
 		ref(st.scoresModel)
-		ref(st.driftModel)
 	}
 	body = binary.AppendUvarint(body, uint64(len(ids)))
 	for _, id := range ids {
@@ -244,7 +244,6 @@ func decodeStatesAs(b []byte, absent bool) (map[string]*state, error) {
 		if format >= 4 {
 			st.scoresObs = num()
 			st.scoresModel = ref()
-			st.driftModel = ref()
 		}
 		return st
 	}
@@ -473,7 +472,7 @@ type Baseline struct {
 func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 	var out []string
 	check := func(query, what string) error {
-		rows, err := db.QueryContext(ctx, query)
+		rows, err := db.QueryContext(ctx, `SELECT target_id, origin, states FROM (`+query+`)`)
 		if err != nil {
 			return err
 		}
@@ -496,15 +495,11 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 		}
 		return rows.Err()
 	}
-	for _, c := range []struct{ table, query, what string }{
-		{"probe_states", `SELECT target_id, '', states FROM probe_states`, "detection state"},
-		{"parked_states", `SELECT target_id, origin, states FROM parked_states`, "parked detection state"},
-	} {
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, c.table).Scan(&n); err != nil {
-			return out, err
-		}
-		if n == 0 {
+	for _, c := range stateTables {
+		if ok, err := hasTable(ctx, db, c.table); err != nil || !ok {
+			if err != nil {
+				return out, err
+			}
 			continue // an older schema: none of these to check
 		}
 		if err := check(c.query, c.what); err != nil {
@@ -512,6 +507,42 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// stateTables are where detection states are kept, each with a query
+// reading target_id, name (the target's), origin and states, and what its
+// states are called in messages.
+var stateTables = []struct{ table, query, what string }{
+	{"probe_states", `SELECT s.target_id, COALESCE(t.name, '') AS name, '' AS origin, s.states FROM probe_states s LEFT JOIN targets t ON t.id = s.target_id`, "detection state"},
+	{"parked_states", `SELECT s.target_id, COALESCE(t.name, '') AS name, s.origin, s.states FROM parked_states s LEFT JOIN targets t ON t.id = s.target_id`, "parked detection state"},
+}
+
+// hasTable reports whether the database has table name (a database of an
+// older schema lacks the later ones).
+func hasTable(ctx context.Context, db *sql.DB, name string) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n)
+	return n > 0, err
+}
+
+// citation is an observation a probe's state holds on to, and its role.
+type citation struct {
+	role string
+	obs  int64
+}
+
+// cites returns the observations st holds on to (its baseline's answer,
+// its pending candidate's, the one carrying its baseline's scores), each
+// once: what retention keeps (LoadPins) and db check verifies
+// (CheckCitations).
+func (st *state) cites() []citation {
+	var out []citation
+	for _, c := range []citation{{"baseline", st.baselineObs}, {"candidate", st.candidateObs}, {"score baseline", st.scoresObs}} {
+		if c.obs > 0 && !slices.ContainsFunc(out, func(o citation) bool { return o.obs == c.obs }) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // CheckCitations returns a message for every observation that an event
@@ -527,11 +558,6 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 // skipped.
 func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
 	var out []string
-	has := func(table string) (bool, error) {
-		var n int
-		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
-		return n > 0, err
-	}
 	add := func(msg string) {
 		if len(out) < MaxCitationProblems {
 			out = append(out, msg)
@@ -539,7 +565,7 @@ func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
 			out = append(out, "… further missing citations not listed")
 		}
 	}
-	if ok, err := has("event_probes"); err != nil || !ok {
+	if ok, err := hasTable(ctx, db, "event_probes"); err != nil || !ok {
 		return out, err
 	}
 	for _, side := range []string{"before", "after"} {
@@ -563,23 +589,20 @@ func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
 			return out, err
 		}
 	}
-	for _, c := range []struct{ table, query, what string }{
-		{"probe_states", `SELECT s.target_id, COALESCE(t.name, ''), '', s.states FROM probe_states s LEFT JOIN targets t ON t.id = s.target_id ORDER BY s.target_id`, "detection state"},
-		{"parked_states", `SELECT s.target_id, COALESCE(t.name, ''), s.origin, s.states FROM parked_states s LEFT JOIN targets t ON t.id = s.target_id ORDER BY s.target_id, s.origin`, "parked detection state"},
-	} {
-		if ok, err := has(c.table); err != nil || !ok {
+	for _, c := range stateTables {
+		if ok, err := hasTable(ctx, db, c.table); err != nil || !ok {
 			if err != nil {
 				return out, err
 			}
 			continue
 		}
 		type cite struct {
-			probe, what string
-			obs         int64
+			probe string
+			citation
 		}
 		var cites []cite
 		var where []string
-		rows, err := db.QueryContext(ctx, c.query)
+		rows, err := db.QueryContext(ctx, `SELECT target_id, name, origin, states FROM (`+c.query+`) ORDER BY target_id, origin`)
 		if err != nil {
 			return out, err
 		}
@@ -605,14 +628,9 @@ func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
 			}
 			sort.Strings(ids)
 			for _, id := range ids {
-				st := states[id]
-				seen := map[int64]bool{}
-				for _, x := range []cite{{id, "baseline", st.baselineObs}, {id, "candidate", st.candidateObs}, {id, "score baseline", st.scoresObs}} {
-					if x.obs > 0 && !seen[x.obs] { // one answer in two roles is named once
-						seen[x.obs] = true
-						cites = append(cites, x)
-						where = append(where, w)
-					}
+				for _, x := range states[id].cites() {
+					cites = append(cites, cite{id, x})
+					where = append(where, w)
 				}
 			}
 		}
@@ -627,11 +645,11 @@ func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
 			}
 			if !ok {
 				next := "flip"
-				if x.what == "score baseline" {
+				if x.role == "score baseline" {
 					next = "score drift"
 				}
 				add(fmt.Sprintf("%s: probe %s's %s observation %d is not in the database (retention keeps it: deleted outside driftprobe, or lost to damage); the evidence of the probe's next %s would cite nothing",
-					where[i], x.probe, x.what, x.obs, next))
+					where[i], x.probe, x.role, x.obs, next))
 			}
 		}
 	}

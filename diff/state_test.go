@@ -23,7 +23,7 @@ func TestStateRoundTrip(t *testing.T) {
 			candidateRun: 9, candidateRuns: i % 3, candidateModel: "m|fp2", candidateObs: -1, driftScores: "", driftRuns: 1, driftRun: 8,
 			lastVerdict: "blocked_output|hate", changes: i, reverts: i / 2, nondeterministic: i%3 == 0,
 			lastRevertRun: int64(i % 4), prevCandidate: []string{"", "allowed|"}[i%2],
-			scoresObs: int64(i*100 - 7), scoresModel: []string{"m|fp", "m0|fp0"}[i%2], driftModel: []string{"", "m|fp2"}[i%2]}
+			scoresObs: int64(i*100 - 7), scoresModel: []string{"m|fp", "m0|fp0"}[i%2]}
 	}
 	out, err := decodeStates(encodeStates(in))
 	if err != nil {
@@ -40,16 +40,16 @@ func TestStateRoundTrip(t *testing.T) {
 }
 
 // A format 3 blob (written before the score baseline's answer was kept)
-// reads with none: its fields are the format 4 ones less the three at the
+// reads with none: its fields are the format 4 ones less the two at the
 // end of each probe.
 func TestFormat3StatesRead(t *testing.T) {
 	st := &state{probeID: "p", sha: fmt.Sprintf("%064x", 1), baseline: "allowed|", baselineModel: "m|fp", baselineObs: 5, baselineScores: "a=0.1",
 		lastVerdict: "allowed|", lastRevertRun: 2, prevCandidate: "x|"}
 	b := encodeStates(map[string]*state{"p": st})
 	// The same blob in format 3: the format byte, and each probe without
-	// the last three fields (here 0, "" and "": one byte each, a varint
-	// and two indexes into the small string table).
-	three := append([]byte(nil), b[:len(b)-3]...)
+	// the last two fields (here 0 and "": one byte each, a varint and an
+	// index into the small string table).
+	three := append([]byte(nil), b[:len(b)-2]...)
 	three[0] = 3
 	if b[0] != 4 {
 		t.Fatalf("format byte %d, want 4", b[0])
