@@ -366,8 +366,10 @@ func RegisterRuntime(reg prometheus.Registerer) {
 
 // DBCollector reads current state from the database at scrape time.
 //
-// A scrape holds the store's single connection, so run writes wait for it:
-// its cost must not grow with run history. Per-target latest runs are read
+// A scrape holds the connection it reads through (serve gives it a
+// read-only connection of its own; a one-shot run's export reads through
+// the store's single connection, so run writes would wait for it): its
+// cost must not grow with run history. Per-target latest runs are read
 // through the run_targets (target_id, run_id) index, and everything summed
 // over finished runs (the recorded_* counters, the run-duration histogram,
 // runs by status and the latest run per status) is kept in the collector

@@ -50,8 +50,16 @@ type Daemon struct {
 	log   *slog.Logger
 	lease *storage.Lease
 	st    *storage.DB
-	reg   *prometheus.Registry
-	m     *metrics.Metrics
+	// scrape is the metrics collector's own read-only connection to the
+	// database file (nil without a file: the collector reads through st).
+	// The store has a single connection, which a run holds for as long
+	// as it waits on another writer's lock; in WAL mode a reader never
+	// waits for a writer, so a scrape then still answers. Closed before
+	// st: the store's connection, the last, checkpoints and removes the
+	// -wal file.
+	scrape *storage.DB
+	reg    *prometheus.Registry
+	m      *metrics.Metrics
 	// failures counts scheduled runs that failed with an error
 	// (driftprobe_run_failures_total).
 	failures prometheus.Counter
@@ -119,7 +127,16 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		return nil, err
 	}
 	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
-	d.reg, d.m = NewRegistry(d.st, o.Runtime)
+	read := d.st.SQL()
+	if d.dbFile != nil {
+		if d.scrape, err = storage.OpenReadOnly(ctx, cfg.Database); err != nil {
+			closeT()
+			d.st.Close()
+			return nil, fmt.Errorf("open %s for metrics: %w", cfg.Database, err)
+		}
+		read = d.scrape.SQL()
+	}
+	d.reg, d.m = newRegistry(read, o.Runtime)
 	d.failures = metrics.NewRunFailures(d.reg)
 	d.runCtx, d.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
 	ConfigLoaded(d.m, cfg, d.clock.Now())
@@ -452,6 +469,9 @@ func (d *Daemon) Shutdown() error {
 	defer d.mu.Unlock()
 	if d.closeT != nil {
 		d.closeT()
+	}
+	if d.scrape != nil {
+		d.scrape.Close()
 	}
 	if cerr := d.st.Close(); err == nil {
 		err = cerr

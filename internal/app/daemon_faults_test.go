@@ -272,8 +272,8 @@ func TestLeaseLostMidRunIsAFailureNotASkip(t *testing.T) {
 	}
 }
 
-// /readyz stays ready while serve's own run waits on another writer's
-// lock (SQLite's busy timeout, as during a `db prune` or an `outbox
+// /readyz stays ready, and /metrics answers, while serve's own run waits
+// on another writer's lock (SQLite's busy timeout, as during a `db prune` or an `outbox
 // --send`): the store's single connection is the run's then, and the
 // readiness check must not need it.
 func TestReadyWhileRunWaitsOnBusyDatabase(t *testing.T) {
@@ -316,6 +316,20 @@ func TestReadyWhileRunWaitsOnBusyDatabase(t *testing.T) {
 	}
 	if code, _ := httpGet(t, srv.URL+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d", code)
+	}
+	// A scrape reads through the collector's own connection: it answers
+	// well inside a scrape timeout (the run waits up to SQLite's busy
+	// timeout, 10 s, with the store's connection) and carries the
+	// database's series.
+	scrape := &http.Client{Timeout: 4 * time.Second}
+	if resp, err := scrape.Get(srv.URL + "/metrics"); err != nil {
+		t.Errorf("/metrics while the run waits on the lock: %v", err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "\n"+metrics.DatabaseSize+" ") {
+			t.Errorf("/metrics while the run waits on the lock: %d, %s missing:\n%s", resp.StatusCode, metrics.DatabaseSize, b)
+		}
 	}
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
@@ -393,5 +407,37 @@ func TestPushURLWithQueryRefused(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) != 0 {
 		t.Errorf("pushed anyway: %v", got)
+	}
+}
+
+// The collector's read-only connection closes before the store's, so the
+// store's, the last, checkpoints the database and removes its -wal and
+// -shm at shutdown, as a daemon without it did: a scrape must not leave
+// the file needing the -wal beside it.
+func TestShutdownLeavesNoWALAfterScrapes(t *testing.T) {
+	dir := t.TempDir()
+	h, _, stop := newFaultDaemon(t, writeCfg(t, dir, schedCfg), app.DaemonOptions{})
+	srv := httptest.NewServer(h.d.Handler())
+	defer srv.Close()
+	h.tick(t, 10*time.Minute)
+	if code, body := httpGet(t, srv.URL+"/metrics"); code != http.StatusOK || !strings.Contains(body, "\n"+metrics.DatabaseSize+" ") {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "d.db")
+	for _, f := range []string{db + "-wal", db + "-shm"} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after shutdown: %v, want it removed", f, err)
+		}
+	}
+	st, err := storage.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if id, err := st.LatestFinishedRunID(context.Background()); err != nil || id != 1 {
+		t.Errorf("latest finished run after shutdown: %d %v, want the tick's run 1", id, err)
 	}
 }

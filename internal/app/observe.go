@@ -1,6 +1,7 @@
 package app
 
 import (
+	"database/sql"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,9 +61,14 @@ func ObserveRun(m *metrics.Metrics, res *RunResult) {
 // collector. Once ConfigLoaded has recorded a configuration, the collector
 // exports per-target series only for its enabled targets.
 func NewRegistry(st *storage.DB, runtime bool) (*prometheus.Registry, *metrics.Metrics) {
+	return newRegistry(st.SQL(), runtime)
+}
+
+// newRegistry is NewRegistry with the collector reading db.
+func newRegistry(db *sql.DB, runtime bool) (*prometheus.Registry, *metrics.Metrics) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, Version)
-	reg.MustRegister(metrics.NewDBCollector(st.SQL()).OnlyTargets(m.Configured).WithSchedule(m.Schedule))
+	reg.MustRegister(metrics.NewDBCollector(db).OnlyTargets(m.Configured).WithSchedule(m.Schedule))
 	if runtime {
 		metrics.RegisterRuntime(reg)
 	}
