@@ -47,12 +47,14 @@
 // anthropic-version header is pinned (probes.Request.Pinned): it is part of
 // the request fingerprint. A 200 whose
 // body is not a Messages object (garbage, a cut body, an incomplete or
-// failed SSE stream) is transient "malformed_response" (or
+// malformed SSE stream) is transient "malformed_response" (or
 // "truncated_response"), never a verdict. The adapter never asks for a
 // stream, but a complete one (message_start … message_delta …
-// message_stop, no error event, body not cut) is rebuilt into the message
-// it describes and read like it, with "response:event_stream" in
-// Result.Unknown. A body is taken for a stream when its Content-Type is
+// message_stop, body not cut) is rebuilt into the message it describes
+// and read like it, with "response:event_stream" in Result.Unknown; a
+// stream with an error event is read as the error envelope that event
+// carries, as a 200 carrying one is ("Output blocked by content filtering
+// policy" is blocked_output, an overloaded_error transient). A body is taken for a stream when its Content-Type is
 // text/event-stream, or, only when the response declares no Content-Type
 // at all (a stored answer re-read by replay, whose headers are not kept),
 // when the body opens like one (an SSE field line or comment after any
@@ -638,9 +640,11 @@ func sseEvents(body []byte) []sseEvent {
 // (pings aside) with a message object; content blocks start in index
 // order, and deltas and stops touch only open blocks; message_delta fields
 // (stop_reason, stop_sequence, stop_details, usage) are merged into the
-// message; message_stop comes last with every block closed; there is no
-// error event. Anything else returns ok false: a cut or failed stream is
-// never a verdict. Unknown event types are skipped (Anthropic documents
+// message; message_stop comes last with every block closed. An error
+// event (wherever it comes) is returned as msg itself: the error envelope
+// the stream ended with, which classify reads as it reads one in a
+// non-streamed 200. Anything else returns ok false: a cut or malformed
+// stream is never a verdict. Unknown event types are skipped (Anthropic documents
 // that new ones may appear) and returned as "stream_event:<type>" entries.
 func streamMessage(body []byte) (msg []byte, unknown []string, ok bool) {
 	type block struct {
@@ -671,6 +675,14 @@ func streamMessage(body []byte) (msg []byte, unknown []string, ok bool) {
 		}
 		if e.Type == "ping" {
 			continue
+		}
+		if e.Type == "error" {
+			// The stream failed: its error event carries the envelope a
+			// non-streamed answer would ({"type":"error","error":{…}}),
+			// read like one ("Output blocked by content filtering
+			// policy" is a block, whatever text came before it; an
+			// overloaded_error is transient).
+			return []byte(d), unknown, true
 		}
 		if ended || (!started && e.Type != "message_start") {
 			return nil, nil, false
@@ -739,8 +751,6 @@ func streamMessage(body []byte) (msg []byte, unknown []string, ok bool) {
 				}
 			}
 			ended = true
-		case "error":
-			return nil, nil, false
 		default:
 			unknown = append(unknown, "stream_event:"+e.Type)
 		}

@@ -73,7 +73,8 @@ func TestConformance(t *testing.T) {
 			Want: probestest.Want{Class: probes.Transient, Reason: "529:overloaded_error"}},
 		{Name: "sse_error_after_200", Fixture: "stream_error_overloaded_after_200.sse.txt",
 			Header: map[string]string{"Request-Id": "req_stream123", "Content-Type": "text/event-stream"},
-			Want:   probestest.Want{Class: probes.Transient, Reason: "malformed_response", RequestID: "req_stream123"}},
+			// The stream's error event is read as the envelope it carries.
+			Want: probestest.Want{Class: probes.Transient, Reason: "200:overloaded_error", RequestID: "req_stream123"}},
 		{Name: "sse_refusal_delta", Fixture: "stream_refusal_message_delta.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"},
 			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response"}},
 
@@ -474,6 +475,8 @@ func TestEventStream(t *testing.T) {
 	}
 	es := map[string]string{"Content-Type": "text/event-stream; charset=utf-8", "request-id": "req_sse"}
 	malformed := probestest.Want{Class: probes.Transient, Reason: "malformed_response"}
+	// A stream's error event is read as the error envelope it carries.
+	overloaded := probestest.Want{Class: probes.Transient, Reason: "200:overloaded_error"}
 	cases := []probestest.Case{
 		{Name: "docs_end_turn", Fixture: "stream_end_turn_docs.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"},
 			Want: probestest.Want{Class: probes.Allowed, Reason: "end_turn", ModelID: "claude-3-5-sonnet-20241022", TokensIn: 25, TokensOut: 15,
@@ -495,7 +498,7 @@ func TestEventStream(t *testing.T) {
 
 		// Anything less is not a verdict.
 		{Name: "fragment_fixture", Fixture: "stream_refusal_message_delta.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"}, Want: malformed},
-		{Name: "error_fixture", Fixture: "stream_error_overloaded_after_200.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"}, Want: malformed},
+		{Name: "error_fixture", Fixture: "stream_error_overloaded_after_200.sse.txt", Header: map[string]string{"Content-Type": "text/event-stream"}, Want: overloaded},
 		// The replay server declares application/json when a case names no
 		// type: a declared type decides (TestEventStreamWithoutHeaders
 		// covers a response with no Content-Type at all).
@@ -510,7 +513,7 @@ func TestEventStream(t *testing.T) {
 			Want: probestest.Want{Class: probes.Transient, Reason: "malformed_response", Unknown: []string{"stop_reason:<none>"}}},
 		{Name: "error_mid_stream", Header: es,
 			Body: sse("message_start", start, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "message_delta", endTurn, "message_stop", msgStop),
-			Want: malformed},
+			Want: overloaded},
 		{Name: "event_after_stop", Header: es, Body: sse("message_start", start, "message_delta", endTurn, "message_stop", msgStop, "message_delta", endTurn), Want: malformed},
 		{Name: "block_left_open", Header: es, Body: sse("message_start", start, "content_block_start", blockTxt, "message_delta", endTurn, "message_stop", msgStop), Want: malformed},
 		{Name: "delta_without_block", Header: es, Body: sse("message_start", start, "content_block_delta", delta(0, "x"), "message_delta", endTurn, "message_stop", msgStop), Want: malformed},

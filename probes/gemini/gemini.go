@@ -399,10 +399,14 @@ var (
 	knownSeverity = wire.Set("HARM_SEVERITY_UNSPECIFIED", "HARM_SEVERITY_NEGLIGIBLE", "HARM_SEVERITY_LOW", "HARM_SEVERITY_MEDIUM", "HARM_SEVERITY_HIGH")
 	// blockReasons are promptFeedback.blockReason values (Gemini API and
 	// Vertex spellings of "unspecified" both listed).
-	knownBlock = wire.Set("SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY", "SPII", "MODEL_ARMOR",
+	// Vertex adds JAILBREAK ("the user prompt was blocked due to
+	// jailbreak") and MODEL_ARMOR (a project's Model Armor floor settings).
+	knownBlock = wire.Set("SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY", "SPII", "MODEL_ARMOR", "JAILBREAK",
 		"BLOCK_REASON_UNSPECIFIED", "BLOCKED_REASON_UNSPECIFIED")
-	// policyFinish are finish reasons that withhold the answer for policy.
-	policyFinish = wire.Set("SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT")
+	// policyFinish are finish reasons that withhold the answer for policy
+	// (Vertex's MODEL_ARMOR: "the model response was blocked by Model
+	// Armor").
+	policyFinish = wire.Set("SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "MODEL_ARMOR")
 	// otherFinish are documented finish reasons that are not policy verdicts.
 	otherFinish = wire.Set("STOP", "MAX_TOKENS", "RECITATION", "IMAGE_RECITATION", "OTHER", "IMAGE_OTHER", "LANGUAGE",
 		"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "NO_IMAGE", "MALFORMED_RESPONSE",
@@ -445,8 +449,11 @@ func NormalizeCategory(raw string) (string, bool) {
 // reasonCategory is the category of a fallback signal for a block reason
 // that names no rating.
 func reasonCategory(reason string) string {
-	if reason == "SPII" {
+	switch reason {
+	case "SPII":
 		return probes.CatPrivacy
+	case "JAILBREAK":
+		return probes.CatJailbreak
 	}
 	return probes.CatOther
 }

@@ -232,6 +232,8 @@ func (c *chatReader) classify(r probes.Result) probes.Result {
 			}
 		}
 		return r
+	case failedFinish[ch.finish]:
+		r.Class, r.Stage, r.Reason = probes.Transient, probes.StageNone, "choice_"+ch.finish
 	case !ch.hasMessage && !ch.hasText:
 		r.Class, r.Reason = probes.Transient, "no_message"
 	case !ch.hasContent && !ch.hasText && len(ch.refusal) == 0:
@@ -287,7 +289,7 @@ func mayBeRefusal(text []byte) bool {
 // one makes the reader decline.
 var (
 	foldTop     = foldSet("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "prompt_filter_results", "error")
-	foldChoice  = foldSet("index", "message", "finish_reason", "logprobs", "content_filter_results", "text", "stop_reason")
+	foldChoice  = foldSet("index", "message", "finish_reason", "logprobs", "content_filter_results", "text", "stop_reason", "error")
 	foldMessage = foldSet("role", "content", "refusal", "annotations", "audio", "tool_calls", "function_call", "reasoning_content")
 	foldPrompt  = foldSet("prompt_index", "content_filter_results")
 	foldUsage   = foldSet("prompt_tokens", "completion_tokens")
@@ -858,6 +860,8 @@ func (c *chatReader) readChoice(ch *fastChoice, first bool) bool {
 			return true, c.readFilterSet(&ch.sigs, &ch.unk, false)
 		case "logprobs", "stop_reason":
 			return true, c.skip()
+		case "error":
+			return true, false // a failed choice: the reference reads it
 		}
 		return false, true
 	}, func(k []byte) {

@@ -190,7 +190,7 @@ func ClassifyModeration(resp *probes.Response, now time.Time, norm Normalizer) p
 	}
 	if len(r.Signals) == 0 && !flagKnown {
 		// Results without a single category or flag say nothing.
-		r.Class, r.Reason = probes.Transient, "no_categories"
+		r.Class, r.Reason = probes.Transient, "malformed_response"
 		return finish(r)
 	}
 	if unreadable {

@@ -194,6 +194,28 @@ type chatChoice struct {
 	Message              *chatMessage `json:"message"`
 	Text                 *string      `json:"text"`
 	ContentFilterResults filterSet    `json:"content_filter_results"`
+	// Error is a gateway's report that generation failed after the
+	// answer started (OpenRouter: HTTP 200, finish_reason "error" and
+	// an ErrorResponse on the choice); nil when absent or null.
+	Error *choiceError `json:"error"`
+}
+
+// choiceError is the error object a gateway puts on a choice. Any JSON
+// value but null reads as one (its message only from an object): it never
+// fails the answer's decoding.
+type choiceError struct {
+	Message wire.Text
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (e *choiceError) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Message wire.Text `json:"message"`
+	}
+	if json.Unmarshal(b, &v) == nil {
+		e.Message = v.Message
+	}
+	return nil
 }
 
 type chatResponse struct {
@@ -264,7 +286,7 @@ func (cr *chatResponse) oddFields() []string {
 // "choice_key:NAME" or "message_key:NAME" in Result.Unknown.
 var (
 	knownChatKeys    = wire.Set("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "prompt_filter_results", "error")
-	knownChoiceKeys  = wire.Set("index", "message", "finish_reason", "logprobs", "content_filter_results", "text", "stop_reason")
+	knownChoiceKeys  = wire.Set("index", "message", "finish_reason", "logprobs", "content_filter_results", "text", "stop_reason", "error")
 	knownMessageKeys = wire.Set("role", "content", "refusal", "annotations", "audio", "tool_calls", "function_call", "reasoning_content")
 )
 
@@ -324,7 +346,13 @@ func text(raw json.RawMessage) string {
 	return strings.Trim(string(raw), `"`)
 }
 
-var knownFinish = map[string]bool{"stop": true, "length": true, "tool_calls": true, "function_call": true, "content_filter": true, "": true}
+var knownFinish = map[string]bool{"stop": true, "length": true, "tool_calls": true, "function_call": true, "content_filter": true, "error": true, "abort": true, "": true}
+
+// failedFinish holds the finish reasons that say generation failed rather
+// than ended: "error" (OpenRouter's normalized reason when the upstream
+// failed mid-answer), "abort" (vLLM, a request the engine aborted). The
+// text before the failure, if any, is no verdict: transient, retried.
+var failedFinish = map[string]bool{"error": true, "abort": true}
 
 // NormalizeAzure maps an Azure (or sim) content-filter category name to the
 // normalized vocabulary. ok is false for names it does not know; they map to
@@ -368,6 +396,13 @@ func readFilters(fs filterSet, r *probes.Result) (unavailable bool) {
 		}
 		var fr FilterResult
 		if err := json.Unmarshal(raw, &fr); err != nil {
+			if s, ok := readBlocklists(k, raw); ok {
+				if _, known := NormalizeAzure(k); !known {
+					r.Unknown = append(r.Unknown, "category:"+sanitize(k))
+				}
+				r.Signals = append(r.Signals, s)
+				continue
+			}
 			// Not a per-category object (e.g. a citation block); keep the key.
 			r.Unknown = append(r.Unknown, "filter_key:"+sanitize(k))
 			continue
@@ -401,6 +436,27 @@ func readFilters(fs filterSet, r *probes.Result) (unavailable bool) {
 		r.Signals = append(r.Signals, s)
 	}
 	return unavailable
+}
+
+// readBlocklists reads a filter entry that is an array of blocklist
+// results, as Azure documents custom_blocklists
+// ([{"filtered":true,"id":"NAME"}], learn.microsoft.com "Use blocklists"):
+// one signal for the entry, fired when any blocklist filtered, under the
+// entry's category (custom_blocklists → other). ok is false for anything
+// else.
+func readBlocklists(k string, raw json.RawMessage) (probes.Signal, bool) {
+	var list []struct {
+		Filtered *bool `json:"filtered"`
+	}
+	if json.Unmarshal(raw, &list) != nil {
+		return probes.Signal{}, false
+	}
+	cat, _ := NormalizeAzure(k)
+	s := probes.Signal{Category: cat, Raw: k}
+	for _, b := range list {
+		s.Fired = s.Fired || (b.Filtered != nil && *b.Filtered)
+	}
+	return s, true
 }
 
 // ParseLenient decodes body into v, repairing two shapes seen in the wild:
@@ -1069,6 +1125,14 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 			}
 		}
 		return r
+	case c.Error != nil || failedFinish[c.FinishReason]:
+		// Generation failed after the answer started: whatever text came
+		// before the failure is not the provider's verdict.
+		r.Class, r.Stage, r.Reason = probes.Transient, probes.StageNone, "choice_"+c.FinishReason
+		if c.Error != nil {
+			r.Reason = "choice_error"
+			r.Message = c.Error.Message.S
+		}
 	case c.Message == nil && c.Text == nil && !unavailable:
 		// A finish reason other than content_filter on a choice with no
 		// message object (and no legacy text): the answer is missing.

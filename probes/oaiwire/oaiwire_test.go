@@ -118,7 +118,7 @@ func TestDegenerateAnswers(t *testing.T) {
 	if r := ClassifyChat(&probes.Response{Status: 200, Body: []byte(`{"id":"c","choices":[{"message":{"content":""},"finish_reason":"stop"}]}`)}, now); r.Class != probes.Allowed {
 		t.Errorf("empty answer: %+v", r)
 	}
-	if r := ClassifyModeration(&probes.Response{Status: 200, Body: []byte(`{"id":"m","results":[null]}`)}, now, NormalizeAzure); r.Class != probes.Transient || r.Reason != "no_categories" {
+	if r := ClassifyModeration(&probes.Response{Status: 200, Body: []byte(`{"id":"m","results":[null]}`)}, now, NormalizeAzure); r.Class != probes.Transient || r.Reason != "malformed_response" {
 		t.Errorf("empty result: %+v", r)
 	}
 }

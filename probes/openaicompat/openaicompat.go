@@ -23,8 +23,10 @@
 // top-level {message,type,code} and FastAPI {"detail":...} shapes, a 2xx
 // carrying only an error (transient), Retry-After / retry-after-ms /
 // x-ratelimit-reset-* and the x-request-id header (fallback: body id).
-// Unknown finish reasons (vLLM's "abort", …) and new keys are recorded in
-// Result.Unknown.
+// A choice whose generation failed (finish_reason "error", OpenRouter's
+// error object on the choice after an HTTP 200, vLLM's "abort") is
+// transient, whatever text came before the failure. Other unknown finish
+// reasons and new keys are recorded in Result.Unknown.
 package openaicompat
 
 import (

@@ -16,9 +16,11 @@ const Redacted = "[REDACTED]"
 // contain them); percent-encoded ("sk-a%2Fb"). Each character of a match
 // may be spelled differently. Any run of 12 or more letters and digits of
 // a secret left anywhere after that (a spelling none of these covers) is
-// replaced too: no stored byte may spell a long piece of a key. b is
-// modified only through copies; the result may share b's array when
-// nothing matched.
+// replaced too: no stored byte may spell a long piece of a key. So is a
+// secret cut off at the end of b (its first 4 bytes or more ending b): a
+// field bounded before it reached the redaction (a provider message cut at
+// MaxMessage) keeps no prefix of a key. b is modified only through copies;
+// the result may share b's array when nothing matched.
 func RedactBytes(b []byte, secrets ...string) []byte {
 	for _, s := range secrets {
 		if len(s) < 4 {
@@ -38,8 +40,27 @@ func RedactBytes(b []byte, secrets ...string) []byte {
 				b = bytes.ReplaceAll(b, []byte(f), []byte(Redacted))
 			}
 		}
+		if k := cutSecret(b, s); k > 0 {
+			b = append(b[:len(b)-k:len(b)-k], Redacted...)
+		}
 	}
 	return b
+}
+
+// minCut is the shortest prefix of a secret that cutSecret redacts at the
+// end of a text.
+const minCut = 4
+
+// cutSecret returns the length of the longest proper prefix of s, of
+// minCut bytes or more, that b ends with: a secret cut off by a bound; 0
+// when there is none.
+func cutSecret(b []byte, s string) int {
+	for k := min(len(s)-1, len(b)); k >= minCut; k-- {
+		if string(b[len(b)-k:]) == s[:k] {
+			return k
+		}
+	}
+	return 0
 }
 
 // RedactString is RedactBytes for a string.

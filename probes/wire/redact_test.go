@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/driftprobe/driftprobe/probes"
 )
 
 func TestRedactBytesEscapedForms(t *testing.T) {
@@ -130,4 +132,30 @@ func FuzzRedactBytes(f *testing.F) {
 			t.Fatalf("secret survives in %q (from %q)", got, enc)
 		}
 	})
+}
+
+// A secret cut off at the end of a text (a provider message bounded at
+// MaxMessage before the redaction saw it) leaves no prefix of 4 bytes or
+// more; a shorter tail, or a prefix that does not end the text, is
+// another matter (the first is not a piece of a key one could use, the
+// second was not cut).
+func TestRedactBytesCutSecret(t *testing.T) {
+	const key = "sk-proj-QAprov0123456789abcdefghij"
+	for _, c := range []struct{ in, want string }{
+		{"Authorization: Bearer " + key[:20], "Authorization: Bearer " + Redacted},
+		{"Bearer " + key[:4], "Bearer " + Redacted},
+		{"Bearer " + key[:3], "Bearer " + key[:3]},
+		{key[:10] + " and more", key[:10] + " and more"},
+		{"x" + key, "x" + Redacted},
+	} {
+		if got := string(RedactBytes([]byte(c.in), key)); got != c.want {
+			t.Errorf("RedactBytes(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	// Through Redact, after Finish bounded the message.
+	msg := strings.Repeat("x", MaxMessage-12) + " Bearer " + key
+	r := Redact(Finish(probes.Result{Class: probes.ClientError, Message: msg}), key)
+	if strings.Contains(r.Message, key[:4]) || !strings.HasSuffix(r.Message, " Bearer [RED") {
+		t.Errorf("bounded message keeps a piece of the key: …%q", r.Message[len(r.Message)-30:])
+	}
 }
