@@ -989,6 +989,17 @@ func ValidateSim(col *yamlx.Collector, prefix string, s *sim.Config) {
 		}
 		col.Add(prefix+e[0], "%s", msg)
 	}
+	// noise_band and input_margin read 0 as "the default": an explicit 0
+	// (every block at input, say) would be silently replaced.
+	for _, f := range []struct {
+		name string
+		v    float64
+		def  string
+	}{{"noise_band", s.NoiseBand, "0.12"}, {"input_margin", s.InputMargin, "0.3"}} {
+		if f.v == 0 && !seen[f.name] && col.Root != nil && yamlx.Given(col.Root, prefix+f.name) {
+			col.Add(prefix+f.name, "0: must be above 0 (omit it for the default %s; a tiny value such as 0.000001 is as good as 0)", f.def)
+		}
+	}
 }
 
 // simMessage rewrites the sim's unknown-category message on a thresholds
@@ -1316,6 +1327,31 @@ func (c *Config) Warnings() []string {
 
 // Where returns "FILE:LINE: " for the value at path (dotted, as in
 // messages), or "" when c came from no file or the file does not set it.
+// KeyWarnings returns, in the FILE:LINE: FIELD: form, a warning for a
+// github block whose credential variable (token_env, or private_key_env
+// for a GitHub App) is unset or blank in getenv: a missing token is no
+// configuration error (runs still record their events, and the outbox
+// keeps what is owed until the token is there), but `config check` is
+// where it should show.
+func (c *Config) KeyWarnings(getenv func(string) string) []string {
+	g := c.GitHub
+	if g == nil {
+		return nil
+	}
+	field, name := "github.token_env", g.TokenEnv
+	if g.AppAuth() {
+		field, name = "github.private_key_env", g.PrivateKeyEnv
+	}
+	if name == "" || strings.TrimSpace(getenv(name)) != "" {
+		return nil
+	}
+	where := c.Where(field)
+	if where == "" {
+		where = c.Where("github")
+	}
+	return []string{fmt.Sprintf("%s%s: environment variable %s is not set: runs record their events, but no GitHub issue is opened or updated until it is (driftprobe outbox lists what is owed)", where, field, name)}
+}
+
 func (c *Config) Where(path string) string {
 	if c.File == "" {
 		return ""

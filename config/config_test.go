@@ -76,6 +76,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"retention-days", `retention\.bodies`, "bodies: 30 days", `"30 days": not a duration (e.g. 30s, 5m, 90d)`},
 		{"sim-policy-order", `targets\[0\]\.sim\.policies\[1\]\.from_run`, "from_run: 2", "policies must be in increasing from_run order"},
 		{"sim-noise", `targets\[0\]\.sim\.noise`, "noise: 1.5", "1.5: must be between 0 and 1"},
+		{"sim-input-margin-zero", `targets\[0\]\.sim\.input_margin`, "input_margin: 0", "0: must be above 0 (omit it for the default 0.3"},
 		{"unknown-option", `targets\[0\]\.options\.region`, "region: us-east-1", "unknown option for provider openai (accepted: organization, project, token_param)"},
 		{"azure-no-base-url", `targets\[0\]\.base_url`, "- name: az", "required for azure"},
 		{"github-repo", `github\.repo`, "repo: just-a-name", `"just-a-name": want owner/name`},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +19,9 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Long: `Validate the configuration file strictly: unknown fields, wrong types, duplicate
 target names, unknown providers, bad schedules, and (unless --no-keys) missing
 key environment variables are reported as FILE:LINE: FIELD: problem, exit 2.
-Warnings (a plain-http base_url off loopback that would carry a key or token)
-go to stderr and keep exit 0.`,
+Warnings (a plain-http base_url off loopback that would carry a key or token;
+unless --no-keys, a github block whose token variable is unset) go to stderr
+and keep exit 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := app.LoadConfig(g.config, g.db, !noKeys)
@@ -36,7 +38,11 @@ go to stderr and keep exit 0.`,
 			}
 			fmt.Fprintf(g.stdout, "%s: ok (%s, corpus %s %s with %s, schedule %q, database %s)\n",
 				src, termtext.Count(len(cfg.Enabled()), "target", "targets"), cp.Name, cp.Version, termtext.Count(len(cp.Probes), "probe", "probes"), cfg.Schedule, cfg.Database)
-			for _, w := range cfg.Warnings() {
+			warnings := cfg.Warnings()
+			if !noKeys {
+				warnings = append(warnings, cfg.KeyWarnings(os.Getenv)...)
+			}
+			for _, w := range warnings {
 				fmt.Fprintf(g.stderr, "driftprobe: warning: %s\n", w)
 			}
 			return nil

@@ -117,7 +117,7 @@ func WriteRunDiff(g *globals, d *diff.RunDiff) {
 		fmt.Fprintf(g.stdout, "%s not compared: observed in only one of the runs (a run aborted or killed first, or the corpus changed)\n", termtext.Count(d.Missing, "probe", "probes"))
 	}
 	if d.NotCompared > 0 {
-		fmt.Fprintf(g.stdout, "%d probe(s) not compared: no verdict in one of the runs (transient error, client error, unavailable filter)\n", d.NotCompared)
+		fmt.Fprintf(g.stdout, "%d probe(s) not compared: no verdict in one of the runs (transient error, client error, unavailable filter, account-level enforcement)\n", d.NotCompared)
 	}
 	if len(d.Probes) == 0 {
 		return
