@@ -49,7 +49,10 @@ import (
 // reasons and warnings hold the server's text raw (labels quoted, not
 // escaped): Report.WriteTable and WriteWarnings escape it for terminals. A transport failure, a
 // non-2xx answer or a body that is not the documented JSON envelope is an
-// error; an answer with status "error" is an *APIError. A query (or total
+// error; an answer with status "error" is an *APIError. The credentials
+// URL carries (URLSecrets: its password, the Basic credential sent for
+// it, ...) are masked in the server's text an error or warning quotes,
+// and the URL is named without them. A query (or total
 // query) that matches no series at all is no error, but a warning naming
 // it: an empty answer is what a mistyped metric name gets.
 type Prometheus struct {
@@ -85,7 +88,7 @@ func inputErr(format string, args ...any) error { return &InputError{fmt.Errorf(
 type APIError struct {
 	HTTPStatus int
 	Type       string // errorType: bad_data, execution, timeout, canceled, internal, unavailable, not_found, ...
-	Message    string // untrusted server text, escaped by Error
+	Message    string // untrusted server text (the request's credentials masked), escaped by Error
 	Query      string
 }
 
@@ -492,17 +495,25 @@ func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []strin
 	if client == nil {
 		client = &http.Client{Timeout: 2 * time.Minute}
 	}
-	where := u.Redacted()
-	if i := strings.IndexByte(where, '?'); i >= 0 {
-		where = where[:i]
+	// The server's text (an error, a body, a status, a warning) may
+	// quote the credentials the request sent: masked (mask), whole,
+	// before it is cut to size. The URL is named without them.
+	secrets := URLSecrets(p.URL)
+	mask := func(s string) string { return MaskSecrets(s, wire.Redacted, secrets) }
+	named := *u
+	named.RawQuery, named.ForceQuery, named.Fragment, named.RawFragment = "", false, "", ""
+	if named.User != nil {
+		named.User = url.User("xxxxx") // Redacted would keep a token given as the user name
 	}
+	where := named.String()
 	resp, err := client.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its text repeats the URL with the whole query
 		}
-		return nil, nil, fmt.Errorf("prometheus %s: %w", where, err)
+		// A transport error may quote the server ("malformed HTTP response").
+		return nil, nil, fmt.Errorf("prometheus %s: %w", where, MaskError(err, wire.Redacted, secrets))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
@@ -515,31 +526,31 @@ func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []strin
 	var env promEnvelope
 	jerr := json.Unmarshal(body, &env)
 	if jerr == nil && env.Status == "error" {
-		return nil, nil, &APIError{HTTPStatus: resp.StatusCode, Type: env.ErrorType, Message: env.Error, Query: q}
+		return nil, nil, &APIError{HTTPStatus: resp.StatusCode, Type: mask(env.ErrorType), Message: mask(env.Error), Query: q}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, nil, fmt.Errorf("prometheus %s: HTTP %d: %s", where, resp.StatusCode, Clean(wire.Shorten(strings.TrimSpace(string(body)), 200)))
+		return nil, nil, fmt.Errorf("prometheus %s: HTTP %d: %s", where, resp.StatusCode, Clean(wire.Shorten(mask(strings.TrimSpace(string(body))), 200)))
 	}
 	if jerr != nil {
-		return nil, nil, fmt.Errorf("prometheus %s: the answer is not the API's JSON (%v): %s", where, jerr, Clean(wire.Shorten(strings.TrimSpace(string(body)), 200)))
+		return nil, nil, fmt.Errorf("prometheus %s: the answer is not the API's JSON (%v): %s", where, jerr, Clean(wire.Shorten(mask(strings.TrimSpace(string(body))), 200)))
 	}
 	if env.Status != "success" {
-		return nil, nil, fmt.Errorf("prometheus %s: answer status %s, want success", where, strconv.Quote(wire.Shorten(env.Status, 64)))
+		return nil, nil, fmt.Errorf("prometheus %s: answer status %s, want success", where, strconv.Quote(wire.Shorten(mask(env.Status), 64)))
 	}
 	var data promData
 	if err := json.Unmarshal(env.Data, &data); err != nil {
 		return nil, nil, fmt.Errorf("prometheus %s: the answer's data is not a query result: %v", where, err)
 	}
 	if data.ResultType != "matrix" {
-		return nil, nil, fmt.Errorf("prometheus %s: result type %s, want matrix (a range query)", where, strconv.Quote(wire.Shorten(data.ResultType, 64)))
+		return nil, nil, fmt.Errorf("prometheus %s: result type %s, want matrix (a range query)", where, strconv.Quote(wire.Shorten(mask(data.ResultType), 64)))
 	}
 	// Raw text: WriteWarnings and WriteTable escape it, JSON carries it.
 	var warns []string
 	for _, w := range env.Warnings {
-		warns = append(warns, "prometheus warning: "+wire.Shorten(w, 500))
+		warns = append(warns, "prometheus warning: "+wire.Shorten(mask(w), 500))
 	}
 	for _, w := range env.Infos {
-		warns = append(warns, "prometheus info: "+wire.Shorten(w, 500))
+		warns = append(warns, "prometheus info: "+wire.Shorten(mask(w), 500))
 	}
 	return data.Result, warns, nil
 }

@@ -56,13 +56,15 @@ default corpus.`,
 				}
 				return err
 			}
-			roles := map[string]int{}
+			// Every role is a key, 0 when unused: the JSON's shape does not
+			// depend on the corpus.
+			roles := map[string]int{corpus.RoleBenign: 0, corpus.RoleBorderline: 0, corpus.RolePositive: 0}
 			for _, p := range cp.Probes {
 				roles[p.Role]++
 			}
 			warnings := cp.Warnings()
 			if asJSON {
-				return writeJSON(g.stdout, map[string]any{"name": cp.Name, "version": cp.Version, "sha256": cp.Hash, "probes": len(cp.Probes), "categories": cp.Categories(), "roles": roles, "ok": true,
+				return writeJSON(g.stdout, map[string]any{"name": cp.Name, "version": cp.Version, "sha256": cp.Hash, "probes": len(cp.Probes), "categories": append([]string{}, cp.Categories()...), "roles": roles, "ok": true,
 					"warnings": append([]string{}, warnings...)})
 			}
 			for _, w := range warnings {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
+
+	"github.com/driftprobe/driftprobe/attribution"
 )
 
 // PushTimeout bounds a push to the Pushgateway: one that accepts the
@@ -93,45 +94,13 @@ func ExportMetricsAs(ctx context.Context, reg *prometheus.Registry, textfile, pu
 }
 
 // maskPassword returns err with the credentials of rawURL — the user
-// information (user:password@, or a token as the user name) and the values
-// of its query — shown as "xxxxx" wherever its message repeats them: the
-// push client's errors quote the URL it pushed to, and they are logged.
+// information (user:password@, or a token as the user name), the Basic
+// credential the push sends for it (base64 of user:password) and the
+// values of its query — shown as "xxxxx" wherever its message repeats
+// them, raw or escaped (attribution.MaskSecrets; the Prometheus client of
+// attribute masks the same way): the push client's errors quote the URL
+// it pushed to and the Pushgateway's answer, and they are logged.
 // errors.Is and As still see err.
 func maskPassword(err error, rawURL string) error {
-	u, perr := url.Parse(rawURL)
-	if perr != nil || u.User == nil && u.RawQuery == "" {
-		return err
-	}
-	var hide []string
-	if u.User != nil {
-		hide = append(hide, u.User.String(), u.User.Username())
-		if pw, ok := u.User.Password(); ok {
-			hide = append(hide, pw)
-		}
-	}
-	for _, vs := range u.Query() {
-		hide = append(hide, vs...)
-	}
-	var out []string
-	for _, h := range hide {
-		if len(h) >= 3 {
-			out = append(out, h, url.QueryEscape(h), url.PathEscape(h))
-		}
-	}
-	return masked{err: err, hide: out}
+	return attribution.MaskError(err, "xxxxx", attribution.URLSecrets(rawURL))
 }
-
-type masked struct {
-	err  error
-	hide []string // credentials, as given and escaped
-}
-
-func (m masked) Error() string {
-	s := m.err.Error()
-	for _, h := range m.hide {
-		s = strings.ReplaceAll(s, h, "xxxxx")
-	}
-	return s
-}
-
-func (m masked) Unwrap() error { return m.err }

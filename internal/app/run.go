@@ -58,6 +58,24 @@ type RunResult struct {
 	Attribution *AttributionSummary
 }
 
+// checkCorpusHash refuses (Usage) a corpus version whose bytes differ
+// from the ones the database's runs of that version used. The lock file
+// guards a version's bytes where the corpus lives; the database guards
+// them too, so a lost or regenerated corpus.lock cannot make one version
+// mean two corpora.
+func checkCorpusHash(ctx context.Context, st *storage.DB, cp *corpus.Corpus) error {
+	h, err := st.CorpusHashOf(ctx, cp.Name, cp.Version)
+	if err != nil || h == "" || h == cp.Hash {
+		return err
+	}
+	where := "corpus " + cp.Name
+	if at := cp.VersionAt(); at != "" {
+		where = at + ": version"
+	}
+	return Usage(fmt.Errorf("%s: %w: corpus %s version %s: its bytes changed (sha256 %.12s, the database's runs of this version used %.12s): bump the version for any change to a probe",
+		where, corpus.ErrChangedUnderVersion, cp.Name, cp.Version, cp.Hash, h))
+}
+
 // RunOnce performs one run of every enabled target and stores it. Holding
 // the run lease throughout, it then applies detection, prunes by the
 // configured retention and, with an attribution block, attributes
@@ -75,6 +93,12 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	lease := o.Lease
 	if lease == nil {
 		lease = NewLease("driftprobe run")
+	}
+	// A corpus the database refuses is refused before the lease is taken:
+	// a run refused for bad input writes nothing (checked again under the
+	// lease, where another process may have recorded the version since).
+	if err := checkCorpusHash(ctx, st, cp); err != nil {
+		return nil, err
 	}
 	runCtx, release, err := HoldLease(ctx, st, lease, cfg.LockTTL.D(), o.Logger)
 	if err != nil {
@@ -99,18 +123,8 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 		full = o.FullConfig
 	}
 	detectMissed(context.WithoutCancel(ctx), full, st, o.Logger)
-	// The lock file guards a version's bytes where the corpus lives; the
-	// database guards them too, so a lost or regenerated corpus.lock
-	// cannot make one version mean two corpora.
-	if h, err := st.CorpusHashOf(ctx, cp.Name, cp.Version); err != nil {
+	if err := checkCorpusHash(ctx, st, cp); err != nil {
 		return nil, err
-	} else if h != "" && h != cp.Hash {
-		where := "corpus " + cp.Name
-		if at := cp.VersionAt(); at != "" {
-			where = at + ": version"
-		}
-		return nil, Usage(fmt.Errorf("%s: %w: corpus %s version %s: its bytes changed (sha256 %.12s, the database's runs of this version used %.12s): bump the version for any change to a probe",
-			where, corpus.ErrChangedUnderVersion, cp.Name, cp.Version, cp.Hash, h))
 	}
 	// Only now, with the database agreeing, is a new version locked: a run
 	// the database refuses must not write the changed bytes into a lost

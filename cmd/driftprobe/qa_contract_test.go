@@ -1,0 +1,108 @@
+package main
+
+// QA contract checks (DESIGN.md "Contract used by outside checks", README
+// CLI reference). Each test here failed when it was written; see the QA
+// report.
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const qaCorpusNoTags = `name: qa
+version: "1"
+probes:
+  - id: p1
+    prompt: "Hello there"
+    tags: []
+    expect: allow
+    role: benign_control
+`
+
+// README:390 / DESIGN.md:188: `corpus lint --json` reports the corpus; a
+// list-valued field must be a JSON list, [] when empty, like every other
+// list in the JSON outputs (tags, warnings, renamed, events...). For a
+// corpus whose probes carry no tags, "categories" is null
+// (corpuscmd.go:65, Corpus.Categories returns nil).
+func TestQAContractCorpusLintJSONCategoriesIsAList(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "corpus.yaml"), []byte(qaCorpusNoTags), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runIn(t, "corpus", "lint", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	if got := strings.TrimSpace(string(out["categories"])); got != "[]" {
+		t.Errorf(`"categories" = %s, want [] for a corpus without tags`, got)
+	}
+}
+
+// README:359-364: a run refuses a corpus whose bytes changed under an
+// unchanged version when the database's earlier runs recorded another
+// hash (a lost corpus.lock). Bad input must leave an existing database as
+// it was (README:376 "exit 2, the file untouched"; a config error and a
+// lock-file refusal both leave the file byte-identical). This refusal is
+// made only after the run took its lease, abandoned stale runs and
+// detected missed runs (internal/app/run.go:76-114), so the file changes.
+func TestQAContractRefusedCorpusLeavesDatabaseUntouched(t *testing.T) {
+	dir := t.TempDir()
+	cdir := filepath.Join(dir, "corpus")
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cdir, "corpus.yaml"), []byte(qaCorpusNoTags), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("corpus: "+cdir+"\ntargets:\n  - {name: a, provider: sim, model: m}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "x.db")
+	if _, stderr, code := runProc(t, nil, "run", "--no-progress", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	before := qaFiles(t, db)
+
+	// The lock is lost and a probe's bytes change under version "1".
+	os.Remove(filepath.Join(cdir, "corpus.lock"))
+	changed := strings.Replace(qaCorpusNoTags, "Hello there", "Hello there!", 1)
+	if err := os.WriteFile(filepath.Join(cdir, "corpus.yaml"), []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runProc(t, nil, "run", "--no-progress", "--config", cfg, "--db", db)
+	if code != 2 || !strings.Contains(stderr, "changed under an unchanged version") {
+		t.Fatalf("second run: exit %d (want 2): %s", code, stderr)
+	}
+	after := qaFiles(t, db)
+	for name, b := range before {
+		if !bytes.Equal(b, after[name]) {
+			t.Errorf("%s changed although the run was refused (%d -> %d bytes)", filepath.Base(name), len(b), len(after[name]))
+		}
+	}
+}
+
+// qaFiles reads the database and its -wal file (absent: nil).
+func qaFiles(t *testing.T, db string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, f := range []string{db, db + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		out[f] = b
+	}
+	return out
+}
