@@ -127,7 +127,12 @@ func AlignRange(end time.Time, since, step time.Duration) (time.Time, time.Time)
 func (p *Prometheus) Check() error {
 	u, err := url.Parse(p.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return inputErr("--prometheus %s: want an http(s) URL such as http://prometheus:9090", strconv.Quote(p.URL))
+		shown := strconv.Quote(p.URL)
+		if strings.ContainsAny(p.URL, "@?") {
+			// user:password@ or a token in the query: not repeated.
+			shown = "(not repeated: it may hold a credential)"
+		}
+		return inputErr("--prometheus %s: want an http(s) URL such as http://prometheus:9090", shown)
 	}
 	if strings.TrimSpace(p.Query) == "" {
 		return inputErr("--query is required with --prometheus")

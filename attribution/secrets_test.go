@@ -129,3 +129,18 @@ func TestMaskSecrets(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// A --prometheus URL refused as invalid is not repeated when it may hold a
+// credential (user:password@, a query), so the refusal cannot print it.
+func TestCheckDoesNotRepeatCredentialURL(t *testing.T) {
+	for _, raw := range []string{"ftp://reader:PROMSECRET99@prom:9090", "prom:9090/?token=PROMSECRET99", "://reader:PROMSECRET99@"} {
+		p := &Prometheus{URL: raw, Query: "x", Step: time.Minute}
+		err := p.Check()
+		if err == nil || strings.Contains(err.Error(), "PROMSECRET99") {
+			t.Errorf("Check(%q) = %v, want a refusal without the credential", raw, err)
+		}
+	}
+	if err := (&Prometheus{URL: "ftp://prom:9090", Query: "x", Step: time.Minute}).Check(); err == nil || !strings.Contains(err.Error(), `"ftp://prom:9090"`) {
+		t.Errorf("a URL without credentials is quoted in its refusal: %v", err)
+	}
+}

@@ -205,3 +205,39 @@ func TestMergeModel(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinModelRoundTrips: a model id and fingerprint composed with
+// JoinModel split back into the same two, whatever they hold (an id with
+// "|" no longer passes part of itself off as the fingerprint); strings
+// composed before, without "|" in the id or fingerprint, compose and split
+// as they always did (id + "|" + fingerprint, split at the only "|").
+func TestJoinModelRoundTrips(t *testing.T) {
+	for _, c := range [][2]string{
+		{"gpt-4o", "fp_44709d6fcb"}, {"", ""}, {"m", ""}, {"", "fp"},
+		{"gpt-4o|fp_spoofed", "fp_real"}, {"m", "fp_a|fp_b"}, {"a|b", "c|d"}, {"|", "|"},
+		{"m%7C", "50%"}, {"m", "%7C"}, {"m", "%25|%"}, {"claude|x", "claude|x"},
+	} {
+		s := diff.JoinModel(c[0], c[1])
+		if id, fp := diff.SplitModel(s); id != c[0] || fp != c[1] {
+			t.Errorf("JoinModel(%q, %q) = %q splits into %q, %q", c[0], c[1], s, id, fp)
+		}
+	}
+	for _, c := range []struct{ s, id, fp string }{
+		{"gpt-4o|fp_44709d6fcb", "gpt-4o", "fp_44709d6fcb"}, {"|", "", ""}, {"m|", "m", ""}, {"|fp", "", "fp"}, {"m", "m", ""}, {"", "", ""},
+	} {
+		if id, fp := diff.SplitModel(c.s); id != c.id || fp != c.fp {
+			t.Errorf("SplitModel(%q) = %q, %q, want %q, %q", c.s, id, fp, c.id, c.fp)
+		}
+		if c.s != "" && c.s != "m" && diff.JoinModel(c.id, c.fp) != c.s {
+			t.Errorf("JoinModel(%q, %q) = %q, want %q as stored before", c.id, c.fp, diff.JoinModel(c.id, c.fp), c.s)
+		}
+	}
+	// A pair that differs only where an id holding "|" was misread is a
+	// model change, and one model is merged whole.
+	if !diff.ModelChanged(diff.JoinModel("m|x", "fp"), diff.JoinModel("m", "x|fp")) {
+		t.Error("ids m|x and m read as the same model")
+	}
+	if got, want := diff.MergeModel(diff.JoinModel("a|b", ""), diff.JoinModel("", "fp")), diff.JoinModel("a|b", "fp"); got != want {
+		t.Errorf("MergeModel = %q, want %q", got, want)
+	}
+}

@@ -179,7 +179,36 @@ type flip struct {
 	settled bool
 }
 
-func modelOf(r probes.Result) string { return r.ModelID + "|" + r.ModelFP }
+func modelOf(r probes.Result) string { return JoinModel(r.ModelID, r.ModelFP) }
+
+// JoinModel composes the "model id|fingerprint" string an answer's model
+// is stored and compared as (probe states, the target's model, an event's
+// model_before and model_after). The fingerprint's "%" and "|" are escaped
+// (%25, %7C), so the last "|" always separates the two and SplitModel
+// gives back both parts, even for a model id that holds "|": a provider
+// that names its model "gpt-4o|fp_x" cannot pass "fp_x" off as the
+// fingerprint. An id and fingerprint holding neither (every pair of real
+// providers' so far) compose as before: id + "|" + fingerprint.
+func JoinModel(id, fp string) string { return id + "|" + fpEscaper.Replace(fp) }
+
+// SplitModel splits a string JoinModel composed into the model id and the
+// fingerprint: at the last "|", the fingerprint unescaped. A string
+// without "|" is an id without a fingerprint. Strings stored before
+// JoinModel escaped the fingerprint read as they always did unless they
+// held more than one "|" (only an id or a fingerprint holding one makes
+// that); such a string is read as an id holding "|".
+func SplitModel(s string) (id, fp string) {
+	i := strings.LastIndexByte(s, '|')
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], fpUnescaper.Replace(s[i+1:])
+}
+
+var (
+	fpEscaper   = strings.NewReplacer("%", "%25", "|", "%7C")
+	fpUnescaper = strings.NewReplacer("%25", "%", "%7C", "|")
+)
 
 // Apply runs detection for one stored run in a single transaction: state
 // updates, events, and outbox rows commit together or not at all.
@@ -1308,8 +1337,8 @@ func mergeModel(a, b string) string {
 	if a == b || b == "" {
 		return a
 	}
-	aid, afp, _ := strings.Cut(a, "|")
-	bid, bfp, _ := strings.Cut(b, "|")
+	aid, afp := SplitModel(a)
+	bid, bfp := SplitModel(b)
 	if aid == "" {
 		aid = bid
 	}
@@ -1319,7 +1348,7 @@ func mergeModel(a, b string) string {
 	if aid == "" && afp == "" {
 		return a
 	}
-	return aid + "|" + afp
+	return JoinModel(aid, afp)
 }
 
 // flipModels returns the most common (before, after) model pair among
@@ -1345,8 +1374,8 @@ func modelChanged(a, b string) bool {
 	if a == b {
 		return false
 	}
-	aid, afp, _ := strings.Cut(a, "|")
-	bid, bfp, _ := strings.Cut(b, "|")
+	aid, afp := SplitModel(a)
+	bid, bfp := SplitModel(b)
 	return (aid != "" && bid != "" && aid != bid) || (afp != "" && bfp != "" && afp != bfp)
 }
 
@@ -1839,13 +1868,13 @@ func (d *detector) trackModel(obs []*storage.Observation) error {
 		}
 		k := mk{o.Result.ModelID, o.Result.ModelFP}
 		counts[k]++
-		if n, b := counts[k], counts[bestK]; n > b || (n == b && k.id+"|"+k.fp < bestK.id+"|"+bestK.fp) {
+		if n, b := counts[k], counts[bestK]; n > b || (n == b && JoinModel(k.id, k.fp) < JoinModel(bestK.id, bestK.fp)) {
 			bestK = k
 		}
 	}
 	best := ""
 	if counts[bestK] > 0 {
-		best = bestK.id + "|" + bestK.fp
+		best = JoinModel(bestK.id, bestK.fp)
 	}
 	var cur, prev string
 	var since int64

@@ -1358,12 +1358,13 @@ func codes(ss []string) string {
 	return strings.Join(out, ", ")
 }
 
-// model renders an event's "model id|fingerprint", or "-" for none.
+// model renders an event's "model id|fingerprint" (diff.JoinModel), or
+// "-" for none.
 func model(s string) string {
 	if s == "" || s == "|" {
 		return "-"
 	}
-	id, fp, _ := strings.Cut(s, "|")
+	id, fp := diff.SplitModel(s)
 	if fp == "" {
 		return code(id)
 	}

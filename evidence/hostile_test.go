@@ -14,7 +14,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/evidence"
+	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 )
 
@@ -336,5 +338,30 @@ func TestInvalidUTF8BodyVerifies(t *testing.T) {
 		if err := evidence.Verify(r2); err == nil || !strings.Contains(err.Error(), "response") {
 			t.Errorf("%s altered: %v, want a response body failure", name, err)
 		}
+	}
+}
+
+// TestMarkdownModelIDWithPipe: the record's model line names the model id
+// and fingerprint the provider reported (diff.JoinModel, split by
+// diff.SplitModel), even when the id holds "|": id "gpt-4o|fp_spoofed"
+// with fingerprint "fp_real" is never shown as id "gpt-4o" with
+// fingerprint "fp_spoofed|fp_real". The record and its hash are untouched.
+func TestMarkdownModelIDWithPipe(t *testing.T) {
+	b := previousRecord(t)
+	var r evidence.Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	r.Event.ModelBefore, r.Event.ModelAfter = diff.JoinModel("gpt-4o|fp_spoofed", "fp_real"), diff.JoinModel("gpt-4o", "fp_new")
+	var out bytes.Buffer
+	evidence.WriteMarkdown(&out, &r)
+	line := ""
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "- model: ") {
+			line = l
+		}
+	}
+	if want := "- model: " + ghissue.Code("gpt-4o|fp_spoofed") + " `fp_real` → `gpt-4o` `fp_new`"; line != want {
+		t.Fatalf("model line %q, want %q", line, want)
 	}
 }

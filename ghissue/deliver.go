@@ -56,7 +56,10 @@
 // key, every credential that goes out in an Authorization header (each
 // installation token as it is fetched or refreshed, each app JWT) is
 // registered for redaction before the request is sent, so an answer that
-// echoes it is recorded and logged as [redacted].
+// echoes it is recorded and logged as [redacted]. Credentials go to the
+// origin of the API root (github.base_url, else api.github.com) only: a
+// redirect to another scheme, host or port is not followed, and the call
+// fails with a message saying so (see apiOrigin).
 package ghissue
 
 import (
@@ -591,16 +594,104 @@ func (r *redactor) redact(s string) string {
 // header with red before the request is sent: whatever goes out (an
 // installation token as ghinstallation fetches or refreshes it, the app
 // JWT it signs, a token) is redacted from anything GitHub echoes of it.
+// It is also the last line of the origin rule (see apiOrigin): a request
+// carrying credentials to another origin than the API root's is refused,
+// not sent, whichever client or redirect made it.
 type authRecorder struct {
 	next http.RoundTripper
 	red  *redactor
+	api  *apiOrigin
 }
 
 func (t authRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if h := req.Header.Get("Authorization"); h != "" {
 		t.red.add(credential(h))
+		if !t.api.allows(req.URL) {
+			if req.Body != nil {
+				_ = req.Body.Close() // a RoundTripper closes the body, even on error
+			}
+			return nil, &originError{root: t.api.String(), to: originOf(req.URL)}
+		}
 	}
 	return t.next.RoundTrip(req)
+}
+
+// apiOrigin is the origin (scheme, host and port) of the configured GitHub
+// API root, the only one driftprobe sends credentials to. go-github's
+// WithAuthToken and ghinstallation add the Authorization header in their
+// transports, on every request a client sends, a followed redirect's
+// included: net/http's rule of dropping it on a redirect to another host
+// never applies to them. So a redirect to another origin (another host, a
+// port, http after https) is not followed (checkRedirect), and
+// authRecorder refuses any credentialed request to another origin. GitHub
+// redirects within its API root (a renamed repository's 301 to
+// /repositories/ID/...), which is still followed.
+type apiOrigin struct {
+	root *url.URL // set by newClient once the API root is known; nil allows nothing
+}
+
+func (o *apiOrigin) String() string {
+	if o == nil || o.root == nil {
+		return "(no GitHub API root)"
+	}
+	return originOf(o.root)
+}
+
+// allows reports whether u is on the API root's origin.
+func (o *apiOrigin) allows(u *url.URL) bool {
+	return o != nil && o.root != nil && u != nil && originOf(u) == originOf(o.root)
+}
+
+// checkRedirect is the CheckRedirect of every client that carries
+// credentials: a redirect to another origin than the API root's is not
+// followed (the call fails with an *originError, nothing is sent there);
+// one within it is left to next (the caller's policy), else to net/http's
+// default one (at most 10).
+func (o *apiOrigin) checkRedirect(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if !o.allows(req.URL) {
+			return &originError{root: o.String(), to: originOf(req.URL), redirect: true}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// originOf returns u's origin, scheme://host:port, the port made explicit
+// (80 for http, 443 for https) and the scheme and host lower-cased.
+func originOf(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// originError is a call refused because it would have sent driftprobe's
+// credentials to another origin than the GitHub API root's: GitHub (or
+// whatever answers at github.base_url: a proxy, an SSO gateway) redirected
+// there (redirect), or a request was addressed there.
+type originError struct {
+	root, to string
+	redirect bool
+}
+
+func (e *originError) Error() string {
+	if e.redirect {
+		return fmt.Sprintf("the GitHub API at %s redirected to %s, another origin: not followed, so the GitHub credentials are not sent there; set github.base_url to the API root itself (GitHub Enterprise: https://HOST/api/v3)", e.root, e.to)
+	}
+	return fmt.Sprintf("refused to send the GitHub credentials to %s: not the GitHub API root's origin %s (github.base_url)", e.to, e.root)
 }
 
 // credential returns the secret part of an Authorization value: what
@@ -631,8 +722,10 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		base = http.DefaultTransport
 	}
 	// Every request, the installation token requests included, goes out
-	// through the recorder.
-	rec := authRecorder{next: base, red: red}
+	// through the recorder, which sends credentials to the API root's
+	// origin only; no client follows a redirect off it.
+	api := &apiOrigin{}
+	rec := authRecorder{next: base, red: red, api: api}
 	var itr *ghinstallation.Transport
 	var appKey string
 	if g.AppAuth() {
@@ -664,8 +757,12 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		if itr, err = ghinstallation.New(rec, g.AppID, g.InstallationID, []byte(key)); err != nil {
 			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: the PEM in environment variable %s (github.private_key_env) is not an RSA private key (PKCS#1 or PKCS#8)", g.PrivateKeyEnv), nil
 		}
+		// The token requests' own client (ghinstallation may send them
+		// through it) follows the same rule.
+		itr.Client = &http.Client{Transport: rec, Timeout: hc.Timeout, CheckRedirect: api.checkRedirect(nil)}
 		hc2 := *hc
 		hc2.Transport = itr
+		hc2.CheckRedirect = api.checkRedirect(hc.CheckRedirect)
 		client = github.NewClient(&hc2)
 	} else {
 		auth = "the token in $" + g.TokenEnv
@@ -685,6 +782,7 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		red.add(token)
 		hc2 := *hc
 		hc2.Transport = rec
+		hc2.CheckRedirect = api.checkRedirect(hc.CheckRedirect)
 		client = github.NewClient(&hc2).WithAuthToken(token)
 	}
 	if g.BaseURL != "" {
@@ -698,11 +796,12 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 			itr.BaseURL = strings.TrimSuffix(client.BaseURL.String(), "/")
 		}
 	}
+	api.root = client.BaseURL
 	if itr != nil {
 		atr, err := ghinstallation.NewAppsTransport(rec, g.AppID, []byte(appKey))
 		if err == nil {
 			atr.BaseURL = itr.BaseURL
-			appClient := github.NewClient(&http.Client{Transport: atr, Timeout: hc.Timeout})
+			appClient := github.NewClient(&http.Client{Transport: atr, Timeout: hc.Timeout, CheckRedirect: api.checkRedirect(hc.CheckRedirect)})
 			appClient.BaseURL = client.BaseURL
 			whoami = func(ctx context.Context) (string, error) {
 				app, _, err := appClient.Apps.Get(ctx, "")
@@ -1122,22 +1221,66 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 	}
 	d.titles[iss.GetNumber()] = req.GetTitle()
 	d.labels[iss.GetNumber()] = labelNames(iss)
-	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
+	u := d.issueURL(iss)
+	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), u); err != nil {
 		return 0, dbError{err}
 	}
-	ev.IssueNumber, ev.IssueURL = iss.GetNumber(), iss.GetHTMLURL()
-	d.log.Info("github issue opened", "event", ev.ID, "issue", iss.GetNumber(), "url", iss.GetHTMLURL())
+	ev.IssueNumber, ev.IssueURL = iss.GetNumber(), u
+	d.log.Info("github issue opened", "event", ev.ID, "issue", iss.GetNumber(), "url", u)
 	return iss.GetNumber(), nil
 }
 
 // adopt maps ev to iss, an issue found by its marker.
 func (d *deliverer) adopt(ctx context.Context, ev *diff.Event, iss *github.Issue) (int, error) {
-	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), iss.GetHTMLURL()); err != nil {
+	u := d.issueURL(iss)
+	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), u); err != nil {
 		return 0, dbError{err}
 	}
-	ev.IssueNumber, ev.IssueURL = iss.GetNumber(), iss.GetHTMLURL()
+	ev.IssueNumber, ev.IssueURL = iss.GetNumber(), u
 	d.log.Info("github issue found by marker", "event", ev.ID, "issue", iss.GetNumber())
 	return iss.GetNumber(), nil
+}
+
+// maxIssueURL bounds the html_url kept as GitHub answers it.
+const maxIssueURL = 2048
+
+// issueURL returns the address stored for issue iss (events.issue_url,
+// which `driftprobe events` and `run` print as it is): GitHub's html_url
+// when it is a plain web address, an absolute http or https URL with a
+// host, of printable ASCII without white space, at most maxIssueURL
+// bytes. Anything else (an escape sequence that would reach the
+// operator's terminal, a javascript: link, nothing) gives way to the
+// issue's address built from the API root and github.repo, as GitHub
+// forms it: https://github.com/OWNER/REPO/issues/N, or the Enterprise
+// host's root (the API root without /api/v3/) followed by the same path.
+func (d *deliverer) issueURL(iss *github.Issue) string {
+	if u := iss.GetHTMLURL(); plainWebURL(u) {
+		return u
+	}
+	web := url.URL{Scheme: "https", Host: "github.com", Path: "/"}
+	if b := d.gh.BaseURL; b != nil && !strings.EqualFold(b.Hostname(), "api.github.com") {
+		web = url.URL{Scheme: b.Scheme, Host: b.Host, Path: strings.TrimSuffix(b.Path, "api/v3/")}
+		if !strings.HasSuffix(web.Path, "/") {
+			web.Path += "/"
+		}
+	}
+	return web.String() + url.PathEscape(d.owner) + "/" + url.PathEscape(d.repo) + "/issues/" + strconv.Itoa(iss.GetNumber())
+}
+
+// plainWebURL reports whether s is an absolute http or https URL with a
+// host, printable ASCII only (no control character, white space or
+// anything beyond ASCII), at most maxIssueURL bytes.
+func plainWebURL(s string) bool {
+	if s == "" || len(s) > maxIssueURL {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == ""
 }
 
 // clockSlack widens the window of findRecent for clock skew between this
@@ -1392,10 +1535,15 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 	var er *github.ErrorResponse
 	var ie *ghinstallation.HTTPError
 	var le *lockedError
+	var oe *originError
 	switch {
 	case errors.As(err, &le):
 		// One issue's problem: this event waits, the others go on.
 		return failure{msg: le.Error(), until: now.Add(backoff(attempts))}
+	case errors.As(err, &oe):
+		// A configuration problem (github.base_url, or what answers
+		// there): every call goes to the same root.
+		return failure{msg: oe.Error(), global: true}
 	case errors.As(err, &ie) && ie.Response != nil:
 		// GitHub refused the app's installation token request
 		// (ghinstallation leaves the body to the caller).

@@ -3,6 +3,7 @@ package ghissue_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -1086,6 +1087,49 @@ func TestOwnCommentAfterLoginSwitch(t *testing.T) {
 		for m, n := range markers {
 			if n != 1 {
 				t.Errorf("issue %d: %s posted %d times", iss.Number, m, n)
+			}
+		}
+	}
+}
+
+// TestIssueURLIsAPlainWebAddress: the issue address GitHub answers with
+// (html_url) is stored only when it is a plain http(s) URL: `driftprobe
+// events` and `run` print it as it is ("  issue: URL"), so a GitHub
+// (Enterprise server, proxy) that answers with escape sequences in it
+// would reach the operator's terminal (OSC 52 writes the clipboard).
+// Anything else is stored as the address built from github.base_url and
+// the issue number; a plain html_url (the other event's) is kept.
+func TestIssueURLIsAPlainWebAddress(t *testing.T) {
+	for _, hostile := range []string{
+		"https://github.example/acme/llm-drift/issues/1\x1b]52;c;ZXZpbA==\x07\x1b[2J",
+		"javascript:alert(1)//https://github.example/acme/llm-drift/issues/1",
+		"https://github.example/acme/llm-drift/issues/1 \u202eevil",
+		"",
+	} {
+		f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+		f.addFault(fault{
+			match: func(r *http.Request) bool {
+				return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/repos/acme/llm-drift/issues")
+			},
+			after:  true,
+			status: http.StatusCreated,
+			bodyFn: func([]fakeReq) string {
+				b, _ := json.Marshal(map[string]any{"number": 1, "title": "t", "body": "", "state": "open", "html_url": hostile, "labels": []any{}})
+				return string(b)
+			},
+		})
+		s := fixture(t, f.BaseURL())
+		deliver(t, s, newClock(), ghissue.Options{})
+		var out bytes.Buffer
+		evs := events(t, s)
+		app.WriteEvents(&out, evs, nil)
+		if strings.ContainsRune(out.String(), '\x1b') {
+			t.Fatalf("events output carries GitHub's escape sequences: %q", out.String()[strings.IndexByte(out.String(), '\x1b')-60:])
+		}
+		want := map[int]string{1: f.BaseURL() + "acme/llm-drift/issues/1", 2: "https://github.example/acme/llm-drift/issues/2"}
+		for _, ev := range evs {
+			if ev.IssueURL != want[ev.IssueNumber] {
+				t.Errorf("html_url %q: event %d, issue %d stored as %q, want %q", hostile, ev.ID, ev.IssueNumber, ev.IssueURL, want[ev.IssueNumber])
 			}
 		}
 	}

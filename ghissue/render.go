@@ -546,9 +546,9 @@ func verdictCell(v diff.Verdict) string {
 	return code(v.String())
 }
 
-// model renders a stored "model id|fingerprint".
+// model renders a stored "model id|fingerprint" (diff.JoinModel).
 func model(s string) string {
-	id, fp, _ := strings.Cut(s, "|")
+	id, fp := diff.SplitModel(s)
 	if id == "" && fp == "" {
 		return "unknown"
 	}

@@ -365,3 +365,31 @@ func TestTitleDescribesWhatStillHolds(t *testing.T) {
 		t.Errorf("all reverted\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestModelIDWithPipeKeepsItsFingerprint: model fields are stored as
+// "model id|fingerprint" (diff.JoinModel). A provider whose model id
+// holds "|" must not make the issue name another model id and a
+// fingerprint the provider never reported: the id "gpt-4o|fp_spoofed"
+// with the fingerprint "fp_real" shows fp_real as the fingerprint.
+func TestModelIDWithPipeKeepsItsFingerprint(t *testing.T) {
+	ev := &diff.Event{ID: 1, Target: "t", Targets: []string{"t"}, Kind: diff.KindModel, Direction: "tightened",
+		Status: "open", Provider: "openai", Fingerprint: "0123456789abcdef0123",
+		// model id "gpt-4o|fp_spoofed", fingerprint "fp_real"
+		ModelBefore: "gpt-4o|fp_spoofed|fp_real", ModelAfter: "gpt-4o|fp_new", FirstRun: 2, ConfirmedRun: 3}
+	if ev.ModelBefore != diff.JoinModel("gpt-4o|fp_spoofed", "fp_real") {
+		t.Fatalf("JoinModel composes %q, not what this test renders", diff.JoinModel("gpt-4o|fp_spoofed", "fp_real"))
+	}
+	body := IssueBody(ev, &Evidence{})
+	if !strings.Contains(body, "fingerprint `fp_real`") {
+		i := strings.Index(body, "| Model before |")
+		t.Fatalf("the fingerprint the provider reported (fp_real) is not the one shown: %q", body[i:i+strings.IndexByte(body[i:], '\n')])
+	}
+	// A fingerprint holding "|" keeps it (rendered escaped, not as code),
+	// and the id keeps its own.
+	ev.ModelBefore = diff.JoinModel("gpt-4o", "fp_a|fp_b")
+	body = IssueBody(ev, &Evidence{})
+	if want := "| Model before | model `gpt-4o`, fingerprint " + Code("fp_a|fp_b") + " |"; !strings.Contains(body, want) {
+		i := strings.Index(body, "| Model before |")
+		t.Fatalf("fingerprint with a pipe: %q, want %q", body[i:i+strings.IndexByte(body[i:], '\n')], want)
+	}
+}

@@ -699,7 +699,9 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 		}
 		tw.Flush()
 		if e.IssueURL != "" {
-			fmt.Fprintf(w, "  issue: %s\n", e.IssueURL)
+			// GitHub's text: one stored before its URLs were checked may
+			// hold anything.
+			fmt.Fprintf(w, "  issue: %s\n", termtext.Clean(e.IssueURL))
 		}
 	}
 }
