@@ -401,14 +401,23 @@ func valuesSQL(head, row string, rows int) string {
 }
 
 // InsertObservations writes a batch of observations in one transaction
-// and sets their ids. Rows go in multi-row INSERTs of up to insertRows,
-// each statement prepared once per transaction. Ids are assigned
+// and sets their ids. Rows go in multi-row INSERTs of up to insertRows
+// (the full-size statement prepared once per handle, a shorter one once
+// per transaction). Ids are assigned
 // explicitly as SQLite would (one more than the largest id, in order), so
 // they are known without a round trip per row; the transaction holds the
 // write lock, so nothing else can insert in between.
 func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 	if len(obs) == 0 {
 		return nil
+	}
+	var full *sql.Stmt
+	if len(obs) >= insertRows {
+		// Prepared outside the transaction: the handle has one connection.
+		var err error
+		if full, err = d.fullInsert(ctx); err != nil {
+			return fmt.Errorf("insert observations: %w", err)
+		}
 	}
 	return d.Tx(ctx, func(tx *sql.Tx) error {
 		// A run another process already finished (it took over the lease
@@ -448,7 +457,12 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 			chunk := obs[:min(len(obs), insertRows)]
 			obs = obs[len(chunk):]
 			st := stmts[len(chunk)]
-			if st == nil {
+			switch {
+			case st != nil:
+			case len(chunk) == insertRows && full != nil:
+				st = tx.StmtContext(ctx, full)
+				stmts[len(chunk)] = st
+			default:
 				var err error
 				if st, err = tx.PrepareContext(ctx, insertSQL(len(chunk))); err != nil {
 					return fmt.Errorf("insert observations: %w", err)
@@ -472,6 +486,21 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 		}
 		return nil
 	})
+}
+
+// fullInsert returns the INSERT of insertRows observations, prepared on
+// first use and kept until Close.
+func (d *DB) fullInsert(ctx context.Context) (*sql.Stmt, error) {
+	d.insertMu.Lock()
+	defer d.insertMu.Unlock()
+	if d.insertFull == nil {
+		st, err := d.db.PrepareContext(ctx, insertSQL(insertRows))
+		if err != nil {
+			return nil, err
+		}
+		d.insertFull = st
+	}
+	return d.insertFull, nil
 }
 
 // runsOf returns the distinct run ids of obs (almost always one).
