@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -360,6 +361,15 @@ func walkEmpty(n *yaml.Node, path string, add func(path, format string, a ...any
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if yamlx.IsMerge(k) {
+				// The keys a merge key (`<<`) supplies are the mapping's
+				// own; a merged alias's mapping is walked where its
+				// anchor is.
+				for _, m := range yamlx.InlineMerged(v) {
+					walkEmpty(m, path, add)
+				}
+				continue
+			}
 			at := k.Value
 			if path != "" {
 				at = path + "." + k.Value
@@ -381,18 +391,20 @@ func walkEmpty(n *yaml.Node, path string, add func(path, format string, a ...any
 }
 
 func (c *Config) applyDefaults() {
-	if c.Database == "" {
-		c.Database = DefaultDatabase
-	}
-	if c.Schedule == "" {
-		c.Schedule = DefaultSchedule
-	}
 	// A number the file leaves out takes its default; one the file sets
 	// to 0 is kept, for Validate to refuse (or accept, where 0 has a
-	// documented meaning) rather than silently read as the default. A
-	// field given as null (`~`, `null`, nothing after the colon) is left
-	// out, as everywhere: it takes its default too.
+	// documented meaning) rather than silently read as the default. So is
+	// a string set to "" (see emptyStrings). A field given as null (`~`,
+	// `null`, nothing after the colon) is left out, as everywhere: it
+	// takes its default too. A key supplied by a merge key (`<<`) is as
+	// given as one written in place.
 	unset := func(path string) bool { return !yamlx.Given(c.root, path) }
+	if c.Database == "" && unset("database") {
+		c.Database = DefaultDatabase
+	}
+	if c.Schedule == "" && unset("schedule") {
+		c.Schedule = DefaultSchedule
+	}
 	if c.ConfirmRuns == 0 && unset("confirm_runs") {
 		c.ConfirmRuns = DefaultConfirmRuns
 	}
@@ -432,7 +444,7 @@ func (c *Config) applyDefaults() {
 			continue
 		}
 		at := fmt.Sprintf("targets[%d].", i)
-		if t.Endpoint == "" {
+		if t.Endpoint == "" && unset(at+"endpoint") {
 			t.Endpoint = "chat"
 		}
 		if t.Concurrency == 0 && unset(at+"concurrency") {
@@ -453,15 +465,15 @@ func (c *Config) applyDefaults() {
 		if t.Breaker.Cooldown == 0 && unset(at+"breaker.cooldown") {
 			t.Breaker.Cooldown = Duration(30 * time.Second)
 		}
-		if info, ok := probes.Lookup(t.Provider); ok && t.APIKeyEnv == "" && info.NeedsKey {
+		if info, ok := probes.Lookup(t.Provider); ok && t.APIKeyEnv == "" && info.NeedsKey && unset(at+"api_key_env") {
 			t.APIKeyEnv = info.KeyEnv
 		}
 	}
 	if a := c.Attribution; a != nil {
-		if a.TargetLabel == "" {
+		if a.TargetLabel == "" && unset("attribution.target_label") {
 			a.TargetLabel = "target"
 		}
-		if a.CategoryLabel == "" {
+		if a.CategoryLabel == "" && unset("attribution.category_label") {
 			a.CategoryLabel = "category"
 		}
 		// As for confirm_runs: an explicit 0 is an error, not the default.
@@ -481,9 +493,57 @@ func (c *Config) applyDefaults() {
 			a.MinChange = DefaultAttributionMinChange
 		}
 	}
-	if c.GitHub != nil && c.GitHub.TokenEnv == "" && !c.GitHub.AppAuth() {
+	if c.GitHub != nil && c.GitHub.TokenEnv == "" && !c.GitHub.AppAuth() && unset("github.token_env") {
 		c.GitHub.TokenEnv = "GITHUB_TOKEN"
 	}
+}
+
+// emptyStrings reports the string fields the file sets to "", where only
+// null is the same as leaving a field out: each has a default (or, for
+// base_url, the provider's API root) that "" would otherwise silently
+// stand for. It returns the fields reported. A target's api_key_env is
+// reported only for a provider with a default key variable: for the
+// others (openai_compatible, bedrock, sim) no api_key_env, "" included,
+// means no key.
+func (c *Config) emptyStrings(col *yamlx.Collector) map[string]bool {
+	said := map[string]bool{}
+	if c.root == nil {
+		return said
+	}
+	check := func(path, v, def string) {
+		if v == "" && yamlx.Given(c.root, path) {
+			col.Add(path, `"": must not be empty (omit the field for %s)`, def)
+			said[path] = true
+		}
+	}
+	check("database", c.Database, fmt.Sprintf("its default %s", DefaultDatabase))
+	check("corpus", c.Corpus, "the embedded default corpus")
+	check("schedule", c.Schedule, fmt.Sprintf("its default %q", DefaultSchedule))
+	for i, t := range c.Targets {
+		if t == nil {
+			continue
+		}
+		at := fmt.Sprintf("targets[%d].", i)
+		check(at+"endpoint", t.Endpoint, "its default chat")
+		if info, ok := probes.Lookup(t.Provider); ok && info.NeedsKey && info.KeyEnv != "" {
+			check(at+"api_key_env", t.APIKeyEnv, "its default "+info.KeyEnv)
+		}
+		// base_url: see Validate, after the provider's own checks (a
+		// provider requiring it says so).
+	}
+	if g := c.GitHub; g != nil {
+		def := "its default GITHUB_TOKEN"
+		if g.AppAuth() {
+			def = "GitHub App auth"
+		}
+		check("github.token_env", g.TokenEnv, def)
+		check("github.base_url", g.BaseURL, "github.com's API")
+	}
+	if a := c.Attribution; a != nil {
+		check("attribution.target_label", a.TargetLabel, "its default target")
+		check("attribution.category_label", a.CategoryLabel, "its default category")
+	}
+	return said
 }
 
 // Validate checks everything Parse cannot: values, references, names and,
@@ -493,6 +553,7 @@ func (c *Config) Validate(needKeys bool) error {
 	if c.File == "" {
 		col.File = "(built-in config)"
 	}
+	empty := c.emptyStrings(col)
 	checkInt(col, "confirm_runs", c.ConfirmRuns, 1, math.MaxInt, DefaultConfirmRuns)
 	checkInt(col, "concurrency", c.Concurrency, 1, MaxConcurrency, DefaultConcurrency)
 	checkDuration(col, "timeout", c.Timeout, MinTimeout, MaxTimeout, DefaultTimeout)
@@ -524,7 +585,7 @@ func (c *Config) Validate(needKeys bool) error {
 	if c.Retention.Observations < 0 {
 		col.Add("retention.observations", "must be positive (or 0: keep forever)")
 	}
-	if err := ValidateSchedule(c.Schedule); err != nil {
+	if err := ValidateSchedule(c.Schedule); err != nil && !empty["schedule"] {
 		col.Add("schedule", "%v", err)
 	}
 	c.Detection.validate(col)
@@ -572,7 +633,7 @@ func (c *Config) Validate(needKeys bool) error {
 		if t.Model == "" {
 			col.Add(at+".model", "required")
 		}
-		if !contains(info.Endpoints, t.Endpoint) {
+		if !contains(info.Endpoints, t.Endpoint) && !empty[at+".endpoint"] {
 			col.Add(at+".endpoint", "%q: provider %s supports %s", t.Endpoint, t.Provider, strings.Join(info.Endpoints, ", "))
 		}
 		// Credentials in a base URL would be logged, stored as the
@@ -594,7 +655,7 @@ func (c *Config) Validate(needKeys bool) error {
 				col.Add(at+".options."+k, "unknown option for provider %s (accepted: %s)", t.Provider, strings.Join(info.Options, ", "))
 			}
 		}
-		if info.NeedsKey && t.APIKeyEnv == "" {
+		if info.NeedsKey && t.APIKeyEnv == "" && !empty[at+".api_key_env"] {
 			col.Add(at+".api_key_env", "required for provider %s", t.Provider)
 		}
 		// The value is not echoed: it might be the key itself.
@@ -634,17 +695,29 @@ func (c *Config) Validate(needKeys bool) error {
 		// The provider's own checks overlap the generic ones above (an
 		// endpoint it does not serve, a base_url, a temperature range):
 		// one message per field, the first.
+		said := map[string]bool{}
+		for _, e := range col.List[first:] {
+			said[e.Field] = true
+		}
+		for f := range empty {
+			said[f] = true
+		}
 		if info.Check != nil {
-			said := map[string]bool{}
-			for _, e := range col.List[first:] {
-				said[e.Field] = true
-			}
 			for _, fe := range info.Check(t.ProbeTarget("")) {
 				if f := at + "." + fe.Field; !said[f] {
 					said[f] = true
 					col.Add(f, "%s", fe.Msg)
 				}
 			}
+		}
+		// A base_url of "" is refused unless the provider said it is
+		// required: omitted, it is the provider's API root.
+		if f := at + ".base_url"; t.BaseURL == "" && !said[f] && c.root != nil && yamlx.Given(c.root, f) {
+			def := "provider " + t.Provider + "'s API root"
+			if t.Provider == "sim" {
+				def = "the embedded simulator"
+			}
+			col.Add(f, `"": must not be empty (omit the field for %s)`, def)
 		}
 	}
 	if g := c.GitHub; g != nil {
@@ -795,18 +868,114 @@ func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
 	// Past the checks above, the URL carries no recognisable credential:
 	// it is echoed, but for a query or fragment, which might hold one.
 	const want = "want http(s)://host[:port][/path]"
+	hasQuery := u.RawQuery != "" || u.ForceQuery
+	hasFragment := u.Fragment != "" || strings.Contains(raw, "#")
 	switch {
+	case u.Hostname() == "" && (hasQuery || hasFragment):
+		col.Add(path, "no host (%s)", want)
 	case u.Hostname() == "":
 		col.Add(path, "%q: no host (%s)", raw, want)
-	case u.RawQuery != "" || u.ForceQuery:
+	case hasQuery:
 		col.Add(path, "must not carry a query (?…): request paths are appended to the base URL (%s)", want)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
+	case hasFragment:
 		col.Add(path, "must not carry a fragment (#…): request paths are appended to the base URL (%s)", want)
+	case hostProblem(u, false) != "":
+		// The host alone is quoted, unless it looks like a key pasted
+		// there.
+		if hostSecret(u.Hostname()) {
+			col.Add(path, "not a valid host: %s (%s)", hostProblem(u, false), want)
+		} else {
+			col.Add(path, "host %q: %s (%s)", u.Hostname(), hostProblem(u, true), want)
+		}
 	case u.Port() != "":
 		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
 			col.Add(path, "%q: port %s out of range (1–65535)", raw, u.Port())
 		}
 	}
+}
+
+// Host name limits (RFC 1035 §2.3.4): bytes per label, and in the whole
+// name without its trailing dot.
+const (
+	maxLabel    = 63
+	maxHostName = 253
+)
+
+// hostProblem says what makes u's host, which is not empty, no host a
+// request can go to, or returns "". A host is an IP literal (IPv4, or IPv6
+// in brackets) or a DNS name: dot-separated labels of 1 to 63 ASCII
+// letters, digits, hyphens and underscores (internal names use them), not
+// starting or ending with a hyphen, at most 253 bytes in all, with one
+// trailing dot allowed (localhost., a fully qualified name). A name of
+// numbers only must be an IPv4 address. quote allows naming the bad label.
+func hostProblem(u *url.URL, quote bool) string {
+	h := u.Hostname()
+	if strings.HasPrefix(u.Host, "[") {
+		if a, err := netip.ParseAddr(h); err != nil || !a.Is6() {
+			return "not an IPv6 address (an IPv4 address is written without brackets)"
+		}
+		return ""
+	}
+	if a, err := netip.ParseAddr(h); err == nil {
+		if !a.Is4() {
+			return "an IPv6 address must be written in brackets ([::1])"
+		}
+		return ""
+	}
+	name := strings.TrimSuffix(h, ".")
+	switch {
+	case name == "":
+		return "not a host name"
+	case len(name) > maxHostName:
+		return fmt.Sprintf("longer than %d bytes", maxHostName)
+	}
+	numeric := true
+	for _, label := range strings.Split(name, ".") {
+		switch {
+		case label == "":
+			return "empty label (two dots in a row, or a leading dot)"
+		case len(label) > maxLabel:
+			return fmt.Sprintf("%s longer than %d bytes", hostLabel(label, quote), maxLabel)
+		case label[0] == '-' || label[len(label)-1] == '-':
+			return fmt.Sprintf("%s starts or ends with a hyphen", hostLabel(label, quote))
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				if r > 0x7f {
+					return fmt.Sprintf("%q: a host name is ASCII letters, digits, '-' and '_' (write an internationalised name in its xn-- form)", r)
+				}
+				return fmt.Sprintf("%q: a host name is letters, digits, '-' and '_'", r)
+			}
+			numeric = numeric && r >= '0' && r <= '9'
+		}
+	}
+	if numeric {
+		return "not an IPv4 address (a host name of numbers only must be one, without a trailing dot)"
+	}
+	return ""
+}
+
+// hostLabel names a host name's label in a message: quoted, or, when it
+// may not be echoed, "a label".
+func hostLabel(label string, quote bool) string {
+	if quote {
+		return fmt.Sprintf("label %q", label)
+	}
+	return "a label"
+}
+
+// hostSecret reports whether a host, or one of its labels, is shaped like
+// a credential pasted there: it is not echoed.
+func hostSecret(h string) bool {
+	if keyInPath(h) || looksLikeSecret(h) {
+		return true
+	}
+	for _, l := range strings.Split(h, ".") {
+		if keyInPath(l) || looksLikeSecret(l) {
+			return true
+		}
+	}
+	return false
 }
 
 // keyInPath reports whether a URL path segment is shaped like an API key:
@@ -1043,17 +1212,23 @@ func (a *Attribution) validate(col *yamlx.Collector, toleranceSet bool) {
 	case strings.TrimSpace(a.Prometheus) == "":
 		col.Add("attribution.prometheus", "required: the Prometheus API root, e.g. http://prometheus:9090")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		col.Add("attribution.prometheus", "%q: want an http(s) URL such as http://prometheus:9090", a.Prometheus)
+		if strings.ContainsAny(a.Prometheus, "@?") {
+			// user:password@ or a token in the query: not repeated.
+			col.Add("attribution.prometheus", "want an http(s) URL such as http://prometheus:9090 (the value is not repeated: it may hold a credential)")
+		} else {
+			col.Add("attribution.prometheus", "%q: want an http(s) URL such as http://prometheus:9090", a.Prometheus)
+		}
 	}
 	if strings.TrimSpace(a.Query) == "" {
 		col.Add("attribution.query", "required: PromQL returning blocked requests per step by target and category")
 	}
 	for _, l := range []struct{ field, v string }{{"target_label", a.TargetLabel}, {"category_label", a.CategoryLabel}} {
-		if !labelName(l.v) {
+		// "" is reported as such (emptyStrings).
+		if l.v != "" && !labelName(l.v) {
 			col.Add("attribution."+l.field, "%q: not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)", l.v)
 		}
 	}
-	if a.TargetLabel == a.CategoryLabel {
+	if a.TargetLabel == a.CategoryLabel && a.CategoryLabel != "" {
 		col.Add("attribution.category_label", "%q: must differ from target_label", a.CategoryLabel)
 	}
 	step, since := a.Step.D(), a.Since.D()

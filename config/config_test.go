@@ -187,6 +187,33 @@ func TestLoadInvalid(t *testing.T) {
 		// A null is an omitted field: a from_run left null is missing,
 		// not the 0 it decodes to.
 		{"sim-from-run-null", `targets\[0\]\.sim\.policies\[0\]\.from_run`, "from_run: ~", "required: the run id the policy applies from (1 or more)"},
+		// A key a merge key (`<<`) supplies is as given as one written in
+		// place: its explicit 0 (or empty value) is refused, at its line,
+		// not read as the default.
+		{"merge-max-tokens-zero", `targets\[0\]\.max_tokens`, "<<: {max_tokens: 0}", "0: must be at least 1 (omit it for the default 64)"},
+		{"merge-concurrency-zero", `targets\[0\]\.concurrency`, "<<: {concurrency: 0}", "0: must be at least 1 (omit it for the default 4)"},
+		{"merge-confirm-zero", `confirm_runs`, "", "0: must be at least 1 (omit it for the default 2)"},
+		{"merge-threshold-null", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.hate`, "<<: {hate: ~}", "empty: give a threshold from 0 to 1"},
+		// A base URL's host is an IP literal or a syntactically valid DNS
+		// name (the placeholder https://... is neither).
+		{"base-url-host-dots", `targets\[0\]\.base_url`, "base_url:", `host "...": empty label`},
+		{"base-url-host-dot", `targets\[0\]\.base_url`, "base_url:", `host ".": not a host name`},
+		{"base-url-host-empty-label", `targets\[0\]\.base_url`, "base_url:", `host "a..b": empty label (two dots in a row, or a leading dot) (want http(s)://host[:port][/path])`},
+		{"base-url-host-hyphen", `targets\[0\]\.base_url`, "base_url:", `host "-bad-": label "-bad-" starts or ends with a hyphen`},
+		// Only null is the same as an omitted field: a string field with a
+		// default given "" is refused, not read as the default.
+		{"empty-string-schedule", `schedule`, "schedule:", `"": must not be empty (omit the field for its default "@every 1h")`},
+		{"empty-string-database", `database`, "", `"": must not be empty (omit the field for its default driftprobe.db)`},
+		{"empty-string-corpus", `corpus`, "", `"": must not be empty (omit the field for the embedded default corpus)`},
+		{"empty-string-endpoint", `targets\[0\]\.endpoint`, "endpoint:", `"": must not be empty (omit the field for its default chat)`},
+		{"empty-string-api-key-env", `targets\[0\]\.api_key_env`, "api_key_env:", `"": must not be empty (omit the field for its default OPENAI_API_KEY)`},
+		{"empty-string-base-url", `targets\[0\]\.base_url`, "base_url:", `"": must not be empty (omit the field for provider openai's API root)`},
+		{"empty-string-github-token-env", `github\.token_env`, "token_env:", `"": must not be empty (omit the field for its default GITHUB_TOKEN)`},
+		{"empty-string-github-base-url", `github\.base_url`, "base_url:", `"": must not be empty (omit the field for github.com's API)`},
+		{"empty-string-attribution-label", `attribution\.category_label`, "category_label:", `"": must not be empty (omit the field for its default category)`},
+		// A refused Prometheus URL that may hold a credential is not
+		// repeated (the row's message must not carry PROMSECRET99).
+		{"attribution-url-credential", `attribution\.prometheus`, "prometheus:", `want an http(s) URL such as http://prometheus:9090 (the value is not repeated: it may hold a credential)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -1183,5 +1210,178 @@ func TestNullIsOmitted(t *testing.T) {
 		withNulls.Targets[0].MaxTokens != DefaultMaxTokens || withNulls.Targets[0].Seed != nil || withNulls.Attribution.Tolerance != 0 ||
 		withNulls.Attribution.MinPoints != AttributionMinPoints || withNulls.Detection.ScreenSamples != 2 {
 		t.Errorf("defaults not applied: %+v", withNulls)
+	}
+}
+
+// A base URL's host must be one a request can go to: an IP literal (IPv6
+// in brackets) or a DNS name of valid labels (underscores allowed, one
+// trailing dot allowed), for every provider and github.base_url. A host
+// shaped like a key is not echoed.
+func TestBaseURLHost(t *testing.T) {
+	label63 := strings.Repeat("a", 63)
+	name253 := strings.Repeat(label63+".", 3) + strings.Repeat("b", 61) // 4*63 + 1 = 253
+	for _, u := range []string{
+		"http://localhost", "http://localhost:8080/v1", "http://127.0.0.1", "http://[::1]:8000/v1", "http://vllm:8000/v1",
+		"https://myres.openai.azure.com", "http://my_host.internal", "http://localhost.", "https://api.example.com./v1",
+		"http://[fe80::1%25eth0]:80", "https://xn--bcher-kva.example", "https://" + label63 + ".example", "https://" + name253,
+		"http://10.0.0.1:65535", "https://API.Example.COM",
+	} {
+		for _, body := range []string{
+			"targets:\n  - {name: a, provider: openai_compatible, model: m, base_url: \"" + u + "\"}\n",
+			"targets:\n  - {name: a, provider: sim, model: m}\ngithub: {repo: o/n, base_url: \"" + u + "\"}\n",
+		} {
+			c, err := Parse("h.yaml", []byte(body))
+			if err == nil {
+				err = c.Validate(false)
+			}
+			if err != nil {
+				t.Errorf("%s refused: %v", u, err)
+			}
+		}
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"https://...", `host "...": empty label`},
+		{"https://.", `host ".": not a host name`},
+		{"https://a..b", `host "a..b": empty label`},
+		{"https://.a", `host ".a": empty label`},
+		{"https://a..", `host "a..": empty label`},
+		{"https://-bad-", `host "-bad-": label "-bad-" starts or ends with a hyphen`},
+		{"https://a.b-.c/v1", `host "a.b-.c": label "b-" starts or ends with a hyphen`},
+		{"https://" + label63 + "a.example", "longer than 63 bytes"},
+		{"https://" + name253 + "b", "longer than 253 bytes"},
+		{"https://bücher.example", `host "bücher.example": 'ü': a host name is ASCII letters, digits, '-' and '_' (write an internationalised name in its xn-- form)`},
+		{"https://a!b.example", `'!': a host name is letters, digits, '-' and '_'`},
+		{"https://999.1.1.1/v1", `host "999.1.1.1": not an IPv4 address`},
+		{"https://1.2.3.4.", `host "1.2.3.4.": not an IPv4 address`},
+		{"https://10.0.0", `host "10.0.0": not an IPv4 address`},
+		// Not echoed: it looks like a key pasted where the host belongs.
+		{"https://AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv-/v1", "not a valid host: a label starts or ends with a hyphen"},
+	} {
+		for _, f := range []struct{ field, body string }{
+			{"h.yaml:2: targets[0].base_url: ", "targets:\n  - {name: a, provider: openai_compatible, model: m, base_url: \"" + tc.url + "\"}\n"},
+			{"h.yaml:3: github.base_url: ", "targets:\n  - {name: a, provider: sim, model: m}\ngithub: {repo: o/n, base_url: \"" + tc.url + "\"}\n"},
+		} {
+			c, err := Parse("h.yaml", []byte(f.body))
+			if err == nil {
+				err = c.Validate(false)
+			}
+			var l yamlx.List
+			if !errors.As(err, &l) || len(l) != 1 || !strings.HasPrefix(l[0].Error(), f.field) || !strings.Contains(l[0].Error(), tc.want) {
+				t.Errorf("%s: got %v, want one problem %q…%q", tc.url, err, f.field, tc.want)
+			} else if strings.HasPrefix(tc.want, "not a valid host") && strings.Contains(err.Error(), "AIza") {
+				t.Errorf("%s: echoed: %v", tc.url, err)
+			}
+		}
+	}
+}
+
+// Keys supplied by merge keys (`<<`) follow YAML's merge semantics in
+// defaults and validation: a key written in the mapping wins over a
+// merged one, earlier mappings of a merge list over later ones, a merged
+// alias counts where it is merged (and is reported at its anchor's line),
+// and a merged null is left out.
+func TestMergeKeys(t *testing.T) {
+	load := func(src string) (*Config, error) {
+		t.Helper()
+		c, err := Parse("m.yaml", []byte(src))
+		if err != nil {
+			return nil, err
+		}
+		return c, c.Validate(false)
+	}
+	const target = "targets:\n  - name: a\n    provider: sim\n    model: m\n"
+	for _, tc := range []struct {
+		src       string
+		maxTokens int
+	}{
+		{target + "    max_tokens: 5\n    <<: {max_tokens: 0}\n", 5},
+		{target + "    <<: [{max_tokens: 7}, {max_tokens: 0}]\n", 7},
+		{target + "    <<: {<<: {max_tokens: 0}, max_tokens: 9}\n", 9},
+		{target + "    <<: {max_tokens: ~}\n", DefaultMaxTokens},
+		{target + "    <<: {max_tokens: 8}\n", 8},
+	} {
+		c, err := load(tc.src)
+		if err != nil {
+			t.Errorf("%q: %v", tc.src, err)
+			continue
+		}
+		if got := c.Targets[0].MaxTokens; got != tc.maxTokens {
+			t.Errorf("%q: max_tokens = %d, want %d", tc.src, got, tc.maxTokens)
+		}
+	}
+	for _, tc := range []struct{ src, want string }{
+		{target + "    <<: [{max_tokens: 0}, {max_tokens: 7}]\n", "m.yaml:5: targets[0].max_tokens: 0: must be at least 1"},
+		{target + "    <<: {<<: {max_tokens: 0}}\n", "m.yaml:5: targets[0].max_tokens: 0: must be at least 1"},
+		{target + "    breaker: {<<: {cooldown: 0s}}\n", "m.yaml:5: targets[0].breaker.cooldown: 0s: must be at least 1s (omit it for the default 30s)"},
+		{"detection:\n  <<: {window_runs: 0}\n" + target, "m.yaml:2: detection.window_runs: 0: must be at least 1 (omit it for 3)"},
+		{"<<: {schedule: \"\"}\n" + target, `m.yaml:1: schedule: "": must not be empty`},
+		// The anchored mapping is merged into the second target too: both
+		// are refused, at the line the 0 is written on.
+		{"targets:\n  - &a\n    name: a\n    provider: sim\n    model: m\n    max_tokens: 0\n  - <<: *a\n    name: b\n",
+			"m.yaml:6: targets[0].max_tokens: 0: must be at least 1 (omit it for the default 64)\n" +
+				"m.yaml:6: targets[1].max_tokens: 0: must be at least 1 (omit it for the default 64)"},
+	} {
+		_, err := load(tc.src)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.src, err, tc.want)
+		}
+	}
+	// Where locates a merged value at its line.
+	c, err := load("database: x.db\n" + target + "    <<:\n      base_url: http://127.0.0.1:9/v1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Where("targets[0].base_url"); got != "m.yaml:7: " {
+		t.Errorf("Where = %q, want m.yaml:7: ", got)
+	}
+}
+
+// An explicit "" is refused only where a default would stand for it:
+// providers without a default key variable read an empty api_key_env as
+// no key (no Authorization header), and a provider requiring a base_url
+// says so once. Every empty field gets one message, not also the value's
+// own check (a schedule, a label name).
+func TestEmptyStrings(t *testing.T) {
+	for _, p := range []string{"openai_compatible", "bedrock", "sim"} {
+		body := "targets:\n  - {name: a, provider: " + p + ", model: m, api_key_env: \"\""
+		switch p {
+		case "openai_compatible":
+			body += ", base_url: \"http://vllm:8000/v1\""
+		case "bedrock":
+			body += ", options: {region: us-east-1}"
+		}
+		c, err := Parse("e.yaml", []byte(body+"}\n"))
+		if err == nil {
+			err = c.Validate(false)
+		}
+		if err != nil {
+			t.Errorf("%s: api_key_env \"\" refused: %v", p, err)
+		} else if c.Targets[0].APIKeyEnv != "" {
+			t.Errorf("%s: api_key_env = %q, want none", p, c.Targets[0].APIKeyEnv)
+		}
+	}
+	src := "schedule: ''\ntargets:\n  - {name: a, provider: azure, model: m, base_url: '', api_key_env: K}\n  - {name: b, provider: sim, model: m, base_url: '', endpoint: ''}\n" +
+		"attribution: {prometheus: 'http://p:9090', query: q, target_label: '', category_label: ''}\n"
+	c, err := Parse("e.yaml", []byte(src))
+	if err == nil {
+		err = c.Validate(false)
+	}
+	want := `e.yaml:1: schedule: "": must not be empty (omit the field for its default "@every 1h")
+e.yaml:3: targets[0].base_url: required for azure: the resource endpoint, e.g. https://NAME.openai.azure.com
+e.yaml:4: targets[1].endpoint: "": must not be empty (omit the field for its default chat)
+e.yaml:4: targets[1].base_url: "": must not be empty (omit the field for the embedded simulator)
+e.yaml:5: attribution.target_label: "": must not be empty (omit the field for its default target)
+e.yaml:5: attribution.category_label: "": must not be empty (omit the field for its default category)`
+	if err == nil || err.Error() != want {
+		t.Errorf("got\n%v\nwant\n%s", err, want)
+	}
+}
+
+// A refused attribution.prometheus URL holding a credential is not
+// repeated in the error.
+func TestPrometheusURLCredentialNotRepeated(t *testing.T) {
+	_, err := Load("testdata/invalid-attribution-url-credential.yaml", false)
+	if err == nil || strings.Contains(err.Error(), "PROMSECRET99") {
+		t.Fatalf("Load: %v, want a refusal without the credential", err)
 	}
 }

@@ -252,6 +252,13 @@ func entries(root *yaml.Node) []entry {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
+				if IsMerge(k) {
+					// A merged mapping's keys are the mapping's own.
+					for _, m := range InlineMerged(v) {
+						walk(m, path)
+					}
+					continue
+				}
 				p := k.Value
 				if path != "" {
 					p = path + "." + k.Value
@@ -375,7 +382,9 @@ func goType(t string) string {
 }
 
 // PathAt returns the dotted path (targets[1].name) of the key or item on
-// the given line, or "" when none is found.
+// the given line, or "" when none is found. The keys of a mapping merged
+// in place (`<<: {max_tokens: 0}`) are named by the merging mapping's
+// path.
 func PathAt(root *yaml.Node, line int) string {
 	if root == nil {
 		return ""
@@ -391,6 +400,13 @@ func PathAt(root *yaml.Node, line int) string {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
+				if IsMerge(k) {
+					// A merged mapping's keys are the mapping's own.
+					for _, m := range InlineMerged(v) {
+						walk(m, path)
+					}
+					continue
+				}
 				p := k.Value
 				if path != "" {
 					p = path + "." + k.Value
@@ -415,24 +431,28 @@ func PathAt(root *yaml.Node, line int) string {
 }
 
 // Line returns the line of the node at a dotted path such as
-// "targets[1].name" (the key's line for mapping entries), or the closest
-// existing ancestor's line when the path does not exist.
+// "targets[1].name" (the key's line for mapping entries, the merged key's
+// for one a merge key `<<` supplies), or the closest existing ancestor's
+// line when the path does not exist.
 func Line(root *yaml.Node, path string) int {
 	line, _ := lookup(root, path)
 	return line
 }
 
 // Find returns the value node at a dotted path such as "targets[1].name",
-// or nil when the path does not exist in the document.
+// or nil when the path does not exist in the document. Aliases are
+// followed, and a key a merge key (`<<`) supplies is found as the decoder
+// reads it: a key written in the mapping wins over a merged one.
 func Find(root *yaml.Node, path string) *yaml.Node {
 	_, n := lookup(root, path)
 	return n
 }
 
-// lookup walks path from root. It returns the line to report for path (the
-// key's line for a mapping entry, the closest existing ancestor's when the
-// path does not exist) and the value node at path (nil when it does not
-// exist).
+// lookup walks path from root, following aliases and merge keys (`<<`,
+// see member). It returns the line to report for path (the key's line for
+// a mapping entry, that of the merged mapping's key for one supplied by a
+// merge; the closest existing ancestor's when the path does not exist) and
+// the value node at path, aliases followed (nil when it does not exist).
 func lookup(root *yaml.Node, path string) (int, *yaml.Node) {
 	if root == nil {
 		return 0, nil
@@ -445,6 +465,7 @@ func lookup(root *yaml.Node, path string) (int, *yaml.Node) {
 		n = n.Content[0]
 	}
 	line := n.Line
+	n = resolve(n)
 	for _, part := range splitPath(path) {
 		if idx, ok := part.(int); ok {
 			if n.Kind != yaml.SequenceNode || idx < 0 || idx >= len(n.Content) {
@@ -452,26 +473,61 @@ func lookup(root *yaml.Node, path string) (int, *yaml.Node) {
 			}
 			n = n.Content[idx]
 			line = n.Line
+			n = resolve(n)
 			continue
 		}
-		key := part.(string)
-		if n.Kind != yaml.MappingNode {
+		k, v := member(n, part.(string))
+		if k == nil {
 			return line, nil
 		}
-		found := false
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				line = n.Content[i].Line
-				n = n.Content[i+1]
-				found = true
-				break
-			}
-		}
-		if !found {
-			return line, nil
-		}
+		line = k.Line
+		n = resolve(v)
 	}
 	return line, n
+}
+
+// resolve follows n's aliases to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// member returns the key and value nodes of key in the mapping m (nil
+// when m is no mapping or has no such key), with YAML's merge semantics,
+// as the decoder applies them: a key written in the mapping wins over one
+// its merge key (`<<`) supplies; the merge key's value is a mapping or a
+// list of mappings (each possibly an alias, and possibly merging others in
+// turn), and of a list the earlier mappings win over the later ones.
+func member(m *yaml.Node, key string) (k, v *yaml.Node) {
+	seen := map[*yaml.Node]bool{} // mappings searched already: each once
+	var find func(m *yaml.Node) (k, v *yaml.Node)
+	find = func(m *yaml.Node) (*yaml.Node, *yaml.Node) {
+		m = resolve(m)
+		if m.Kind != yaml.MappingNode || seen[m] {
+			return nil, nil
+		}
+		seen[m] = true
+		var merges []*yaml.Node
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			switch k := m.Content[i]; {
+			case IsMerge(k):
+				merges = append(merges, m.Content[i+1])
+			case k.Value == key:
+				return k, m.Content[i+1]
+			}
+		}
+		for _, mv := range merges {
+			for _, src := range merged(mv) {
+				if k, v := find(src); k != nil {
+					return k, v
+				}
+			}
+		}
+		return nil, nil
+	}
+	return find(m)
 }
 
 func splitPath(p string) []any {
@@ -525,7 +581,8 @@ func (c *Collector) Err() error {
 }
 
 // Given reports whether the document gives a value at a dotted path: the
-// path exists and its value is not null. A field written `~`, `null` or
+// path exists (written in place or supplied by a merge key) and its value
+// is not null. A field written `~`, `null` or
 // with nothing after its colon is not given: it is the same as leaving
 // the field out.
 func Given(root *yaml.Node, path string) bool {
@@ -616,7 +673,7 @@ func checkScalars(file string, root *yaml.Node, t reflect.Type) List {
 			fields := yamlFields(t)
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
-				if isMerge(k) {
+				if IsMerge(k) {
 					// The merged mappings fill this one.
 					for _, m := range merged(v) {
 						walk(m, t, path, k.Line)
@@ -633,7 +690,7 @@ func checkScalars(file string, root *yaml.Node, t reflect.Type) List {
 			}
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
-				if isMerge(k) {
+				if IsMerge(k) {
 					for _, m := range merged(v) {
 						walk(m, t, path, k.Line)
 					}
@@ -663,8 +720,8 @@ func checkScalars(file string, root *yaml.Node, t reflect.Type) List {
 	return l
 }
 
-// isMerge reports whether k is a merge key ("<<").
-func isMerge(k *yaml.Node) bool {
+// IsMerge reports whether k is a merge key ("<<").
+func IsMerge(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
 }
 
@@ -679,6 +736,24 @@ func merged(v *yaml.Node) []*yaml.Node {
 		return n.Content
 	}
 	return []*yaml.Node{v}
+}
+
+// InlineMerged returns the mappings a merge key's value v writes in place:
+// v itself, or the items of a list written there, but no alias, whose
+// mapping is written (and walked) where its anchor is.
+func InlineMerged(v *yaml.Node) []*yaml.Node {
+	var out []*yaml.Node
+	switch v.Kind {
+	case yaml.MappingNode:
+		out = append(out, v)
+	case yaml.SequenceNode:
+		for _, m := range v.Content {
+			if m.Kind == yaml.MappingNode {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }
 
 // floatProblem describes a decimal number given for an integer field.

@@ -241,6 +241,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"second document", "database: x\n---\ndatabase: y\n", []string{"f.yaml:2: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
 		{"third document after an empty second", "database: x\n---\n---\ntargets: []\n", []string{"f.yaml:3: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
 		{"broken second document", "database: x\n---\ntargets: [\n", []string{"f.yaml:4: invalid YAML: did not find expected node content"}},
+		// Keys supplied by a merge key are the mapping's own: named by
+		// its path, at the line they are written on.
+		{"unknown in a merge", "targets:\n  - name: a\n    <<: {bogus: 1}\n", []string{"f.yaml:3: targets[0].bogus: unknown field"}},
+		{"wrong type in a merge", "targets:\n  - name: a\n    <<:\n      - {count: x}\n", []string{`f.yaml:4: targets[0].count: wrong type: string "x" where an integer expected`}},
 		{"second document after a start marker", "---\ndatabase: x\n---\ntargets: []\n", []string{"f.yaml:3: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
 	}
 	for _, tt := range tests {
@@ -505,5 +509,100 @@ func TestGiven(t *testing.T) {
 		if got := Given(root, path); got != want {
 			t.Errorf("Given(%q) = %v, want %v", path, got, want)
 		}
+	}
+}
+
+// Find, Line and Given see keys supplied by merge keys (`<<`) with YAML's
+// merge semantics, as the decoder applies them: a key written in the
+// mapping wins over a merged one, and of a list of merged mappings the
+// earlier wins; merged mappings may be aliases and merge others in turn.
+// Line gives the line of the key that supplies the value.
+func TestFindMerge(t *testing.T) {
+	const src = `base: &base
+  count: 1
+  name: base
+other: &other
+  count: 2
+  ratio: 0.5
+  <<: {depth: 3}
+a:
+  name: a
+  <<: *base
+b:
+  <<: [*other, *base]
+c:
+  count: 9
+  <<: [*base, {ratio: ~}]
+d:
+  <<:
+    - <<: {name: deep}
+      count: 4
+e:
+  <<: {count: 0}
+list:
+  - <<: *base
+aliased: *other
+`
+	root := parse(t, src)
+	tests := []struct {
+		path  string
+		line  int
+		value string // "-" when Find is nil
+	}{
+		{"a.name", 9, "a"},    // written in place: wins
+		{"a.count", 2, "1"},   // merged from base
+		{"b.count", 5, "2"},   // other comes first
+		{"b.name", 3, "base"}, // only base has it
+		{"b.depth", 7, "3"},   // other merges it in turn
+		{"b.ratio", 6, "0.5"},
+		{"c.count", 14, "9"},   // in place
+		{"c.ratio", 15, "~"},   // a merged null
+		{"d.count", 19, "4"},   // a merged mapping's own key
+		{"d.name", 18, "deep"}, // its merge
+		{"e.count", 21, "0"},   // an explicit 0, merged
+		{"list[0].name", 3, "base"},
+		{"aliased.depth", 7, "3"}, // through an alias, then a merge
+		{"aliased.count", 5, "2"},
+		{"a.ratio", 8, "-"}, // missing: the mapping's line
+		{"b.<<", 11, "-"},   // a merge key is no field
+		{"b.nope.deeper", 11, "-"},
+	}
+	for _, tt := range tests {
+		if got := Line(root, tt.path); got != tt.line {
+			t.Errorf("Line(%q) = %d, want %d", tt.path, got, tt.line)
+		}
+		n := Find(root, tt.path)
+		switch {
+		case tt.value == "-":
+			if n != nil {
+				t.Errorf("Find(%q) = %+v, want nil", tt.path, n)
+			}
+		case n == nil:
+			t.Errorf("Find(%q) = nil", tt.path)
+		case n.Value != tt.value:
+			t.Errorf("Find(%q).Value = %q, want %q", tt.path, n.Value, tt.value)
+		}
+	}
+	for path, want := range map[string]bool{"a.count": true, "c.ratio": false, "e.count": true, "b.depth": true, "a.depth": false} {
+		if got := Given(root, path); got != want {
+			t.Errorf("Given(%q) = %v, want %v", path, got, want)
+		}
+	}
+	// A merged mapping's keys are named by the mapping's path.
+	for line, want := range map[int]string{18: "d.name", 19: "d.count", 21: "e.count", 7: "other.depth"} {
+		if got := PathAt(root, line); got != want {
+			t.Errorf("PathAt(%d) = %q, want %q", line, got, want)
+		}
+	}
+	// Mappings merging each other through a chain of aliases are each
+	// searched once.
+	var b strings.Builder
+	b.WriteString("m0: &m0 {x: 0}\n")
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&b, "m%d: &m%d {<<: [*m%d, *m%d, *m%d]}\n", i, i, i-1, i-1, i-1)
+	}
+	deep := parse(t, b.String())
+	if Find(deep, "m30.missing") != nil || Find(deep, "m30.x") == nil {
+		t.Error("chain of merges")
 	}
 }
