@@ -511,7 +511,7 @@ func (c *Config) emptyStrings(col *yamlx.Collector) map[string]bool {
 		return said
 	}
 	check := func(path, v, def string) {
-		if v == "" && yamlx.Given(c.root, path) {
+		if v == "" && givenEmpty(c.root, path) {
 			col.Add(path, `"": must not be empty (omit the field for %s)`, def)
 			said[path] = true
 		}
@@ -544,6 +544,14 @@ func (c *Config) emptyStrings(col *yamlx.Collector) map[string]bool {
 		check("attribution.category_label", a.CategoryLabel, "its default category")
 	}
 	return said
+}
+
+// givenEmpty reports whether the file gives path as an empty string (not
+// null, not left out): the file's own value, so a field a caller cleared
+// after parsing (Validate again) is not blamed on the file.
+func givenEmpty(root *yaml.Node, path string) bool {
+	n := yamlx.Find(root, path)
+	return n != nil && !yamlx.IsNull(n) && n.Kind == yaml.ScalarNode && n.Value == ""
 }
 
 // Validate checks everything Parse cannot: values, references, names and,
@@ -712,7 +720,7 @@ func (c *Config) Validate(needKeys bool) error {
 		}
 		// A base_url of "" is refused unless the provider said it is
 		// required: omitted, it is the provider's API root.
-		if f := at + ".base_url"; t.BaseURL == "" && !said[f] && c.root != nil && yamlx.Given(c.root, f) {
+		if f := at + ".base_url"; t.BaseURL == "" && !said[f] && c.root != nil && givenEmpty(c.root, f) {
 			def := "provider " + t.Provider + "'s API root"
 			if t.Provider == "sim" {
 				def = "the embedded simulator"
