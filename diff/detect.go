@@ -43,6 +43,18 @@ type TargetRun struct {
 	Status         string // storage.TargetComplete | TargetDegraded | TargetAborted
 	ConfirmSamples int
 	Observations   []*storage.Observation // nil: read from the database
+	// Reclassify, when set, reads an answer with the classifier the
+	// target has now (runner.Classify on its prober). A probe's verdict
+	// is compared with the baseline's answer as this classifier reads
+	// it: when a driftprobe upgrade reads some answers differently (a
+	// category a provider documents newly mapped, a failure no longer
+	// taken for an answer), the stored baseline and candidate verdicts,
+	// and the baseline's scores, are re-read from their stored answers
+	// before they are compared, so the same answers read anew are never a
+	// flip nor a score drift. nil: stored verdicts are compared as they
+	// are (an answer whose body was pruned, or that does not verify
+	// against its fingerprints, is always compared as stored).
+	Reclassify func(req *probes.Request, resp *probes.Response) probes.Result
 }
 
 // Input is one run to apply.
@@ -69,6 +81,11 @@ type TargetStats struct {
 	InputChanges     int    `json:"input_changes"`
 	Nondeterministic int    `json:"nondeterministic"`
 	Degraded         bool   `json:"degraded"`
+	// Reread counts the probes whose stored baseline, candidate or
+	// baseline scores this run re-read differently with the current
+	// classifier (TargetRun.Reclassify): a classifier change, never a
+	// flip. Callers should log it.
+	Reread int `json:"reread,omitempty"`
 	// Renamed lists probe ids new to the target whose request bytes are
 	// those of a probe no longer in the corpus: most likely that probe,
 	// renamed. Detection does not guess identities: the new id establishes
@@ -205,6 +222,17 @@ func SplitModel(s string) (id, fp string) {
 	return s[:i], fpUnescaper.Replace(s[i+1:])
 }
 
+// ModelText is a JoinModel string for people: as it is ("id|fp") when
+// neither part holds "|" or "%" (every real provider's so far), else
+// spelled out unambiguously: `id "…" fingerprint "…"`.
+func ModelText(s string) string {
+	id, fp := SplitModel(s)
+	if !strings.ContainsAny(id, "|%") && !strings.ContainsAny(fp, "|%") {
+		return s
+	}
+	return fmt.Sprintf("id %q fingerprint %q", id, fp)
+}
+
 var (
 	fpEscaper   = strings.NewReplacer("%", "%25", "|", "%7C")
 	fpUnescaper = strings.NewReplacer("%25", "%", "%7C", "|")
@@ -313,6 +341,82 @@ type detector struct {
 	// with the observation that carries it: what a probe newly marked
 	// nondeterministic went back and forth with.
 	other map[string]otherAnswer
+	// reads caches rereadObs by observation id for this run; rereadIDs
+	// are the probes whose stored verdicts or scores it changed
+	// (TargetStats.Reread).
+	reads     map[int64]reading
+	rereadIDs map[string]bool
+}
+
+func (d *detector) markReread(pid string) {
+	if d.rereadIDs == nil {
+		d.rereadIDs = map[string]bool{}
+	}
+	d.rereadIDs[pid] = true
+}
+
+// reading is a stored answer as the current classifier reads it.
+type reading struct {
+	key, scores string
+	ok          bool
+}
+
+// rereadObs reads the stored answer id with t.Reclassify: its verdict key
+// and score string. ok is false when there is nothing to re-read with, or
+// nothing trustworthy to re-read: no classifier, no answer (id 0, no
+// HTTP status), a pruned or cut body, a body or request that does not
+// match its recorded fingerprint, a damaged row, or an answer the
+// classifier now reads as no verdict (or as account-level enforcement).
+func (d *detector) rereadObs(id int64) (key, scores string, ok bool) {
+	if d.t.Reclassify == nil || id == 0 {
+		return "", "", false
+	}
+	if r, seen := d.reads[id]; seen {
+		return r.key, r.scores, r.ok
+	}
+	var r reading
+	defer func() {
+		if d.reads == nil {
+			d.reads = map[int64]reading{}
+		}
+		d.reads[id] = r
+	}()
+	o, reqBody, body, err := storage.StoredAnswer(d.ctx, d.tx, id)
+	if err != nil || o.HTTPStatus == 0 || o.BodiesPruned || (o.BodyTruncated && o.Result.Reason != "truncated_response") {
+		return "", "", false
+	}
+	if sum := sha256.Sum256(body); o.BodySHA256 != "" && hex.EncodeToString(sum[:]) != o.BodySHA256 {
+		return "", "", false
+	}
+	if o.RequestFingerprint(reqBody) != o.RequestSHA256 {
+		return "", "", false
+	}
+	res := d.t.Reclassify(o.Request(reqBody), &probes.Response{Status: o.HTTPStatus, Body: body, Truncated: o.BodyTruncated})
+	if !res.Class.IsVerdict() || res.Class == probes.AbuseBlock {
+		return "", "", false
+	}
+	r = reading{key: VerdictOf(res).Key(), scores: scoreString(res), ok: true}
+	return r.key, r.scores, true
+}
+
+// reread brings st's stored verdicts up to the current classifier before
+// v, this run's verdict, is compared with them: the baseline's (when v
+// differs from it) and the candidate's (when v differs from it), each
+// read again from the answer that carried it. It reports whether either
+// changed.
+func (d *detector) reread(st *state, v string) bool {
+	changed := false
+	if st.baseline != "" && v != st.baseline {
+		if k, _, ok := d.rereadObs(st.baselineObs); ok && k != st.baseline {
+			st.baseline, st.dirty, changed = k, true, true
+		}
+	}
+	if st.candidate != "" && v != st.candidate {
+		if k, _, ok := d.rereadObs(st.candidateObs); ok && k != st.candidate {
+			st.candidate, st.dirty, changed = k, true, true
+		}
+	}
+	return changed
 }
 
 // otherAnswer is a verdict key and the observation that answered it; obs
@@ -445,6 +549,9 @@ func (d *detector) observe(obs []*storage.Observation) error {
 				agree = false
 				other[pid] = otherAnswer{k, s.ID}
 			}
+		}
+		if d.reread(st, v) {
+			d.markReread(pid)
 		}
 		if st.baseline == "" {
 			// Establishing the baseline. The candidate's observation is
@@ -594,6 +701,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			return err
 		}
 	}
+	stats.Reread = len(d.rereadIDs)
 	d.stats, d.flips, d.ndFlips, d.drifts, d.newlyND, d.other = stats, flips, ndFlips, drifts, newlyND, other
 	return nil
 }
@@ -931,6 +1039,15 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		st.baselineScores, st.dirty = scores, true
 		st.setScores(scores, o.ID, model)
 		return nil
+	}
+	if scores != st.baselineScores && maxScoreDelta(st.baselineScores, scores) > d.p.ScoreTolerance {
+		// Moved past the tolerance: first read the answer carrying the
+		// baseline's scores with the current classifier, which may read
+		// the same answer's scores otherwise.
+		if _, s, ok := d.rereadObs(st.scoresObs); ok && s != "" && s != st.baselineScores {
+			st.baselineScores, st.dirty = s, true
+			d.markReread(st.probeID)
+		}
 	}
 	if scores == st.baselineScores || maxScoreDelta(st.baselineScores, scores) <= d.p.ScoreTolerance {
 		switch {
@@ -1541,7 +1658,7 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	if newKind == KindScoreDrift {
 		modelBefore, modelAfter = eventModels(KindScoreDrift, flips, d.model)
 		if modelChanged(modelBefore, modelAfter) {
-			driftModels = fmt.Sprintf("scores on %s moved with a model change: %s → %s", d.t.Name, modelBefore, modelAfter)
+			driftModels = fmt.Sprintf("scores on %s moved with a model change: %s → %s", d.t.Name, ModelText(modelBefore), ModelText(modelAfter))
 		}
 	}
 	// first_run is the run the event's earliest flip was first seen: a
@@ -1614,9 +1731,9 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		// Name this target's own model change here (the event's model
 		// fields name it too when it made the event a model_change).
 		if b, a, ok := flipModels(flips); ok {
-			detail += fmt.Sprintf("; model on %s: %s → %s", d.t.Name, b, a)
+			detail += fmt.Sprintf("; model on %s: %s → %s", d.t.Name, ModelText(b), ModelText(a))
 		} else if modelChanged(d.prevModel, d.model) {
-			detail += fmt.Sprintf("; model on %s: %s → %s", d.t.Name, d.prevModel, d.model)
+			detail += fmt.Sprintf("; model on %s: %s → %s", d.t.Name, ModelText(d.prevModel), ModelText(d.model))
 		}
 	}
 	if newKind != oldKind {

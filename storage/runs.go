@@ -1029,6 +1029,37 @@ func (d *DB) Observation(ctx context.Context, id int64) (*Observation, error) {
 	return o, nil
 }
 
+// RowQuerier is what StoredAnswer reads through: a *sql.DB, *sql.Tx or
+// *sql.Conn.
+type RowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// StoredAnswer reads one observation with its request and response bodies
+// (decompressed) through q, so a caller inside a transaction (detection)
+// can read it on the transaction's connection. ErrNotFound (wrapped) when
+// there is none; a *DamagedError when its row is damaged; an error
+// wrapping ErrUnreadableBody when a body is.
+func StoredAnswer(ctx context.Context, q RowQuerier, id int64) (o *Observation, request, response []byte, err error) {
+	var rq, rs []byte
+	o, dmg, err := newObsScanner(&rq, &rs).scan(q.QueryRowContext(ctx, `SELECT `+obsCols+`, request_body, body FROM observations WHERE id = ?`, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil, nil, fmt.Errorf("observation %d: %w", id, ErrNotFound)
+	case err != nil:
+		return nil, nil, nil, err
+	case dmg != nil:
+		return nil, nil, nil, &DamagedError{Rows: []DamagedObservation{*dmg}}
+	}
+	if request, err = decodeBody(rq); err != nil {
+		return nil, nil, nil, fmt.Errorf("observation %d: request body: %w", id, err)
+	}
+	if response, err = decodeBody(rs); err != nil {
+		return nil, nil, nil, fmt.Errorf("observation %d: response body: %w", id, err)
+	}
+	return o, request, response, nil
+}
+
 // ObservationBodies returns the stored request and response bodies of an
 // observation, decompressed. A damaged body makes err wrap
 // ErrUnreadableBody; ReadBodies says which side it was and keeps the other.

@@ -58,6 +58,19 @@ type RunResult struct {
 	Attribution *AttributionSummary
 }
 
+// reclassifier returns the classifier of the target named name as
+// detection re-reads stored answers with it (diff.TargetRun.Reclassify),
+// or nil when there is no such target.
+func reclassifier(targets []*runner.Target, name string) func(*probes.Request, *probes.Response) probes.Result {
+	for _, t := range targets {
+		if t.Config.Name == name {
+			p := t.Prober
+			return func(req *probes.Request, resp *probes.Response) probes.Result { return runner.Classify(p, req, resp) }
+		}
+	}
+	return nil
+}
+
 // checkCorpusHash refuses (Usage) a corpus version whose bytes differ
 // from the ones the database's runs of that version used. The lock file
 // guards a version's bytes where the corpus lives; the database guards
@@ -163,7 +176,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	for _, t := range sum.Targets {
 		tc := cfg.Target(t.Target)
 		in.Targets = append(in.Targets, diff.TargetRun{ID: t.TargetID, Name: t.Target, Provider: t.Provider, Status: t.Status,
-			ConfirmSamples: tc.ConfirmSamples, Observations: sum.Observations[t.TargetID]})
+			ConfirmSamples: tc.ConfirmSamples, Observations: sum.Observations[t.TargetID], Reclassify: reclassifier(targets, t.Target)})
 	}
 	det, err := diff.Apply(context.WithoutCancel(ctx), st, in)
 	if err != nil {
@@ -337,6 +350,10 @@ func logDetection(logger *slog.Logger, run int64, det *diff.Result) {
 			}
 			logger.Warn(msg, "target", ts.Target, "from", oc.From, "to", oc.To, "last_run_at_from", oc.FromRun, "input_changes", ts.InputChanges, "run", run)
 		}
+		if ts.Reread > 0 {
+			logger.Warn("this driftprobe's classifier reads some stored baseline answers differently: their verdicts (or scores) were re-read from the stored answers before comparing, so the same answers read anew are no flip",
+				"target", ts.Target, "probes", ts.Reread, "run", run)
+		}
 		if ts.InputChanges > 0 && ts.OriginChange == nil {
 			logger.Warn("request bytes changed: these probes' baselines restart (nothing is compared across the change)",
 				"target", ts.Target, "probes", ts.InputChanges, "run", run)
@@ -509,6 +526,11 @@ type (
 		// target parameters changed), or the target's endpoint moved
 		// (OriginChange). Their baselines restart.
 		InputChanges int `json:"input_changes"`
+		// Reread counts probes whose stored baseline (or candidate)
+		// verdict, or baseline scores, this driftprobe's classifier read
+		// differently from their stored answers (diff.TargetStats.Reread):
+		// brought up to the new reading, never a flip.
+		Reread int `json:"reread"`
 		// Renamed lists probe ids new to the target sent with the request
 		// bytes of an id no longer in the corpus (likely renames): each
 		// starts its own baseline. Always present, [] when none.
@@ -530,6 +552,12 @@ func (r *RunResult) JSON() RunJSON {
 		out.Events = []*diff.Event{}
 	}
 	inputChanges := r.inputChanges()
+	reread := map[string]int{}
+	if r.Detection != nil {
+		for _, ts := range r.Detection.Stats {
+			reread[ts.Target] = ts.Reread
+		}
+	}
 	renamed := r.renamed()
 	originChanges := r.originChanges()
 	for _, t := range s.Targets {
@@ -539,7 +567,7 @@ func (r *RunResult) JSON() RunJSON {
 		}
 		out.Targets = append(out.Targets, TargetJSON{Target: t.Target, Provider: t.Provider, Status: t.Status, Observations: t.Observations,
 			Verdicts: v, RequestsSHA256: t.RequestsSHA256, Requests: t.Requests, Retries: t.Retries, BreakerOpened: t.BreakerOpened,
-			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target], Renamed: renamed[t.Target],
+			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target], Reread: reread[t.Target], Renamed: renamed[t.Target],
 			Origin: t.Origin, OriginChange: originChanges[t.Target]})
 		if out.Targets[len(out.Targets)-1].Renamed == nil {
 			out.Targets[len(out.Targets)-1].Renamed = []diff.ProbeRename{}
@@ -657,7 +685,7 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 		}
 		if e.ModelBefore != e.ModelAfter {
 			// Model ids and fingerprints are the provider's text.
-			fmt.Fprintf(w, "  model: %s → %s\n", termtext.Clean(e.ModelBefore), termtext.Clean(e.ModelAfter))
+			fmt.Fprintf(w, "  model: %s → %s\n", termtext.Clean(diff.ModelText(e.ModelBefore)), termtext.Clean(diff.ModelText(e.ModelAfter)))
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		switch e.Kind {
