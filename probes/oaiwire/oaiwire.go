@@ -200,20 +200,32 @@ type chatChoice struct {
 	Error *choiceError `json:"error"`
 }
 
-// choiceError is the error object a gateway puts on a choice. Any JSON
-// value but null reads as one (its message only from an object): it never
-// fails the answer's decoding.
+// choiceError is the error member a gateway puts on a choice. It says the
+// generation failed (Failed) only when it says something: an object with
+// a message or a code, a non-empty string, or true. A gateway that always
+// sends the member may say "no error" with false, "", 0, {} or []: no
+// failure. It never fails the answer's decoding.
 type choiceError struct {
 	Message wire.Text
+	Failed  bool
 }
 
 // UnmarshalJSON implements json.Unmarshaler; it never fails.
 func (e *choiceError) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Message wire.Text `json:"message"`
+		Message wire.Text       `json:"message"`
+		Code    json.RawMessage `json:"code"`
 	}
-	if json.Unmarshal(b, &v) == nil {
+	var str string
+	switch t := bytes.TrimSpace(b); {
+	case json.Unmarshal(t, &v) == nil && len(t) > 0 && t[0] == '{':
+		code := string(bytes.TrimSpace(v.Code))
 		e.Message = v.Message
+		e.Failed = v.Message.S != "" || (code != "" && code != "null" && code != `""` && code != "0")
+	case json.Unmarshal(t, &str) == nil:
+		e.Message, e.Failed = wire.Text{S: str}, str != ""
+	default:
+		e.Failed = string(t) == "true"
 	}
 	return nil
 }
@@ -1125,11 +1137,11 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 			}
 		}
 		return r
-	case c.Error != nil || failedFinish[c.FinishReason]:
+	case (c.Error != nil && c.Error.Failed) || failedFinish[c.FinishReason]:
 		// Generation failed after the answer started: whatever text came
 		// before the failure is not the provider's verdict.
 		r.Class, r.Stage, r.Reason = probes.Transient, probes.StageNone, "choice_"+c.FinishReason
-		if c.Error != nil {
+		if c.Error != nil && c.Error.Failed {
 			r.Reason = "choice_error"
 			r.Message = c.Error.Message.S
 		}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -15,11 +16,12 @@ const Redacted = "[REDACTED]"
 // string of its own; PHP escapes every "/" by default, and AWS secrets
 // contain them); percent-encoded ("sk-a%2Fb"). Each character of a match
 // may be spelled differently. Any run of 12 or more letters and digits of
-// a secret left anywhere after that (a spelling none of these covers) is
-// replaced too: no stored byte may spell a long piece of a key. So is a
-// secret cut off at the end of b (its first 4 bytes or more ending b): a
-// field bounded before it reached the redaction (a provider message cut at
-// MaxMessage) keeps no prefix of a key. b is modified only through copies;
+// a secret left anywhere after that (a spelling none of these covers, or
+// a key cut short by a gateway that bounded its own message, followed by
+// other text) is replaced too: no stored byte may spell a long piece of a
+// key. So is a secret cut off at the end of b (its first 8 bytes or more
+// ending b): a field bounded before it reached the redaction (a provider
+// message cut at MaxMessage) keeps no prefix of a key. b is modified only through copies;
 // the result may share b's array when nothing matched.
 func RedactBytes(b []byte, secrets ...string) []byte {
 	for _, s := range secrets {
@@ -35,21 +37,19 @@ func RedactBytes(b []byte, secrets ...string) []byte {
 		if bytes.IndexByte(b, '\\') >= 0 || bytes.IndexByte(b, '%') >= 0 {
 			b = redactEscaped(b, []rune(s))
 		}
-		for _, f := range keyFragments(s) {
-			if bytes.Contains(b, []byte(f)) {
-				b = bytes.ReplaceAll(b, []byte(f), []byte(Redacted))
-			}
-		}
 		if k := cutSecret(b, s); k > 0 {
 			b = append(b[:len(b)-k:len(b)-k], Redacted...)
 		}
+		b = redactPieces(b, s)
 	}
 	return b
 }
 
 // minCut is the shortest prefix of a secret that cutSecret redacts at the
-// end of a text.
-const minCut = 4
+// end of a text (shorter ones are no long piece of a key; 8 hex digits
+// ending a fingerprint or a request id match a hex key's first 8 by
+// chance once in four billion).
+const minCut = 8
 
 // cutSecret returns the length of the longest proper prefix of s, of
 // minCut bytes or more, that b ends with: a secret cut off by a bound; 0
@@ -77,9 +77,62 @@ func RedactString(s string, secrets ...string) string {
 // found in unrelated text.
 const minFragment = 12
 
-// keyFragments returns the maximal runs of ASCII letters and digits of s
-// at least minFragment long, other than s itself.
-func keyFragments(s string) []string {
+// pieceCache holds, per secret, the set of its minFragment-long pieces of
+// letters and digits (redactPieces): computed once per secret.
+var pieceCache sync.Map // string → map[string]bool
+
+// pieces returns the set of every minFragment-long substring of s's runs
+// of ASCII letters and digits.
+func pieces(s string) map[string]bool {
+	if m, ok := pieceCache.Load(s); ok {
+		return m.(map[string]bool)
+	}
+	m := map[string]bool{}
+	for _, f := range keyRuns(s) {
+		for i := 0; i+minFragment <= len(f); i++ {
+			m[f[i:i+minFragment]] = true
+		}
+	}
+	pieceCache.Store(s, m)
+	return m
+}
+
+// redactPieces replaces every stretch of b made of overlapping
+// minFragment-long pieces of s's letters and digits (pieces) by Redacted:
+// a key cut anywhere, in the middle of a text or at its end, or followed
+// by other text, keeps no run of minFragment letters and digits of it.
+// One pass over b; b is modified only through a copy.
+func redactPieces(b []byte, s string) []byte {
+	set := pieces(s)
+	if len(set) == 0 || len(b) < minFragment {
+		return b
+	}
+	var out []byte
+	last := 0
+	for i := 0; i+minFragment <= len(b); {
+		if !set[string(b[i:i+minFragment])] {
+			i++
+			continue
+		}
+		end := i + minFragment
+		for j := i + 1; j+minFragment <= len(b) && j <= end && set[string(b[j:j+minFragment])]; j++ {
+			end = j + minFragment
+		}
+		if out == nil {
+			out = make([]byte, 0, len(b))
+		}
+		out = append(append(out, b[last:i]...), Redacted...)
+		last, i = end, end
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// keyRuns returns the maximal runs of ASCII letters and digits of s at
+// least minFragment long (s itself included when it is one).
+func keyRuns(s string) []string {
 	var out []string
 	start := -1
 	for i := 0; i <= len(s); i++ {
@@ -88,7 +141,7 @@ func keyFragments(s string) []string {
 		case alnum && start < 0:
 			start = i
 		case !alnum && start >= 0:
-			if i-start >= minFragment && i-start < len(s) {
+			if i-start >= minFragment {
 				out = append(out, s[start:i])
 			}
 			start = -1

@@ -36,9 +36,10 @@ func TestRedactBytesEscapedForms(t *testing.T) {
 			t.Errorf("%s: redaction broke the JSON: %s", name, got)
 		}
 	}
-	// Not the key: left alone, byte for byte.
+	// Not the key, nor 12 letters and digits of it: left alone, byte for
+	// byte.
 	for _, body := range []string{
-		`{"message":"sk-QA\/SECRET\/0123456789abcdeX"}`,
+		`{"message":"sk-QA\/SECRET\/0123456789aXcdeX"}`,
 		`{"message":"a\\b \u0041 \/ ` + key[:10] + `"}`,
 		`\`, `\u00`, `\u002`, `sk-QA\`, "",
 	} {
@@ -135,17 +136,18 @@ func FuzzRedactBytes(f *testing.F) {
 }
 
 // A secret cut off at the end of a text (a provider message bounded at
-// MaxMessage before the redaction saw it) leaves no prefix of 4 bytes or
-// more; a shorter tail, or a prefix that does not end the text, is
-// another matter (the first is not a piece of a key one could use, the
-// second was not cut).
+// MaxMessage before the redaction saw it) leaves no prefix of minCut (8)
+// bytes or more, and no run of 12 letters and digits of it anywhere; a
+// shorter tail, or a prefix that does not end the text and holds no such
+// run, is left (not a usable piece of a key; the second was not cut).
 func TestRedactBytesCutSecret(t *testing.T) {
 	const key = "sk-proj-QAprov0123456789abcdefghij"
 	for _, c := range []struct{ in, want string }{
 		{"Authorization: Bearer " + key[:20], "Authorization: Bearer " + Redacted},
-		{"Bearer " + key[:4], "Bearer " + Redacted},
-		{"Bearer " + key[:3], "Bearer " + key[:3]},
+		{"Bearer " + key[:8], "Bearer " + Redacted},
+		{"Bearer " + key[:7], "Bearer " + key[:7]},
 		{key[:10] + " and more", key[:10] + " and more"},
+		{key[:24] + "… (truncated)", "sk-proj-" + Redacted + "… (truncated)"},
 		{"x" + key, "x" + Redacted},
 	} {
 		if got := string(RedactBytes([]byte(c.in), key)); got != c.want {
@@ -153,9 +155,9 @@ func TestRedactBytesCutSecret(t *testing.T) {
 		}
 	}
 	// Through Redact, after Finish bounded the message.
-	msg := strings.Repeat("x", MaxMessage-12) + " Bearer " + key
+	msg := strings.Repeat("x", MaxMessage-30) + " Bearer " + key
 	r := Redact(Finish(probes.Result{Class: probes.ClientError, Message: msg}), key)
-	if strings.Contains(r.Message, key[:4]) || !strings.HasSuffix(r.Message, " Bearer [RED") {
+	if strings.Contains(r.Message, key[:8]) || strings.Contains(r.Message, "QAprov") || !strings.HasSuffix(r.Message, " Bearer "+Redacted) {
 		t.Errorf("bounded message keeps a piece of the key: …%q", r.Message[len(r.Message)-30:])
 	}
 }
