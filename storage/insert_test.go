@@ -430,3 +430,43 @@ func TestSameSlice(t *testing.T) {
 		}
 	}
 }
+
+// The full-size INSERT, prepared once per handle, keeps working across
+// transactions, after another handle changed the schema (SQLite prepares
+// it again), and after Close an insert fails cleanly.
+func TestCachedInsertAcrossTransactionsAndSchemaChange(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "t.db")
+	d, err := Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, tgt := setupRun(t, d)
+	all := testObservations(run, tgt, 3*insertRows+3)
+	if err := d.InsertObservations(ctx, all[:insertRows+1]); err != nil {
+		t.Fatal(err)
+	}
+	if d.insertFull == nil {
+		t.Fatal("the full-size INSERT was not kept")
+	}
+	other, err := Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.SQL().ExecContext(ctx, `CREATE INDEX qa_obs_class ON observations (class)`); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if err := d.InsertObservations(ctx, all[insertRows+1:]); err != nil {
+		t.Fatalf("after another handle's schema change: %v", err)
+	}
+	if rows := dumpObservations(t, d); len(rows) != len(all) {
+		t.Fatalf("%d rows stored, want %d", len(rows), len(all))
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.InsertObservations(ctx, testObservations(run, tgt, insertRows)); err == nil {
+		t.Fatal("insert after Close succeeded")
+	}
+}

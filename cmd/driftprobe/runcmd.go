@@ -30,7 +30,10 @@ func newRunCmd(g *globals) *cobra.Command {
 observation in the database, and print a summary (or, with --json, one JSON
 object: run_id, corpus_version, targets with observations, verdict counts and
 requests_sha256, and events). Exit 0 when the run completed, even if events
-were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.`,
+were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.
+A run in which no target answered a single probe with a verdict (every
+answer transient, a client error or an unavailable filter: a revoked key, an
+unreachable provider) is stored and printed, and exits 3.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Checked before anything is sent: a bad URL found after the run

@@ -457,16 +457,30 @@ func readFilters(fs filterSet, r *probes.Result) (unavailable bool) {
 // entry's category (custom_blocklists → other). ok is false for anything
 // else.
 func readBlocklists(k string, raw json.RawMessage) (probes.Signal, bool) {
-	var list []struct {
-		Filtered *bool `json:"filtered"`
-	}
+	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) != nil {
 		return probes.Signal{}, false
 	}
 	cat, _ := NormalizeAzure(k)
 	s := probes.Signal{Category: cat, Raw: k}
-	for _, b := range list {
+	entries := 0
+	for _, e := range list {
+		// Entries are {"filtered": bool, "id": "NAME"}; anything else in
+		// the array is skipped, never a reason to drop the ones that are.
+		var b struct {
+			Filtered *bool   `json:"filtered"`
+			ID       *string `json:"id"`
+		}
+		if json.Unmarshal(e, &b) != nil || (b.Filtered == nil && b.ID == nil) {
+			continue
+		}
+		entries++
 		s.Fired = s.Fired || (b.Filtered != nil && *b.Filtered)
+	}
+	// An empty array is a blocklist check that matched nothing; an array
+	// holding no blocklist entry at all is something else.
+	if len(list) > 0 && entries == 0 {
+		return probes.Signal{}, false
 	}
 	return s, true
 }

@@ -27,3 +27,24 @@ func TestReviewChoiceErrorFalsyValueIsNoFailure(t *testing.T) {
 		}
 	}
 }
+
+// A custom_blocklists array keeps its fired entry when another element is
+// not an entry; an array of other objects (citations, say) under another
+// key is no blocklist signal.
+func TestBlocklistArrayShapes(t *testing.T) {
+	var r probes.Result
+	readFilters(filterSet{"custom_blocklists": []byte(`[{"filtered":true,"id":"names"},"x",7]`)}, &r)
+	if len(r.Signals) != 1 || !r.Signals[0].Fired || r.Signals[0].Category != probes.CatOther {
+		t.Errorf("mixed array: signals %+v", r.Signals)
+	}
+	r = probes.Result{}
+	readFilters(filterSet{"citations": []byte(`[{"url":"https://example.com","license":"MIT"}]`)}, &r)
+	if len(r.Signals) != 0 || len(r.Unknown) != 1 || r.Unknown[0] != "filter_key:citations" {
+		t.Errorf("an array of other objects: signals %+v, unknown %v", r.Signals, r.Unknown)
+	}
+	r = probes.Result{}
+	readFilters(filterSet{"custom_blocklists": []byte(`[]`)}, &r)
+	if len(r.Signals) != 1 || r.Signals[0].Fired {
+		t.Errorf("an empty blocklist array: signals %+v", r.Signals)
+	}
+}
