@@ -1144,11 +1144,11 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 		return nil, nil
 	}
 	type row struct {
-		eid                int64
+		eid, beforeObs     int64
 		sha, before, after string
 	}
 	opens := map[string][]row{}
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.probe_id, ep.event_id, ep.request_sha256, ep.before, ep.after FROM event_probes ep JOIN events e ON e.id = ep.event_id
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.probe_id, ep.event_id, ep.request_sha256, ep.before, ep.after, ep.before_obs FROM event_probes ep JOIN events e ON e.id = ep.event_id
 		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.kind IN ('policy_change', 'model_change') AND `+sameOrigin+` ORDER BY ep.event_id`, d.t.ID, d.origin, d.origin)
 	if err != nil {
 		return nil, err
@@ -1156,7 +1156,7 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 	for rows.Next() {
 		var pid string
 		var r row
-		if err := rows.Scan(&pid, &r.eid, &r.sha, &r.before, &r.after); err != nil {
+		if err := rows.Scan(&pid, &r.eid, &r.sha, &r.before, &r.after, &r.beforeObs); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -1176,6 +1176,15 @@ func (d *detector) settleFlips(flips []flip) ([]flip, error) {
 			// Only the same bytes can flip back: a verdict on edited
 			// bytes says nothing about the change the event recorded.
 			if r.sha == f.sha {
+				if r.before != f.after {
+					// The row's before side as the current classifier
+					// reads its answer: a provider undoing a change
+					// recorded before an upgrade flips back to the same
+					// answers, read anew.
+					if k, _, ok := d.rereadObs(r.beforeObs); ok && k == f.after {
+						r.before = k
+					}
+				}
 				mine = append(mine, r)
 				back = back || r.before == f.after
 			}

@@ -142,3 +142,40 @@ func rereadOf(r *diff.Result, target string) int {
 	}
 	return -1
 }
+
+// A provider undoing a change recorded before an upgrade flips back to
+// the same answers, which the upgraded classifier reads anew: the event
+// closes as reverted, the way it would have without the upgrade, rather
+// than taking the flip back for a new change.
+func TestClassifierUpgradeStillSeesReverts(t *testing.T) {
+	e := testenv.New(t, `
+confirm_runs: 2
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim:
+      policies:
+        - {from_run: 3, thresholds: {violence: 0.3}}
+        - {from_run: 7, thresholds: {violence: 0.5}}
+`)
+	e.Runs(4) // event 1 confirmed in run 4
+	evs := events(t, e)
+	if len(evs) != 1 {
+		t.Fatalf("%d events before the upgrade, want 1", len(evs))
+	}
+	upgrade(t, e, func(r probes.Result) probes.Result {
+		if r.Class.IsBlock() {
+			r.Categories = probes.SortedUnique(append(r.Categories, probes.CatOther))
+		}
+		return r
+	})
+	e.Runs(4) // runs 5–8: the provider undoes it at run 7
+	evs = events(t, e)
+	if len(evs) != 1 || evs[0].Status != "reverted" {
+		for _, ev := range evs {
+			t.Logf("event %d %s %s %s: %v", ev.ID, ev.Kind, ev.Direction, ev.Status, probeIDs(ev))
+		}
+		t.Fatalf("%d events, want event 1 reverted and nothing else", len(evs))
+	}
+}
