@@ -399,21 +399,25 @@ func (d *detector) rereadObs(id int64) (key, scores string, ok bool) {
 	return r.key, r.scores, true
 }
 
-// reread brings st's stored verdicts up to the current classifier before
-// v, this run's verdict, is compared with them: the baseline's (when v
-// differs from it) and the candidate's (when v differs from it), each
-// read again from the answer that carried it. It reports whether either
-// changed.
-func (d *detector) reread(st *state, v string) bool {
+// reread brings st's stored verdicts up to the current classifier when
+// that explains v, this run's verdict (answer obs): when v differs from
+// the baseline (or the candidate), the answer that carried it is read
+// again, and if it now reads as v, the stored verdict becomes v and the
+// state cites obs for it, an answer stored with that very verdict (so
+// what an event later claims for the side is what its cited row holds,
+// as evidence verifies). A reading that does not explain v is left: v is
+// a change either way, judged against the verdict as stored and cited.
+// It reports whether anything changed.
+func (d *detector) reread(st *state, v string, obs int64) bool {
 	changed := false
 	if st.baseline != "" && v != st.baseline {
-		if k, _, ok := d.rereadObs(st.baselineObs); ok && k != st.baseline {
-			st.baseline, st.dirty, changed = k, true, true
+		if k, _, ok := d.rereadObs(st.baselineObs); ok && k == v {
+			st.baseline, st.baselineObs, st.dirty, changed = k, obs, true, true
 		}
 	}
 	if st.candidate != "" && v != st.candidate {
-		if k, _, ok := d.rereadObs(st.candidateObs); ok && k != st.candidate {
-			st.candidate, st.dirty, changed = k, true, true
+		if k, _, ok := d.rereadObs(st.candidateObs); ok && k == v {
+			st.candidate, st.candidateObs, st.dirty, changed = k, obs, true, true
 		}
 	}
 	return changed
@@ -550,7 +554,7 @@ func (d *detector) observe(obs []*storage.Observation) error {
 				other[pid] = otherAnswer{k, s.ID}
 			}
 		}
-		if d.reread(st, v) {
+		if d.reread(st, v, first.ID) {
 			d.markReread(pid)
 		}
 		if st.baseline == "" {
@@ -1042,11 +1046,19 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 	}
 	if scores != st.baselineScores && maxScoreDelta(st.baselineScores, scores) > d.p.ScoreTolerance {
 		// Moved past the tolerance: first read the answer carrying the
-		// baseline's scores with the current classifier, which may read
-		// the same answer's scores otherwise.
-		if _, s, ok := d.rereadObs(st.scoresObs); ok && s != "" && s != st.baselineScores {
-			st.baselineScores, st.dirty = s, true
+		// baseline's scores with the current classifier. When it reads
+		// them within the tolerance of this answer's, the classifier
+		// moved, not the scores: this answer, stored with exactly these
+		// scores, carries the baseline's scores from now on (a drift
+		// cites the answer carrying exactly the scores it claims).
+		if _, s, ok := d.rereadObs(st.scoresObs); ok && s != "" && s != st.baselineScores && maxScoreDelta(s, scores) <= d.p.ScoreTolerance {
+			st.baselineScores, st.dirty = scores, true
+			st.setScores(scores, o.ID, model)
+			if st.driftRuns != 0 {
+				st.driftRuns, st.driftScores = 0, ""
+			}
 			d.markReread(st.probeID)
+			return nil
 		}
 	}
 	if scores == st.baselineScores || maxScoreDelta(st.baselineScores, scores) <= d.p.ScoreTolerance {

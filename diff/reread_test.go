@@ -1,9 +1,12 @@
 package diff_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/evidence"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/sim"
@@ -74,6 +77,7 @@ targets:
 		if len(evs) != 1 || evs[0].Direction != "tightened" || evs[0].ConfirmedRun != 9 {
 			t.Fatalf("a real change after the upgrade: %d policy events %+v", len(evs), evs)
 		}
+		verifies(t, e, evs[0].ID)
 	})
 	t.Run("scores", func(t *testing.T) {
 		e := testenv.New(t, cfg)
@@ -177,5 +181,50 @@ targets:
 			t.Logf("event %d %s %s %s: %v", ev.ID, ev.Kind, ev.Direction, ev.Status, probeIDs(ev))
 		}
 		t.Fatalf("%d events, want event 1 reverted and nothing else", len(evs))
+	}
+}
+
+// verifies checks the event's evidence record: every observation it cites
+// carries, as stored, the verdict the event claims for its side.
+func verifies(t *testing.T, e *testenv.Env, id int64) {
+	t.Helper()
+	rec, err := evidence.Build(context.Background(), e.Store, id, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rec.Problems(); len(p) != 0 {
+		t.Errorf("event %d's evidence does not verify: %v", id, p)
+	}
+}
+
+// The provider changes in the very run the upgraded classifier first
+// reads its answers: the change is reported (against the verdicts as
+// stored, which the cited answers carry), and its evidence verifies.
+func TestClassifierUpgradeWithAChangeAtOnce(t *testing.T) {
+	e := testenv.New(t, `
+confirm_runs: 2
+targets:
+  - name: a
+    provider: sim
+    model: m
+    sim:
+      policies:
+        - {from_run: 4, thresholds: {violence: 0.3}}
+`)
+	e.Runs(3)
+	upgrade(t, e, func(r probes.Result) probes.Result {
+		if r.Class.IsBlock() {
+			r.Categories = probes.SortedUnique(append(r.Categories, probes.CatOther))
+		}
+		return r
+	})
+	e.Runs(3) // runs 4–6: the change confirmed in run 5
+	evs := ofKind(events(t, e), diff.KindPolicy)
+	if len(evs) != 1 || evs[0].ConfirmedRun != 5 {
+		t.Fatalf("%d policy events %+v, want the change confirmed in run 5", len(evs), evs)
+	}
+	verifies(t, e, evs[0].ID)
+	if n := len(events(t, e)); n != 1 {
+		t.Errorf("%d events, want only the change", n)
 	}
 }
