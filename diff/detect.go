@@ -407,20 +407,19 @@ func (d *detector) rereadObs(id int64) (key, scores string, ok bool) {
 // what an event later claims for the side is what its cited row holds,
 // as evidence verifies). A reading that does not explain v is left: v is
 // a change either way, judged against the verdict as stored and cited.
-// It reports whether anything changed.
-func (d *detector) reread(st *state, v string, obs int64) bool {
-	changed := false
+// It reports whether the baseline changed, and whether the candidate did.
+func (d *detector) reread(st *state, v string, obs int64) (baseline, candidate bool) {
 	if st.baseline != "" && v != st.baseline {
 		if k, _, ok := d.rereadObs(st.baselineObs); ok && k == v {
-			st.baseline, st.baselineObs, st.dirty, changed = k, obs, true, true
+			st.baseline, st.baselineObs, st.dirty, baseline = k, obs, true, true
 		}
 	}
 	if st.candidate != "" && v != st.candidate {
 		if k, _, ok := d.rereadObs(st.candidateObs); ok && k == v {
-			st.candidate, st.candidateObs, st.dirty, changed = k, obs, true, true
+			st.candidate, st.candidateObs, st.dirty, candidate = k, obs, true, true
 		}
 	}
-	return changed
+	return baseline, candidate
 }
 
 // otherAnswer is a verdict key and the observation that answered it; obs
@@ -539,9 +538,17 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		} else if stats.Degraded {
 			continue // confirms nothing, breaks no streak
 		} else if v != st.lastVerdict {
+			prevLast := st.lastVerdict
 			st.changes++
 			st.lastVerdict = v
 			st.dirty = true
+			if prevLast == st.baseline && st.baseline != "" {
+				// The answer the previous run gave was the baseline's:
+				// read anew to this very verdict, it is no change.
+				if k, _, ok := d.rereadObs(st.baselineObs); ok && k == v {
+					st.changes--
+				}
+			}
 		}
 		agree, n := true, 1
 		for _, s := range samples[1:] {
@@ -554,8 +561,13 @@ func (d *detector) observe(obs []*storage.Observation) error {
 				other[pid] = otherAnswer{k, s.ID}
 			}
 		}
-		if d.reread(st, v, first.ID) {
+		if baselineMoved, other := d.reread(st, v, first.ID); baselineMoved || other {
 			d.markReread(pid)
+			if baselineMoved {
+				// Its categories have held as the baseline's, read anew:
+				// known on the target, never new in a later event.
+				d.learnCategories(known, st.baseline)
+			}
 		}
 		if st.baseline == "" {
 			// Establishing the baseline. The candidate's observation is
@@ -1083,7 +1095,7 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		}
 		return nil
 	}
-	if st.driftRuns == 0 || maxScoreDelta(st.driftScores, scores) > d.p.ScoreTolerance {
+	if st.driftRuns == 0 || (maxScoreDelta(st.driftScores, scores) > d.p.ScoreTolerance && !d.driftReadAnew(st, scores)) {
 		st.driftRuns, st.driftRun = 0, d.in.RunID
 	}
 	st.driftRuns++
@@ -1104,6 +1116,33 @@ func (d *detector) scoreDrift(st *state, o *storage.Observation, scores, model s
 		st.setScores(scores, o.ID, model)
 	}
 	return nil
+}
+
+// driftReadAnew reports whether a pending drift's latest answer (the
+// probe's previous answer on these bytes), read with the current
+// classifier, carries scores within the tolerance of this answer's while
+// its stored scores (st.driftScores) are not: the classifier moved, not
+// the scores, and the drift goes on rather than starting over.
+func (d *detector) driftReadAnew(st *state, scores string) bool {
+	if d.t.Reclassify == nil {
+		return false
+	}
+	var id int64
+	// The target's previous run (run_targets' (target_id, run_id) index;
+	// observations are found by run): a drift's latest answer, unless the
+	// probe went unanswered there, when the drift starts over as before.
+	err := d.tx.QueryRowContext(d.ctx, `SELECT id FROM observations WHERE run_id = (SELECT MAX(run_id) FROM run_targets WHERE target_id = ? AND run_id < ?)
+		AND target_id = ? AND probe_id = ? AND sample = 0 AND request_sha256 = ?`,
+		d.t.ID, d.in.RunID, d.t.ID, st.probeID, st.sha).Scan(&id)
+	if err != nil {
+		return false
+	}
+	_, s, ok := d.rereadObs(id)
+	if ok && s != "" && s != st.driftScores && maxScoreDelta(s, scores) <= d.p.ScoreTolerance {
+		d.markReread(st.probeID)
+		return true
+	}
+	return false
 }
 
 // setScores records the answer (obs, under model) that carries the

@@ -135,7 +135,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if o.FullConfig != nil {
 		full = o.FullConfig
 	}
-	detectMissed(context.WithoutCancel(ctx), full, st, o.Logger)
+	detectMissed(context.WithoutCancel(ctx), full, st, targets, o.Logger)
 	if err := checkCorpusHash(ctx, st, cp); err != nil {
 		return nil, err
 	}
@@ -307,7 +307,7 @@ func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 // stops the run that follows: a missed run whose detection fails (the
 // very failure that may have left it undetected) is logged and given up
 // — marked detected — so it cannot block every later run.
-func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, logger *slog.Logger) {
+func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target, logger *slog.Logger) {
 	ids, err := st.UndetectedRuns(ctx)
 	if err != nil {
 		if logger != nil {
@@ -316,7 +316,7 @@ func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, logge
 		return
 	}
 	for _, id := range ids {
-		det, err := detectRun(ctx, cfg, st, id)
+		det, err := detectRun(ctx, cfg, st, id, targets)
 		switch {
 		case err == nil && logger != nil:
 			logger.Warn("a finished run was never detected (its process ended or its detection failed): detected now", "run", id, "events", len(det.EventIDs()))
@@ -363,7 +363,7 @@ func logDetection(logger *slog.Logger, run int64, det *diff.Result) {
 
 // detectRun applies detection to the stored run id for its targets still
 // in cfg and returns what it found.
-func detectRun(ctx context.Context, cfg *config.Config, st *storage.DB, id int64) (*diff.Result, error) {
+func detectRun(ctx context.Context, cfg *config.Config, st *storage.DB, id int64, targets []*runner.Target) (*diff.Result, error) {
 	run, err := st.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -382,7 +382,11 @@ func detectRun(ctx context.Context, cfg *config.Config, st *storage.DB, id int64
 		if err != nil {
 			return nil, err
 		}
-		in.Targets = append(in.Targets, diff.TargetRun{ID: rt.TargetID, Name: rt.Target, Provider: row.Provider, Status: rt.Status, ConfirmSamples: tc.ConfirmSamples})
+		// Re-reading is safe whichever driftprobe recorded the run: a
+		// stored verdict changes only to a reading that is the answer's
+		// own (diff.TargetRun.Reclassify).
+		in.Targets = append(in.Targets, diff.TargetRun{ID: rt.TargetID, Name: rt.Target, Provider: row.Provider, Status: rt.Status, ConfirmSamples: tc.ConfirmSamples,
+			Reclassify: reclassifier(targets, rt.Target)})
 	}
 	det, err := diff.Apply(ctx, st, in)
 	if err != nil {
