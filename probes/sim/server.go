@@ -27,9 +27,15 @@ type Server struct {
 	cfg Config
 
 	mu     sync.Mutex
-	counts map[countKey]int // attempts per (run, body sha)
+	counts map[countKey]int // attempts per (run, body sha), the latest keepRuns runs
+	maxRun int64            // the latest run seen
 	total  int
 }
+
+// keepRuns is how many runs' attempt counts the server keeps (a sample
+// number is only ever needed within its run; Requests reads recent ones):
+// a long-lived server (serve on sim targets, a demo) stays flat in memory.
+const keepRuns = 8
 
 type countKey struct {
 	run  int64
@@ -42,7 +48,8 @@ func NewServer(cfg Config) *Server {
 }
 
 // Requests returns how many requests with the given body SHA-256 (hex of the
-// body bytes alone) the server received in run.
+// body bytes alone) the server received in run, one of the latest keepRuns
+// runs it saw (0 for older ones: their counts are dropped).
 func (s *Server) Requests(run int64, bodySHA string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,6 +142,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(body)
 	bodySHA := hex.EncodeToString(sum[:])
 	s.mu.Lock()
+	if run > s.maxRun {
+		s.maxRun = run
+		for k := range s.counts {
+			if k.run <= run-keepRuns {
+				delete(s.counts, k)
+			}
+		}
+	}
 	k := countKey{run, bodySHA}
 	sample := s.counts[k]
 	s.counts[k]++
