@@ -246,7 +246,7 @@ func LatestCompleteRun(ctx context.Context, db *storage.DB, target, version stri
 		q += ` AND r.corpus_version = ?`
 		args = append(args, version)
 	}
-	q += ` ORDER BY r.id DESC LIMIT 1`
+	q += ` ORDER BY rt.run_id DESC LIMIT 1`
 	var id int64
 	var v string
 	err := db.SQL().QueryRowContext(ctx, q, args...).Scan(&id, &v)

@@ -609,14 +609,16 @@ func (b *builder) targetID(name string) (int64, bool, error) {
 
 // storedRequest finds the request bytes of ep in another observation of
 // the same bytes on the same target (those of the confirming run first),
-// skipping the ids given. It returns nil when none holds readable bytes.
+// within searchRuns runs of the confirming run (found through the
+// observations' run index: the whole table is never scanned), skipping
+// the ids given. It returns nil when none holds readable bytes.
 func (b *builder) storedRequest(ep diff.EventProbe, skip ...int64) (*storage.Observation, []byte, error) {
 	tid, ok, err := b.targetID(ep.Target)
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	rows, err := b.db.SQL().QueryContext(b.ctx, `SELECT id FROM observations WHERE target_id = ? AND probe_id = ? AND request_sha256 = ? AND bodies_pruned = 0
-		ORDER BY ABS(run_id - ?), sample, id LIMIT 8`, tid, ep.ProbeID, ep.RequestSHA256, ep.ConfirmedRun)
+	rows, err := b.db.SQL().QueryContext(b.ctx, `SELECT id FROM observations WHERE run_id BETWEEN ? AND ? AND target_id = ? AND probe_id = ? AND request_sha256 = ? AND bodies_pruned = 0
+		ORDER BY ABS(run_id - ?), sample, id LIMIT 8`, ep.ConfirmedRun-searchRuns, ep.ConfirmedRun+searchRuns, tid, ep.ProbeID, ep.RequestSHA256, ep.ConfirmedRun)
 	if err != nil {
 		return nil, nil, err
 	}
