@@ -1,12 +1,9 @@
 package diff_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/driftprobe/driftprobe/diff"
-	"github.com/driftprobe/driftprobe/evidence"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/sim"
@@ -58,12 +55,7 @@ targets:
 		e.Runs(3)
 		// Every block now also names "other", as when a provider's
 		// documented category gets mapped.
-		upgrade(t, e, func(r probes.Result) probes.Result {
-			if r.Class.IsBlock() {
-				r.Categories = probes.SortedUnique(append(r.Categories, probes.CatOther))
-			}
-			return r
-		})
+		upgrade(t, e, addOther)
 		res := e.Run() // run 4
 		if got := rereadOf(res.Detection, "a"); got == 0 || res.JSON().Targets[0].Reread != got {
 			t.Errorf("run 4 re-read %d probe(s), run JSON says %d: %+v", got, res.JSON().Targets[0].Reread, res.Detection.Stats)
@@ -77,23 +69,13 @@ targets:
 		if len(evs) != 1 || evs[0].Direction != "tightened" || evs[0].ConfirmedRun != 9 {
 			t.Fatalf("a real change after the upgrade: %d policy events %+v", len(evs), evs)
 		}
-		verifies(t, e, evs[0].ID)
+		verifyEvidence(t, e, evs[0])
 	})
 	t.Run("scores", func(t *testing.T) {
 		e := testenv.New(t, cfg)
 		e.Runs(3)
 		// Scores read half again as high: past any tolerance.
-		upgrade(t, e, func(r probes.Result) probes.Result {
-			sigs := make([]probes.Signal, len(r.Signals))
-			for i, s := range r.Signals {
-				if s.HasScore {
-					s.Score = s.Score*1.5 + 0.2
-				}
-				sigs[i] = s
-			}
-			r.Signals = sigs
-			return r
-		})
+		upgrade(t, e, scaleScores)
 		res := e.Run()
 		if got := rereadOf(res.Detection, "a"); got == 0 {
 			t.Errorf("run 4 re-read no probe's scores: %+v", res.Detection.Stats)
@@ -122,12 +104,7 @@ targets:
         - {from_run: 3, thresholds: {violence: 0.3}}
 `)
 	e.Runs(3) // run 3: the violence probes are candidates
-	upgrade(t, e, func(r probes.Result) probes.Result {
-		if r.Class.IsBlock() {
-			r.Categories = probes.SortedUnique(append(r.Categories, probes.CatOther))
-		}
-		return r
-	})
+	upgrade(t, e, addOther)
 	e.Runs(2) // runs 4–5
 	evs := events(t, e)
 	if len(evs) != 1 || evs[0].Kind != diff.KindPolicy || evs[0].ConfirmedRun != 4 {
@@ -168,12 +145,7 @@ targets:
 	if len(evs) != 1 {
 		t.Fatalf("%d events before the upgrade, want 1", len(evs))
 	}
-	upgrade(t, e, func(r probes.Result) probes.Result {
-		if r.Class.IsBlock() {
-			r.Categories = probes.SortedUnique(append(r.Categories, probes.CatOther))
-		}
-		return r
-	})
+	upgrade(t, e, addOther)
 	e.Runs(4) // runs 5–8: the provider undoes it at run 7
 	evs = events(t, e)
 	if len(evs) != 1 || evs[0].Status != "reverted" {
@@ -181,19 +153,6 @@ targets:
 			t.Logf("event %d %s %s %s: %v", ev.ID, ev.Kind, ev.Direction, ev.Status, probeIDs(ev))
 		}
 		t.Fatalf("%d events, want event 1 reverted and nothing else", len(evs))
-	}
-}
-
-// verifies checks the event's evidence record: every observation it cites
-// carries, as stored, the verdict the event claims for its side.
-func verifies(t *testing.T, e *testenv.Env, id int64) {
-	t.Helper()
-	rec, err := evidence.Build(context.Background(), e.Store, id, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := rec.Problems(); len(p) != 0 {
-		t.Errorf("event %d's evidence does not verify: %v", id, p)
 	}
 }
 
@@ -212,18 +171,13 @@ targets:
         - {from_run: 4, thresholds: {violence: 0.3}}
 `)
 	e.Runs(3)
-	upgrade(t, e, func(r probes.Result) probes.Result {
-		if r.Class.IsBlock() {
-			r.Categories = probes.SortedUnique(append(r.Categories, probes.CatOther))
-		}
-		return r
-	})
+	upgrade(t, e, addOther)
 	e.Runs(3) // runs 4–6: the change confirmed in run 5
 	evs := ofKind(events(t, e), diff.KindPolicy)
 	if len(evs) != 1 || evs[0].ConfirmedRun != 5 {
 		t.Fatalf("%d policy events %+v, want the change confirmed in run 5", len(evs), evs)
 	}
-	verifies(t, e, evs[0].ID)
+	verifyEvidence(t, e, evs[0])
 	if n := len(events(t, e)); n != 1 {
 		t.Errorf("%d events, want only the change", n)
 	}
