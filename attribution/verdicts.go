@@ -3,6 +3,7 @@ package attribution
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -68,6 +69,8 @@ func LoadVerdicts(ctx context.Context, st VerdictStore, p *Production, h *Histor
 	}
 	h.ProbeTags = tags
 	h.Verdicts = map[string]map[int64][]ProbeVerdict{}
+	rr, fast := st.(verdictRowReader)
+	in := newInterner()
 	for target, ss := range spans {
 		byRun := map[int64][]ProbeVerdict{}
 		h.Verdicts[target] = byRun
@@ -75,23 +78,32 @@ func LoadVerdicts(ctx context.Context, st VerdictStore, p *Production, h *Histor
 		if !ok {
 			continue // configured but never run: no verdicts
 		}
+		var runs []int64
 		for _, r := range h.Runs {
 			if r.Aborted || r.Targets[target] != StatusComplete {
 				continue
 			}
-			in := false
+			inSpan := false
 			for _, sp := range ss {
 				if !r.StartedAt.Before(sp.start) && r.StartedAt.Before(sp.end) {
-					in = true
+					inSpan = true
 					break
 				}
 			}
-			if !in {
-				continue
+			if inSpan {
+				runs = append(runs, r.ID)
 			}
-			obs, _, err := st.ObservationsWithDamage(ctx, r.ID, tid)
+		}
+		if fast {
+			if err := loadRows(ctx, rr, tid, runs, byRun, in); err != nil {
+				return fmt.Errorf("probe verdicts on %s: %w", target, err)
+			}
+			continue
+		}
+		for _, run := range runs {
+			obs, _, err := st.ObservationsWithDamage(ctx, run, tid)
 			if err != nil {
-				return fmt.Errorf("probe verdicts of run %d on %s: %w", r.ID, target, err)
+				return fmt.Errorf("probe verdicts of run %d on %s: %w", run, target, err)
 			}
 			vs := make([]ProbeVerdict, 0, len(obs))
 			for _, o := range obs {
@@ -100,10 +112,94 @@ func LoadVerdicts(ctx context.Context, st VerdictStore, p *Production, h *Histor
 				}
 				vs = append(vs, ProbeVerdict{ProbeID: o.ProbeID, RequestSHA256: o.RequestSHA256, Verdict: diff.VerdictOf(o.Result).Key()})
 			}
-			byRun[r.ID] = vs
+			byRun[run] = vs
 		}
 	}
 	return nil
+}
+
+// verdictRowReader is the narrow read LoadVerdicts prefers when st has it
+// (*storage.DB does): the few columns a verdict needs, for all of a
+// target's runs in one query, rather than every column of every
+// observation, run by run.
+type verdictRowReader interface {
+	VerdictRows(ctx context.Context, targetID int64, runIDs []int64, fn func(*storage.VerdictRow) error) error
+}
+
+// loadRows fills byRun with the verdicts of target tid in runs (each of
+// them present, empty when it kept none), as the ObservationsWithDamage
+// path would: sound rows only, verdict classes but abuse_block, each
+// run's verdicts in the store's order (probe, sample).
+func loadRows(ctx context.Context, rr verdictRowReader, tid int64, runs []int64, byRun map[int64][]ProbeVerdict, in *interner) error {
+	for _, r := range runs {
+		byRun[r] = []ProbeVerdict{}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	// buf collects the current run's verdicts; each run keeps an exact
+	// copy, so a window's verdicts carry no spare capacity.
+	var buf []ProbeVerdict
+	cur := int64(0)
+	flush := func() {
+		if len(buf) > 0 {
+			byRun[cur] = slices.Clone(buf)
+		}
+		buf = buf[:0]
+	}
+	err := rr.VerdictRows(ctx, tid, runs, func(row *storage.VerdictRow) error {
+		if row.RunID != cur {
+			flush()
+			cur = row.RunID
+		}
+		if c := row.Class; !c.IsVerdict() || c == probes.AbuseBlock {
+			return nil
+		}
+		buf = append(buf, ProbeVerdict{ProbeID: in.str(row.ProbeID), RequestSHA256: in.str(row.RequestSHA256), Verdict: in.key(row.Class, row.Categories)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	flush()
+	return nil
+}
+
+// interner shares the strings of one LoadVerdicts call: probe ids,
+// request fingerprints and verdict keys repeat across runs and samples,
+// so the verdicts of a window hold each once.
+type interner struct {
+	strs map[string]string
+	keys map[[2]string]string // class, stored categories → verdict key
+}
+
+func newInterner() *interner {
+	return &interner{strs: map[string]string{}, keys: map[[2]string]string{}}
+}
+
+func (in *interner) str(s string) string {
+	if v, ok := in.strs[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	in.strs[s] = s
+	return s
+}
+
+// key is diff.VerdictOf(...).Key() of a result of class c whose
+// categories column holds cats.
+func (in *interner) key(c probes.Class, cats string) string {
+	k := [2]string{string(c), cats}
+	if v, ok := in.keys[k]; ok {
+		return v
+	}
+	r := probes.Result{Class: c}
+	if cats != "" {
+		r.Categories = strings.Split(cats, ",")
+	}
+	v := diff.VerdictOf(r).Key()
+	in.keys[[2]string{strings.Clone(string(c)), strings.Clone(cats)}] = v
+	return v
 }
 
 // stillness is whether the probes of a category held still on a target
