@@ -122,32 +122,38 @@ type Filter struct {
 
 // ListEvents returns events matching f, oldest first, with probes, targets
 // and updates.
+//
+// The events are read in one query, then their targets, probes and
+// updates in one query each (the events' filter repeated as a subquery),
+// handed out to the events in Go: the cost grows with the rows read, not
+// with a round of queries per event.
 func ListEvents(ctx context.Context, db *storage.DB, f Filter) ([]*Event, error) {
-	q := `SELECT e.id, e.fingerprint, t.name, e.provider, e.kind, e.direction, e.status, e.new_categories, e.vanished_categories,
-		e.first_run, e.confirmed_run, e.last_run, e.reverted_run, e.model_before, e.model_after, e.corpus_version, e.corpus_hash,
-		e.created_at, e.updated_at, e.issue_number, e.issue_url FROM events e JOIN targets t ON t.id = e.target_id WHERE 1=1`
+	cond := ``
 	var args []any
 	if f.Target != "" {
-		q += ` AND EXISTS (SELECT 1 FROM event_targets et JOIN targets tt ON tt.id = et.target_id WHERE et.event_id = e.id AND tt.name = ?)`
+		cond += ` AND EXISTS (SELECT 1 FROM event_targets et JOIN targets tt ON tt.id = et.target_id WHERE et.event_id = e.id AND tt.name = ?)`
 		args = append(args, f.Target)
 	}
 	if f.Since > 0 {
-		q += ` AND e.last_run >= ?`
+		cond += ` AND e.last_run >= ?`
 		args = append(args, f.Since)
 	}
 	if len(f.IDs) > 0 {
-		q += ` AND e.id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(f.IDs)), ",") + `)`
+		cond += ` AND e.id IN (` + strings.TrimSuffix(strings.Repeat("?,", len(f.IDs)), ",") + `)`
 		for _, id := range f.IDs {
 			args = append(args, id)
 		}
 	}
-	q += ` ORDER BY e.id`
+	q := `SELECT e.id, e.fingerprint, t.name, e.provider, e.kind, e.direction, e.status, e.new_categories, e.vanished_categories,
+		e.first_run, e.confirmed_run, e.last_run, e.reverted_run, e.model_before, e.model_after, e.corpus_version, e.corpus_hash,
+		e.created_at, e.updated_at, e.issue_number, e.issue_url FROM events e JOIN targets t ON t.id = e.target_id WHERE 1=1` + cond + ` ORDER BY e.id`
 	sdb := db.SQL()
 	rows, err := sdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Event
+	byID := map[int64]*Event{}
 	for rows.Next() {
 		e := &Event{Probes: []EventProbe{}}
 		var nc, vc, ca, ua string
@@ -160,15 +166,20 @@ func ListEvents(ctx context.Context, db *storage.DB, f Filter) ([]*Event, error)
 		e.NewCategories, e.VanishedCategories = nonNil(splitList(nc)), nonNil(splitList(vc))
 		e.CreatedAt, e.UpdatedAt = storage.ParseTime(ca), storage.ParseTime(ua)
 		out = append(out, e)
+		byID[e.ID] = e
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for _, e := range out {
-		if err := fillEvent(ctx, sdb, e); err != nil {
-			return nil, err
-		}
+	if len(out) == 0 {
+		return out, nil
+	}
+	// The same events, for the queries of their rows (rows of an event
+	// not read above, say one added since, are skipped).
+	in := ` IN (SELECT e.id FROM events e WHERE 1=1` + cond + `)`
+	if err := fillEvents(ctx, sdb, in, args, byID); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -185,40 +196,57 @@ func GetEvent(ctx context.Context, db *storage.DB, id int64) (*Event, error) {
 	return evs[0], nil
 }
 
-func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
-	rows, err := db.QueryContext(ctx, `SELECT t.name FROM event_targets et JOIN targets t ON t.id = et.target_id WHERE et.event_id = ? ORDER BY et.joined_run, t.name`, e.ID)
+// fillEvents reads the targets, probes and updates of the events in byID
+// (those whose id is `IN` in: a subquery with args) in one query each.
+func fillEvents(ctx context.Context, db *sql.DB, in string, args []any, byID map[int64]*Event) error {
+	rows, err := db.QueryContext(ctx, `SELECT et.event_id, t.name FROM event_targets et JOIN targets t ON t.id = et.target_id
+		WHERE et.event_id`+in+` ORDER BY et.event_id, et.joined_run, t.name`, args...)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
+		var id int64
 		var n string
-		if err := rows.Scan(&n); err != nil {
+		if err := rows.Scan(&id, &n); err != nil {
 			rows.Close()
 			return err
 		}
-		e.Targets = append(e.Targets, n)
+		if e := byID[id]; e != nil {
+			e.Targets = append(e.Targets, n)
+		}
 	}
 	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn,
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = db.QueryContext(ctx, `SELECT ep.event_id, t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn,
 		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0), ep.target_id,
 		COALESCE((SELECT rt.run_id || '|' || o.categories FROM run_targets rt
 			JOIN observations o ON o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.probe_id = ep.probe_id AND o.sample = 0 AND o.request_sha256 = ep.request_sha256
 			WHERE rt.target_id = ep.target_id AND rt.run_id >= (SELECT b.run_id FROM observations b WHERE b.id = ep.before_obs) AND rt.run_id < ep.first_run
 				AND (ep.origin = '' OR rt.origin IN (ep.origin, '')) AND o.class = substr(ep.before, 1, instr(ep.before, '|') - 1)
 			ORDER BY rt.run_id DESC LIMIT 1), '')
-		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id = ? ORDER BY t.name, ep.probe_id`, e.ID)
+		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id`+in+` ORDER BY ep.event_id, t.name, ep.probe_id`, args...)
 	if err != nil {
 		return err
 	}
-	var targetIDs []int64
-	var slow []int // probes whose last run before needs lastRunBefore
+	type slowProbe struct {
+		e        *Event
+		i        int
+		targetID int64
+	}
+	var slow []slowProbe // probes whose last run before needs lastRunBefore
 	for rows.Next() {
 		var p EventProbe
 		var b, a, moves, last string
-		var tid int64
-		if err := rows.Scan(&p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun, &tid, &last); err != nil {
+		var id, tid int64
+		if err := rows.Scan(&id, &p.Target, &p.ProbeID, &p.RequestSHA256, &b, &a, &p.BeforeObs, &p.AfterObs, &p.FirstRun, &p.ConfirmedRun, &p.FlipRate, &p.RevertedRun, &moves, &p.Withdrawn, &p.Origin, &p.BeforeRun, &tid, &last); err != nil {
 			rows.Close()
 			return err
+		}
+		e := byID[id]
+		if e == nil {
+			continue
 		}
 		p.Before, p.After, p.Reverted = ParseKey(b), ParseKey(a), p.RevertedRun != 0
 		p.ScoreMoves = parseScoreMoves(moves)
@@ -230,32 +258,36 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 			if VerdictOf(probes.Result{Class: p.Before.Class, Categories: splitList(cats)}).Key() == p.Before.Key() {
 				p.LastRunBefore, _ = strconv.ParseInt(run, 10, 64)
 			} else {
-				slow = append(slow, len(e.Probes))
+				slow = append(slow, slowProbe{e, len(e.Probes), tid})
 			}
 		}
 		e.Probes = append(e.Probes, p)
-		targetIDs = append(targetIDs, tid)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for _, i := range slow {
-		if err := lastRunBefore(ctx, db, targetIDs[i], &e.Probes[i]); err != nil {
+	for _, s := range slow {
+		if err := lastRunBefore(ctx, db, s.targetID, &s.e.Probes[s.i]); err != nil {
 			return err
 		}
 	}
-	rows, err = db.QueryContext(ctx, `SELECT u.id, u.run_id, u.change, u.detail, u.at, COALESCE(t.name, ''), u.kind FROM event_updates u
-		LEFT JOIN targets t ON t.id = u.target_id WHERE u.event_id = ? ORDER BY u.id`, e.ID)
+	rows, err = db.QueryContext(ctx, `SELECT u.event_id, u.id, u.run_id, u.change, u.detail, u.at, COALESCE(t.name, ''), u.kind FROM event_updates u
+		LEFT JOIN targets t ON t.id = u.target_id WHERE u.event_id`+in+` ORDER BY u.event_id, u.id`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var u EventUpdate
+		var id int64
 		var at, kind string
-		if err := rows.Scan(&u.ID, &u.RunID, &u.Change, &u.Detail, &at, &u.Target, &kind); err != nil {
+		if err := rows.Scan(&id, &u.ID, &u.RunID, &u.Change, &u.Detail, &at, &u.Target, &kind); err != nil {
 			return err
+		}
+		e := byID[id]
+		if e == nil {
+			continue
 		}
 		u.At = storage.ParseTime(at)
 		e.Updates = append(e.Updates, u)
@@ -264,10 +296,15 @@ func fillEvent(ctx context.Context, db *sql.DB, e *Event) error {
 		}
 		markMovedOn(e, u)
 	}
-	if e.Kind == KindModel && e.ModelTarget == "" {
-		e.ModelTarget = e.Target
+	if err := rows.Err(); err != nil {
+		return err
 	}
-	return rows.Err()
+	for _, e := range byID {
+		if e.Kind == KindModel && e.ModelTarget == "" {
+			e.ModelTarget = e.Target
+		}
+	}
+	return nil
 }
 
 // lastRunBefore sets p.LastRunBefore: the target's runs at p's endpoint
