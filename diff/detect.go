@@ -355,10 +355,11 @@ func (d *detector) markReread(pid string) {
 	d.rereadIDs[pid] = true
 }
 
-// reading is a stored answer as the current classifier reads it.
+// reading is a stored answer as the current classifier reads it (key,
+// scores), with the scores it was stored with (stored).
 type reading struct {
-	key, scores string
-	ok          bool
+	key, scores, stored string
+	ok                  bool
 }
 
 // rereadObs reads the stored answer id with t.Reclassify: its verdict key
@@ -395,7 +396,7 @@ func (d *detector) rereadObs(id int64) (key, scores string, ok bool) {
 	if !res.Class.IsVerdict() || res.Class == probes.AbuseBlock {
 		return "", "", false
 	}
-	r = reading{key: VerdictOf(res).Key(), scores: scoreString(res), ok: true}
+	r = reading{key: VerdictOf(res).Key(), scores: scoreString(res), stored: scoreString(o.Result), ok: true}
 	return r.key, r.scores, true
 }
 
@@ -1137,8 +1138,12 @@ func (d *detector) driftReadAnew(st *state, scores string) bool {
 	if err != nil {
 		return false
 	}
+	// Only the answer that set the drift's scores (stored with exactly
+	// them) speaks for the drift: the previous run may have answered
+	// another verdict (a candidate, which leaves the drift as it was) or
+	// been degraded (skipped by detection), its scores then no part of it.
 	_, s, ok := d.rereadObs(id)
-	if ok && s != "" && s != st.driftScores && maxScoreDelta(s, scores) <= d.p.ScoreTolerance {
+	if ok && d.reads[id].stored == st.driftScores && s != "" && s != st.driftScores && maxScoreDelta(s, scores) <= d.p.ScoreTolerance {
 		d.markReread(st.probeID)
 		return true
 	}
