@@ -21,6 +21,13 @@ type CheckOptions struct {
 	// MaxProblems caps the problems listed (the rest are only counted); 0:
 	// DefaultMaxProblems.
 	MaxProblems int
+	// FromRun, when above 1, limits the evidence check (reading back the
+	// stored bodies) to the observations of runs FromRun and later, found
+	// through the run index: a monitor's database grows by every run, and
+	// the runs a previous check verified need not be read again. The
+	// structure, foreign key, type and citation checks still cover the
+	// whole database.
+	FromRun int64
 }
 
 // DefaultMaxProblems is how many evidence problems Check lists by default.
@@ -55,7 +62,10 @@ type CheckReport struct {
 	// Observations read; BodiesChecked of them had bodies to verify,
 	// BodiesPruned had theirs removed by retention (nothing to verify);
 	// the rest recorded no answer and hold only the request.
-	Observations  int64 `json:"observations"`
+	Observations int64 `json:"observations"`
+	// FromRun is CheckOptions.FromRun when it limited the evidence check
+	// (Observations then counts those runs' only).
+	FromRun       int64 `json:"from_run,omitempty"`
 	BodiesChecked int64 `json:"bodies_checked"`
 	BodiesPruned  int64 `json:"bodies_pruned"`
 	// Problems are the observations whose stored bytes do not read back
@@ -192,7 +202,7 @@ func (d *DB) check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 		rep.BodiesSkippedWhy = fmt.Sprintf("schema %d is newer than this driftprobe's %d, which cannot tell how a newer driftprobe stores and fingerprints evidence: check it with a driftprobe at least as new as the database", schema, SchemaLatest())
 	}
 	if !rep.BodiesSkipped {
-		err := d.checkBodies(ctx, rep, opts.MaxProblems)
+		err := d.checkBodies(ctx, rep, opts.MaxProblems, opts.FromRun)
 		switch {
 		case IsCorrupt(err):
 			rep.Structure = append(rep.Structure, fmt.Sprintf("reading observations stopped: %v", err))
@@ -253,7 +263,7 @@ func (s *storedObs) id() int64 {
 	return s.o.ID
 }
 
-func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
+func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int, fromRun int64) error {
 	// Target names for the report, read leniently: a damaged targets row
 	// (checkTypes names it) must not stop the check before it reports.
 	names := map[int64]string{}
@@ -299,8 +309,24 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int) error {
 		cur.o, cur.dmg = o, dmg
 		return cur, err
 	}
+	start := int64(0)
+	if fromRun > 1 {
+		// The first observation of run fromRun or later, through the run
+		// index: observations are inserted run after run under the run
+		// lease, so every later one has a larger id; a row of an earlier
+		// run stored after it (none is) would be checked too.
+		rep.FromRun = fromRun
+		var first sql.NullInt64
+		if err := d.db.QueryRowContext(ctx, `SELECT MIN(id) FROM observations WHERE run_id >= ?`, fromRun).Scan(&first); err != nil && !IsCorrupt(err) {
+			return fmt.Errorf("check: observations: %w", err)
+		}
+		if !first.Valid {
+			return nil // no observation of those runs
+		}
+		start = first.Int64 - 1
+	}
 	chunk := make([]storedObs, 0, checkChunk)
-	for last := int64(0); ; {
+	for last := start; ; {
 		chunk = chunk[:0]
 		rows, err := d.db.QueryContext(ctx, q, last, checkChunk)
 		if err != nil && !IsCorrupt(err) {

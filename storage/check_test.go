@@ -371,3 +371,47 @@ func TestIsDamaged(t *testing.T) {
 		}
 	}
 }
+
+// Check with FromRun reads back only the bodies of runs FromRun and later:
+// damage in an earlier run is not seen (a previous check covered it), damage
+// in a later one is, and the report says which runs it covered.
+func TestCheckFromRun(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	run1, tgt := setupRun(t, d)
+	if err := d.InsertObservations(ctx, checkedObservations(run1, tgt, 20)); err != nil {
+		t.Fatal(err)
+	}
+	run2, err := d.BeginRun(ctx, Run{CorpusName: "c", CorpusVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.InsertObservations(ctx, checkedObservations(run2, tgt, 20)); err != nil {
+		t.Fatal(err)
+	}
+	// Observation 4 carries a full answer (see TestCheckFindsTamperedEvidence):
+	// tamper with it in run 1.
+	if _, err := d.db.ExecContext(ctx, `UPDATE observations SET body = ? WHERE id = 4`, encodeBody([]byte(`{"choices":[{"finish_reason":"stop"}]}`))); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := d.Check(ctx, CheckOptions{})
+	if err != nil || whole.OK || whole.Observations != 40 || whole.FromRun != 0 {
+		t.Fatalf("whole check: %+v %v, want the tampered body found in 40 observations", whole, err)
+	}
+	later, err := d.Check(ctx, CheckOptions{FromRun: run2})
+	if err != nil || !later.OK || later.Observations != 20 || later.FromRun != run2 {
+		t.Fatalf("check from run %d: %+v %v, want 20 sound observations", run2, later, err)
+	}
+	// Tamper with the same answer in run 2 (ids 21–40): found.
+	if _, err := d.db.ExecContext(ctx, `UPDATE observations SET body = ? WHERE id = 24`, encodeBody([]byte(`{"choices":[{"finish_reason":"stop"}]}`))); err != nil {
+		t.Fatal(err)
+	}
+	later, err = d.Check(ctx, CheckOptions{FromRun: run2})
+	if err != nil || later.OK || later.ProblemCount != 1 {
+		t.Fatalf("check from run %d after tampering in it: %+v %v, want 1 problem", run2, later, err)
+	}
+	none, err := d.Check(ctx, CheckOptions{FromRun: run2 + 5})
+	if err != nil || none.Observations != 0 {
+		t.Fatalf("check from a run not recorded yet: %+v %v, want nothing read", none, err)
+	}
+}
