@@ -386,10 +386,7 @@ func (d *detector) rereadObs(id int64) (key, scores string, ok bool) {
 	if err != nil || o.HTTPStatus == 0 || o.BodiesPruned || (o.BodyTruncated && o.Result.Reason != "truncated_response") {
 		return "", "", false
 	}
-	if sum := sha256.Sum256(body); o.BodySHA256 != "" && hex.EncodeToString(sum[:]) != o.BodySHA256 {
-		return "", "", false
-	}
-	if o.RequestFingerprint(reqBody) != o.RequestSHA256 {
+	if !o.BodyIntact(body) || o.RequestFingerprint(reqBody) != o.RequestSHA256 {
 		return "", "", false
 	}
 	res := d.t.Reclassify(o.Request(reqBody), &probes.Response{Status: o.HTTPStatus, Body: body, Truncated: o.BodyTruncated})

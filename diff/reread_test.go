@@ -1,6 +1,7 @@
 package diff_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/driftprobe/driftprobe/diff"
@@ -40,16 +41,7 @@ func upgrade(t *testing.T, e *testenv.Env, read func(probes.Result) probes.Resul
 // probes are counted as re-read, and a real policy change after the
 // upgrade is still confirmed.
 func TestClassifierUpgradeIsNoFlip(t *testing.T) {
-	const cfg = `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 8, thresholds: {violence: 0.3}}
-`
+	cfg := oneSim(`{from_run: 8, thresholds: {violence: 0.3}}`)
 	t.Run("categories", func(t *testing.T) {
 		e := testenv.New(t, cfg)
 		e.Runs(3)
@@ -93,16 +85,7 @@ targets:
 // readings of the same answers are not taken for a probe going back and
 // forth (nondeterminism).
 func TestClassifierUpgradeKeepsCandidates(t *testing.T) {
-	e := testenv.New(t, `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 3, thresholds: {violence: 0.3}}
-`)
+	e := testenv.New(t, oneSim(`{from_run: 3, thresholds: {violence: 0.3}}`))
 	e.Runs(3) // run 3: the violence probes are candidates
 	upgrade(t, e, addOther)
 	e.Runs(2) // runs 4–5
@@ -113,6 +96,18 @@ targets:
 		}
 		t.Fatalf("%d events, want the one policy change confirmed in run 4", len(evs))
 	}
+}
+
+// oneSim is the config of one sim target a (confirm_runs 2) whose
+// provider follows the given policies, each a flow mapping
+// ("{from_run: 3, thresholds: {violence: 0.3}}").
+func oneSim(policies ...string) string {
+	var b strings.Builder
+	b.WriteString("\nconfirm_runs: 2\ntargets:\n  - name: a\n    provider: sim\n    model: m\n    sim:\n      policies:\n")
+	for _, p := range policies {
+		b.WriteString("        - " + p + "\n")
+	}
+	return b.String()
 }
 
 func rereadOf(r *diff.Result, target string) int {
@@ -129,17 +124,7 @@ func rereadOf(r *diff.Result, target string) int {
 // closes as reverted, the way it would have without the upgrade, rather
 // than taking the flip back for a new change.
 func TestClassifierUpgradeStillSeesReverts(t *testing.T) {
-	e := testenv.New(t, `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 3, thresholds: {violence: 0.3}}
-        - {from_run: 7, thresholds: {violence: 0.5}}
-`)
+	e := testenv.New(t, oneSim(`{from_run: 3, thresholds: {violence: 0.3}}`, `{from_run: 7, thresholds: {violence: 0.5}}`))
 	e.Runs(4) // event 1 confirmed in run 4
 	evs := events(t, e)
 	if len(evs) != 1 {
@@ -160,16 +145,7 @@ targets:
 // reads its answers: the change is reported (against the verdicts as
 // stored, which the cited answers carry), and its evidence verifies.
 func TestClassifierUpgradeWithAChangeAtOnce(t *testing.T) {
-	e := testenv.New(t, `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 4, thresholds: {violence: 0.3}}
-`)
+	e := testenv.New(t, oneSim(`{from_run: 4, thresholds: {violence: 0.3}}`))
 	e.Runs(3)
 	upgrade(t, e, addOther)
 	e.Runs(3) // runs 4–6: the change confirmed in run 5

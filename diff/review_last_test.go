@@ -19,18 +19,7 @@ import (
 // continues the drift: confirmed in run 5 with first_run 3, from scores
 // A that were seen once.
 func TestReviewLastDriftContinuedThroughOtherVerdict(t *testing.T) {
-	e := testenv.New(t, `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 3, score_shift: {privacy: -0.2}}
-        - {from_run: 4, score_shift: {privacy: -0.4}, thresholds: {privacy: 0.01}}
-        - {from_run: 5, thresholds: {privacy: 0.3}}
-`)
+	e := testenv.New(t, oneSim(`{from_run: 3, score_shift: {privacy: -0.2}}`, `{from_run: 4, score_shift: {privacy: -0.4}, thresholds: {privacy: 0.01}}`, `{from_run: 5, thresholds: {privacy: 0.3}}`))
 	e.Runs(6)
 	for _, ev := range ofKind(events(t, e), diff.KindScoreDrift) {
 		for _, pr := range ev.Probes {

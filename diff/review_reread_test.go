@@ -59,16 +59,7 @@ func verifyEvidence(t *testing.T, e *testenv.Env, ev *diff.Event) {
 // provider change made after an upgrade never verifies
 // (claimProblems: "recorded verdict X, but the event claims before Y").
 func TestReviewRereadPolicyEvidenceVerifies(t *testing.T) {
-	e := testenv.New(t, `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 8, thresholds: {violence: 0.95}}
-`)
+	e := testenv.New(t, oneSim(`{from_run: 8, thresholds: {violence: 0.95}}`))
 	e.Runs(3)
 	upgrade(t, e, addOther)
 	e.Runs(4) // runs 4–7: re-read, no events
@@ -93,16 +84,7 @@ targets:
 // carry the old reading; a real drift after the upgrade claims moves
 // from scores its before observation does not carry (scoreProblems).
 func TestReviewRereadScoreDriftEvidenceVerifies(t *testing.T) {
-	e := testenv.New(t, `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 8, score_shift: {privacy: -0.2}}
-`)
+	e := testenv.New(t, oneSim(`{from_run: 8, score_shift: {privacy: -0.2}}`))
 	e.Runs(3)
 	upgrade(t, e, scaleScores)
 	e.Runs(4) // runs 4–7
@@ -124,16 +106,7 @@ targets:
 // the target has held it for runs: the new-category page the re-read was
 // meant to prevent, only delayed to the next real change.
 func TestReviewRereadNoNewCategoryPage(t *testing.T) {
-	e := testenv.New(t, `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 8, thresholds: {violence: 0.3}}
-`)
+	e := testenv.New(t, oneSim(`{from_run: 8, thresholds: {violence: 0.3}}`))
 	e.Runs(3)
 	upgrade(t, e, addOther)
 	e.Runs(4) // runs 4–7: baselines re-read to carry "other"
@@ -191,16 +164,7 @@ func TestReviewRereadUpgradeCountsNoChange(t *testing.T) {
 // classifier, restarts (maxScoreDelta(old reading, new reading) > tol)
 // and is confirmed a run late, with the wrong first_run.
 func TestReviewRereadKeepsPendingScoreDrift(t *testing.T) {
-	e := testenv.New(t, `
-confirm_runs: 2
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim:
-      policies:
-        - {from_run: 3, score_shift: {privacy: -0.2}}
-`)
+	e := testenv.New(t, oneSim(`{from_run: 3, score_shift: {privacy: -0.2}}`))
 	e.Runs(3) // run 3: the privacy probes' scores drift (pending)
 	upgrade(t, e, scaleScores)
 	e.Runs(2) // runs 4–5

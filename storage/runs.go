@@ -2,7 +2,9 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -128,6 +130,17 @@ func (o *Observation) Categories() []string { return o.Result.Categories }
 // equals RequestSHA256.
 func (o *Observation) RequestFingerprint(body []byte) string {
 	return probes.Fingerprint(o.RequestMethod, o.RequestPath, body, o.RequestPinned)
+}
+
+// BodyIntact reports whether body, the stored response body decompressed,
+// is the one the observation recorded (its SHA-256 is BodySHA256; an
+// observation that recorded none accepts any).
+func (o *Observation) BodyIntact(body []byte) bool {
+	if o.BodySHA256 == "" {
+		return true
+	}
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:]) == o.BodySHA256
 }
 
 // Request rebuilds the stored request with body as its bytes: method,

@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -182,8 +180,7 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 			if err != nil {
 				return nil, fmt.Errorf("observation %d: %w", o.ID, err)
 			}
-			sum := sha256.Sum256(body)
-			intact := o.BodySHA256 == "" || hex.EncodeToString(sum[:]) == o.BodySHA256
+			intact := o.BodyIntact(body)
 			reqIntact := o.RequestFingerprint(reqBody) == o.RequestSHA256
 			got := verdictOf(runner.Classify(t.Prober, o.Request(reqBody), &probes.Response{Status: o.HTTPStatus, Body: body, Truncated: o.BodyTruncated}))
 			want := verdictOf(o.Result)
