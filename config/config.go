@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes"
@@ -744,7 +745,7 @@ func (c *Config) Validate(needKeys bool) error {
 			}
 		}
 		for i, l := range g.Labels {
-			if strings.TrimSpace(l) == "" || len(l) > 50 || strings.Contains(l, ",") {
+			if strings.TrimSpace(l) == "" || utf8.RuneCountInString(l) > 50 || strings.Contains(l, ",") {
 				col.Add(fmt.Sprintf("github.labels[%d]", i), "%q: a GitHub label is 1–50 characters, no comma", l)
 			}
 		}

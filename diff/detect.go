@@ -297,6 +297,18 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 				return fmt.Errorf("detect %s: %w", d.t.Name, err)
 			}
 		}
+		// Then the flips left (joining other targets' events, or opening
+		// events), grouped across targets first, so that which targets
+		// end up in one event does not depend on their names either.
+		order, err := groupProviderWide(ds)
+		if err != nil {
+			return fmt.Errorf("detect: %w", err)
+		}
+		for _, d := range order {
+			if _, err := d.policyEvents(d.flips, d.known, d.states, false); err != nil {
+				return fmt.Errorf("detect %s: %w", d.t.Name, err)
+			}
+		}
 		for _, d := range ds {
 			if err := d.report(); err != nil {
 				return fmt.Errorf("detect %s: %w", d.t.Name, err)
@@ -332,10 +344,18 @@ type detector struct {
 	stats   TargetStats
 	byProbe map[string][]*storage.Observation // this run's samples per probe, sample 0 first
 	flips   []flip                            // confirmed policy flips (after settle: those left to report)
-	pending bool                              // flips hold changes extend did not record (report does)
-	ndFlips []flip                            // confirmed flips of nondeterministic probes
-	drifts  []flip                            // confirmed score drift
-	newlyND []string                          // probes marked nondeterministic in this run
+	pending bool                              // flips hold changes extend did not record (record does)
+	// Set by groupProviderWide for a target with pending flips: group, the
+	// flips go where it decided (joinEvent, an open event; joinVia, the
+	// event that target opens in this run; neither: open one); opened, the
+	// policy event this target opened in this run.
+	group     bool
+	joinEvent int64
+	joinVia   *detector
+	opened    int64
+	ndFlips   []flip   // confirmed flips of nondeterministic probes
+	drifts    []flip   // confirmed score drift
+	newlyND   []string // probes marked nondeterministic in this run
 	// other: per probe, a verdict this run that differs from the one it
 	// is compared with (a disagreeing sample, or the candidate it left),
 	// with the observation that carries it: what a probe newly marked
@@ -581,18 +601,23 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			case st.candidate == v && st.candidateRun != run:
 				st.candidateRuns++
 			case st.candidate != v:
-				if st.candidate != "" {
+				// As against a baseline: back to the verdict the candidate
+				// replaced is back and forth; a new verdict replacing the
+				// candidate is a change (the provider moved while the
+				// baseline formed), never a revert.
+				if st.candidate != "" && v == st.prevCandidate {
 					other[pid] = otherAnswer{st.candidate, st.candidateObs}
 					revert(st)
 					markND(st)
 				}
+				st.prevCandidate = st.candidate
 				st.candidate, st.candidateRun, st.candidateRuns, st.candidateObs = v, run, 1, first.ID
 			}
 			st.dirty = true
 			if agree && (st.candidateRuns >= d.p.ConfirmRuns || (d.t.ConfirmSamples > 0 && n-1 >= d.t.ConfirmSamples)) {
 				st.baseline, st.baselineRun, st.baselineModel, st.baselineObs, st.baselineScores = v, run, model, first.ID, scores
 				st.setScores(scores, first.ID, model)
-				st.candidate, st.candidateRun, st.candidateRuns, st.candidateObs = "", 0, 0, 0
+				st.candidate, st.candidateRun, st.candidateRuns, st.candidateObs, st.prevCandidate = "", 0, 0, 0, ""
 				d.learnCategories(known, v)
 			}
 			continue
@@ -917,18 +942,13 @@ func (d *detector) extend() error {
 	return err
 }
 
-// report records, last, this run's new policy flips on the target that
-// extend did not (joining another target's event, or opening one), its
-// nondeterminism and score drift, and the categories its flips made fire.
+// report records, last, the target's nondeterminism and score drift, and
+// the categories its flips made fire (its policy flips are recorded by
+// then: extending its own event, or as groupProviderWide decided).
 func (d *detector) report() error {
 	run := d.in.RunID
 	states, known, byProbe, other := d.states, d.known, d.byProbe, d.other
 	flips, ndFlips, drifts, newlyND := d.flips, d.ndFlips, d.drifts, d.newlyND
-	if d.pending {
-		if _, err := d.policyEvents(flips, known, states, false); err != nil {
-			return err
-		}
-	}
 	if len(newlyND) > 0 || len(ndFlips) > 0 {
 		for _, pid := range newlyND {
 			f := ndFlip(states[pid], byProbe[pid][0], other[pid], run)
@@ -1605,8 +1625,6 @@ func (d *detector) windowEvent(kindsIn string) (int64, error) {
 // opens a new one; with extendOnly it only extends this target's own open
 // event in the window, and reports whether there was one (done).
 func (d *detector) event(kind string, flips []flip, newCats, vanished []string, states map[string]*state, extendOnly bool) (done bool, err error) {
-	run := d.in.RunID
-	since := run - int64(d.p.WindowRuns)
 	in := "'" + kind + "'"
 	if kind == KindPolicy || kind == KindModel {
 		in = policyFamily
@@ -1618,14 +1636,22 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 	}
 	change := ChangeProbesAdded
 	var same int // joining: this target's flips that moved as the event's did
-	if eid == 0 && kind != KindNondeterminism && kind != KindScoreDrift {
-		// 2. A provider-wide change: an open event of the same provider on
-		// another target, within the window, flipping the same probes.
-		eid, same, err = d.providerWide(in, since, flips)
-		if err != nil {
-			return false, err
+	if eid == 0 && d.group && kind != KindNondeterminism && kind != KindScoreDrift {
+		// 2. A provider-wide change, as groupProviderWide decided: an open
+		// event of the same provider on other targets, or the one a target
+		// of this run that changed the same way opened.
+		eid = d.joinEvent
+		if d.joinVia != nil {
+			eid = d.joinVia.opened
 		}
-		change = ChangeTargetJoined
+		if eid != 0 {
+			theirs, err := d.eventMoves(eid)
+			if err != nil {
+				return false, err
+			}
+			same, _ = sameWay(theirs, flipMoves(flips))
+			change = ChangeTargetJoined
+		}
 	}
 	if eid == 0 {
 		return true, d.open(kind, flips, newCats, vanished)
@@ -1804,64 +1830,257 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	return d.record(eid, newKind, change, detail)
 }
 
-func (d *detector) providerWide(kindsIn string, since int64, flips []flip) (eid int64, same int, err error) {
+// move is one probe's verdict change: its before and after keys.
+type move struct{ before, after string }
+
+// sameMove reports whether two moves of a probe (on two targets of one
+// provider) changed it the same way: in the same direction (tightened,
+// loosened, recategorized), ending blocked on both or on neither; a
+// recategorization only when both moved from the same class to the same
+// verdict (opposite stage moves, or categories swapped the other way, are
+// not one change).
+func sameMove(a, b move) bool {
+	ab, aa, bb, ba := ParseKey(a.before), ParseKey(a.after), ParseKey(b.before), ParseKey(b.after)
+	dir := direction(ab, aa)
+	if aa.Class.IsBlock() != ba.Class.IsBlock() || dir != direction(bb, ba) {
+		return false
+	}
+	return dir != Recategorized || (ab.Class == bb.Class && a.after == b.after)
+}
+
+// sameWay reports how many probes moved the same way on both sides (theirs:
+// every move an event's targets made of each probe; mine: one target's
+// flips), and whether that makes them one change: at least half of the
+// smaller side. Both sides are counted in probes: a probe counts once as
+// the same, however many of the event's targets moved it (in however many
+// ways), so one shared probe cannot count as two.
+func sameWay(theirs map[string][]move, mine map[string]move) (same int, ok bool) {
+	for pid, ms := range theirs {
+		m, in := mine[pid]
+		if !in {
+			continue
+		}
+		for _, t := range ms {
+			if sameMove(m, t) {
+				same++
+				break
+			}
+		}
+	}
+	smaller := min(len(theirs), len(mine))
+	return same, smaller > 0 && same*2 >= smaller
+}
+
+// flipMoves is flips as sameWay's mine.
+func flipMoves(flips []flip) map[string]move {
+	m := make(map[string]move, len(flips))
+	for _, f := range flips {
+		m[f.probeID] = move{f.before, f.after}
+	}
+	return m
+}
+
+// eventMoves reads every move event eid holds, per probe.
+func (d *detector) eventMoves(eid int64) (map[string][]move, error) {
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, before, after FROM event_probes WHERE event_id = ?`, eid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	theirs := map[string][]move{}
+	for rows.Next() {
+		var pid string
+		var m move
+		if err := rows.Scan(&pid, &m.before, &m.after); err != nil {
+			return nil, err
+		}
+		theirs[pid] = append(theirs[pid], m)
+	}
+	return theirs, rows.Err()
+}
+
+// providerEvents returns the open events of the target's provider within
+// the window, of the kinds in kindsIn, that the target is not in, newest
+// first.
+func (d *detector) providerEvents(kindsIn string, since int64) ([]int64, error) {
 	rows, err := d.tx.QueryContext(d.ctx, `SELECT e.id FROM events e WHERE e.provider = ? AND e.status = 'open' AND e.kind IN (`+kindsIn+`) AND `+windowSQL+`
 		AND NOT EXISTS (SELECT 1 FROM event_targets et WHERE et.event_id = e.id AND et.target_id = ?) ORDER BY e.id DESC`, d.t.Provider, since, since, d.t.ID)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	var cands []int64
+	defer rows.Close()
+	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, 0, err
+			return nil, err
 		}
-		cands = append(cands, id)
+		ids = append(ids, id)
 	}
-	rows.Close()
-	// A probe changed "the same way" on both targets when its verdict moved
-	// in the same direction (tightened, loosened, recategorized) and ends
-	// blocked on both or on neither: a stage change on one target does not
-	// join an allowed→blocked event on another.
-	type move struct{ before, after string }
-	mine := map[string]move{}
-	for _, f := range flips {
-		mine[f.probeID] = move{f.before, f.after}
+	return ids, rows.Err()
+}
+
+// groupProviderWide decides, once every target's flips extending its own
+// events are recorded (extend) and before any other policy flip is, which
+// event each target's remaining policy flips (pending) go to, so that the
+// grouping does not depend on the order targets are reported in (their
+// names). It starts from one group per such target and one per open event
+// of a provider in the window (as they stand now), and merges, again and
+// again, the two groups of one provider that changed the same probes the
+// same way (sameWay, over all the moves in each group) with the most
+// probes in common — then the larger share of the smaller side, then the
+// first names — never two events. A group with an event joins its
+// targets to it; a group without one opens one event, opened by the
+// target with the most flips (then the first by name), which the others
+// join in name order. The decisions are left in the detectors (group,
+// joinEvent, joinVia); the returned order is the order to record them in.
+func groupProviderWide(ds []*detector) ([]*detector, error) {
+	type group struct {
+		provider string
+		event    int64       // an open event in it (0: none)
+		targets  []*detector // in name order
+		moves    map[string][]move
+		name     string // what ties are broken by: the first target's name, or the event's id
+		// allowed: the events every target in it may join (those it is
+		// not in: a change at another endpoint is another change).
+		allowed map[int64]bool
 	}
-	// Both sides are counted in probes: the event's distinct probes (over
-	// all its targets) and this target's flips; a probe counts once as the
-	// same, however many of the event's targets moved it (in however many
-	// ways), so one shared probe cannot count as two.
-	for _, id := range cands {
-		rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, before, after FROM event_probes WHERE event_id = ?`, id)
+	var groups []*group
+	seenEvent := map[int64]*group{}
+	add := func(g *group, pid string, m move) {
+		for _, have := range g.moves[pid] {
+			if have == m {
+				return
+			}
+		}
+		g.moves[pid] = append(g.moves[pid], m)
+	}
+	for _, d := range ds {
+		d.group, d.joinEvent, d.joinVia = false, 0, nil
+		if !d.pending {
+			continue
+		}
+		g := &group{provider: d.t.Provider, targets: []*detector{d}, moves: map[string][]move{}, name: d.t.Name, allowed: map[int64]bool{}}
+		for pid, m := range flipMoves(d.flips) {
+			add(g, pid, m)
+		}
+		groups = append(groups, g)
+		ids, err := d.providerEvents(policyFamily, d.in.RunID-int64(d.p.WindowRuns))
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		theirs, same := map[string]bool{}, map[string]bool{}
-		for rows.Next() {
-			var pid, before, after string
-			if err := rows.Scan(&pid, &before, &after); err != nil {
-				rows.Close()
-				return 0, 0, err
+		for _, id := range ids {
+			g.allowed[id] = true
+			if seenEvent[id] != nil {
+				continue
 			}
-			theirs[pid] = true
-			m, ok := mine[pid]
-			if ok && ParseKey(m.after).Class.IsBlock() == ParseKey(after).Class.IsBlock() &&
-				direction(ParseKey(m.before), ParseKey(m.after)) == direction(ParseKey(before), ParseKey(after)) {
-				same[pid] = true
+			theirs, err := d.eventMoves(id)
+			if err != nil {
+				return nil, err
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, 0, err
-		}
-		smaller := min(len(theirs), len(mine))
-		if smaller > 0 && len(same)*2 >= smaller {
-			return id, len(same), nil
+			eg := &group{provider: d.t.Provider, event: id, moves: theirs, name: fmt.Sprintf("\x00%020d", id)}
+			seenEvent[id] = eg
+			groups = append(groups, eg)
 		}
 	}
-	return 0, 0, nil
+	// sameGroups is sameWay between two groups: b's moves as mine, one per
+	// probe, tried each in turn.
+	sameGroups := func(a, b *group) (same, smaller int, ok bool) {
+		smaller = min(len(a.moves), len(b.moves))
+		for pid, bm := range b.moves {
+			am, in := a.moves[pid]
+			if !in {
+				continue
+			}
+		probe:
+			for _, x := range am {
+				for _, y := range bm {
+					if sameMove(x, y) {
+						same++
+						break probe
+					}
+				}
+			}
+		}
+		return same, smaller, smaller > 0 && same*2 >= smaller
+	}
+	for {
+		var bi, bj, bestSame, bestSmaller int
+		found := false
+		for i, a := range groups {
+			for j := i + 1; j < len(groups); j++ {
+				b := groups[j]
+				if a.provider != b.provider || (a.event != 0 && b.event != 0) ||
+					(a.event != 0 && !b.allowed[a.event]) || (b.event != 0 && !a.allowed[b.event]) {
+					continue
+				}
+				same, smaller, ok := sameGroups(a, b)
+				if !ok {
+					continue
+				}
+				better := !found || same > bestSame ||
+					(same == bestSame && same*bestSmaller > bestSame*smaller) ||
+					(same == bestSame && same*bestSmaller == bestSame*smaller && min(a.name, b.name) < min(groups[bi].name, groups[bj].name))
+				if better {
+					bi, bj, bestSame, bestSmaller, found = i, j, same, smaller, true
+				}
+			}
+		}
+		if !found {
+			break
+		}
+		a, b := groups[bi], groups[bj]
+		switch {
+		case a.event != 0:
+		case b.event != 0:
+			a.allowed = nil
+		default:
+			for id := range a.allowed {
+				if !b.allowed[id] {
+					delete(a.allowed, id)
+				}
+			}
+		}
+		a.event = max(a.event, b.event)
+		a.targets = append(a.targets, b.targets...)
+		sort.Slice(a.targets, func(i, j int) bool { return a.targets[i].t.Name < a.targets[j].t.Name })
+		for pid, ms := range b.moves {
+			for _, m := range ms {
+				add(a, pid, m)
+			}
+		}
+		a.name = min(a.name, b.name)
+		groups = append(groups[:bj], groups[bj+1:]...)
+	}
+	var order []*detector
+	for _, g := range groups {
+		switch {
+		case len(g.targets) == 0:
+		case g.event != 0:
+			for _, d := range g.targets {
+				d.group, d.joinEvent = true, g.event
+				order = append(order, d)
+			}
+		case len(g.targets) == 1:
+			order = append(order, g.targets[0]) // opens its own, as always
+		default:
+			opener := g.targets[0]
+			for _, d := range g.targets[1:] {
+				if len(d.flips) > len(opener.flips) {
+					opener = d
+				}
+			}
+			opener.group = true
+			order = append(order, opener)
+			for _, d := range g.targets {
+				if d != opener {
+					d.group, d.joinVia = true, opener
+					order = append(order, d)
+				}
+			}
+		}
+	}
+	return order, nil
 }
 
 func (d *detector) open(kind string, flips []flip, newCats, vanished []string) error {
@@ -1897,6 +2116,9 @@ func (d *detector) open(kind string, flips []flip, newCats, vanished []string) e
 		return fmt.Errorf("open event: %w", err)
 	}
 	eid, _ := res.LastInsertId()
+	if kind == KindPolicy || kind == KindModel {
+		d.opened = eid
+	}
 	if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO event_targets (event_id, target_id, joined_run) VALUES (?, ?, ?)`, eid, d.t.ID, run); err != nil {
 		return err
 	}

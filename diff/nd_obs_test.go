@@ -105,7 +105,10 @@ func TestNondeterminismRowsCiteTheAnswersByBranch(t *testing.T) {
 		afterAt       at
 	}{
 		{"establishing, samples disagree twice", [][]string{{al, bo}, {al, bo}}, al, bo, at{2, 0}, at{2, 1}},
-		{"establishing, the candidate goes back and forth", [][]string{{al}, {bo}, {al}}, al, bo, at{3, 0}, at{2, 0}},
+		// While establishing, as against a baseline, a candidate replaced
+		// by a new verdict is a change, not a revert: back and forth is a
+		// return to the verdict it replaced (runs 3 and 4).
+		{"establishing, the candidate goes back and forth", [][]string{{al}, {bo}, {al}, {bo}}, bo, al, at{4, 0}, at{3, 0}},
 		{"baseline, a candidate reverts twice", [][]string{{al}, {al}, {bo}, {al}, {bo}, {al}}, al, bo, at{2, 0}, at{5, 0}},
 		{"baseline, samples disagree on a third verdict", [][]string{{al}, {al}, {bo, bi}, {bo, bi}}, al, bi, at{2, 0}, at{4, 1}},
 		{"baseline, samples disagree with the baseline's verdict", [][]string{{al}, {al}, {bo, al}, {bo, al}}, al, bo, at{2, 0}, at{4, 0}},

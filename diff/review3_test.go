@@ -219,10 +219,12 @@ func TestReview3RemarkThenSettleWithinPairIsSilent(t *testing.T) {
 	x, y := strings.Repeat("a", 64), strings.Repeat("b", 64)
 	seq := []struct{ sha, v string }{
 		{x, "allowed|"}, {x, "allowed|"}, {x, "blocked_output|violence"}, {x, "allowed|"}, {x, "blocked_output|violence"}, {x, "allowed|"},
-		{y, "blocked_input|hate"}, {y, "allowed|"}, {y, "blocked_input|hate"}, // marked on Y (run 9)
+		// Marked on Y at run 10: back to the verdict it left twice (a
+		// new verdict replacing a candidate is a change, not a revert).
+		{y, "blocked_input|hate"}, {y, "allowed|"}, {y, "blocked_input|hate"}, {y, "allowed|"},
 		{y, "blocked_input|hate"}, {y, "blocked_input|hate"}, // baseline blocked_input
 		{y, "allowed|"}, {y, "allowed|"}, // settled at allowed
-		{y, "blocked_input|hate"}, {y, "blocked_input|hate"}, // settled back at blocked_input (runs 14-15)
+		{y, "blocked_input|hate"}, {y, "blocked_input|hate"}, // settled back at blocked_input (runs 15-16)
 	}
 	for _, s := range seq {
 		c.runSha(s.sha, func(i int) answer {
@@ -235,7 +237,7 @@ func TestReview3RemarkThenSettleWithinPairIsSilent(t *testing.T) {
 	for _, e := range c.events() {
 		for _, u := range e.Updates {
 			t.Logf("event %d run %d %s: %s", e.ID, u.RunID, u.Change, u.Detail)
-			if u.RunID > 9 {
+			if u.RunID > 10 {
 				t.Errorf("run %d told %q: p0 was marked on these bytes between blocked_input and allowed", u.RunID, u.Detail)
 			}
 		}
