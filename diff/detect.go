@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -344,7 +346,7 @@ type detector struct {
 	stats   TargetStats
 	byProbe map[string][]*storage.Observation // this run's samples per probe, sample 0 first
 	flips   []flip                            // confirmed policy flips (after settle: those left to report)
-	pending bool                              // flips hold changes extend did not record (record does)
+	pending bool                              // flips hold changes extend did not record (Apply records them as groupProviderWide decides)
 	// Set by groupProviderWide for a target with pending flips: group, the
 	// flips go where it decided (joinEvent, an open event; joinVia, the
 	// event that target opens in this run; neither: open one); opened, the
@@ -352,6 +354,7 @@ type detector struct {
 	group     bool
 	joinEvent int64
 	joinVia   *detector
+	same      int // joining: its flips that moved as the rest of its group did
 	opened    int64
 	ndFlips   []flip   // confirmed flips of nondeterministic probes
 	drifts    []flip   // confirmed score drift
@@ -1645,12 +1648,7 @@ func (d *detector) event(kind string, flips []flip, newCats, vanished []string, 
 			eid = d.joinVia.opened
 		}
 		if eid != 0 {
-			theirs, err := d.eventMoves(eid)
-			if err != nil {
-				return false, err
-			}
-			same, _ = sameWay(theirs, flipMoves(flips))
-			change = ChangeTargetJoined
+			same, change = d.same, ChangeTargetJoined
 		}
 	}
 	if eid == 0 {
@@ -1830,8 +1828,19 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 	return d.record(eid, newKind, change, detail)
 }
 
-// move is one probe's verdict change: its before and after keys.
-type move struct{ before, after string }
+// move is one probe's verdict change: its before and after keys, and what
+// sameMove compares, parsed once (newMove).
+type move struct {
+	before, after string
+	from          probes.Class // the before verdict's class
+	blocked       bool         // the after verdict is a block
+	dir           string       // direction(before, after)
+}
+
+func newMove(before, after string) move {
+	b, a := ParseKey(before), ParseKey(after)
+	return move{before: before, after: after, from: b.Class, blocked: a.Class.IsBlock(), dir: direction(b, a)}
+}
 
 // sameMove reports whether two moves of a probe (on two targets of one
 // provider) changed it the same way: in the same direction (tightened,
@@ -1840,61 +1849,74 @@ type move struct{ before, after string }
 // verdict (opposite stage moves, or categories swapped the other way, are
 // not one change).
 func sameMove(a, b move) bool {
-	ab, aa, bb, ba := ParseKey(a.before), ParseKey(a.after), ParseKey(b.before), ParseKey(b.after)
-	dir := direction(ab, aa)
-	if aa.Class.IsBlock() != ba.Class.IsBlock() || dir != direction(bb, ba) {
+	if a.blocked != b.blocked || a.dir != b.dir {
 		return false
 	}
-	return dir != Recategorized || (ab.Class == bb.Class && a.after == b.after)
+	return a.dir != Recategorized || (a.from == b.from && a.after == b.after)
 }
 
-// sameWay reports how many probes moved the same way on both sides (theirs:
-// every move an event's targets made of each probe; mine: one target's
-// flips), and whether that makes them one change: at least half of the
-// smaller side. Both sides are counted in probes: a probe counts once as
-// the same, however many of the event's targets moved it (in however many
-// ways), so one shared probe cannot count as two.
-func sameWay(theirs map[string][]move, mine map[string]move) (same int, ok bool) {
-	for pid, ms := range theirs {
-		m, in := mine[pid]
+// sameWay counts the probes two sets of moves (per probe, every move made
+// of it) both moved the same way, and reports whether that makes them one
+// change: at least half of the smaller side. Both sides are counted in
+// probes: a probe counts once as the same, however many targets moved it
+// (in however many ways), so one shared probe cannot count as two.
+func sameWay(a, b map[string][]move) (same int, ok bool) {
+	if len(b) < len(a) {
+		a, b = b, a
+	}
+	for pid, am := range a {
+		bm, in := b[pid]
 		if !in {
 			continue
 		}
-		for _, t := range ms {
-			if sameMove(m, t) {
-				same++
-				break
+	probe:
+		for _, x := range am {
+			for _, y := range bm {
+				if sameMove(x, y) {
+					same++
+					break probe
+				}
 			}
 		}
 	}
-	smaller := min(len(theirs), len(mine))
+	smaller := min(len(a), len(b))
 	return same, smaller > 0 && same*2 >= smaller
 }
 
-// flipMoves is flips as sameWay's mine.
-func flipMoves(flips []flip) map[string]move {
-	m := make(map[string]move, len(flips))
+// addMove adds m to ms (per probe) unless it is there.
+func addMove(ms map[string][]move, pid string, m move) {
+	for _, have := range ms[pid] {
+		if have == m {
+			return
+		}
+	}
+	ms[pid] = append(ms[pid], m)
+}
+
+// flipMoves is flips as moves, per probe.
+func flipMoves(flips []flip) map[string][]move {
+	m := make(map[string][]move, len(flips))
 	for _, f := range flips {
-		m[f.probeID] = move{f.before, f.after}
+		addMove(m, f.probeID, newMove(f.before, f.after))
 	}
 	return m
 }
 
-// eventMoves reads every move event eid holds, per probe.
+// eventMoves reads the moves event eid holds as evidence, per probe: its
+// rows, less those withdrawn as nondeterministic (never policy evidence).
 func (d *detector) eventMoves(eid int64) (map[string][]move, error) {
-	rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, before, after FROM event_probes WHERE event_id = ?`, eid)
+	rows, err := d.tx.QueryContext(d.ctx, `SELECT DISTINCT probe_id, before, after FROM event_probes WHERE event_id = ? AND withdrawn = 0`, eid)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	theirs := map[string][]move{}
 	for rows.Next() {
-		var pid string
-		var m move
-		if err := rows.Scan(&pid, &m.before, &m.after); err != nil {
+		var pid, before, after string
+		if err := rows.Scan(&pid, &before, &after); err != nil {
 			return nil, err
 		}
-		theirs[pid] = append(theirs[pid], m)
+		addMove(theirs, pid, newMove(before, after))
 	}
 	return theirs, rows.Err()
 }
@@ -1923,17 +1945,24 @@ func (d *detector) providerEvents(kindsIn string, since int64) ([]int64, error) 
 // groupProviderWide decides, once every target's flips extending its own
 // events are recorded (extend) and before any other policy flip is, which
 // event each target's remaining policy flips (pending) go to, so that the
-// grouping does not depend on the order targets are reported in (their
-// names). It starts from one group per such target and one per open event
-// of a provider in the window (as they stand now), and merges, again and
-// again, the two groups of one provider that changed the same probes the
-// same way (sameWay, over all the moves in each group) with the most
-// probes in common — then the larger share of the smaller side, then the
-// first names — never two events. A group with an event joins its
-// targets to it; a group without one opens one event, opened by the
-// target with the most flips (then the first by name), which the others
-// join in name order. The decisions are left in the detectors (group,
-// joinEvent, joinVia); the returned order is the order to record them in.
+// grouping depends neither on the order targets are detected in nor on
+// their names. It starts from one group per such target and one per open
+// event of their providers in the window (as they stand now, withdrawn
+// rows aside), and merges, again and again, the two groups of one
+// provider that changed the same probes the same way (sameWay over all
+// the moves in each) with the most probes in common — then the larger
+// share of the smaller side, then the pair whose names sort first (an
+// event's before any target's, the oldest event first; then target
+// names) — never two events, never a target with an event it is already
+// in (another endpoint's change is another change). A group with an event
+// joins its targets to it; a group without one opens one event, opened by
+// the target with the most flips (then the first by name), which the
+// others join. Each joining target's "same" count (its update's "N of
+// them moved as the event's did") is taken against every other member of
+// its final group, so it does not depend on the order joins are recorded
+// in. The decisions are left in the detectors (group, joinEvent, joinVia,
+// same); the returned order is the order to record them in: openers
+// first.
 func groupProviderWide(ds []*detector) ([]*detector, error) {
 	type group struct {
 		provider string
@@ -1946,24 +1975,14 @@ func groupProviderWide(ds []*detector) ([]*detector, error) {
 		allowed map[int64]bool
 	}
 	var groups []*group
-	seenEvent := map[int64]*group{}
-	add := func(g *group, pid string, m move) {
-		for _, have := range g.moves[pid] {
-			if have == m {
-				return
-			}
-		}
-		g.moves[pid] = append(g.moves[pid], m)
-	}
+	eventGroup := map[int64]*group{}
+	eventOwn := map[int64]map[string][]move{} // each event's own moves (its group's grow as it merges)
 	for _, d := range ds {
-		d.group, d.joinEvent, d.joinVia = false, 0, nil
+		d.group, d.joinEvent, d.joinVia, d.same = false, 0, nil, 0
 		if !d.pending {
 			continue
 		}
-		g := &group{provider: d.t.Provider, targets: []*detector{d}, moves: map[string][]move{}, name: d.t.Name, allowed: map[int64]bool{}}
-		for pid, m := range flipMoves(d.flips) {
-			add(g, pid, m)
-		}
+		g := &group{provider: d.t.Provider, targets: []*detector{d}, moves: flipMoves(d.flips), name: "\x01" + d.t.Name, allowed: map[int64]bool{}}
 		groups = append(groups, g)
 		ids, err := d.providerEvents(policyFamily, d.in.RunID-int64(d.p.WindowRuns))
 		if err != nil {
@@ -1971,65 +1990,68 @@ func groupProviderWide(ds []*detector) ([]*detector, error) {
 		}
 		for _, id := range ids {
 			g.allowed[id] = true
-			if seenEvent[id] != nil {
+			if eventGroup[id] != nil {
 				continue
 			}
 			theirs, err := d.eventMoves(id)
 			if err != nil {
 				return nil, err
 			}
-			eg := &group{provider: d.t.Provider, event: id, moves: theirs, name: fmt.Sprintf("\x00%020d", id)}
-			seenEvent[id] = eg
+			eg := &group{provider: d.t.Provider, event: id, moves: maps.Clone(theirs), name: fmt.Sprintf("\x00%020d", id)}
+			eventGroup[id], eventOwn[id] = eg, theirs
 			groups = append(groups, eg)
 		}
 	}
-	// sameGroups is sameWay between two groups: b's moves as mine, one per
-	// probe, tried each in turn.
-	sameGroups := func(a, b *group) (same, smaller int, ok bool) {
-		smaller = min(len(a.moves), len(b.moves))
-		for pid, bm := range b.moves {
-			am, in := a.moves[pid]
-			if !in {
-				continue
-			}
-		probe:
-			for _, x := range am {
-				for _, y := range bm {
-					if sameMove(x, y) {
-						same++
-						break probe
-					}
-				}
-			}
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	// The groups in name order, so that no tie is broken by the order
+	// targets came in.
+	sort.Slice(groups, func(i, j int) bool { return groups[i].name < groups[j].name })
+	type score struct {
+		same, smaller int
+		ok            bool
+	}
+	scores := map[[2]*group]score{}
+	pair := func(a, b *group) score {
+		k := [2]*group{a, b}
+		if sc, ok := scores[k]; ok {
+			return sc
 		}
-		return same, smaller, smaller > 0 && same*2 >= smaller
+		var sc score
+		if a.provider == b.provider && (a.event == 0 || b.event == 0) &&
+			(a.event == 0 || b.allowed[a.event]) && (b.event == 0 || a.allowed[b.event]) {
+			sc.same, sc.ok = sameWay(a.moves, b.moves)
+			sc.smaller = min(len(a.moves), len(b.moves))
+		}
+		scores[k] = sc
+		return sc
 	}
 	for {
-		var bi, bj, bestSame, bestSmaller int
-		found := false
+		bi, bj := -1, -1
+		var best score
 		for i, a := range groups {
 			for j := i + 1; j < len(groups); j++ {
-				b := groups[j]
-				if a.provider != b.provider || (a.event != 0 && b.event != 0) ||
-					(a.event != 0 && !b.allowed[a.event]) || (b.event != 0 && !a.allowed[b.event]) {
+				sc := pair(a, groups[j])
+				if !sc.ok {
 					continue
 				}
-				same, smaller, ok := sameGroups(a, b)
-				if !ok {
-					continue
-				}
-				better := !found || same > bestSame ||
-					(same == bestSame && same*bestSmaller > bestSame*smaller) ||
-					(same == bestSame && same*bestSmaller == bestSame*smaller && min(a.name, b.name) < min(groups[bi].name, groups[bj].name))
-				if better {
-					bi, bj, bestSame, bestSmaller, found = i, j, same, smaller, true
+				// Groups are in name order and i < j: the first pair found
+				// among equals is the one whose names sort first.
+				if bi < 0 || sc.same > best.same || (sc.same == best.same && sc.same*best.smaller > best.same*sc.smaller) {
+					bi, bj, best = i, j, sc
 				}
 			}
 		}
-		if !found {
+		if bi < 0 {
 			break
 		}
 		a, b := groups[bi], groups[bj]
+		for k := range scores {
+			if k[0] == a || k[1] == a || k[0] == b || k[1] == b {
+				delete(scores, k)
+			}
+		}
 		switch {
 		case a.event != 0:
 		case b.event != 0:
@@ -2046,37 +2068,59 @@ func groupProviderWide(ds []*detector) ([]*detector, error) {
 		sort.Slice(a.targets, func(i, j int) bool { return a.targets[i].t.Name < a.targets[j].t.Name })
 		for pid, ms := range b.moves {
 			for _, m := range ms {
-				add(a, pid, m)
+				addMove(a.moves, pid, m)
 			}
 		}
-		a.name = min(a.name, b.name)
+		// a keeps its place: its name is the smaller of the two.
 		groups = append(groups[:bj], groups[bj+1:]...)
 	}
 	var order []*detector
 	for _, g := range groups {
-		switch {
-		case len(g.targets) == 0:
-		case g.event != 0:
+		if len(g.targets) == 0 || (g.event == 0 && len(g.targets) == 1) {
+			if len(g.targets) == 1 {
+				order = append(order, g.targets[0]) // opens its own, as always
+			}
+			continue
+		}
+		// What each target has in common with the rest of its group.
+		for _, d := range g.targets {
+			rest := map[string][]move{}
+			if g.event != 0 {
+				for pid, ms := range eventOwn[g.event] {
+					rest[pid] = slices.Clone(ms)
+				}
+			}
+			for _, o := range g.targets {
+				if o == d {
+					continue
+				}
+				for pid, ms := range flipMoves(o.flips) {
+					for _, m := range ms {
+						addMove(rest, pid, m)
+					}
+				}
+			}
+			d.same, _ = sameWay(flipMoves(d.flips), rest)
+		}
+		if g.event != 0 {
 			for _, d := range g.targets {
 				d.group, d.joinEvent = true, g.event
 				order = append(order, d)
 			}
-		case len(g.targets) == 1:
-			order = append(order, g.targets[0]) // opens its own, as always
-		default:
-			opener := g.targets[0]
-			for _, d := range g.targets[1:] {
-				if len(d.flips) > len(opener.flips) {
-					opener = d
-				}
+			continue
+		}
+		opener := g.targets[0]
+		for _, d := range g.targets[1:] {
+			if len(d.flips) > len(opener.flips) {
+				opener = d
 			}
-			opener.group = true
-			order = append(order, opener)
-			for _, d := range g.targets {
-				if d != opener {
-					d.group, d.joinVia = true, opener
-					order = append(order, d)
-				}
+		}
+		opener.group = true
+		order = append(order, opener)
+		for _, d := range g.targets {
+			if d != opener {
+				d.group, d.joinVia = true, opener
+				order = append(order, d)
 			}
 		}
 	}

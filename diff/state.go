@@ -34,7 +34,15 @@ type State struct {
 // the end (format 2 blobs read with 0 and "" there). Format 4 adds, after
 // those, the answer carrying exactly the baseline's scores and its model
 // (format 2 and 3 blobs read with 0 and "": a drift then cites the
-// baseline's answer, as before).
+// baseline's answer, as before). Format 5 is format 4 under a new rule:
+// while a probe's first baseline forms, a new verdict replacing the
+// candidate is no longer a revert (only a return to the one it replaced
+// is). Reverts a format 4 (or older) blob counted while the baseline
+// formed, or before the baseline it holds was confirmed, may be such
+// replacements: they are read as none (upgradeReverts), so a provider
+// change seen while a baseline formed before the upgrade does not push a
+// probe toward nondeterminism after it. A noisy probe may then need one
+// more revert to be marked.
 //
 // Probes absent from the corpus (removed by a version bump) keep their
 // state, so that a probe restored with the same request bytes is compared
@@ -44,7 +52,15 @@ type State struct {
 // is absent when no probe is; a decoder that stops after the probe list
 // (driftprobe before it kept absent probes) reads the blob as before and
 // simply drops them, as it always did (the section needed no new format).
-const stateFormat = 4
+const stateFormat = 5
+
+// upgradeReverts applies format 5's revert rule to a state read from an
+// older blob (see stateFormat).
+func upgradeReverts(st *state) {
+	if st.reverts > 0 && (st.baseline == "" || st.lastRevertRun <= st.baselineRun) {
+		st.reverts, st.lastRevertRun = 0, 0
+	}
+}
 
 func encodeStates(states map[string]*state) []byte {
 	var ids, gone []string
@@ -244,6 +260,9 @@ func decodeStatesAs(b []byte, absent bool) (map[string]*state, error) {
 		if format >= 4 {
 			st.scoresObs = num()
 			st.scoresModel = ref()
+		}
+		if format < 5 {
+			upgradeReverts(st)
 		}
 		return st
 	}
@@ -519,7 +538,7 @@ var stateTables = []struct{ table, query, what string }{
 
 // hasTable reports whether the database has table name (a database of an
 // older schema lacks the later ones).
-func hasTable(ctx context.Context, db *sql.DB, name string) (bool, error) {
+func hasTable(ctx context.Context, db querier, name string) (bool, error) {
 	var n int
 	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, name).Scan(&n)
 	return n > 0, err
@@ -555,8 +574,16 @@ func (st *state) cites() []citation {
 // nothing. At most MaxCitationProblems messages; a state that does not
 // decode, or a row whose columns do not hold what the schema means, is
 // CheckStates' (or storage.Check's) to report. Tables a schema lacks are
-// skipped.
-func CheckCitations(ctx context.Context, db *sql.DB) ([]string, error) {
+// skipped. Everything is read in one read transaction, one snapshot of
+// the database: a run committing meanwhile (moving a citation off an
+// observation, and its retention deleting that one) is either wholly seen
+// or not at all, never half (a missing citation that was never missing).
+func CheckCitations(ctx context.Context, sqldb *sql.DB) (_ []string, err error) {
+	db, err := sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Rollback() // read only: nothing to commit
 	var out []string
 	add := func(msg string) {
 		if len(out) < MaxCitationProblems {

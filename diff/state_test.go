@@ -51,8 +51,8 @@ func TestFormat3StatesRead(t *testing.T) {
 	// index into the small string table).
 	three := append([]byte(nil), b[:len(b)-2]...)
 	three[0] = 3
-	if b[0] != 4 {
-		t.Fatalf("format byte %d, want 4", b[0])
+	if b[0] != 5 {
+		t.Fatalf("format byte %d, want 5", b[0])
 	}
 	got, err := decodeStates(three)
 	if err != nil {

@@ -460,7 +460,7 @@ func openError(p string, err error) error {
 	case sqliteReadOnly:
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code() != sqliteReadOnlyRollback {
-			return fmt.Errorf("%s: "+cannotWrite+": %w", p, err)
+			return fmt.Errorf("%s: %s: %w", p, cannotWriteAt(p), err)
 		}
 	}
 	return fmt.Errorf("%s: read schema version: %w", p, err)
@@ -468,6 +468,23 @@ func openError(p string, err error) error {
 
 // cannotWrite explains a database this user may not write.
 const cannotWrite = "this user may not write the database or its directory (run, serve, compare --run, outbox --send, db migrate and db prune write to it; commands that only read do not need to)"
+
+// cannotWriteAt is cannotWrite for the database at p, naming its -wal and
+// -shm files when those are what this user may not write (another user's
+// process — a root run, an sqlite3 session — left them beside a database
+// this user owns): their ownership is what to fix, not the database's.
+func cannotWriteAt(p string) string {
+	var side []string
+	for _, f := range []string{p + "-wal", p + "-shm"} {
+		if readOnlyFile(f) {
+			side = append(side, f)
+		}
+	}
+	if len(side) == 0 || readOnlyFile(p) {
+		return cannotWrite
+	}
+	return fmt.Sprintf("this user may not write %s, beside the database (left by another user's process, such as a run as root, or an sqlite3 session: give them to the user driftprobe runs as, with chown; never delete them: the -wal can hold committed runs)", strings.Join(side, " and "))
+}
 
 // sqliteReadOnlyRollback is SQLITE_READONLY_ROLLBACK: a hot journal this
 // connection may not roll back (an interrupted write; see ErrIncomplete).
@@ -644,7 +661,7 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		if isReadOnly(err) {
 			// Files beside the database (its -wal, -shm) this user may
 			// not write, or a mount that became read-only.
-			return fmt.Errorf("begin: %s: %s: %w", d.path, cannotWrite, err)
+			return fmt.Errorf("begin: %s: %s: %w", d.path, cannotWriteAt(d.path), err)
 		}
 		return fmt.Errorf("begin: %w", err)
 	}

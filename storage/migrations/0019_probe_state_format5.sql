@@ -1,0 +1,12 @@
+-- Detection state blobs (probe_states.states, parked_states.states) are
+-- written in format 5 from this version on: the same fields as format 4,
+-- under a new rule for reverts. While a probe's first baseline forms, a
+-- new verdict replacing the candidate (the provider moved) is no longer
+-- counted as a revert toward nondeterminism; only a return to the verdict
+-- it replaced is. Reverts read from an older blob that may have been
+-- counted that way (while a baseline formed, or before the baseline held
+-- was confirmed) start over.
+-- The version bump makes an older driftprobe refuse the database (schema
+-- newer than it knows) instead of failing to read the blobs. Nothing to
+-- change in the tables.
+SELECT 1;
