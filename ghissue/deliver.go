@@ -13,9 +13,17 @@
 //     page) and adopts one that carries the marker: an issue created by a
 //     call whose answer was lost, or whose mapping was lost, is found again
 //     instead of doubled. GitHub drops the labels of a new issue when the
-//     caller lacks push access, so when an earlier attempt of the row may
-//     have created the issue, the issues created since the row was queued
-//     are searched too, labelled or not.
+//     caller lacks push access, so when the label listing has no issue
+//     with the marker, the issues created since the row was queued are
+//     searched too, labelled or not (afresh when an earlier attempt of
+//     the row may have created it; else one search serves the pass: a
+//     database restored from a backup lost the mapping of rows it never
+//     attempted). A mapping counts as it is only on this GitHub's web host
+//     (github.base_url changed: another host's issue numbers name
+//     strangers' issues there); on another host only when the issue of
+//     that number carries the marker. An event whose open row the operator
+//     skipped (outbox --skip) gets no issue: its later rows are recorded
+//     skipped too, unless its issue is found by the mapping or the marker.
 //   - Every comment starts with <!-- driftprobe:update=ID --><!--
 //     driftprobe:key=K -->, K a hash of the event's fingerprint and the
 //     update's run, change, target, detail and time (update ids alone are
@@ -25,7 +33,8 @@
 // Failures never drop a row: the row keeps attempts, last_error and
 // next_attempt_at. Outages (5xx, timeouts) back off exponentially; primary
 // rate limits wait until x-ratelimit-reset, secondary limits for
-// retry-after; configuration problems (no token or app key, unknown
+// retry-after, else a minute, doubling as they recur (secondaryUntil);
+// configuration problems (no token or app key, unknown
 // repository, no permission) are recorded with a clear message and retried
 // on the next call. While GitHub is rate limited or down, the whole pass
 // stops and every pending row is deferred, so driftprobe does not keep
@@ -140,7 +149,12 @@ type Options struct {
 type Result struct {
 	Sent     int `json:"sent"`     // rows delivered in this pass (posted, or found already on GitHub by their marker)
 	Failed   int `json:"failed"`   // rows whose attempt failed in this pass
-	Deferred int `json:"deferred"` // rows left for later (waiting, rate limited, held back)
+	Deferred int `json:"deferred"` // rows left for later, not attempted in this pass (waiting, rate limited, held back behind a failed row of their event, not attempted after a failure that stopped the pass)
+	// Skipped counts rows recorded done without being sent in this pass
+	// because their event's open row was skipped (outbox --skip) and the
+	// event has no issue on GitHub; Notes says which, and so does each
+	// row's last_error.
+	Skipped  int `json:"skipped"`
 	Rendered int `json:"rendered"` // rows rendered by a dry run
 	// Lost counts rows whose claim ran out during this pass and that
 	// another process claimed (or recorded) before this pass recorded its
@@ -233,6 +247,14 @@ type deliverer struct {
 	// each row it claimed: release and fail compare-and-swap on it, so a
 	// row another process claimed after this claim ran out is left alone.
 	claims map[int64]string
+	// recent indexes by marker the issues created since recentSince,
+	// labelled or not, listed once for the rows never attempted (see
+	// recentIssue); nil until then.
+	recent      map[string]*github.Issue
+	recentSince time.Time
+	// checked holds the mappings on another host that checkMapping found
+	// right this pass (event fingerprint -> issue number).
+	checked map[string]int
 	// unsure is set when a call that creates or edits something on GitHub
 	// (an issue, a comment, an edit) was cut off by the pass's own
 	// cancellation (a signal): GitHub may still be carrying it out, so
@@ -299,7 +321,8 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	}
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
 		index: map[string]*github.Issue{}, seen: map[int]map[int64][]seenComment{}, claims: map[int64]string{},
-		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, labels: map[int][]string{}, whoami: whoami}
+		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, labels: map[int][]string{}, whoami: whoami,
+		checked: map[string]int{}}
 	lost := func(r row, what string) {
 		note := fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, what)
 		res.Lost++
@@ -359,6 +382,21 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 				lost(r, "interrupted after this pass's claim on the row ran out and another process took the row over; the row is left to it")
 			}
 			return res, ctx.Err()
+		}
+		var se *skippedIssueError
+		if errors.As(err, &se) {
+			recorded, err := d.markSkipped(ctx, r, se.Error())
+			if err != nil {
+				return res, err
+			}
+			if !recorded {
+				lost(r, "found its event's issue skipped after this pass's claim on the row ran out and another process took the row over; the row is left to it")
+				continue
+			}
+			res.Skipped++
+			res.Notes = append(res.Notes, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, se.Error()))
+			log.Info("github delivery skipped: the event's issue was skipped", "outbox", r.ID, "event", r.EventID, "action", r.Action, "open_row", se.open)
+			continue
 		}
 		// Retry times count from the failure, not from the start of the
 		// pass: a call that timed out after 30s still waits its backoff.
@@ -425,9 +463,11 @@ func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, erro
 // cancelled, or a database error). It never puts back an empty
 // next_attempt_at: the interrupted attempt may have sent a create whose
 // answer, or the recording of it, was lost, and attempted must tell the
-// next pass so, or that pass would look only through the labelled issues
-// and open a second one next to an issue GitHub created without its
-// labels.
+// next pass so: that pass then lists the issues created since the row was
+// queued in a listing made for this row, when the row is delivered (not
+// the pass's one listing, recentIssue, made earlier for the rows never
+// attempted), so it never opens a second issue next to one GitHub created
+// without its labels.
 //
 // When nothing was in flight (d.unsure unset: the pass stopped between
 // calls, or a call's outcome is known and only its recording failed), the
@@ -505,6 +545,20 @@ func (d *deliverer) markSent(ctx context.Context, r row) (sentOutcome, error) {
 		return sentOverClaim, nil
 	}
 	return sentBefore, nil
+}
+
+// markSkipped records the row done without sending it (its event's issue
+// was skipped, see skippedIssueError), note as its last error, as Skip
+// does (no attempt counted): a compare-and-swap on this pass's claim, so a
+// row another process took over since is left to it (recorded is false).
+func (d *deliverer) markSkipped(ctx context.Context, r row, note string) (recorded bool, err error) {
+	res, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET sent_at = ?, last_error = ?, next_attempt_at = '' WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`,
+		ts(d.opts.Now()), note, r.ID, d.claims[r.ID])
+	if err != nil {
+		return false, fmt.Errorf("outbox record skip: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
 }
 
 // fail records a failed attempt: a compare-and-swap on this pass's claim.
@@ -1168,18 +1222,42 @@ func rateLimited(r *http.Response) bool {
 }
 
 // ensureIssue returns the event's issue number: the mapping, else an
-// issue found by its marker, else a new issue. When an earlier attempt of
-// r may have created the issue (its answer lost, or the process gone
-// before recording it), the marker is also looked for among the issues
-// created since r was queued, labelled or not: GitHub silently drops the
-// labels of a new issue when the caller lacks push access, so the label
-// listing alone would miss it and open a second one.
+// issue found by its marker, else a new issue.
+//
+// The mapping (events.issue_number and issue_url) counts as it is when its
+// URL names this repository on this GitHub's web host (webRoot). One into
+// another repository (github.repo changed) does not count. One on another
+// host (github.base_url changed: another GitHub with a repository of the
+// same name) is reused only when that number's issue here carries the
+// event's marker (checkMapping: one GET of the issue, which the comment
+// check would fetch anyway); otherwise it is dropped and the issue looked
+// up by its marker as below: driftprobe never comments on, retitles or
+// closes an issue of another host's number that is not the event's.
+//
+// Looked up by marker: first among the repository's driftprobe-labelled
+// issues (listed once per pass), then among the issues created since the
+// row was queued (less clockSlack), labelled or not: GitHub silently drops
+// the labels of a new issue when the caller lacks push access, so the
+// label listing alone misses an issue created by an earlier attempt whose
+// answer was lost, or one whose mapping a restored database lost (its rows
+// never attempted). When an earlier attempt of r may have created the
+// issue, that search is made afresh for r; otherwise one search per pass
+// serves every row (recentIssue), so a pass that opens issues costs one
+// more listing call (a page per 100 issues created in the window).
+//
+// When no issue is found and r is not the event's open row, while that
+// open row was given up (outbox --skip), no issue is opened: the
+// *skippedIssueError makes the pass record r skipped too.
 func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *Evidence) (int, error) {
 	if ev.IssueNumber != 0 {
-		// A mapping into another repository (github.repo changed) does not
-		// count: the issue is looked up in this one.
-		if ev.IssueURL == "" || strings.Contains(strings.ToLower(ev.IssueURL), "/"+strings.ToLower(d.owner+"/"+d.repo)+"/issues/") {
+		switch d.mappingHere(ev.IssueURL) {
+		case mappingTrusted:
 			return ev.IssueNumber, nil
+		case mappingOtherHost:
+			num, err := d.checkMapping(ctx, ev)
+			if err != nil || num != 0 {
+				return num, err
+			}
 		}
 		ev.IssueNumber, ev.IssueURL = 0, ""
 	}
@@ -1189,24 +1267,36 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 	if iss, ok := d.index[ev.Fingerprint]; ok {
 		return d.adopt(ctx, ev, iss)
 	}
+	since := storage.ParseTime(r.CreatedAt)
+	if !since.IsZero() {
+		since = since.Add(-clockSlack)
+	}
+	var iss *github.Issue
+	var err error
 	if attempted(r) {
-		since := storage.ParseTime(r.CreatedAt)
-		if !since.IsZero() {
-			since = since.Add(-clockSlack)
-		}
-		iss, err := d.findRecent(ctx, ev.Fingerprint, since)
+		iss, err = d.findRecent(ctx, ev.Fingerprint, since)
+	} else {
+		iss, err = d.recentIssue(ctx, ev.Fingerprint, since)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if iss != nil {
+		d.index[ev.Fingerprint] = iss
+		return d.adopt(ctx, ev, iss)
+	}
+	if r.Action != ActionOpen {
+		open, err := skippedOpen(ctx, d.db, ev.ID)
 		if err != nil {
-			return 0, err
+			return 0, dbError{err}
 		}
-		if iss != nil {
-			d.index[ev.Fingerprint] = iss
-			return d.adopt(ctx, ev, iss)
+		if open != 0 {
+			return 0, &skippedIssueError{open: open}
 		}
 	}
 	labels := Labels(ev, d.cfg.Labels)
 	req := &github.IssueRequest{Title: github.String(Title(ev)), Body: github.String(IssueBody(ev, e)), Labels: &labels}
-	var iss *github.Issue
-	err := d.send(ctx, func(ctx context.Context) error {
+	err = d.send(ctx, func(ctx context.Context) error {
 		var err error
 		iss, _, err = d.gh.Issues.Create(ctx, d.owner, d.repo, req)
 		return err
@@ -1228,6 +1318,99 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 	ev.IssueNumber, ev.IssueURL = iss.GetNumber(), u
 	d.log.Info("github issue opened", "event", ev.ID, "issue", iss.GetNumber(), "url", u)
 	return iss.GetNumber(), nil
+}
+
+// mapping says how far a stored issue URL can be trusted (mappingHere).
+type mapping int
+
+const (
+	mappingTrusted   mapping = iota // this repository on this GitHub (or no URL: a mapping from before URLs were kept)
+	mappingOtherRepo                // another repository: does not count
+	mappingOtherHost                // this repository's path on another host: counts only when the issue carries the marker
+)
+
+// mappingHere says whether the stored issue URL u names an issue of this
+// repository (its path holds /OWNER/REPO/issues/, case-insensitively) on
+// this GitHub's web host (webRoot: github.com for api.github.com, the
+// Enterprise host for https://HOST/api/v3/, the API root's host
+// otherwise).
+func (d *deliverer) mappingHere(u string) mapping {
+	if u == "" {
+		return mappingTrusted
+	}
+	if !strings.Contains(strings.ToLower(u), "/"+strings.ToLower(d.owner+"/"+d.repo)+"/issues/") {
+		return mappingOtherRepo
+	}
+	p, err := url.Parse(u)
+	if err != nil || !strings.EqualFold(p.Host, d.webRoot().Host) {
+		return mappingOtherHost
+	}
+	return mappingTrusted
+}
+
+// checkMapping checks a mapping to this repository's path on another host
+// (see ensureIssue): issue ev.IssueNumber here is the event's only when
+// its body carries the event's marker (markerOf, the rule of the marker
+// lookups). It returns the number, the mapping rewritten to this host's
+// issue (adopt), when it is; 0 when it is not (or there is no such issue),
+// after clearing the stored mapping so that the caller looks the issue up
+// by its marker. Costs one GET of the issue per pass (fetchIssue, whose
+// author, title and labels the comment and title checks then reuse).
+func (d *deliverer) checkMapping(ctx context.Context, ev *diff.Event) (int, error) {
+	num, old := ev.IssueNumber, ev.IssueURL
+	if d.checked[ev.Fingerprint] == num {
+		return num, nil
+	}
+	iss, err := d.fetchIssue(ctx, num)
+	if err != nil {
+		var er *github.ErrorResponse
+		if !errors.As(err, &er) || er.Response == nil || (er.Response.StatusCode != http.StatusNotFound && er.Response.StatusCode != http.StatusGone) {
+			return 0, err
+		}
+		// No such issue here (or the repository itself is missing: the
+		// lookup that follows fails and says so).
+		iss = nil
+	}
+	if iss != nil && !iss.IsPullRequest() && markerOf(iss.GetBody()) == ev.Fingerprint {
+		d.checked[ev.Fingerprint] = num
+		d.index[ev.Fingerprint] = iss
+		d.log.Info("github issue mapping on another host checked: the issue here carries the event's marker", "event", ev.ID, "issue", num, "stored_url", old)
+		return d.adopt(ctx, ev, iss)
+	}
+	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, 0, ""); err != nil {
+		return 0, dbError{err}
+	}
+	d.log.Warn("github issue mapping ignored: it names another host, and the issue of that number here does not carry the event's marker; looking the event's issue up by its marker", "event", ev.ID, "issue", num, "stored_url", old)
+	return 0, nil
+}
+
+// skippedOpen returns the id of event's open row when the operator gave it
+// up (driftprobe outbox --skip, SkipNote), else 0.
+func skippedOpen(ctx context.Context, db *storage.DB, event int64) (int64, error) {
+	var id int64
+	err := db.SQL().QueryRowContext(ctx, `SELECT id FROM outbox WHERE event_id = ? AND action = ? AND sent_at != '' AND last_error = ? ORDER BY id LIMIT 1`,
+		event, ActionOpen, SkipNote).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("outbox: open row of event %d: %w", event, err)
+	}
+	return id, nil
+}
+
+// skippedIssueError is a row of an event whose open row the operator gave
+// up (outbox --skip) and which has no issue on GitHub (no mapping, none
+// found by its marker): the row is not sent either (no issue is opened for
+// it) but recorded done with skippedIssueNote, like the open row.
+type skippedIssueError struct{ open int64 }
+
+func (e *skippedIssueError) Error() string { return skippedIssueNote(e.open) }
+
+// skippedIssueNote is the last_error recorded on a row given up because
+// its event's open row (outbox row open) was skipped.
+func skippedIssueNote(open int64) string {
+	return fmt.Sprintf("skipped: the event's issue was skipped (its open row %d was given up with driftprobe outbox --skip) and no issue of the event was found on GitHub, so this update is recorded done, never delivered; no issue is opened for the event", open)
 }
 
 // adopt maps ev to iss, an issue found by its marker.
@@ -1257,14 +1440,27 @@ func (d *deliverer) issueURL(iss *github.Issue) string {
 	if u := iss.GetHTMLURL(); plainWebURL(u) {
 		return u
 	}
+	web := d.webRoot()
+	return web.String() + url.PathEscape(d.owner) + "/" + url.PathEscape(d.repo) + "/issues/" + strconv.Itoa(iss.GetNumber())
+}
+
+// webRoot returns the root of this GitHub's web pages, derived from the
+// API root: https://github.com/ for api.github.com; for an Enterprise
+// server's https://HOST/api/v3/, https://HOST/; for an API root on a host
+// named api.X (GitHub Enterprise Cloud with data residency:
+// api.SUBDOMAIN.ghe.com), https://X/; otherwise the API root's host.
+func (d *deliverer) webRoot() url.URL {
 	web := url.URL{Scheme: "https", Host: "github.com", Path: "/"}
 	if b := d.gh.BaseURL; b != nil && !strings.EqualFold(b.Hostname(), "api.github.com") {
 		web = url.URL{Scheme: b.Scheme, Host: b.Host, Path: strings.TrimSuffix(b.Path, "api/v3/")}
+		if h, ok := strings.CutPrefix(strings.ToLower(b.Host), "api."); ok && !strings.HasSuffix(b.Path, "/api/v3/") && h != "" {
+			web.Host = h
+		}
 		if !strings.HasSuffix(web.Path, "/") {
 			web.Path += "/"
 		}
 	}
-	return web.String() + url.PathEscape(d.owner) + "/" + url.PathEscape(d.repo) + "/issues/" + strconv.Itoa(iss.GetNumber())
+	return web
 }
 
 // plainWebURL reports whether s is an absolute http or https URL with a
@@ -1294,27 +1490,60 @@ const clockSlack = time.Hour
 func attempted(r row) bool { return r.Attempts > 0 || r.NextAttempt != "" }
 
 // findRecent looks for the issue carrying fingerprint's marker among the
-// repository's issues created at or after since, labelled or not (state
-// all, newest first; paging stops at the first issue created before
-// since, so the listing is bounded by the issues opened since then). The
-// marker rules of the label listing apply: the marker is the first one in
-// the body (markerOf), pull requests do not count, and when several issues
-// carry it the oldest wins (the one driftprobe opened; a human quoting it
-// can only do so later).
+// repository's issues created at or after since, labelled or not (see
+// scanRecent), listing them now.
 func (d *deliverer) findRecent(ctx context.Context, fingerprint string, since time.Time) (*github.Issue, error) {
+	found, err := d.scanRecent(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	return found[fingerprint], nil
+}
+
+// recentIssue is findRecent for a row no earlier attempt of which can
+// have created the issue (not attempted): an issue carrying the marker
+// then predates this pass (a database restored from a backup lost its
+// mapping), so one listing serves the whole pass. It lists the issues
+// created since the earliest since asked for so far, again only when a
+// row asks for an earlier one (rows are delivered oldest first, so
+// usually once per pass).
+func (d *deliverer) recentIssue(ctx context.Context, fingerprint string, since time.Time) (*github.Issue, error) {
+	if d.recent == nil || since.Before(d.recentSince) {
+		found, err := d.scanRecent(ctx, since)
+		if err != nil {
+			return nil, err
+		}
+		d.recent, d.recentSince = found, since
+	}
+	return d.recent[fingerprint], nil
+}
+
+// scanRecent indexes by their marker the repository's issues created at
+// or after since, labelled or not (state all, newest first; paging stops
+// at the first issue created before since, so the listing is bounded by
+// the issues opened since then). The marker rules of the label listing
+// apply: the marker is the first one in the body (markerOf), pull requests
+// do not count, and when several issues carry it the oldest wins (the one
+// driftprobe opened; a human quoting it can only do so later).
+func (d *deliverer) scanRecent(ctx context.Context, since time.Time) (map[string]*github.Issue, error) {
 	opt := &github.IssueListByRepoOptions{State: "all", Since: since, Sort: "created", Direction: "desc"}
-	var found *github.Issue
+	found := map[string]*github.Issue{}
 	err := d.eachIssue(ctx, opt, func(iss *github.Issue) bool {
 		if iss.GetCreatedAt().Time.Before(since) {
 			return false // older than the row: the rest is older still
 		}
-		if !iss.IsPullRequest() && markerOf(iss.GetBody()) == fingerprint && (found == nil || iss.GetNumber() < found.GetNumber()) {
-			found = iss
+		if iss.IsPullRequest() {
+			return true
+		}
+		if fp := markerOf(iss.GetBody()); fp != "" {
+			if old, dup := found[fp]; !dup || iss.GetNumber() < old.GetNumber() {
+				found[fp] = iss
+			}
 		}
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("looking for the issue of an earlier attempt: %w", err)
+		return nil, fmt.Errorf("looking for the event's issue among the issues created since %s: %w", ts(since), err)
 	}
 	return found, nil
 }
@@ -1556,7 +1785,7 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			until := now.Add(backoff(attempts))
 			return failure{msg: fmt.Sprintf("GitHub unavailable (%d) while fetching the installation token of %s", st, d.auth), until: until, global: true}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (ie.Response.Header.Get("Retry-After") != "" || ie.Response.Header.Get("X-Ratelimit-Remaining") == "0")):
-			until := d.secondaryUntil(ie.Response, now)
+			until := d.secondaryUntil(ie.Response, now, attempts)
 			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s while fetching the installation token of %s", st, ts(until), d.auth), until: until, global: true}
 		case st == http.StatusUnauthorized:
 			return failure{msg: fmt.Sprintf("GitHub rejected the app's JWT for %s (401): check github.app_id and that $%s holds that app's current private key", d.auth, d.cfg.PrivateKeyEnv), global: true}
@@ -1572,7 +1801,7 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 		}
 		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s: %s", ts(until), rle.Message), until: until, global: true}
 	case errors.As(err, &are):
-		until := d.secondaryUntil(are.Response, now)
+		until := d.secondaryUntil(are.Response, now, attempts)
 		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s: %s", ts(until), are.Message), until: until, global: true}
 	case errors.As(err, &er) && er.Response != nil:
 		st := er.Response.StatusCode
@@ -1589,7 +1818,7 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			}
 			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s: %s", st, ts(until), msg), until: until, global: true}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (h.Get("Retry-After") != "" || strings.Contains(strings.ToLower(msg), "rate limit"))):
-			until := d.secondaryUntil(er.Response, now)
+			until := d.secondaryUntil(er.Response, now, attempts)
 			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s: %s", st, ts(until), msg), until: until, global: true}
 		case st >= 500:
 			until := now.Add(backoff(attempts))
@@ -1618,16 +1847,23 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 }
 
 // secondaryUntil reads a secondary limit's wait from the response, counted
-// from now (the injected clock when the answer came): retry-after seconds,
-// else x-ratelimit-reset, else one minute (GitHub's advice).
-func (d *deliverer) secondaryUntil(r *http.Response, now time.Time) time.Time {
+// from now (the injected clock when the answer came), as GitHub's
+// documentation on rate limits advises: the retry-after seconds when the
+// answer has them; else, when x-ratelimit-remaining is 0, until
+// x-ratelimit-reset; else at least one minute, longer when it keeps
+// happening: the backoff of the row's attempts (1m, 2m, 4m … 1h). Every
+// GitHub answer carries x-ratelimit-reset (the end of the primary window,
+// up to an hour away), so it counts only when the primary limit is spent.
+func (d *deliverer) secondaryUntil(r *http.Response, now time.Time, attempts int) time.Time {
 	if r != nil {
 		if s, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("Retry-After")), 10, 64); err == nil && s >= 0 {
 			return now.Add(time.Duration(max(s, 1)) * time.Second)
 		}
-		if s, err := strconv.ParseInt(r.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(now) {
-			return time.Unix(s, 0).UTC()
+		if strings.TrimSpace(r.Header.Get("X-Ratelimit-Remaining")) == "0" {
+			if s, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-Ratelimit-Reset")), 10, 64); err == nil && time.Unix(s, 0).After(now) {
+				return time.Unix(s, 0).UTC()
+			}
 		}
 	}
-	return now.Add(time.Minute)
+	return now.Add(backoff(attempts))
 }

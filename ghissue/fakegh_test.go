@@ -187,7 +187,9 @@ func (f *fakeGitHub) issueJSON(i *fakeIssue) map[string]any {
 	}
 	m := map[string]any{
 		"number": i.Number, "title": i.Title, "body": i.Body, "state": i.State, "labels": labels,
-		"html_url": fmt.Sprintf("https://github.example/%s/%s/issues/%d", f.owner, f.repo, i.Number),
+		// As a GitHub Enterprise server answers: its API at
+		// /api/v3/, its web pages (html_url) on the same host.
+		"html_url": fmt.Sprintf("%s/%s/%s/issues/%d", f.srv.URL, f.owner, f.repo, i.Number),
 		"url":      fmt.Sprintf("%s/api/v3/repos/%s/%s/issues/%d", f.srv.URL, f.owner, f.repo, i.Number),
 	}
 	if i.StateReason != "" {

@@ -43,10 +43,11 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 	// The target is the update's (a target joining a provider-wide event,
 	// its revert), else the event's.
 	rows, err := db.SQL().QueryContext(ctx, `SELECT o.id, o.event_id, e.fingerprint, COALESCE(ut.name, t.name), e.kind, o.update_id, COALESCE(u.run_id, 0), COALESCE(u.change, ''),
-		o.action, e.issue_number, e.issue_url, o.created_at, o.attempts, o.last_error, o.next_attempt_at
+		o.action, e.issue_number, e.issue_url, o.created_at, o.attempts, o.last_error, o.next_attempt_at,
+		COALESCE((SELECT MIN(s.id) FROM outbox s WHERE s.event_id = o.event_id AND s.action = ? AND s.sent_at != '' AND s.last_error = ?), 0)
 		FROM outbox o JOIN events e ON e.id = o.event_id JOIN targets t ON t.id = e.target_id LEFT JOIN event_updates u ON u.id = o.update_id
 		LEFT JOIN targets ut ON ut.id = u.target_id AND u.target_id != 0
-		WHERE o.sent_at = '' ORDER BY o.id`)
+		WHERE o.sent_at = '' ORDER BY o.id`, ActionOpen, SkipNote)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
@@ -64,8 +65,9 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 	for rows.Next() {
 		var p PendingRow
 		var created, next string
+		var skippedOpen int64
 		if err := rows.Scan(&p.ID, &p.EventID, &p.Fingerprint, &p.Target, &p.Kind, &p.UpdateID, &p.RunID, &p.Change,
-			&p.Action, &p.IssueNumber, &p.IssueURL, &created, &p.Attempts, &p.LastError, &next); err != nil {
+			&p.Action, &p.IssueNumber, &p.IssueURL, &created, &p.Attempts, &p.LastError, &next, &skippedOpen); err != nil {
 			return nil, err
 		}
 		p.CreatedAt = storage.ParseTime(created)
@@ -87,6 +89,9 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 			p.Reason = "retried on the next delivery: an earlier delivery was interrupted before its outcome was recorded"
 		default:
 			p.Reason = "queued: not attempted yet (delivered after the next run, or now with `driftprobe outbox --send`)"
+		}
+		if skippedOpen != 0 && p.IssueNumber == 0 && p.Action != ActionOpen {
+			p.Reason += fmt.Sprintf("; the event's issue was skipped (its open row %d was given up with `driftprobe outbox --skip`): unless its issue is found on GitHub by its marker, this row is recorded skipped too when delivered, never sent", skippedOpen)
 		}
 		if f, held := first[p.EventID]; held {
 			p.Reason = fmt.Sprintf("held back until outbox row %d of the same event is delivered; row %d: %s", f.id, f.id, f.reason)
@@ -130,8 +135,8 @@ func AfterRun(ctx context.Context, db *storage.DB, cfg *config.Config, log *slog
 	res, err := Deliver(ctx, db, cfg, Options{Logger: log, DryRun: dryRun})
 	if res != nil {
 		sent = res.Sent
-		if log != nil && (res.Sent > 0 || res.Failed > 0 || res.Lost > 0) {
-			log.Info("github outbox delivered", "sent", res.Sent, "failed", res.Failed, "deferred", res.Deferred, "lost", res.Lost)
+		if log != nil && (res.Sent > 0 || res.Failed > 0 || res.Lost > 0 || res.Skipped > 0) {
+			log.Info("github outbox delivered", "sent", res.Sent, "failed", res.Failed, "deferred", res.Deferred, "skipped", res.Skipped, "lost", res.Lost)
 		}
 	}
 	return sent, err
@@ -158,7 +163,7 @@ func RenderEvents(ctx context.Context, db *storage.DB, gh *config.GitHub, evs []
 			case diff.ChangeReverted, diff.ChangeRetracted:
 				action = ActionRevert
 			}
-			if err := renderOne(ev, e, u, action, gh, w, dir); err != nil {
+			if err := renderOne(ev, e, u, action, gh, w, dir, ""); err != nil {
 				return n, err
 			}
 			n++
@@ -185,7 +190,17 @@ func renderRows(ctx context.Context, db *storage.DB, gh *config.GitHub, rows []r
 				u = x
 			}
 		}
-		if err := renderOne(ev, e, u, r.Action, gh, w, dir); err != nil {
+		note := ""
+		if ev.IssueNumber == 0 && r.Action != ActionOpen {
+			open, err := skippedOpen(ctx, db, ev.ID)
+			if err != nil {
+				return n, err
+			}
+			if open != 0 {
+				note = fmt.Sprintf("the event's issue was skipped (open row %d, driftprobe outbox --skip): unless its issue is found on GitHub by its marker, outbox row %d is recorded skipped too, nothing sent", open, r.ID)
+			}
+		}
+		if err := renderOne(ev, e, u, r.Action, gh, w, dir, note); err != nil {
 			return n, err
 		}
 		n++
@@ -193,7 +208,9 @@ func renderRows(ctx context.Context, db *storage.DB, gh *config.GitHub, rows []r
 	return n, nil
 }
 
-func renderOne(ev *diff.Event, e *Evidence, u diff.EventUpdate, action string, gh *config.GitHub, w io.Writer, dir string) error {
+// renderOne renders one delivery; note, when set, says in the header why
+// it may not go out (text output only).
+func renderOne(ev *diff.Event, e *Evidence, u diff.EventUpdate, action string, gh *config.GitHub, w io.Writer, dir string, note string) error {
 	var extra []string
 	repo := "(no github block)"
 	closing := false
@@ -232,6 +249,9 @@ func renderOne(ev *diff.Event, e *Evidence, u diff.EventUpdate, action string, g
 		} else {
 			tj, _ := json.Marshal(Title(ev))
 			head = fmt.Sprintf("==== would %s %s in %s: update %d (%s, run %d) ====\ntitle (edited if it differs): %s\n\n", what, on, repo, u.ID, u.Change, u.RunID, tj)
+			if note != "" {
+				head = "==== " + note + " ====\n" + head
+			}
 		}
 	}
 	if dir != "" {
@@ -325,7 +345,11 @@ const SkipNote = "skipped by the operator (driftprobe outbox --skip): never deli
 // Skip gives up pending outbox rows ids: each is recorded done (sent_at
 // set, last_error SkipNote) without being sent, so the later rows of its
 // event are delivered in turn. For a delivery that cannot go out, such as
-// a comment on an issue a maintainer locked and keeps locked. A row being
+// a comment on an issue a maintainer locked and keeps locked. Skipping an
+// event's open row means no issue for the event: its later rows are
+// recorded skipped when delivered (see skippedIssueError), unless an issue
+// of the event exists (mapped, or found by its marker), which they update
+// as usual. A row being
 // delivered by another pass at that moment may still reach GitHub; its
 // outcome is then not recorded over the skip. It returns the rows
 // skipped; ids that are not pending (unknown or delivered) are not.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/termtext"
@@ -439,7 +440,7 @@ func Title(ev *diff.Event) string {
 	if len(fresh) > 0 {
 		parts = append(parts, "new: "+strings.Join(fresh, ", "))
 	}
-	t := kindTitle(ev.Kind) + " on " + where(ev) + ": " + what
+	t := ": " + what
 	if len(parts) > 0 {
 		t += " (" + strings.Join(parts, ", ") + ")"
 	}
@@ -458,7 +459,48 @@ func Title(ev *diff.Event) string {
 	case partial:
 		t += " [" + leftNote(ev.Probes) + "]"
 	}
-	return titleText(t, MaxTitle)
+	return fitTitle(kindTitle(ev.Kind)+" on ", ev, t)
+}
+
+// fitTitle returns the title head + where + tail (tail: what changed, the
+// categories and the status) in at most MaxTitle runes. When it does not
+// fit, the scope gives way first, so that what changed and whether it
+// still holds survive: a provider-wide event lists as many of its targets
+// as fit ("azure (8 targets: a, b, +6 more)"), else none ("azure (8
+// targets)"); one target's long name is cut ("…"). Only when even that
+// does not fit is the whole title cut. Deterministic: ensureState edits a
+// title only when it differs from this.
+func fitTitle(head string, ev *diff.Event, tail string) string {
+	fits := func(w string) (string, bool) {
+		t := titleText(head+w+tail, 0)
+		return t, utf8.RuneCountInString(t) <= MaxTitle
+	}
+	if t, ok := fits(where(ev)); ok {
+		return t
+	}
+	if len(ev.Targets) > 1 {
+		for k := len(ev.Targets) - 1; k >= 1; k-- {
+			w := fmt.Sprintf("%s (%d targets: %s, +%d more)", ev.Provider, len(ev.Targets), strings.Join(ev.Targets[:k], ", "), len(ev.Targets)-k)
+			if t, ok := fits(w); ok {
+				return t
+			}
+		}
+		w := fmt.Sprintf("%s (%d targets)", ev.Provider, len(ev.Targets))
+		if t, ok := fits(w); ok {
+			return t
+		}
+		return titleText(head+w+tail, MaxTitle)
+	}
+	// One target: cut its name to what is left once the rest is counted.
+	rest := utf8.RuneCountInString(titleText(head+tail, 0))
+	if room := MaxTitle - rest - 1; room >= 16 {
+		for n := room; n >= 16; n-- {
+			if t, ok := fits(truncRunes(ev.Target, n)); ok {
+				return t
+			}
+		}
+	}
+	return titleText(head+where(ev)+tail, MaxTitle)
 }
 
 // leftNote says how many of ps (an event's probes, some of which left it)

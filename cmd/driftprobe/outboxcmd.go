@@ -215,6 +215,9 @@ variable named by github.private_key_env).`,
 					if res.Lost > 0 {
 						fmt.Fprintf(w, ", %d left to another process", res.Lost)
 					}
+					if res.Skipped > 0 {
+						fmt.Fprintf(w, ", %d skipped (their event's issue was skipped)", res.Skipped)
+					}
 					fmt.Fprintln(w)
 					for _, e := range res.Errors {
 						fmt.Fprintf(w, "  %s\n", termtext.Safe(e))
@@ -255,7 +258,7 @@ variable named by github.private_key_env).`,
 				}
 			}
 			if res != nil && len(res.Errors) > 0 {
-				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed or could not be attempted and stay queued (see above)", len(pending))
+				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed and %d deferred (not due yet, held back behind a failed row of their event, or not attempted after a failure that stopped the pass); all %d stay queued (see above)", res.Failed, res.Deferred, len(pending))
 			}
 			if len(notPending) > 0 {
 				return fmt.Errorf("--skip: outbox row(s) %s are not pending", idList(notPending))
@@ -263,7 +266,7 @@ variable named by github.private_key_env).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, rendered (dry runs only: 0), lost, errors, notes and pending; with --backfill also backfilled, the events queued)")
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, skipped, rendered (dry runs only: 0), lost, errors, notes and pending; with --backfill also backfilled, the events queued)")
 	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
