@@ -41,6 +41,7 @@ var wantAlerts = map[string]string{
 	"DriftprobeBaselinesRestarted": "ticket",
 	"DriftprobeOutboxStuck":        "ticket",
 	"DriftprobeConfigReloadFailed": "ticket",
+	"DriftprobeMetricsDown":        "ticket",
 
 	"DriftprobeProductionShiftProvider": "warning",
 	"DriftprobeProductionShiftTraffic":  "info",

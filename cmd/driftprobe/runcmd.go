@@ -15,7 +15,6 @@ import (
 
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
-	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -123,7 +122,7 @@ unreachable provider) is stored and printed, and exits 3.`,
 				// Interrupted: what was stored is kept, but the run did not complete.
 				return fmt.Errorf("run %d aborted (interrupted); observations so far are stored, nothing was confirmed", res.Summary.RunID)
 			}
-			if err := noVerdicts(res.Summary); err != nil {
+			if err := app.MeasuredNothing(res.Summary); err != nil {
 				return err
 			}
 			return nil
@@ -161,26 +160,4 @@ func checkPushgateway(s string) error {
 		return app.Usage(fmt.Errorf("run: --pushgateway: %w", err))
 	}
 	return nil
-}
-
-// noVerdicts is the error of a run in which no target answered a single
-// probe with a verdict or with account-level enforcement: every answer
-// was a transient failure, a client error (a revoked key's 401) or an
-// unavailable filter. The run is stored and its output printed, but a
-// cron job or CI step must not read it as a success (exit 3). A run in
-// which any target measured something is no failure.
-func noVerdicts(s *runner.Summary) error {
-	var transient, clientErr, unavailable int
-	for _, t := range s.Targets {
-		if t.Verdicts > 0 || t.Counts[probes.AbuseBlock] > 0 {
-			return nil
-		}
-		transient += t.Transient
-		clientErr += t.ClientErrors
-		unavailable += t.Unavailable
-	}
-	if len(s.Targets) == 0 {
-		return nil
-	}
-	return fmt.Errorf("run %d measured nothing: no target answered a probe with a verdict (%d transient, %d client errors, %d filter unavailable); check the keys, base URLs and network (`driftprobe plan`, the run's JSON); the run is stored", s.RunID, transient, clientErr, unavailable)
 }

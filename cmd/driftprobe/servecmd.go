@@ -38,7 +38,10 @@ mid-run (taken over while serve was paused) is a failed run
 (driftprobe_run_failures_total), and so is a tick that finds the database file
 at the configured path removed or replaced: it runs nothing until serve is
 restarted, and /readyz fails (also when the file cannot be read); /healthz
-does not (see the RUNBOOK's DriftprobeRunFailed).`,
+does not (see the RUNBOOK's DriftprobeRunFailed). A run in which no target
+measured anything (every answer transient, a client error or an unavailable
+filter) is a failed run too. A metrics collection that fails answers /metrics
+with HTTP 500 (Prometheus records up == 0) and is logged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -10,16 +10,27 @@ import (
 func cronSpec(s string) (cron.Schedule, error) { return cron.ParseStandard(s) }
 
 // longestGap is the longest wait between two firings of a cron schedule
-// over the coming five weeks (at most cronSamples firings): the staleness
-// alert allows twice the interval, and a weekday schedule's weekend, or a
-// monthly one's 31-day month, must not look stale. Five weeks, not a
-// year: a daily schedule at 02:30 in a zone that skips that hour once a
-// year would otherwise wait 47 hours all year.
+// (the staleness alert allows twice the interval, and a weekday schedule's
+// weekend, a monthly one's 31-day month or a quarterly one's 92 days must
+// not look stale). It walks every firing from the first after now to the
+// first at least a year after that one, so a schedule whose pattern only
+// repeats yearly (some months, the 29th to 31st of a month, once a year)
+// is measured whatever month it is loaded in, and one whose next firing
+// is months away is no 0. The walk is on the schedule's wall clock
+// without daylight saving (cronWallClock): a daily schedule at 02:30 in a
+// zone that skips that hour once a year does not wait 47 hours all year,
+// and a gap across a switch may be an hour off. Bounded work: at most
+// cronSamples firings (a minutely schedule fires 525,600 times a year;
+// its longest gap shows long before).
 func longestGap(sch cron.Schedule, now time.Time) time.Duration {
+	sch, now = cronWallClock(sch, now)
 	var longest time.Duration
 	prev := sch.Next(now)
-	end := now.AddDate(0, 0, 35)
-	for i := 0; i < cronSamples && !prev.IsZero() && prev.Before(end); i++ {
+	if prev.IsZero() {
+		return 0
+	}
+	end := prev.AddDate(1, 0, 0)
+	for i := 0; i < cronSamples && prev.Before(end); i++ {
 		next := sch.Next(prev)
 		if next.IsZero() {
 			break
@@ -30,9 +41,30 @@ func longestGap(sch cron.Schedule, now time.Time) time.Duration {
 	return longest
 }
 
-// cronSamples bounds longestGap's walk (a minutely schedule fires 50,400
-// times in five weeks; its longest gap shows long before that).
+// cronSamples bounds longestGap's walk.
 const cronSamples = 20000
+
+// cronWallClock returns sch evaluated in UTC, a zone without daylight
+// saving, and now's wall-clock time in sch's zone as a UTC time: the
+// schedule's firings as its wall clock has them, none skipped or repeated
+// by a daylight-saving switch. A schedule that is not a parsed cron
+// expression (a CRON_TZ= @every) is returned as it is.
+func cronWallClock(sch cron.Schedule, now time.Time) (cron.Schedule, time.Time) {
+	spec, ok := sch.(*cron.SpecSchedule)
+	if !ok || spec == nil {
+		return sch, now
+	}
+	if spec.Location != nil && spec.Location != time.Local {
+		// CRON_TZ's zone. Without CRON_TZ (time.Local) robfig evaluates
+		// in the zone of the time it is given: now's, as it is.
+		now = now.In(spec.Location)
+	}
+	c := *spec
+	c.Location = time.UTC
+	y, mo, d := now.Date()
+	h, mi, s := now.Clock()
+	return &c, time.Date(y, mo, d, h, mi, s, now.Nanosecond(), time.UTC)
+}
 
 // every is an @every schedule, at its latest: each run is due at most its
 // interval (plus jitter) after the one before.

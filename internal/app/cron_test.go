@@ -90,3 +90,42 @@ func inLocalZone(t *testing.T, name string) {
 	time.Local = loc
 	t.Cleanup(func() { time.Local = old })
 }
+
+// A schedule whose next firing is more than five weeks away (quarterly,
+// yearly, only some months) still has its longest gap, whatever month it
+// is loaded in; a daylight-saving switch that skips a daily firing once a
+// year does not double a daily schedule's gap all year; the walk is
+// bounded for a schedule firing every minute, and for one firing every
+// four years.
+func TestLongestCronGapBeyondFiveWeeks(t *testing.T) {
+	feb := time.Date(2027, 2, 1, 12, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		spec     string
+		now      time.Time
+		min, max time.Duration
+	}{
+		{"CRON_TZ=UTC 0 6 1 1,4,7,10 *", feb, 92 * day, 92 * day},                                    // Jul → Oct, Oct → Jan
+		{"0 6 1 1 *", feb, 365 * day, 366 * day},                                                     // yearly
+		{"0 0 29 * *", time.Date(2026, 1, 30, 0, 0, 0, 0, time.UTC), 59 * day, 59 * day},             // Jan 29 → Mar 29 2027 (no Feb 29)
+		{"0 0 * 1 *", time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC), 335 * day, 336 * day},             // January only: Jan 31 → Jan 1
+		{"CRON_TZ=Europe/Berlin 30 2 * * *", time.Date(2027, 3, 20, 0, 0, 0, 0, time.UTC), day, day}, // spring forward skips 02:30 on Mar 28
+		{"CRON_TZ=America/New_York 30 1 * * *", time.Date(2027, 10, 30, 0, 0, 0, 0, time.UTC), day, day},
+		{"0 0 29 2 *", feb, 4 * 365 * day, 4*365*day + day}, // Feb 29 2028 → 2032
+		{"* * * * *", feb, time.Minute, time.Minute},
+		{"0 0 31 2 *", feb, 0, 0}, // never fires
+	} {
+		sch, err := cronSpec(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got := longestGap(sch, c.now)
+		if got < c.min || got > c.max {
+			t.Errorf("%s loaded %s: longest gap %s, want %s to %s", c.spec, c.now.Format(time.DateOnly), got, c.min, c.max)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s: longestGap took %s", c.spec, took)
+		}
+	}
+}

@@ -60,6 +60,8 @@ type Daemon struct {
 	scrape *storage.DB
 	reg    *prometheus.Registry
 	m      *metrics.Metrics
+	// scrapeLog logs /metrics' failed collections.
+	scrapeLog scrapeLog
 	// failures counts scheduled runs that failed with an error
 	// (driftprobe_run_failures_total).
 	failures prometheus.Counter
@@ -137,6 +139,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		read = d.scrape.SQL()
 	}
 	d.reg, d.m = newRegistry(read, o.Runtime)
+	d.scrapeLog = scrapeLog{log: d.log, clock: d.clock}
 	d.failures = metrics.NewRunFailures(d.reg)
 	d.runCtx, d.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
 	ConfigLoaded(d.m, cfg, d.clock.Now())
@@ -269,7 +272,17 @@ func (d *Daemon) tick(context.Context) {
 		d.failures.Inc()
 		d.log.Error("run failed", "err", err)
 	default:
-		d.log.Info("run finished", "run", res.Summary.RunID, "status", res.Summary.Status, "events", len(res.Events))
+		// A run in which no target answered a single probe with a
+		// verdict (a provider outage, a revoked key, no network) is
+		// stored and detected, and delivery still runs, but it is a
+		// failed run, as `driftprobe run` exits 3 on it.
+		err = MeasuredNothing(res.Summary)
+		if err != nil {
+			d.failures.Inc()
+			d.log.Error("run failed", "err", err, "run", res.Summary.RunID, "status", res.Summary.Status)
+		} else {
+			d.log.Info("run finished", "run", res.Summary.RunID, "status", res.Summary.Status, "events", len(res.Events))
+		}
 		if d.o.AfterRun != nil {
 			d.o.AfterRun(ctx, cfg, d.st, res)
 		}
@@ -345,8 +358,13 @@ func (d *Daemon) Reload() error {
 // Handler serves /metrics, /healthz and /readyz.
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
-		Registry: d.reg, ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 2, Timeout: 10 * time.Second, EnableOpenMetrics: true})))
+	// A collection that failed is no scrape: HTTP 500, so Prometheus
+	// records up == 0 rather than a complete-looking scrape without the
+	// families the failing query feeds (a firing page would resolve
+	// without a word), and the log says why (scrapeLog).
+	mux.Handle("/metrics", d.scrapeLog.watch(promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+		Registry: d.reg, ErrorHandling: promhttp.HTTPErrorOnError, ErrorLog: &d.scrapeLog,
+		MaxRequestsInFlight: 2, Timeout: 10 * time.Second, EnableOpenMetrics: true}))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		// Not failed by a database file removed or replaced under the
 		// daemon (every tick is then a failed run, and /readyz fails): a
@@ -478,3 +496,103 @@ func (d *Daemon) Shutdown() error {
 	}
 	return err
 }
+
+// scrapeLog logs the collections of /metrics that failed (a database
+// query of the collector failing: a damaged row, an unreadable page), at
+// error level, without flooding the log with a scrape every 15 seconds:
+// the first failure is logged at once; while failures go on, a new error
+// text is logged at most once per scrapeLogMinGap, and the same one again
+// every scrapeLogRemind, with how many scrapes failed meanwhile. The
+// first scrape answered again after failures is logged too. It is
+// promhttp's ErrorLog (which hands it the error) and wraps the handler
+// (watch: which says when a scrape was answered).
+type scrapeLog struct {
+	log   *slog.Logger
+	clock clockwork.Clock
+
+	mu      sync.Mutex
+	failing bool
+	since   time.Time // the first failure of this spell
+	failed  int       // scrapes failed in this spell
+	unsaid  int       // of which since the last log line
+	last    string    // the error text logged last
+	at      time.Time // when
+}
+
+const (
+	scrapeLogMinGap = time.Minute
+	scrapeLogRemind = 15 * time.Minute
+)
+
+// Println implements promhttp.Logger.
+func (l *scrapeLog) Println(v ...any) {
+	var err error
+	if len(v) == 2 {
+		err, _ = v[1].(error)
+	}
+	if err == nil || v[0] != "error gathering metrics:" {
+		// Writing the answer failed: the scraper went away.
+		l.log.Debug("metrics: " + strings.TrimSpace(fmt.Sprintln(v...)))
+		return
+	}
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.failing {
+		l.failing, l.since, l.failed, l.unsaid, l.last = true, now, 0, 0, ""
+	}
+	l.failed++
+	l.unsaid++
+	msg, gap := err.Error(), now.Sub(l.at)
+	if l.failed == 1 || (msg != l.last && gap >= scrapeLogMinGap) || gap >= scrapeLogRemind {
+		l.log.Error("metrics collection failed: /metrics answers HTTP 500 until it succeeds (Prometheus records up == 0); `driftprobe db check` names damaged rows",
+			"err", err, "failed_scrapes", l.failed, "unlogged", l.unsaid-1, "failing_since", l.since.UTC().Format(time.RFC3339))
+		l.last, l.at, l.unsaid = msg, now, 0
+	}
+}
+
+// answered records a scrape answered with metrics.
+func (l *scrapeLog) answered() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.failing {
+		return
+	}
+	l.log.Info("metrics collection recovered: /metrics answers again", "failed_scrapes", l.failed,
+		"failing_for", l.clock.Since(l.since).Round(time.Second))
+	l.failing = false
+}
+
+// watch wraps the /metrics handler h: a scrape it answers with 200 ends
+// a spell of failures.
+func (l *scrapeLog) watch(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		if sw.status == 0 || sw.status == http.StatusOK {
+			l.answered()
+		}
+	})
+}
+
+// statusWriter records the status code written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -235,6 +235,51 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	return res, nil
 }
 
+// ErrMeasuredNothing is matched (errors.Is) by MeasuredNothing's error.
+var ErrMeasuredNothing = errors.New("measured nothing")
+
+// MeasuredNothingError is a run in which no target answered a single
+// probe with a verdict (account-level enforcement included): every answer
+// was a transient failure, a client error (a revoked key's 401) or an
+// unavailable filter. The counts are the targets' first samples.
+type MeasuredNothingError struct {
+	RunID                                int64
+	Transient, ClientErrors, Unavailable int
+}
+
+func (e *MeasuredNothingError) Error() string {
+	return fmt.Sprintf("run %d measured nothing: no target answered a probe with a verdict (%d transient, %d client errors, %d filter unavailable); check the keys, base URLs and network (`driftprobe plan`, the run's JSON); the run is stored",
+		e.RunID, e.Transient, e.ClientErrors, e.Unavailable)
+}
+
+func (e *MeasuredNothingError) Is(target error) bool { return target == ErrMeasuredNothing }
+
+// MeasuredNothing returns a *MeasuredNothingError for a finished run in
+// which no target answered a single probe with a verdict or with
+// account-level enforcement, nil otherwise. Such a run is stored (partial:
+// every target degraded) and detected, but it confirms nothing and
+// measured nothing: `run` exits 3 on it, and serve counts it as a failed
+// run (driftprobe_run_failures_total, a `run failed` log line), so that a
+// cron job, a CI step or an alert never read it as a success. A run in
+// which any target measured something is no failure; an aborted run
+// (interrupted) is reported as aborted, not as this, and a run of no
+// target is none either.
+func MeasuredNothing(s *runner.Summary) error {
+	if s == nil || len(s.Targets) == 0 || s.Status == storage.RunAborted {
+		return nil
+	}
+	e := &MeasuredNothingError{RunID: s.RunID}
+	for _, t := range s.Targets {
+		if t.Verdicts > 0 || t.Counts[probes.AbuseBlock] > 0 {
+			return nil
+		}
+		e.Transient += t.Transient
+		e.ClientErrors += t.ClientErrors
+		e.Unavailable += t.Unavailable
+	}
+	return e
+}
+
 // attributionBudget bounds the attribution after a run (both Prometheus
 // queries and storing the report), so that a slow Prometheus cannot hold
 // the run lease or outlast a CronJob's deadline.
