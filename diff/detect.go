@@ -1961,8 +1961,8 @@ func (d *detector) providerEvents(kindsIn string, since int64) ([]int64, error) 
 // them moved as the event's did") is taken against every other member of
 // its final group, so it does not depend on the order joins are recorded
 // in. The decisions are left in the detectors (group, joinEvent, joinVia,
-// same); the returned order is the order to record them in: openers
-// first.
+// same); the returned order is the order to record them in: group by
+// group, each opener before the targets that join its event.
 func groupProviderWide(ds []*detector) ([]*detector, error) {
 	type group struct {
 		provider string

@@ -39,10 +39,11 @@ type State struct {
 // candidate is no longer a revert (only a return to the one it replaced
 // is). Reverts a format 4 (or older) blob counted while the baseline
 // formed, or before the baseline it holds was confirmed, may be such
-// replacements: they are read as none (upgradeReverts), so a provider
-// change seen while a baseline formed before the upgrade does not push a
-// probe toward nondeterminism after it. A noisy probe may then need one
-// more revert to be marked.
+// replacements: they are read as none — all but the latest, when that one
+// came after the baseline held now was confirmed (upgradeReverts) — so a
+// provider change seen while a baseline formed before the upgrade does not
+// push a probe toward nondeterminism after it. A noisy probe may then need
+// more reverts to be marked (up to nondeterministic_flips − 1).
 //
 // Probes absent from the corpus (removed by a version bump) keep their
 // state, so that a probe restored with the same request bytes is compared
@@ -55,10 +56,16 @@ type State struct {
 const stateFormat = 5
 
 // upgradeReverts applies format 5's revert rule to a state read from an
-// older blob (see stateFormat).
+// older blob (see stateFormat): only its latest revert is dated, so only
+// that one, when it came after the baseline held now was confirmed, is
+// kept; every other may have been counted while a baseline formed.
 func upgradeReverts(st *state) {
-	if st.reverts > 0 && (st.baseline == "" || st.lastRevertRun <= st.baselineRun) {
+	switch {
+	case st.reverts == 0:
+	case st.baseline == "" || st.lastRevertRun <= st.baselineRun:
 		st.reverts, st.lastRevertRun = 0, 0
+	default:
+		st.reverts = 1
 	}
 }
 
