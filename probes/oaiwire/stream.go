@@ -151,6 +151,9 @@ type streamChoice struct {
 	hasText                bool
 	filters                filterSet
 	keys, messageKeys      map[string]bool // unknown choice and delta keys
+	// err is the choice's error member (OpenRouter's failed generation,
+	// sent on the chunk that ends it): a failure, once sent, stays.
+	err *choiceError
 }
 
 // streamPrompt is one prompt_filter_results entry, gathered over chunks.
@@ -317,6 +320,10 @@ func (s *chatStream) add(chunk map[string]json.RawMessage) bool {
 		if c.text != nil {
 			sc.hasText = true
 			sc.text.WriteString(*c.text)
+		}
+		if v := nonNull(c.raw["error"]); v != nil && (sc.err == nil || !sc.err.Failed) {
+			sc.err = &choiceError{}
+			_ = sc.err.UnmarshalJSON(v) // never fails
 		}
 		sc.filters = mergeFilters(sc.filters, c.filters)
 		for k := range c.raw {
@@ -555,7 +562,7 @@ func (s *chatStream) response() (chatResponse, []string) {
 	}
 	cs := s.sorted()
 	for _, c := range cs {
-		cc := chatChoice{FinishReason: c.finish, ContentFilterResults: c.filters}
+		cc := chatChoice{FinishReason: c.finish, ContentFilterResults: c.filters, Error: c.err}
 		if c.index != nil {
 			_ = cc.Index.UnmarshalJSON(c.index)
 		}

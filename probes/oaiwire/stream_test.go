@@ -787,3 +787,37 @@ func FuzzChatStream(f *testing.F) {
 		}
 	})
 }
+
+// A streamed generation that fails after it started (OpenRouter: HTTP 200,
+// the last chunk's choice carries an error object, finish_reason "error")
+// is transient, as the same failure in a non-streamed answer is: the text
+// before the failure is not the provider's verdict. A falsy error member
+// ("no error", as some gateways send on every chunk) is no failure, and a
+// failure sent once is not undone by a later falsy member.
+func TestStreamChoiceError(t *testing.T) {
+	failed := sse(
+		`{"id":"gen-1","object":"chat.completion.chunk","created":1767225600,"model":"openai/gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Here is"},"finish_reason":null}]}`,
+		`{"id":"gen-1","object":"chat.completion.chunk","created":1767225600,"model":"openai/gpt-4o","choices":[{"index":0,"delta":{"content":""},"finish_reason":"error","error":{"code":502,"message":"Upstream provider failed"}}]}`,
+		"[DONE]",
+	)
+	r := classifyBoth(t, "failed", failed, false)
+	if r.Class != probes.Transient || r.Reason != "choice_error" || r.Message != "Upstream provider failed" {
+		t.Errorf("failed generation: %s %q %q, want transient choice_error with the gateway's message", r.Class, r.Reason, r.Message)
+	}
+	// The failure without a finish reason of its own, then a falsy member.
+	undone := sse(
+		`{"id":"gen-2","object":"chat.completion.chunk","created":1767225600,"model":"openai/gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Here is"},"finish_reason":null,"error":{"message":"Upstream provider failed"}}]}`,
+		`{"id":"gen-2","object":"chat.completion.chunk","created":1767225600,"model":"openai/gpt-4o","choices":[{"index":0,"delta":{"content":" an answer."},"finish_reason":"stop","error":null}]}`,
+		"[DONE]",
+	)
+	if r := classifyBoth(t, "failure then null", undone, false); r.Class != probes.Transient || r.Reason != "choice_error" {
+		t.Errorf("a failure then a null error member: %s %q, want transient choice_error", r.Class, r.Reason)
+	}
+	falsy := strings.Replace(qaAnswer, `"finish_reason":"stop"`, `"finish_reason":"stop","error":false`, 1)
+	if !strings.Contains(falsy, `"error":false`) {
+		t.Fatal("scenario: no stop chunk to mark")
+	}
+	if r := classifyBoth(t, "falsy", falsy, false); r.Class != probes.Allowed || r.Reason != "stop" {
+		t.Errorf("a falsy error member: %s %q, want allowed stop", r.Class, r.Reason)
+	}
+}
