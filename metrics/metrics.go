@@ -70,8 +70,8 @@ type Metrics struct {
 	// exports per-target series for these targets only.
 	Configured *TargetSet
 	// Schedule is the schedule in force (SetSchedule). A DBCollector
-	// built with WithSchedule(Schedule) exports when the next complete run
-	// is overdue.
+	// built with WithSchedule(Schedule) exports when the next run that
+	// measures something is overdue.
 	Schedule *ScheduleRef
 
 	// live orders per-target updates (read-locked: check Configured, then
@@ -109,14 +109,16 @@ func (r *ScheduleRef) Get() Schedule {
 	return r.s
 }
 
-// Overdue is when the next finished run is overdue, given the latest
-// finished (complete or partial) run's end and duration: a run that fails
-// leaves one more chance. The next run starts at the first due time after that end; runs
-// never overlap, so the one after it starts at the first due time after
-// it ends (taking as long as the last), and is overdue once it has had
-// as long to finish. With runs shorter than the schedule's interval that
-// is the second due time after the end, plus the duration; longer runs
-// skip slots, and so does this. ok is false when s has no such due time.
+// Overdue is when the next run that measures something is overdue, given
+// the latest such run's end and duration (a finished run in which a target
+// answered with a verdict; the collector decides which): a run that fails
+// or measures nothing leaves one more chance. The next run starts at the
+// first due time after that end; runs never overlap, so the one after it
+// starts at the first due time after it ends (taking as long as the
+// last), and is overdue once it has had as long to finish. With runs
+// shorter than the schedule's interval that is the second due time after
+// the end, plus the duration; longer runs skip slots, and so does this.
+// ok is false when s has no such due time.
 func Overdue(s Schedule, end time.Time, took time.Duration) (at time.Time, ok bool) {
 	took = max(took, 0)
 	first := s.Next(end)
@@ -422,7 +424,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		cost:          prometheus.NewDesc(RecordedCostUSD, "Estimated spend of every recorded run from the target's price table, in USD.", []string{"target"}, nil),
 		duration:      prometheus.NewDesc(RecordedRunDuration, "Wall time of every finished run (runs abandoned by a process that died excluded).", nil, nil),
 		newCategory:   prometheus.NewDesc(NewCategoryTimestamp, "Time the event whose confirmed flips (identical request bytes) first made this category fire on the target was recorded there (its new_categories): opened, joined or extended in that run. A category that starts firing through a baseline (a probe confirming late, a new corpus version) has no series.", []string{"target", "category"}, nil),
-		overdue:       prometheus.NewDesc(RunOverdue, "When the next finished run is overdue: the schedule's second due time after the latest finished run (complete or partial: a run with measurements) ended (one failed run is tolerated), plus that run's duration; jitter included. Absent before the first finished run.", nil, nil),
+		overdue:       prometheus.NewDesc(RunOverdue, "When the next run that measures something is overdue: the schedule's second due time after the latest run that measured something ended (one failed run is tolerated), plus that run's duration; jitter included. A run measured something when it finished (complete or partial) and at least one target answered a probe with a verdict (account-level enforcement included); a run in which every answer was transient, a client error or an unavailable filter (an outage, a revoked key: what driftprobe run exits 3 on) does not count, nor do aborted runs and compare --run runs. Until a run has measured something, it follows the first finished run. Absent before the first finished run.", nil, nil),
 		prevRunProbes: prometheus.NewDesc(PreviousRunProbes, "Probes of the finished (not aborted) run before the target's latest finished run, by how their first sample was answered (as driftprobe_last_run_probes).", []string{"target", "outcome"}, nil),
 		probeCount:    prometheus.NewDesc(Probes, "Probes whose latest verdict on the target is this class, each probe counted once whatever its categories (driftprobe_probe_verdicts counts a probe once per category); every verdict class is exported, 0 when no probe has it.", []string{"target", "verdict"}, nil),
 		inputAt:       prometheus.NewDesc(InputChangeTimestamp, "End time (runs.finished_at, as driftprobe_last_run_timestamp_seconds) of the latest run whose detection restarted probes' baselines on the target for this cause, recorded as input changes: request (their request bytes changed: a target parameter such as temperature, max_tokens, seed or options, a corpus version editing a prompt or system message, an adapter rendering other bytes) or origin (the target moved to another endpoint: base_url, region, gateway). Detection follows the run's end (a run detected late, by the next run, keeps its own end). A provider change at that moment is absorbed into the new baselines; detection on those probes resumes once they hold (confirm_runs). No series before the target's first input change of the cause.", []string{"target", "cause"}, nil),
@@ -575,9 +577,15 @@ const (
 	// The highest run id (a database replaced by an older copy has a
 	// lower one than the cache summed: start over).
 	qMaxRun = `SELECT COALESCE(MAX(id), 0) FROM runs`
-	// Runs after the cache's watermark, in id order.
+	// Runs after the cache's watermark, in id order, and whether any
+	// target answered a probe with a verdict in the run (run_targets.verdicts
+	// counts first samples of every verdict class, abuse_block included,
+	// since schema 1): internal/app.MeasuredNothing's rule, read through
+	// the run_targets primary key.
 	qRunsAfter = `SELECT id, status, COALESCE(finished_at, ''), unixepoch(finished_at, 'subsec'),
-		unixepoch(finished_at, 'subsec') - unixepoch(started_at, 'subsec'), note FROM runs WHERE id > ? ORDER BY id`
+		unixepoch(finished_at, 'subsec') - unixepoch(started_at, 'subsec'), note,
+		EXISTS (SELECT 1 FROM run_targets rt WHERE rt.run_id = runs.id AND rt.verdicts > 0)
+		FROM runs WHERE id > ? ORDER BY id`
 	// A target's summaries of a range of runs, added up. Integers only
 	// (spend in nano-dollars), so sums are exact whatever runs they are
 	// split into: every process computes the same counters.
@@ -1037,9 +1045,14 @@ type runTotals struct {
 	targets map[int64]*targetTotals
 	byState map[string]float64 // runs by status
 	last    map[string]lastFinish
-	durN    uint64
-	durUS   int64    // total wall time, microseconds
-	durCum  []uint64 // per runBuckets: runs at most that long
+	// lastMeasured is the latest scheduled (not subset) finished run in
+	// which some target answered with a verdict (runSummary.measured),
+	// firstFinished the earliest scheduled finished run, measured or not;
+	// text "" before the first.
+	lastMeasured, firstFinished lastFinish
+	durN                        uint64
+	durUS                       int64    // total wall time, microseconds
+	durCum                      []uint64 // per runBuckets: runs at most that long
 }
 
 // targetTotals is what a target's summaries (run_targets rows) add up to.
@@ -1075,6 +1088,7 @@ type runSummary struct {
 	epoch, took sql.NullFloat64
 	abandoned   bool
 	subset      bool // a compare --run of some targets: not the schedule's run
+	measured    bool // some target answered a probe with a verdict (abuse_block included)
 	targets     map[int64]targetTotals
 }
 
@@ -1085,7 +1099,7 @@ func newRunTotals() runTotals {
 // clone returns a copy of t that adding to leaves t as it was.
 func (t *runTotals) clone() runTotals {
 	c := runTotals{targets: make(map[int64]*targetTotals, len(t.targets)), byState: maps.Clone(t.byState), last: maps.Clone(t.last),
-		durN: t.durN, durUS: t.durUS, durCum: slices.Clone(t.durCum)}
+		lastMeasured: t.lastMeasured, firstFinished: t.firstFinished, durN: t.durN, durUS: t.durUS, durCum: slices.Clone(t.durCum)}
 	for id, v := range t.targets {
 		vv := *v
 		c.targets[id] = &vv
@@ -1113,6 +1127,18 @@ func (t *runTotals) addRun(r *runSummary) {
 	if r.epoch.Valid && r.fin != "" && !r.subset {
 		if l, ok := t.last[r.status]; !ok || r.epoch.Float64 > l.epoch {
 			t.last[r.status] = lastFinish{r.epoch.Float64, r.fin, r.took.Float64}
+		}
+		// A finished run measured something when a target answered with
+		// a verdict: a run in which every answer was transient, a client
+		// error (a revoked key's 401s leave a run complete) or an
+		// unavailable filter measured nothing, whatever its status, and
+		// neither does an aborted run (detection never confirmed it).
+		finished := r.status == storage.RunComplete || r.status == storage.RunPartial
+		if finished && r.measured && (t.lastMeasured.text == "" || r.epoch.Float64 > t.lastMeasured.epoch) {
+			t.lastMeasured = lastFinish{r.epoch.Float64, r.fin, r.took.Float64}
+		}
+		if finished && (t.firstFinished.text == "" || r.epoch.Float64 < t.firstFinished.epoch) {
+			t.firstFinished = lastFinish{r.epoch.Float64, r.fin, r.took.Float64}
 		}
 	}
 	// A run a dead process left running ends when it was found, not when
@@ -1153,7 +1179,7 @@ func (c *DBCollector) update(ctx context.Context, targets []int64) (runTotals, e
 	for rows.Next() {
 		r := &runSummary{}
 		var note string
-		if err := rows.Scan(&r.id, &r.status, &r.fin, &r.epoch, &r.took, &note); err != nil {
+		if err := rows.Scan(&r.id, &r.status, &r.fin, &r.epoch, &r.took, &note, &r.measured); err != nil {
 			rows.Close()
 			return runTotals{}, err
 		}
@@ -1264,26 +1290,35 @@ func (c *DBCollector) collectRuns(ctx context.Context, ch chan<- prometheus.Metr
 	for st, n := range byState {
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, n, st)
 	}
-	// The overdue time follows the latest run that finished with
-	// measurements: complete, or partial (some target degraded or cut
-	// short: the others were measured, and DriftprobeTargetDegraded
-	// tickets the one that was not). Only runs that measured nothing
-	// (aborted, failed before they were recorded) let it pass.
-	var measured lastFinish
-	var measuredAt time.Time
 	for st, l := range tot.last {
 		t := storage.ParseTime(l.text)
 		if t.IsZero() {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(t.UnixNano())/1e9, st)
-		if (st == storage.RunComplete || st == storage.RunPartial) && (measuredAt.IsZero() || l.epoch > measured.epoch) {
-			measured, measuredAt = l, t
-		}
 	}
-	if sch := c.schedule.Get(); sch != nil && !measuredAt.IsZero() {
-		if at, ok := Overdue(sch, measuredAt, time.Duration(measured.took*float64(time.Second))); ok {
-			ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(at.UnixNano())/1e9)
+	// The overdue time follows the latest scheduled run that measured
+	// something: finished (complete, or partial: some target degraded or
+	// cut short, the others measured, and DriftprobeTargetDegraded
+	// tickets the one that was not) with at least one target answering a
+	// probe with a verdict or account-level enforcement. Runs that
+	// measured nothing let it pass: aborted ones, ones that failed before
+	// they were recorded, and finished ones in which every answer was
+	// transient, a client error or an unavailable filter (an outage, a
+	// revoked key: what `driftprobe run` exits 3 on and serve counts as a
+	// failed run, internal/app.MeasuredNothing). Until a run has
+	// measured something it follows the first finished run, so that a
+	// deployment that never measured anything (a key wrong from the
+	// start) goes stale as one that stopped measuring does.
+	measured := tot.lastMeasured
+	if measured.text == "" {
+		measured = tot.firstFinished
+	}
+	if measuredAt := storage.ParseTime(measured.text); !measuredAt.IsZero() {
+		if sch := c.schedule.Get(); sch != nil {
+			if at, ok := Overdue(sch, measuredAt, time.Duration(measured.took*float64(time.Second))); ok {
+				ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(at.UnixNano())/1e9)
+			}
 		}
 	}
 	for id, v := range tot.targets {

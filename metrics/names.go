@@ -31,7 +31,7 @@ const (
 	RunFailuresTotal  = "driftprobe_run_failures_total"   // counter (serve only): scheduled runs that failed with an error
 	BuildInfo         = "driftprobe_build_info"           // gauge {version,goversion}
 	ScheduleIntervalS = "driftprobe_schedule_interval_seconds"
-	RunOverdue        = "driftprobe_run_overdue_timestamp_seconds" // gauge: when the schedule's second run after the latest finished (complete or partial) run should have ended
+	RunOverdue        = "driftprobe_run_overdue_timestamp_seconds" // gauge: when the schedule's second run after the latest run that measured something (finished, some target answered with a verdict) should have ended
 	DatabaseSize      = "driftprobe_database_size_bytes"           // gauge: the SQLite file (pages in use and free)
 	DatabaseFree      = "driftprobe_database_free_bytes"           // gauge: free pages, reused by later writes (VACUUM returns them)
 

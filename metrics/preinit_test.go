@@ -196,7 +196,9 @@ func (every1h) Next(t time.Time) time.Time { return t.Add(time.Hour) }
 // driftprobe_run_overdue_timestamp_seconds follows the latest run that
 // finished with measurements: complete, or partial (one flaky target
 // among many makes every run partial, and the others are still
-// measured). Aborted runs measured nothing and do not move it.
+// measured). Aborted runs are not confirmed by detection and do not move
+// it, even with verdicts (finished runs that measured nothing:
+// measured_overdue_test.go).
 func TestOverdueFollowsFinishedRuns(t *testing.T) {
 	st := openStore(t)
 	a, b := ensureTarget(t, st, "a"), ensureTarget(t, st, "b")
@@ -209,17 +211,17 @@ func TestOverdueFollowsFinishedRuns(t *testing.T) {
 	}
 	r := beginRun(t, st, t0)
 	finish(t, st, r, t0, time.Minute, storage.RunComplete,
-		storage.RunTarget{TargetID: a, Status: storage.TargetComplete}, storage.RunTarget{TargetID: b, Status: storage.TargetComplete})
+		storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 5, Verdicts: 5}, storage.RunTarget{TargetID: b, Status: storage.TargetComplete, Observations: 5, Verdicts: 5})
 	// Ended 00:01 after 1m: the next run is due 01:01 and ends 01:02, the
 	// one after is due 02:02 and overdue at 02:03 (metrics.Overdue).
 	diffLines(t, "after a complete run", gathered(t, reg, metrics.RunOverdue), []string{"driftprobe_run_overdue_timestamp_seconds{} " + at(2*time.Hour+3*time.Minute)})
 	r = beginRun(t, st, t0.Add(time.Hour))
 	finish(t, st, r, t0.Add(time.Hour), time.Minute, storage.RunPartial,
-		storage.RunTarget{TargetID: a, Status: storage.TargetComplete}, storage.RunTarget{TargetID: b, Status: storage.TargetDegraded})
+		storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 5, Verdicts: 5}, storage.RunTarget{TargetID: b, Status: storage.TargetDegraded, Observations: 5, Transient: 5})
 	diffLines(t, "after a partial run", gathered(t, reg, metrics.RunOverdue), []string{"driftprobe_run_overdue_timestamp_seconds{} " + at(3*time.Hour+3*time.Minute)})
 	r = beginRun(t, st, t0.Add(2*time.Hour))
 	finish(t, st, r, t0.Add(2*time.Hour), time.Minute, storage.RunAborted,
-		storage.RunTarget{TargetID: a, Status: storage.TargetAborted}, storage.RunTarget{TargetID: b, Status: storage.TargetAborted})
+		storage.RunTarget{TargetID: a, Status: storage.TargetComplete, Observations: 5, Verdicts: 5}, storage.RunTarget{TargetID: b, Status: storage.TargetAborted, Observations: 2, Verdicts: 2})
 	diffLines(t, "after an aborted run", gathered(t, reg, metrics.RunOverdue), []string{"driftprobe_run_overdue_timestamp_seconds{} " + at(3*time.Hour+3*time.Minute)})
 }
 

@@ -81,9 +81,10 @@ targets:
 // normal finished run: the tick logs "run finished" at INFO and
 // driftprobe_run_failures_total stays 0, so DriftprobeRunFailed never
 // fires. The one-shot `driftprobe run` calls the same run a runtime
-// failure (exit 3, "run N measured nothing"). And since the run is
-// recorded `partial`, driftprobe_run_overdue_timestamp_seconds moves on:
-// DriftprobeRunsStale ("No target is being measured") stays silent too.
+// failure (exit 3, "run N measured nothing"). (The run is recorded
+// `partial`; driftprobe_run_overdue_timestamp_seconds now counts only runs
+// that measured something, so DriftprobeRunsStale follows: metrics'
+// TestOverduePartialRunMeasuringNothingDoesNotMoveIt.)
 //
 // Want: serve reports such a run the way `run` does: a failed run
 // (OnRun's error, driftprobe_run_failures_total + 1, an error log line).
