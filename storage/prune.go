@@ -372,13 +372,33 @@ func (d *DB) pruneRuns(ctx context.Context, o PruneOptions) ([]pruneRun, error) 
 
 // Vacuum rebuilds the database file, returning the space pruning freed to
 // the file system. It needs as much free disk as the database's size and
-// blocks every other writer while it runs.
+// blocks every other writer while it runs. In WAL mode the rebuilt pages
+// land in the -wal, and only a checkpoint copies them into the file and
+// cuts it to its new size: SQLite does that when the last connection
+// closes, which beside a running serve (whose connections stay open) may
+// be many runs later, the file and a -wal as large as what was kept
+// meanwhile both on disk. So Vacuum checkpoints at once, truncating the
+// -wal too. When another connection is reading through the whole busy
+// timeout (a scrape, a long read), that checkpoint cannot complete: the
+// vacuum stands, and the error wraps ErrNotShrunk (the file shrinks at a
+// later checkpoint, at the latest when the last connection closes).
 func (d *DB) Vacuum(ctx context.Context) error {
 	if _, err := d.db.ExecContext(ctx, `VACUUM`); err != nil {
 		return fmt.Errorf("vacuum: %w", err)
 	}
+	var busy, logFrames, done int
+	if err := d.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("vacuum: checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("vacuum: %w: another connection kept reading the database (%d of %d WAL frames copied back)", ErrNotShrunk, done, logFrames)
+	}
 	return nil
 }
+
+// ErrNotShrunk is wrapped by Vacuum's error when the database was rebuilt
+// but its file not yet cut to size (see Vacuum): nothing is lost.
+var ErrNotShrunk = errors.New("the database was rebuilt, but its file shrinks only at a later checkpoint")
 
 // ErrExists is returned by Backup when the destination exists.
 var ErrExists = errors.New("file exists")

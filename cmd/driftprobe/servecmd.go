@@ -70,7 +70,12 @@ with HTTP 500 (Prometheus records up == 0) and is logged.`,
 				d.Shutdown()
 				return app.Usage(fmt.Errorf("serve: --listen %s: %w", listen, err))
 			}
-			srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			// Bounded: a client that sends a request and goes quiet, or
+			// keeps an idle connection, does not hold a descriptor and a
+			// goroutine forever (scrapers reconnect in well under the
+			// idle timeout; /metrics answers within its own 10 s).
+			srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+				WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 			go func() {
 				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					log.Error("http server", "err", err)
