@@ -1333,10 +1333,12 @@ const (
 // repository (its path holds /OWNER/REPO/issues/, case-insensitively) on
 // this GitHub's web host (webRoot: github.com for api.github.com, the
 // Enterprise host for https://HOST/api/v3/, the API root's host
-// otherwise).
+// otherwise). A mapping without a URL (an early release stored an answer
+// that lacked html_url as it came) names no host: it is checked as one on
+// another host, once (the check stores this host's URL).
 func (d *deliverer) mappingHere(u string) mapping {
 	if u == "" {
-		return mappingTrusted
+		return mappingOtherHost
 	}
 	if !strings.Contains(strings.ToLower(u), "/"+strings.ToLower(d.owner+"/"+d.repo)+"/issues/") {
 		return mappingOtherRepo

@@ -21,7 +21,10 @@ func cronSpec(s string) (cron.Schedule, error) { return cron.ParseStandard(s) }
 // zone that skips that hour once a year does not wait 47 hours all year,
 // and a gap across a switch may be an hour off. Bounded work: at most
 // cronSamples firings (a minutely schedule fires 525,600 times a year;
-// its longest gap shows long before).
+// its longest gap usually shows long before — not for one dense for weeks
+// and then idle, such as every minute of the 1st to 14th: its interval
+// then reads as its dense spacing, and the staleness alert allows two of
+// those only).
 func longestGap(sch cron.Schedule, now time.Time) time.Duration {
 	sch, now = cronWallClock(sch, now)
 	var longest time.Duration

@@ -517,6 +517,9 @@ type scrapeLog struct {
 	unsaid  int       // of which since the last log line
 	last    string    // the error text logged last
 	at      time.Time // when
+
+	timeouts  int       // scrapes timed out since the last line saying so
+	timeoutAt time.Time // when that line was logged
 }
 
 const (
@@ -551,6 +554,22 @@ func (l *scrapeLog) Println(v ...any) {
 	}
 }
 
+// timedOut logs a scrape that outlasted the handler's timeout (promhttp
+// answers 503 and never reports it as an error): the collection waits on
+// the database (a long write elsewhere, a slow disk). At most once per
+// scrapeLogMinGap.
+func (l *scrapeLog) timedOut() {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timeouts++
+	if l.timeoutAt.IsZero() || now.Sub(l.timeoutAt) >= scrapeLogMinGap {
+		l.log.Warn("metrics scrape timed out: /metrics answered HTTP 503 after 10 s (the collection waits on the database: a long write, a slow disk)",
+			"timed_out_scrapes", l.timeouts)
+		l.timeoutAt, l.timeouts = now, 0
+	}
+}
+
 // answered records a scrape answered with metrics.
 func (l *scrapeLog) answered() {
 	l.mu.Lock()
@@ -569,8 +588,11 @@ func (l *scrapeLog) watch(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
-		if sw.status == 0 || sw.status == http.StatusOK {
+		switch sw.status {
+		case 0, http.StatusOK:
 			l.answered()
+		case http.StatusServiceUnavailable:
+			l.timedOut()
 		}
 	})
 }
