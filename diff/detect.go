@@ -1975,14 +1975,17 @@ func groupProviderWide(ds []*detector) ([]*detector, error) {
 		allowed map[int64]bool
 	}
 	var groups []*group
-	eventGroup := map[int64]*group{}
-	eventOwn := map[int64]map[string][]move{} // each event's own moves (its group's grow as it merges)
+	// Each target's and each event's own moves (a group's grow as it
+	// merges).
+	own := map[*detector]map[string][]move{}
+	eventOwn := map[int64]map[string][]move{}
 	for _, d := range ds {
 		d.group, d.joinEvent, d.joinVia, d.same = false, 0, nil, 0
 		if !d.pending {
 			continue
 		}
-		g := &group{provider: d.t.Provider, targets: []*detector{d}, moves: flipMoves(d.flips), name: "\x01" + d.t.Name, allowed: map[int64]bool{}}
+		own[d] = flipMoves(d.flips)
+		g := &group{provider: d.t.Provider, targets: []*detector{d}, moves: maps.Clone(own[d]), name: "\x01" + d.t.Name, allowed: map[int64]bool{}}
 		groups = append(groups, g)
 		ids, err := d.providerEvents(policyFamily, d.in.RunID-int64(d.p.WindowRuns))
 		if err != nil {
@@ -1990,16 +1993,15 @@ func groupProviderWide(ds []*detector) ([]*detector, error) {
 		}
 		for _, id := range ids {
 			g.allowed[id] = true
-			if eventGroup[id] != nil {
+			if eventOwn[id] != nil {
 				continue
 			}
 			theirs, err := d.eventMoves(id)
 			if err != nil {
 				return nil, err
 			}
-			eg := &group{provider: d.t.Provider, event: id, moves: maps.Clone(theirs), name: fmt.Sprintf("\x00%020d", id)}
-			eventGroup[id], eventOwn[id] = eg, theirs
-			groups = append(groups, eg)
+			eventOwn[id] = theirs
+			groups = append(groups, &group{provider: d.t.Provider, event: id, moves: maps.Clone(theirs), name: fmt.Sprintf("\x00%020d", id)})
 		}
 	}
 	if len(groups) == 0 {
@@ -2094,13 +2096,13 @@ func groupProviderWide(ds []*detector) ([]*detector, error) {
 				if o == d {
 					continue
 				}
-				for pid, ms := range flipMoves(o.flips) {
+				for pid, ms := range own[o] {
 					for _, m := range ms {
 						addMove(rest, pid, m)
 					}
 				}
 			}
-			d.same, _ = sameWay(flipMoves(d.flips), rest)
+			d.same, _ = sameWay(own[d], rest)
 		}
 		if g.event != 0 {
 			for _, d := range g.targets {
