@@ -237,6 +237,11 @@ type deliverer struct {
 	// listing's are in index): ensureState compares the kind label with
 	// them.
 	labels map[int][]string
+	// closed holds whether issues were closed (number -> closed) as this
+	// pass last saw them on GitHub (created, fetched or edited; the label
+	// listing's are in index): ensureState never edits the state of an
+	// issue already closed.
+	closed map[int]bool
 	// whoami asks GitHub for the login this pass posts as (once, before
 	// the first comment listing): its comments from an earlier pass count
 	// even on an issue another login opened (a token's, before a switch
@@ -321,7 +326,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	}
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
 		index: map[string]*github.Issue{}, seen: map[int]map[int64][]seenComment{}, claims: map[int64]string{},
-		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, labels: map[int][]string{}, whoami: whoami,
+		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, labels: map[int][]string{}, closed: map[int]bool{}, whoami: whoami,
 		checked: map[string]int{}}
 	lost := func(r row, what string) {
 		note := fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, what)
@@ -944,8 +949,11 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 // kind label of a kind the event had before is replaced by the current
 // one, every other label (a human's included) is kept.
 //
-// The close edit is always sent (with the title: it ends [reverted] or
-// [retracted] now).
+// The close edit is sent (with the title: it ends [reverted] or
+// [retracted] now) unless the issue is closed already: a person's close
+// keeps its state and reason (a "not planned" is never turned into
+// "completed"), and an earlier close whose answer was lost needs nothing
+// more. Only the title is then corrected. An issue is never reopened.
 //
 // It runs after the comment is ensured, under the row's claim: when the
 // edit fails (an outage, a rate limit), the row records the failure and
@@ -955,6 +963,19 @@ func (d *deliverer) ensureState(ctx context.Context, num int, ev *diff.Event, u 
 	want := Title(ev)
 	req := &github.IssueRequest{}
 	edit := false
+	if closing {
+		// An issue already closed keeps its state and reason: a person
+		// closed it (as not planned, say), or an earlier close of this
+		// row's went through with its answer lost.
+		closed, err := d.issueClosed(ctx, num)
+		if err != nil {
+			return d.issueErr(ctx, ev, err)
+		}
+		if closed {
+			d.log.Info("github issue already closed; its state is kept", "event", ev.ID, "issue", num)
+			closing = false
+		}
+	}
 	if closing {
 		reason := CloseReason
 		if u.Change == diff.ChangeRetracted {
@@ -992,6 +1013,9 @@ func (d *deliverer) ensureState(ctx context.Context, num int, ev *diff.Event, u 
 	}
 	if req.Title != nil {
 		d.titles[num] = want
+	}
+	if closing {
+		d.closed[num] = true
 	}
 	if newLabels {
 		d.labels[num] = labels
@@ -1119,6 +1143,26 @@ func (d *deliverer) issueLabels(ctx context.Context, num int) ([]string, error) 
 		return nil, err
 	}
 	return labelNames(iss), nil
+}
+
+// issueClosed reports whether issue num is closed as GitHub last showed
+// it to this pass (see deliverer.closed, then the label listing), else as
+// GitHub answers now.
+func (d *deliverer) issueClosed(ctx context.Context, num int) (bool, error) {
+	if c, ok := d.closed[num]; ok {
+		return c, nil
+	}
+	for _, iss := range d.index {
+		if iss.GetNumber() == num && iss.State != nil {
+			d.closed[num] = iss.GetState() == "closed"
+			return d.closed[num], nil
+		}
+	}
+	iss, err := d.fetchIssue(ctx, num)
+	if err != nil {
+		return false, err
+	}
+	return iss.GetState() == "closed", nil
 }
 
 // issueTitle returns issue num's title as GitHub last showed it to this
@@ -1311,6 +1355,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 	}
 	d.titles[iss.GetNumber()] = req.GetTitle()
 	d.labels[iss.GetNumber()] = labelNames(iss)
+	d.closed[iss.GetNumber()] = iss.GetState() == "closed"
 	u := d.issueURL(iss)
 	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, iss.GetNumber(), u); err != nil {
 		return 0, dbError{err}
@@ -1635,6 +1680,7 @@ func (d *deliverer) fetchIssue(ctx context.Context, num int) (*github.Issue, err
 	d.authors[num] = iss.GetUser().GetLogin()
 	d.titles[num] = iss.GetTitle()
 	d.labels[num] = labelNames(iss)
+	d.closed[num] = iss.GetState() == "closed"
 	return iss, nil
 }
 
