@@ -129,7 +129,9 @@ type CompareSide struct {
 	// CorpusVersion is the compared run's (both sides': the same).
 	CorpusVersion string `json:"corpus_version"`
 	Provider      string `json:"provider"`
-	// Model is the model as the target was configured (stored with it).
+	// Model is the model the run's requests named (the target's
+	// configured model at that run, storage.RunTarget.Model); for runs
+	// recorded before it was kept, the target's model as configured now.
 	Model string `json:"model"`
 	// Origin is the endpoint the run's requests went to
 	// (storage.RunTarget.Origin); "" for runs recorded before it was kept.
@@ -691,8 +693,12 @@ func sideOf(ctx context.Context, db *storage.DB, t storage.TargetRow, run int64,
 		f := r.FinishedAt
 		s.FinishedAt = &f
 	}
-	if err := db.SQL().QueryRowContext(ctx, `SELECT origin FROM run_targets WHERE run_id = ? AND target_id = ?`, run, t.ID).Scan(&s.Origin); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	var model string
+	if err := db.SQL().QueryRowContext(ctx, `SELECT origin, model FROM run_targets WHERE run_id = ? AND target_id = ?`, run, t.ID).Scan(&s.Origin, &model); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return CompareSide{}, fmt.Errorf("run %d: target %s: %w", run, t.Name, err)
+	}
+	if model != "" {
+		s.Model = model
 	}
 	seen := map[[2]string]int{}
 	for _, a := range ans {

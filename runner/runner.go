@@ -468,7 +468,7 @@ func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan
 	tc := t.Config
 	start := o.Now()
 	sum := &TargetSummary{Provider: tc.Provider, Counts: map[probes.Class]int{}}
-	sum.RunID, sum.TargetID, sum.Target = runID, t.ID, tc.Name
+	sum.RunID, sum.TargetID, sum.Target, sum.Model = runID, t.ID, tc.Name, tc.Model
 
 	// Render every probe first: the fingerprint set covers the whole corpus
 	// whatever the answers are.

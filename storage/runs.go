@@ -77,7 +77,10 @@ type RunTarget struct {
 	// of the API root (port only when not the scheme's default), or a
 	// prober's own identity (probes.Originer). "" when not known (runs
 	// recorded before it was kept).
-	Origin    string
+	Origin string
+	// Model is the model the target's requests named in this run (its
+	// configured model then); "" for runs recorded before it was kept.
+	Model     string
 	TokensIn  int
 	TokensOut int
 	CostUSD   float64
@@ -234,10 +237,10 @@ func (d *DB) FinishRun(ctx context.Context, runID int64, status string, rts []Ru
 			return fmt.Errorf("finish run %d: %w (it is %s)", runID, ErrRunFinished, cur)
 		}
 		for _, rt := range rts {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO run_targets (run_id, target_id, status, observations, verdicts, transient, client_errors, unavailable, breaker_opened, requests, retries, requests_sha256, tokens_in, tokens_out, cost_usd, duration_ms, origin)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO run_targets (run_id, target_id, status, observations, verdicts, transient, client_errors, unavailable, breaker_opened, requests, retries, requests_sha256, tokens_in, tokens_out, cost_usd, duration_ms, origin, model)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				runID, rt.TargetID, rt.Status, rt.Observations, rt.Verdicts, rt.Transient, rt.ClientErrors, rt.Unavailable, b2i(rt.BreakerOpened),
-				rt.Requests, rt.Retries, rt.RequestsSHA256, rt.TokensIn, rt.TokensOut, rt.CostUSD, float64(rt.Duration)/1e6, rt.Origin); err != nil {
+				rt.Requests, rt.Retries, rt.RequestsSHA256, rt.TokensIn, rt.TokensOut, rt.CostUSD, float64(rt.Duration)/1e6, rt.Origin, rt.Model); err != nil {
 				return fmt.Errorf("finish run: %w", err)
 			}
 		}
@@ -1160,7 +1163,7 @@ func (d *DB) LatestFinishedRunID(ctx context.Context) (int64, error) {
 // RunTargets returns the per-target summaries of a run.
 func (d *DB) RunTargets(ctx context.Context, runID int64) ([]RunTarget, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT rt.run_id, rt.target_id, t.name, rt.status, rt.observations, rt.verdicts, rt.transient, rt.client_errors, rt.unavailable,
-		rt.breaker_opened, rt.requests, rt.retries, rt.requests_sha256, rt.tokens_in, rt.tokens_out, rt.cost_usd, rt.duration_ms, rt.origin
+		rt.breaker_opened, rt.requests, rt.retries, rt.requests_sha256, rt.tokens_in, rt.tokens_out, rt.cost_usd, rt.duration_ms, rt.origin, rt.model
 		FROM run_targets rt JOIN targets t ON t.id = rt.target_id WHERE rt.run_id = ? ORDER BY t.name`, runID)
 	if err != nil {
 		return nil, err
@@ -1172,7 +1175,7 @@ func (d *DB) RunTargets(ctx context.Context, runID int64) ([]RunTarget, error) {
 		var bo int
 		var ms float64
 		if err := rows.Scan(&rt.RunID, &rt.TargetID, &rt.Target, &rt.Status, &rt.Observations, &rt.Verdicts, &rt.Transient, &rt.ClientErrors, &rt.Unavailable,
-			&bo, &rt.Requests, &rt.Retries, &rt.RequestsSHA256, &rt.TokensIn, &rt.TokensOut, &rt.CostUSD, &ms, &rt.Origin); err != nil {
+			&bo, &rt.Requests, &rt.Retries, &rt.RequestsSHA256, &rt.TokensIn, &rt.TokensOut, &rt.CostUSD, &ms, &rt.Origin, &rt.Model); err != nil {
 			return nil, err
 		}
 		rt.BreakerOpened = bo != 0
