@@ -171,7 +171,17 @@ func writeLock(dir string, l *Lock) error {
 	}
 	// A unique temporary file renamed over the lock: readers see the old or
 	// the new lock, never half of one, and two runs locking at once do not
-	// write into the same temporary file.
+	// write into the same temporary file. A lock that is a symlink (one
+	// lock shared by several checkouts) is replaced where it points, beside
+	// its target, and the link is kept.
+	path := filepath.Join(dir, LockName)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("write lock: %s is a symlink that does not resolve: %w", path, err)
+		}
+		path, dir = real, filepath.Dir(real)
+	}
 	f, err := os.CreateTemp(dir, "."+LockName+".*.tmp")
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
@@ -189,7 +199,7 @@ func writeLock(dir string, l *Lock) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, LockName))
+		err = os.Rename(tmp, path)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)

@@ -255,15 +255,25 @@ func noConfig(c *cobra.Command) *cobra.Command {
 }
 
 // checkUnused refuses --config or --db given to a command that would
-// ignore it (a user who passes --db to demo expects that database used).
+// ignore it (a user who passes --db to demo expects that database used),
+// and an empty --config, --db, --listen or --dir.
 func checkUnused(c *cobra.Command) error {
 	// An empty --db or --config (an unset variable in a unit file,
 	// --db "$DB") would silently fall back to the default database or
 	// config: refuse it. So is DRIFTPROBE_CONFIG set but blank, unless
 	// --config says otherwise.
-	for _, name := range []string{"config", "db"} {
+	// The same for an empty --listen (it would listen on every interface
+	// at a random port) and demo's --dir (a temporary directory).
+	for _, name := range []string{"config", "db", "listen", "dir"} {
 		if f := c.Flags().Lookup(name); f != nil && f.Changed && strings.TrimSpace(f.Value.String()) == "" {
-			return cobraUsage{fmt.Errorf("%s: --%s is empty (give a file, or leave the flag out for the default)", c.CommandPath(), name)}
+			what := "a file"
+			switch name {
+			case "listen":
+				what = "an address"
+			case "dir":
+				what = "a directory"
+			}
+			return cobraUsage{fmt.Errorf("%s: --%s is empty (give %s, or leave the flag out for the default)", c.CommandPath(), name, what)}
 		}
 	}
 	if v, set := os.LookupEnv("DRIFTPROBE_CONFIG"); set && strings.TrimSpace(v) == "" && c.Annotations[ignoresConfig] == "" {
