@@ -28,12 +28,13 @@ image:
 		-revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)' -tag '$(IMAGE)' -o out/driftprobe-image-$(ARCH).tar
 
 ## test: formatting, no build outputs tracked, vet, every test (race detector on), then a short fuzz of every
-## response parser; offline, loopback only
+## response parser; offline, loopback only. -timeout: go test's default (10 minutes per package) is
+## too close to what the race detector takes for diff and cmd/driftprobe on a slow 2-CPU machine
 test:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && echo "gofmt: files above need formatting" && exit 1)
 	bash scripts/check-tree.sh
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz-short.sh
 
 ## lint: formatting, vet, and no build outputs tracked

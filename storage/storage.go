@@ -634,12 +634,15 @@ func (d *DB) migrate(ctx context.Context) error {
 					return notOurs(d.path, n)
 				}
 			}
-			m := ms[cur]
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
-			}
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+			// Every pending migration in this one transaction: an upgrade
+			// (or a new database's schema) commits whole or not at all.
+			for _, m := range ms[cur:] {
+				if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+					return fmt.Errorf("migration %s: %w", m.name, err)
+				}
+				if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+					return fmt.Errorf("migration %s: %w", m.name, err)
+				}
 			}
 			return nil
 		})
