@@ -67,8 +67,8 @@ func IsInputError(err error) bool {
 }
 
 var (
-	reUnknown = regexp.MustCompile(`^line (\d+): field (\S+) not found in type`)
-	reType    = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
+	reUnknown = regexp.MustCompile(`^line (\d+): field (.*) not found in type (.+)$`)
+	reType    = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
 	reDup     = regexp.MustCompile(`^line (\d+): mapping key ("(?:[^"\\]|\\.)*") already defined at line (\d+)`)
 	reAtLine  = regexp.MustCompile(`^line (\d+): (.*)$`)
 	reLine    = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -77,8 +77,13 @@ var (
 // Decode strictly decodes data into v (unknown fields and wrong types are
 // errors, and so are the scalars yaml.v3 would convert silently: a decimal
 // number for an integer field, anything but true or false for a boolean
-// one; see checkScalars) and returns the document's root node for locating
-// later validation errors.
+// one, a number written with a leading zero, which YAML 1.1 reads as
+// octal; see checkScalars) and returns the document's root node for
+// locating later validation errors. A problem with a key or value that a
+// merge key (`<<: *d`) or an alias brings in is named by the path it is
+// read at (see convert); what yaml.v3 would report without a line (a bad
+// merge key value, a list used as a key, a tag its value does not fit) is
+// found first (see checkStructure).
 //
 // A custom UnmarshalYAML that wants its problem located and collected with
 // the others returns a *yaml.TypeError whose messages read
@@ -92,12 +97,18 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 		return &root, List{{File: file, Line: 1, Msg: "empty document"}}
 	}
 	// Scalars the decoder would convert silently (2.5 into an integer,
-	// yes into a boolean) are refused, with the decoder's own problems.
-	scalars := checkScalars(file, &root, reflect.TypeOf(v))
+	// yes into a boolean, 010 into 8) are refused, with the decoder's own
+	// problems.
+	scalars, reported := checkScalars(file, &root, reflect.TypeOf(v))
+	// What the decoder would report without a line, or crash on, is
+	// reported before it runs.
+	if l := checkStructure(file, &root); len(l) > 0 {
+		return &root, mergeProblems(scalars, l)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
-		return &root, mergeProblems(scalars, convert(file, &root, err))
+		return &root, mergeProblems(scalars, convert(file, &root, reflect.TypeOf(v), err, reported))
 	}
 	if len(scalars) > 0 {
 		return &root, scalars
@@ -174,7 +185,15 @@ func syntaxError(file string, data []byte, err error) error {
 	return List{{File: file, Line: line, Msg: "invalid YAML: " + msg}}
 }
 
-func convert(file string, root *yaml.Node, err error) error {
+// convert locates the decoder's problems (err) in the document root,
+// decoded into t. A problem the decoder reports on a key or value a merge
+// key (`<<: *d`) or an alias brings in is named by the path it is read at
+// (targets[1].bogus, not the anchor's targets[0].bogus), found by
+// replaying the decoder's walk (see decodeOrder), at the line the key or
+// value is written on, and says where it was brought in. The same problem
+// reported twice (a duplicate key in a mapping merged twice) is listed
+// once.
+func convert(file string, root *yaml.Node, t reflect.Type, err error, reported map[*yaml.Node]bool) error {
 	var ye *Error
 	if errors.As(err, &ye) {
 		e := *ye
@@ -188,11 +207,36 @@ func convert(file string, root *yaml.Node, err error) error {
 	}
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
+		var occ []occurrence
+		replayed := false
+		used := map[int]bool{}
+		// next returns the first occurrence not yet used that match
+		// accepts: the decoder reports a key or value once per place it
+		// is decoded at, in the order of the replay.
+		next := func(match func(o *occurrence) bool) *occurrence {
+			if !replayed {
+				occ, replayed = decodeOrder(root, t), true
+			}
+			for i := range occ {
+				if !used[i] && match(&occ[i]) {
+					used[i] = true
+					return &occ[i]
+				}
+			}
+			return nil
+		}
 		var l List
 		for _, m := range te.Errors {
 			if g := reUnknown.FindStringSubmatch(m); g != nil {
 				n, _ := strconv.Atoi(g[1])
-				l = append(l, &Error{File: file, Line: n, Field: keyPath(root, n, g[2]), Msg: "unknown field"})
+				o := next(func(o *occurrence) bool {
+					return o.into == nil && o.key.Line == n && o.key.Value == g[2] && o.in.String() == g[3]
+				})
+				if o != nil {
+					l = append(l, &Error{File: file, Line: n, Field: o.path, Msg: "unknown field" + o.note()})
+				} else {
+					l = append(l, &Error{File: file, Line: n, Field: keyPath(root, n, g[2]), Msg: "unknown field"})
+				}
 				continue
 			}
 			if g := reDup.FindStringSubmatch(m); g != nil {
@@ -206,12 +250,27 @@ func convert(file string, root *yaml.Node, err error) error {
 			}
 			if g := reType.FindStringSubmatch(m); g != nil {
 				n, _ := strconv.Atoi(g[1])
-				path, line := valuePath(root, n, g[2], g[3])
 				what := tagName(g[2])
 				if g[2] != "seq" && g[2] != "map" {
 					what += fmt.Sprintf(" %q", g[3])
 				}
-				l = append(l, &Error{File: file, Line: line, Field: path, Msg: fmt.Sprintf("wrong type: %s where %s expected", what, goType(g[4]))})
+				msg := fmt.Sprintf("wrong type: %s where %s expected", what, goType(g[4]))
+				o := next(func(o *occurrence) bool {
+					return o.into != nil && o.value.Line == n && o.into.String() == g[4] && sameValue(o.value, g[2], g[3])
+				})
+				if o != nil && reported[o.value] {
+					continue // checkScalars has said what to write, where it is first read
+				}
+				if o != nil {
+					line := n
+					if o.key != nil {
+						line = o.key.Line
+					}
+					l = append(l, &Error{File: file, Line: line, Field: o.path, Msg: msg + o.note()})
+					continue
+				}
+				path, line := valuePath(root, n, g[2], g[3])
+				l = append(l, &Error{File: file, Line: line, Field: path, Msg: msg})
 				continue
 			}
 			if g := reAtLine.FindStringSubmatch(m); g != nil {
@@ -221,7 +280,7 @@ func convert(file string, root *yaml.Node, err error) error {
 			}
 			l = append(l, &Error{File: file, Msg: m})
 		}
-		return l
+		return dedupe(l)
 	}
 	msg := err.Error()
 	if g := reLine.FindStringSubmatch(msg); g != nil {
@@ -229,6 +288,20 @@ func convert(file string, root *yaml.Node, err error) error {
 		return List{{File: file, Line: n, Msg: "invalid YAML: " + g[2]}}
 	}
 	return List{{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}}
+}
+
+// dedupe returns l without its repeated problems, in file order.
+func dedupe(l List) List {
+	var out List
+	seen := map[Error]bool{}
+	for _, e := range l {
+		if !seen[*e] {
+			seen[*e] = true
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
 }
 
 // entry is one key/value (key nil for sequence items and the document) of a
@@ -314,22 +387,8 @@ func valuePath(root *yaml.Node, line int, tag, value string) (string, int) {
 		if v.Line != line {
 			continue
 		}
-		switch tag {
-		case "seq":
-			if v.Kind != yaml.SequenceNode {
-				continue
-			}
-		case "map":
-			if v.Kind != yaml.MappingNode {
-				continue
-			}
-		default:
-			if v.Kind != yaml.ScalarNode {
-				continue
-			}
-			if v.Value != value && !(strings.HasSuffix(value, "...") && strings.HasPrefix(v.Value, strings.TrimSuffix(value, "..."))) {
-				continue
-			}
+		if !sameValue(v, tag, value) {
+			continue
 		}
 		cands = append(cands, e)
 	}
@@ -346,6 +405,19 @@ next:
 		return e.path, line
 	}
 	return PathAt(root, line), line
+}
+
+// sameValue reports whether n is the value a decoder message names: tag
+// as in "!!str" ("seq" and "map" name any list or mapping), value as
+// quoted there, possibly shortened to 7 characters and "...".
+func sameValue(n *yaml.Node, tag, value string) bool {
+	switch tag {
+	case "seq":
+		return n.Kind == yaml.SequenceNode
+	case "map":
+		return n.Kind == yaml.MappingNode
+	}
+	return n.Kind == yaml.ScalarNode && (n.Value == value || strings.HasSuffix(value, "...") && strings.HasPrefix(n.Value, strings.TrimSuffix(value, "...")))
 }
 
 func tagName(t string) string {
@@ -618,16 +690,28 @@ var (
 // 1e3, is truncated to an integer rather than refused) and, for a boolean
 // field, YAML 1.1's yes/no/on/off/y/n, quoted or not (`disabled: 'yes'`
 // would disable). An integer field takes only an integer (2, 0x10), a
-// boolean field only an unquoted true or false (True, FALSE…). Null
+// boolean field only an unquoted true or false (True, FALSE…). A number
+// field (integer or not) refuses a leading zero (010, which yaml.v3 reads
+// as octal 8; 0, 0.5 and the prefixed 0o10 and 0x10 are fine; see
+// leadingZero), and an integer too large for its field is said to be out
+// of range rather than a decimal number (see intRange). A scalar is
+// checked where it is first read: one an alias or a merge key brings in
+// again is not reported twice. Null
 // values are left alone (they decode as the zero value, as an omitted
 // field), and so are types decoding themselves (an UnmarshalYAML or
 // UnmarshalText) and time.Duration, which yaml.v3 refuses numbers for.
-// Mismatched kinds (a list for an integer) are left to the decoder.
-func checkScalars(file string, root *yaml.Node, t reflect.Type) List {
+// Mismatched kinds (a list for an integer) are left to the decoder. It
+// returns the problems and the set of scalars they are about.
+func checkScalars(file string, root *yaml.Node, t reflect.Type) (List, map[*yaml.Node]bool) {
 	if root == nil || t == nil {
-		return nil
+		return nil, nil
 	}
 	var l List
+	bad := map[*yaml.Node]bool{} // the scalars reported
+	add := func(n *yaml.Node, line int, path, msg string) {
+		l = append(l, &Error{File: file, Line: line, Field: path, Msg: msg})
+		bad[n] = true
+	}
 	type visit struct {
 		n *yaml.Node
 		t reflect.Type
@@ -707,17 +791,111 @@ func checkScalars(file string, root *yaml.Node, t reflect.Type) List {
 			}
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" {
-				l = append(l, &Error{File: file, Line: line, Field: path, Msg: "wrong type: " + floatProblem(n.Value)})
+			if n.Kind != yaml.ScalarNode {
+				break
+			}
+			if msg := leadingZero(n); msg != "" {
+				add(n, line, path, msg)
+			} else if msg := intRange(n, t); msg != "" {
+				add(n, line, path, msg)
+			} else if n.ShortTag() == "!!float" {
+				add(n, line, path, "wrong type: "+floatProblem(n.Value))
+			}
+		case reflect.Float32, reflect.Float64:
+			if msg := leadingZero(n); n.Kind == yaml.ScalarNode && msg != "" {
+				add(n, line, path, msg)
 			}
 		case reflect.Bool:
 			if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!bool" && n.ShortTag() != "!!null" {
-				l = append(l, &Error{File: file, Line: line, Field: path, Msg: "wrong type: " + boolProblem(n)})
+				add(n, line, path, "wrong type: "+boolProblem(n))
 			}
 		}
 	}
 	walk(root, t, "", root.Line)
-	return l
+	return l, bad
+}
+
+var (
+	// reLeadingZero matches a decimal integer written with a leading
+	// zero (underscores removed), which yaml.v3 reads as YAML 1.1 octal.
+	reLeadingZero = regexp.MustCompile(`^[-+]?0[0-9]+$`)
+	// reIntLiteral matches an integer as yaml.v3 reads one (underscores
+	// removed), whatever its size.
+	reIntLiteral = regexp.MustCompile(`^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|[0-9]+)$`)
+)
+
+// leadingZero describes a number written with a leading zero (010, -010,
+// 0_10, 09, 00; not 0, 0.5, 0x10 or 0o10), or returns "". yaml.v3 reads
+// 010 as YAML 1.1 octal, 8, where YAML 1.2 reads 10: rather than guess
+// which was meant (seed and max_tokens are request bytes), it is refused
+// for every number field, with the two spellings that say it.
+func leadingZero(n *yaml.Node) string {
+	if tag := n.ShortTag(); n.Kind != yaml.ScalarNode || tag != "!!int" && tag != "!!float" {
+		return ""
+	}
+	v := strings.ReplaceAll(n.Value, "_", "")
+	if !reLeadingZero.MatchString(v) {
+		return ""
+	}
+	sign := ""
+	if v[0] == '-' || v[0] == '+' {
+		if v[0] == '-' {
+			sign = "-"
+		}
+		v = v[1:]
+	}
+	digits := strings.TrimLeft(v, "0")
+	switch oct, err := strconv.ParseUint(digits, 8, 64); {
+	case digits == "":
+		return fmt.Sprintf("%s has a leading zero (write 0)", quoteShort(n.Value))
+	case err == nil && strconv.FormatUint(oct, 10) != digits: // 010, not 07
+		return fmt.Sprintf("%s has a leading zero: YAML 1.1 reads it as octal %s%d, YAML 1.2 as %s%s (write %s%s, or %s0o%s for octal)",
+			quoteShort(n.Value), sign, oct, sign, digits, sign, digits, sign, digits)
+	}
+	return fmt.Sprintf("%s has a leading zero, which YAML 1.1 reads as octal (write %s%s)", quoteShort(n.Value), sign, digits)
+}
+
+// intRange describes an integer too large (or small) for the integer
+// type t, which the decoder reads as a decimal number or a string and
+// refuses as one, or returns "".
+func intRange(n *yaml.Node, t reflect.Type) string {
+	v := strings.ReplaceAll(n.Value, "_", "")
+	if !reIntLiteral.MatchString(v) {
+		return ""
+	}
+	neg := strings.HasPrefix(v, "-")
+	unsigned := t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uintptr
+	switch n.ShortTag() {
+	case "!!int":
+		z := reflect.Zero(t)
+		if i, err := strconv.ParseInt(v, 0, 64); err == nil {
+			if unsigned && i >= 0 && !z.OverflowUint(uint64(i)) || !unsigned && !z.OverflowInt(i) {
+				return ""
+			}
+		} else if u, err := strconv.ParseUint(v, 0, 64); err == nil && unsigned && !z.OverflowUint(u) {
+			return ""
+		}
+	case "!!float", "!!str":
+		// A plain integer too large for 64 bits reads as one of these;
+		// a quoted or tagged one is what it says.
+		if n.Style != 0 {
+			return ""
+		}
+	default:
+		return ""
+	}
+	bound := ""
+	switch {
+	case unsigned && neg:
+		bound = "at least 0"
+	case unsigned:
+		bound = fmt.Sprintf("at most %d", uint64(1)<<t.Bits()-1)
+	case neg:
+		bound = fmt.Sprintf("at least %d", int64(-1)<<(t.Bits()-1))
+	default:
+		bound = fmt.Sprintf("at most %d", uint64(1)<<(t.Bits()-1)-1)
+	}
+	return fmt.Sprintf("integer %s out of range (%s)", quoteShort(n.Value), bound)
 }
 
 // IsMerge reports whether k is a merge key ("<<").

@@ -478,6 +478,28 @@ func TestDecodeScalars(t *testing.T) {
 		{"ok", "count: 0x10\nsmall: -3\nbig: 1_000\nptr: 2\nunsig: 7\nratio: 2\non: True\nopt: FALSE\nname: 2.5\nints: [1, 2]\n" +
 			"counts: {a: 1}\nflags: {a: false}\nwait: 5s\ncustom: 3\nany: 2.5\nfree: {x: yes}\ninner: {on: false, count: ~}\nlist: [{count: }]\nlifted: 4\n", nil},
 		{"nulls", "count: ~\non: null\nopt:\nptr: ~\nints: [~]\n", nil},
+		// A leading zero: yaml.v3 reads 010 as YAML 1.1 octal (8), YAML
+		// 1.2 reads 10; refused in every number field rather than guessed.
+		{"leading zero", "count: 010\n", []string{`f.yaml:1: count: "010" has a leading zero: YAML 1.1 reads it as octal 8, YAML 1.2 as 10 (write 10, or 0o10 for octal)`}},
+		{"negative leading zero", "big: -010\n", []string{`f.yaml:1: big: "-010" has a leading zero: YAML 1.1 reads it as octal -8, YAML 1.2 as -10 (write -10, or -0o10 for octal)`}},
+		{"leading zero, underscore", "ptr: 0_10\n", []string{`f.yaml:1: ptr: "0_10" has a leading zero: YAML 1.1 reads it as octal 8, YAML 1.2 as 10 (write 10, or 0o10 for octal)`}},
+		{"leading zero, not octal", "count: 09\n", []string{`f.yaml:1: count: "09" has a leading zero, which YAML 1.1 reads as octal (write 9)`}},
+		{"leading zero, octal digit", "count: 07\n", []string{`f.yaml:1: count: "07" has a leading zero, which YAML 1.1 reads as octal (write 7)`}},
+		{"zeros", "unsig: 00\n", []string{`f.yaml:1: unsig: "00" has a leading zero (write 0)`}},
+		{"leading zero, decimal field", "ratio: 010\n", []string{`f.yaml:1: ratio: "010" has a leading zero: YAML 1.1 reads it as octal 8, YAML 1.2 as 10 (write 10, or 0o10 for octal)`}},
+		{"leading zero, list item", "ints: [1, 010]\n", []string{`f.yaml:1: ints[1]: "010" has a leading zero: YAML 1.1 reads it as octal 8, YAML 1.2 as 10 (write 10, or 0o10 for octal)`}},
+		{"leading zero, tagged", "count: !!int 010\n", []string{`f.yaml:1: count: "010" has a leading zero: YAML 1.1 reads it as octal 8, YAML 1.2 as 10 (write 10, or 0o10 for octal)`}},
+		{"zero and prefixes", "count: 0\nsmall: -0\nbig: 0o10\nptr: 0x10\nunsig: 0b10\nratio: 0.5\nname: 010\nints: [+0o7]\n", nil},
+		// An integer too large for its field is out of range, not a
+		// decimal number (yaml.v3 reads one past 64 bits as one).
+		{"huge", "count: 99999999999999999999999\n", []string{`f.yaml:1: count: integer "99999999999999999999999" out of range (at most 9223372036854775807)`}},
+		{"huge negative", "big: -99999999999999999999\n", []string{`f.yaml:1: big: integer "-99999999999999999999" out of range (at least -9223372036854775808)`}},
+		{"huge hex", "count: 0xFFFFFFFFFFFFFFFFFFFF\n", []string{`f.yaml:1: count: integer "0xFFFFFFFFFFFFFFFFFFFF" out of range (at most 9223372036854775807)`}},
+		{"past int64", "count: 9223372036854775808\n", []string{`f.yaml:1: count: integer "9223372036854775808" out of range (at most 9223372036854775807)`}},
+		{"int8", "small: 300\n", []string{`f.yaml:1: small: integer "300" out of range (at most 127)`}},
+		{"negative unsigned", "unsig: -1\n", []string{`f.yaml:1: unsig: integer "-1" out of range (at least 0)`}},
+		{"huge, merged", "inner: &a {count: 99999999999999999999}\nlist: [{<<: *a}]\n", []string{`f.yaml:1: inner.count: integer "99999999999999999999" out of range (at most 9223372036854775807)`}},
+		{"in range", "big: 9223372036854775807\nsmall: -128\nunsig: 4294967295\nratio: 99999999999999999999999\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -604,5 +626,106 @@ aliased: *other
 	deep := parse(t, b.String())
 	if Find(deep, "m30.missing") != nil || Find(deep, "m30.x") == nil {
 		t.Error("chain of merges")
+	}
+}
+
+// A key or value an alias or a merge key brings in is reported at the
+// path it is read at, on the line it is written on, saying where it came
+// from; once per place, and a problem of the anchored mapping itself
+// (a duplicate key) once.
+func TestDecodeMerged(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"unknown, merged", "list:\n  - &a {name: a, bogus: 1}\n  - {<<: *a, name: b}\n", []string{
+			"f.yaml:2: list[0].bogus: unknown field",
+			"f.yaml:2: list[1].bogus: unknown field (merged by <<: *a at line 3)",
+		}},
+		{"merged into another type", "list:\n  - &a {name: a, count: 1}\n  - {name: b, inner: {<<: *a, nope: 2}, counts: {<<: *a}}\n", []string{
+			`f.yaml:2: list[1].counts.name: wrong type: string "a" where an integer expected (merged by <<: *a at line 3)`,
+			"f.yaml:3: list[1].inner.nope: unknown field",
+		}},
+		{"through an alias", "inner: &i {bogus: 1}\nlist: [{inner: *i}]\n", []string{
+			"f.yaml:1: inner.bogus: unknown field",
+			"f.yaml:1: list[0].inner.bogus: unknown field (through *i at line 2)",
+		}},
+		{"shadowed", "list:\n  - &a {name: a, count: x}\n  - {<<: *a, count: 2}\n", []string{
+			`f.yaml:2: list[0].count: wrong type: string "x" where an integer expected`,
+		}},
+		{"list of merges", "a: &a {name: a}\nb: &b {name: b, bogus: 1}\nlist: [{<<: [*a, *b]}]\n", []string{
+			"f.yaml:1: a: unknown field",
+			"f.yaml:2: b: unknown field",
+			"f.yaml:2: list[0].bogus: unknown field (merged by <<: *b at line 3)",
+		}},
+		{"nested merge", "inner: &i {bogus: 1}\nouter: &o {inner: {<<: *i}}\nlist: [{<<: *o}]\n", []string{
+			"f.yaml:1: inner.bogus: unknown field",
+			"f.yaml:1: list[0].inner.bogus: unknown field (merged by <<: *o at line 3)",
+			"f.yaml:2: outer: unknown field",
+		}},
+		{"duplicate key, merged twice", "inner: &i {count: 1, count: 2}\nlist: [{<<: *i}, {<<: *i}]\n", []string{
+			`f.yaml:1: inner.count: duplicate key (first at line 1)`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v scalars
+			_, err := Decode("f.yaml", []byte(tt.src), &v)
+			if err == nil {
+				t.Fatalf("no error; decoded %+v", v)
+			}
+			if got, want := err.Error(), strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// What yaml.v3 reports without a line or a field (a merge key's value
+// that is not a mapping, a tag its value does not fit) or crashes on (a
+// list as a key beside a merge key) is reported as FILE:LINE: FIELD.
+func TestDecodeStructure(t *testing.T) {
+	const takes = "a merge key takes a mapping, an alias of one (<<: *name) or a list of them (<<: [*a, *b]), not "
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"string", "list:\n  - {name: a}\n  - {<<: \"str\", name: b}\n", []string{`f.yaml:3: list[1].<<: ` + takes + `string "str"`}},
+		{"empty", "inner:\n  <<:\n  count: 1\n", []string{`f.yaml:2: inner.<<: ` + takes + `an empty value`}},
+		{"alias of a list", "ints: &l [1]\ninner: {<<: *l}\n", []string{`f.yaml:2: inner.<<: ` + takes + `an alias (*l) of a list (write the list in place: <<: [*a, *b])`}},
+		{"list holding a number", "inner:\n  <<:\n    - {count: 1}\n    - 3\n", []string{`f.yaml:4: inner.<<: ` + takes + `a list holding integer "3"`}},
+		{"top level", "<<: 1\n", []string{`f.yaml:1: <<: ` + takes + `integer "1"`}},
+		{"list as a key", "list:\n  - {name: a, [x]: b}\n", []string{"f.yaml:2: list[0]: a list used as a key (a key is a name)"}},
+		{"list as a key, merge", "inner: &i {count: 1}\nlist:\n  - {[x]: b, <<: *i}\n", []string{"f.yaml:3: list[0]: a list used as a key (a key is a name)"}},
+		{"mapping as a key", "counts:\n  ? {a: 1}\n  : 2\n", []string{"f.yaml:2: counts: a mapping used as a key (a key is a name)"}},
+		{"tag", "count: !!int abc\n", []string{`f.yaml:1: count: !!int "abc": the value is not a !!int (remove the tag, or fix the value)`}},
+		// With the scalar check's problems, in file order.
+		{"with scalars", "count: 2.5\ninner: {<<: x}\n", []string{
+			`f.yaml:1: count: wrong type: decimal number "2.5" where an integer expected (write a whole number, without a decimal point or exponent)`,
+			`f.yaml:2: inner.<<: ` + takes + `string "x"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v scalars
+			_, err := Decode("f.yaml", []byte(tt.src), &v)
+			if err == nil {
+				t.Fatalf("no error; decoded %+v", v)
+			}
+			var l List
+			if !errors.As(err, &l) {
+				t.Fatalf("%T is not a List", err)
+			}
+			for _, e := range l {
+				if e.Line == 0 {
+					t.Errorf("no line: %v", e)
+				}
+			}
+			if got, want := err.Error(), strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+			}
+		})
 	}
 }

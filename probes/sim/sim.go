@@ -67,10 +67,12 @@ const DefaultFingerprint = "fp_sim_2026a"
 func (c *Config) Validate() [][2]string {
 	var errs [][2]string
 	add := func(f, format string, a ...any) { errs = append(errs, [2]string{f, fmt.Sprintf(format, a...)}) }
-	if c.Noise < 0 || c.Noise > 1 {
+	// Probabilities: NaN fails every comparison, so !(0 <= x <= 1)
+	// refuses it too (x < 0 || x > 1 would let it through).
+	if !(c.Noise >= 0 && c.Noise <= 1) {
 		add("noise", "%v: must be between 0 and 1", c.Noise)
 	}
-	if c.ErrorRate < 0 || c.ErrorRate > 1 {
+	if !(c.ErrorRate >= 0 && c.ErrorRate <= 1) {
 		add("error_rate", "%v: must be between 0 and 1", c.ErrorRate)
 	}
 	if c.ErrorStatus != 0 && (c.ErrorStatus < 400 || c.ErrorStatus > 599) {

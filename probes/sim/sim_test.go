@@ -133,6 +133,26 @@ func TestValidateNumbers(t *testing.T) {
 	}
 }
 
+// noise and error_rate are probabilities: NaN (which every comparison
+// lets through) and the infinities are refused, 0 and 1 accepted.
+func TestValidateProbabilities(t *testing.T) {
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -0.1, 1.1} {
+		c := sim.Config{Noise: v, ErrorRate: v, ErrorStatus: 503}
+		got := map[string]int{}
+		for _, e := range c.Validate() {
+			got[e[0]]++
+		}
+		if want := map[string]int{"noise": 1, "error_rate": 1}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: problems by field %v, want %v", v, got, want)
+		}
+	}
+	for _, v := range []float64{0, 0.5, 1} {
+		if errs := (&sim.Config{Noise: v, ErrorRate: v, ErrorStatus: 503}).Validate(); len(errs) != 0 {
+			t.Errorf("%v: %v", v, errs)
+		}
+	}
+}
+
 // latency holds each answer back (a measured lower bound, no upper one: a
 // slow machine may take longer); a client that gives up first gets
 // nothing, and the server does not hold the handler for the full latency.

@@ -1,0 +1,371 @@
+package yamlx
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// occurrence is one mapping entry or list item as yaml.v3 decodes it into
+// a Go type. A mapping an alias or a merge key (`<<: *d`) brings in is
+// decoded again wherever it is brought in, so its entries occur once per
+// place, each with the path it is read at (targets[1].bogus for a key of
+// the mapping anchored at targets[0] merged into targets[1]).
+type occurrence struct {
+	path  string
+	key   *yaml.Node   // the key; nil for a list item
+	value *yaml.Node   // the value, aliases followed
+	into  reflect.Type // the type the value decodes into, pointers followed; nil for an unknown field
+	in    reflect.Type // the struct, map or list type holding the entry
+	via   *yaml.Node   // the outermost alias that brought it to path; nil when written there
+	merge bool         // via is (an item of) a merge key's value
+}
+
+// note says where an occurrence brought in by an alias or a merge key
+// comes from, for a problem reported at the line its key is written on:
+// " (merged by <<: *d at line 3)"; "" for one written in place.
+func (o *occurrence) note() string {
+	switch {
+	case o.via == nil:
+		return ""
+	case o.merge:
+		return fmt.Sprintf(" (merged by <<: *%s at line %d)", o.via.Value, o.via.Line)
+	}
+	return fmt.Sprintf(" (through *%s at line %d)", o.via.Value, o.via.Line)
+}
+
+// maxReplay bounds the nodes decodeOrder visits. It replays a decode that
+// yaml.v3 completed, within its own limit on alias expansion; past this
+// many, the rest of the problems are located as the lines say.
+const maxReplay = 1 << 20
+
+// obsoleteUnmarshaler is yaml.v3's older custom decoding interface.
+type obsoleteUnmarshaler interface {
+	UnmarshalYAML(unmarshal func(any) error) error
+}
+
+var obsoleteUnmarshalerType = reflect.TypeFor[obsoleteUnmarshaler]()
+
+// decodeOrder replays yaml.v3's decoding of root into t (see
+// yaml.v3's decoder.unmarshal, mappingStruct, mapping and merge) and
+// returns every mapping entry and list item in the order it is decoded:
+// a mapping's own keys, then those of its merge key's mappings (the
+// earlier ones first; a key already given is skipped, as the decoder
+// skips it), nested values before the next key. A mapping with a
+// duplicate key is not decoded (nor replayed); neither are null values,
+// values of types that decode themselves, or those of interface types.
+// The decoder reports its problems in this order, once per occurrence.
+func decodeOrder(root *yaml.Node, t reflect.Type) []occurrence {
+	if root == nil || t == nil {
+		return nil
+	}
+	type origin struct {
+		via   *yaml.Node
+		merge bool
+	}
+	var out []occurrence
+	budget := maxReplay
+	follow := func(n *yaml.Node, o origin, merge bool) (*yaml.Node, origin) {
+		if n.Kind == yaml.AliasNode {
+			if o.via == nil {
+				o = origin{n, merge}
+			}
+			n = resolve(n)
+		}
+		return n, o
+	}
+	deref := func(t reflect.Type) reflect.Type {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		return t
+	}
+	record := func(path string, k, v *yaml.Node, into, in reflect.Type, o origin) {
+		out = append(out, occurrence{path: path, key: k, value: resolve(v), into: into, in: in, via: o.via, merge: o.merge})
+	}
+	var decode func(n *yaml.Node, t reflect.Type, path string, o origin)
+	var fill func(m *yaml.Node, t reflect.Type, path string, o origin, shadow map[string]bool)
+	decode = func(n *yaml.Node, t reflect.Type, path string, o origin) {
+		if budget <= 0 {
+			return
+		}
+		budget--
+		n, o = follow(n, o, false)
+		if n.Kind == yaml.DocumentNode {
+			for _, c := range n.Content {
+				decode(c, t, path, o)
+			}
+			return
+		}
+		if n.ShortTag() == "!!null" {
+			return
+		}
+		for {
+			pt := reflect.PointerTo(t)
+			if pt.Implements(unmarshalerType) || pt.Implements(obsoleteUnmarshalerType) {
+				return
+			}
+			if t.Kind() != reflect.Pointer {
+				break
+			}
+			t = t.Elem()
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			if t.Kind() == reflect.Struct || t.Kind() == reflect.Map {
+				fill(n, t, path, o, nil)
+			}
+		case yaml.SequenceNode:
+			if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+				for i, c := range n.Content {
+					p := fmt.Sprintf("%s[%d]", path, i)
+					record(p, nil, c, deref(t.Elem()), t, o)
+					decode(c, t.Elem(), p, o)
+				}
+			}
+		}
+	}
+	fill = func(m *yaml.Node, t reflect.Type, path string, o origin, shadow map[string]bool) {
+		if budget <= 0 || duplicateKeys(m) {
+			return
+		}
+		budget--
+		var fields map[string]reflect.Type
+		var inline reflect.Type
+		if t.Kind() == reflect.Struct {
+			fields, inline = yamlFields(t), inlineMap(t)
+		}
+		var mergeNode *yaml.Node
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, v := m.Content[i], m.Content[i+1]
+			if IsMerge(k) {
+				mergeNode = v // the last one, as the decoder takes it
+				continue
+			}
+			rk := resolve(k)
+			if rk.Kind != yaml.ScalarNode {
+				continue
+			}
+			name := rk.Value
+			if shadow != nil {
+				if shadow[name] {
+					continue
+				}
+				shadow[name] = true
+			}
+			p := join(path, name)
+			if t.Kind() == reflect.Map {
+				record(p, k, v, deref(t.Elem()), t, o)
+				decode(v, t.Elem(), p, o)
+				continue
+			}
+			switch f, ok := fields[name]; {
+			case ok:
+				record(p, k, v, deref(f), t, o)
+				decode(v, f, p, o)
+			case inline != nil:
+				record(p, k, v, deref(inline), t, o)
+				decode(v, inline, p, o)
+			default:
+				record(p, k, v, nil, t, o)
+			}
+		}
+		if mergeNode == nil {
+			return
+		}
+		if shadow == nil {
+			// The keys written in the mapping win over merged ones.
+			shadow = map[string]bool{}
+			for i := 0; i < len(m.Content); i += 2 {
+				if k := resolve(m.Content[i]); k.Kind == yaml.ScalarNode && k.ShortTag() == "!!str" {
+					shadow[k.Value] = true
+				}
+			}
+		}
+		items := []*yaml.Node{mergeNode}
+		if mergeNode.Kind == yaml.SequenceNode {
+			items = mergeNode.Content
+		}
+		for _, it := range items {
+			if src, o := follow(it, o, true); src.Kind == yaml.MappingNode {
+				fill(src, t, path, o, shadow)
+			}
+		}
+	}
+	decode(root, t, "", origin{})
+	return out
+}
+
+// duplicateKeys reports whether the mapping m has a key twice, which the
+// decoder reports instead of decoding m.
+func duplicateKeys(m *yaml.Node) bool {
+	for i := 0; i < len(m.Content); i += 2 {
+		for j := i + 2; j < len(m.Content); j += 2 {
+			if m.Content[i].Kind == m.Content[j].Kind && m.Content[i].Value == m.Content[j].Value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inlineMap returns the element type of the map a struct's ",inline" map
+// field collects unknown keys into, or nil when it has none.
+func inlineMap(t reflect.Type) reflect.Type {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		_, flags, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Type.Kind() == reflect.Map && strings.Contains(","+flags+",", ",inline,") {
+			return f.Type.Elem()
+		}
+	}
+	return nil
+}
+
+// checkStructure reports what yaml.v3 would refuse in any document
+// without a line or a field, or crash on: a merge key (`<<`) whose value
+// is not a mapping, an alias of one or a list of them ("map merge
+// requires map or sequence of maps"), and a list or mapping used as a
+// mapping key (beside a merge key, the decoder panics). Each node is
+// checked once, where it is written.
+func checkStructure(file string, root *yaml.Node) List {
+	var l List
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		case yaml.ScalarNode:
+			if msg := tagProblem(n); msg != "" {
+				l = append(l, &Error{File: file, Line: n.Line, Field: path, Msg: msg})
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if IsMerge(k) {
+					if bad := badMerge(v); bad != nil {
+						line := k.Line
+						if v.Kind == yaml.SequenceNode {
+							line = bad.Line
+						}
+						l = append(l, &Error{File: file, Line: line, Field: join(path, "<<"),
+							Msg: "a merge key takes a mapping, an alias of one (<<: *name) or a list of them (<<: [*a, *b]), not " + describeMerge(v, bad)})
+						continue
+					}
+					for _, m := range InlineMerged(v) {
+						walk(m, path)
+					}
+					continue
+				}
+				if rk := resolve(k); rk.Kind == yaml.SequenceNode || rk.Kind == yaml.MappingNode {
+					what := "list"
+					if rk.Kind == yaml.MappingNode {
+						what = "mapping"
+					}
+					l = append(l, &Error{File: file, Line: k.Line, Field: path, Msg: "a " + what + " used as a key (a key is a name)"})
+					continue
+				}
+				if k.Kind == yaml.ScalarNode {
+					if msg := tagProblem(k); msg != "" {
+						l = append(l, &Error{File: file, Line: k.Line, Field: path, Msg: msg})
+						continue
+					}
+				}
+				walk(v, join(path, k.Value))
+			}
+		}
+	}
+	walk(root, "")
+	return l
+}
+
+// badMerge returns the node that makes v, a merge key's value, one the
+// decoder refuses: v itself, the alias naming something other than a
+// mapping, or the list item that is neither a mapping nor an alias of
+// one; nil when v is good.
+func badMerge(v *yaml.Node) *yaml.Node {
+	switch v.Kind {
+	case yaml.MappingNode:
+		return nil
+	case yaml.AliasNode:
+		if v.Alias != nil && v.Alias.Kind != yaml.MappingNode {
+			return v
+		}
+		return nil
+	case yaml.SequenceNode:
+		for _, it := range v.Content {
+			if it.Kind == yaml.AliasNode && (it.Alias == nil || it.Alias.Kind == yaml.MappingNode) || it.Kind == yaml.MappingNode {
+				continue
+			}
+			return it
+		}
+		return nil
+	}
+	return v
+}
+
+// describeMerge names the bad part (bad) of a merge key's value v.
+func describeMerge(v, bad *yaml.Node) string {
+	what := describeNode(bad)
+	if v.Kind == yaml.SequenceNode {
+		return "a list holding " + what
+	}
+	if bad.Kind == yaml.AliasNode && bad.Alias != nil && bad.Alias.Kind == yaml.SequenceNode {
+		what += " (write the list in place: <<: [*a, *b])"
+	}
+	return what
+}
+
+func describeNode(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.AliasNode:
+		if n.Alias != nil {
+			return "an alias (*" + n.Value + ") of " + describeNode(n.Alias)
+		}
+		return "an alias (*" + n.Value + ")"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	what := strings.TrimPrefix(n.ShortTag(), "!!")
+	switch what {
+	case "null":
+		return "an empty value"
+	case "int":
+		what = "integer"
+	case "float":
+		what = "number"
+	case "bool":
+		what = "boolean"
+	default:
+		what = tagName(what)
+	}
+	return what + " " + quoteShort(n.Value)
+}
+
+// tagProblem reports a scalar whose explicit tag its value does not fit
+// (`!!int abc`), which the decoder refuses without a line.
+func tagProblem(n *yaml.Node) string {
+	if n.Style&yaml.TaggedStyle == 0 {
+		return ""
+	}
+	switch n.ShortTag() {
+	case "!!int", "!!float", "!!bool", "!!null", "!!timestamp":
+	default:
+		return ""
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return fmt.Sprintf("%s %s: the value is not a %s (remove the tag, or fix the value)", n.ShortTag(), quoteShort(n.Value), n.ShortTag())
+	}
+	return ""
+}
