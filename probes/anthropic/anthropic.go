@@ -343,6 +343,9 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
 	}
+	// A UTF-8 byte order mark before the body is skipped (the stored body
+	// keeps it).
+	resp = wire.SkipBOM(resp)
 	var r probes.Result
 	r.RequestID = wire.Truncate(resp.Header.Get("Request-Id"), 200)
 	body := resp.Body

@@ -354,6 +354,9 @@ func (p *Prober) classify(resp *probes.Response) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
 	}
+	// A UTF-8 byte order mark before the body is skipped (the stored body
+	// keeps it).
+	resp = wire.SkipBOM(resp)
 	r := probes.Result{RequestID: requestID(resp.Header)}
 	if resp.Status >= 200 && resp.Status < 300 {
 		if p.target.Endpoint == EndpointGuardrail {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/probestest"
+	"github.com/driftprobe/driftprobe/probes/wire"
 )
 
 // FuzzClassify fuzzes the generateContent reader in both dialects (Gemini
@@ -31,9 +32,10 @@ func FuzzClassify(f *testing.F) {
 
 // streamVerdict is the one documented rule that reads a verdict from a body
 // that is not a JSON object: a complete, untruncated 2xx SSE stream whose
-// every event is a JSON object is read like the answer it merges into.
+// every event is a JSON object is read like the answer it merges into (a
+// byte order mark before it skipped, as classify skips it).
 func streamVerdict(resp *probes.Response, r probes.Result) bool {
-	t := bytes.TrimSpace(resp.Body)
+	t := bytes.TrimSpace(wire.TrimBOM(resp.Body))
 	if resp.Status < 200 || resp.Status > 299 || resp.Truncated || !isSSE(t) {
 		return false
 	}

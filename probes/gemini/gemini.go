@@ -71,12 +71,16 @@
 //     and error.code are read leniently: a wrong type is noted in Unknown
 //     ("modelVersion:bad_type", "usageMetadata.promptTokenCount:bad_type",
 //     ...) and never makes a block malformed.
-//   - A server-sent event stream (streamGenerateContent?alt=sse; never
-//     requested, but a proxy may answer with one) is merged into the answer
-//     it stands for: candidates[0] content parts concatenated, every other
-//     field from the last chunk holding it. A stream that ends without a
-//     finishReason, prompt block or error is transient "incomplete_stream";
-//     a cut one is "truncated_response".
+//   - A streamed answer (never requested, but a proxy may answer with
+//     one), as a server-sent event stream (streamGenerateContent?alt=sse)
+//     or as a JSON array of chunks (streamGenerateContent without alt=sse),
+//     is merged into the answer it stands for: candidates[0] content parts
+//     concatenated, every other field from the last chunk holding it (so
+//     the last chunk's finishReason and ratings decide). A stream that ends
+//     without a finishReason, prompt block or error is transient
+//     "incomplete_stream"; a cut one is "truncated_response". An array
+//     whose first element carries an "error" is a wrapped error (below),
+//     read from that element.
 //   - Errors {error:{code,message,status,details}} (also wrapped in a JSON
 //     array, as Google sometimes sends): 429 RESOURCE_EXHAUSTED, 500 INTERNAL,
 //     503 UNAVAILABLE, 504 and other 5xx are transient, with the wait from
@@ -462,6 +466,9 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
 	}
+	// A UTF-8 byte order mark before the body is skipped (the stored body
+	// keeps it).
+	resp = wire.SkipBOM(resp)
 	var r probes.Result
 	r.RequestID = wire.Truncate(resp.Header.Get("X-Goog-Request-Id"), 200)
 	var gr generateResponse
@@ -511,11 +518,15 @@ func classify(resp *probes.Response, now time.Time, key string) probes.Result {
 }
 
 // decode reads body into v, accepting the JSON-array wrapping Google uses
-// for some errors ([{"error":{...}}]): the first element is read. A
-// server-sent event stream (streamGenerateContent?alt=sse, which driftprobe
-// never asks for but a proxy may answer with) is merged into the one object
-// the unary call returns (see mergeSSE) and stream is true. It returns the
-// raw object read, for unknown-key detection.
+// for some errors ([{"error":{...}}]): the first element is read when it
+// carries an error. Any other array is a stream of chunks
+// (streamGenerateContent without alt=sse: a JSON array of
+// GenerateContentResponse objects, the finishReason and the blocking
+// ratings on the last), and a server-sent event stream
+// (streamGenerateContent?alt=sse) holds the same chunks: driftprobe asks
+// for neither, but a proxy may answer with one. Either is merged into the
+// one object the unary call returns (see mergeChunks) and stream is true.
+// It returns the raw object read, for unknown-key detection.
 func decode(body []byte, v *generateResponse) (obj json.RawMessage, stream bool, err error) {
 	t := bytes.TrimSpace(body)
 	if isSSE(t) {
@@ -532,6 +543,16 @@ func decode(body []byte, v *generateResponse) (obj json.RawMessage, stream bool,
 		if len(arr) == 0 {
 			return nil, false, fmt.Errorf("empty array")
 		}
+		if !wrapsError(arr[0]) {
+			chunks := make([][]byte, len(arr))
+			for i, c := range arr {
+				chunks[i] = c
+			}
+			if t, err = mergeChunks(chunks); err != nil {
+				return nil, true, err
+			}
+			return t, true, json.Unmarshal(t, v)
+		}
 		t = arr[0]
 	}
 	if len(t) == 0 || t[0] != '{' {
@@ -541,6 +562,19 @@ func decode(body []byte, v *generateResponse) (obj json.RawMessage, stream bool,
 		return nil, false, err
 	}
 	return t, false, nil
+}
+
+// wrapsError reports whether the first element of a JSON-array answer is
+// Google's wrapped error: an object with a non-null "error" member
+// ([{"error":{"code":429,...}}]). Such an array is read as its first
+// element, as it always was; any other array is a stream of chunks.
+func wrapsError(first json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(first, &m) != nil {
+		return false
+	}
+	e := bytes.TrimSpace(m["error"])
+	return len(e) > 0 && string(e) != "null"
 }
 
 // isSSE reports whether a (trimmed) body is a server-sent event stream.
@@ -587,17 +621,25 @@ func sseData(body []byte) [][]byte {
 	return out
 }
 
-// mergeSSE merges the chunks of a streamGenerateContent SSE stream into one
-// generateContent object: top-level fields and the fields of candidates[0]
-// are taken from the last chunk that has them (the final chunk carries
-// finishReason, safetyRatings and usageMetadata; a prompt block is a single
-// promptFeedback chunk), and the content parts of candidates[0] of every
-// chunk are concatenated. Every event must hold a JSON object.
+// mergeSSE merges the chunks of a streamGenerateContent SSE stream, one
+// per event, into one generateContent object (mergeChunks). Every event
+// must hold a JSON object.
 func mergeSSE(body []byte) (json.RawMessage, error) {
 	events := sseData(body)
 	if len(events) == 0 {
 		return nil, fmt.Errorf("empty event stream")
 	}
+	return mergeChunks(events)
+}
+
+// mergeChunks merges the chunks of a streamGenerateContent answer (the
+// events of an SSE stream, or the elements of a JSON array) into one
+// generateContent object: top-level fields and the fields of candidates[0]
+// are taken from the last chunk that has them (the final chunk carries
+// finishReason, safetyRatings and usageMetadata; a prompt block is a single
+// promptFeedback chunk), and the content parts of candidates[0] of every
+// chunk are concatenated. Every chunk must be a JSON object.
+func mergeChunks(events [][]byte) (json.RawMessage, error) {
 	top := map[string]json.RawMessage{}
 	cand := map[string]json.RawMessage{}
 	var parts []json.RawMessage

@@ -59,13 +59,15 @@ type Normalizer func(raw string) (cat string, known bool)
 // Unknown), or a result with neither flagged nor a categories object,
 // makes the answer unreadable: transient "malformed_response", never a
 // verdict, whatever flagged says (the categories are half the verdict).
-// Non-2xx answers are read by ClassifyError.
+// Non-2xx answers are read by ClassifyError. A UTF-8 byte order mark
+// before the body is skipped (wire.SkipBOM).
 func ClassifyModeration(resp *probes.Response, now time.Time, norm Normalizer) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
 	}
+	resp = wire.SkipBOM(resp)
 	if resp.Status < 200 || resp.Status >= 300 {
-		return ClassifyError(resp, now)
+		return classifyError(resp, now)
 	}
 	r := probes.Result{RequestID: RequestID(resp.Header)}
 	var mr moderationResponse
@@ -74,7 +76,7 @@ func ClassifyModeration(resp *probes.Response, now time.Time, norm Normalizer) p
 	}
 	if len(mr.Results) == 0 {
 		if e, err := decodeError(resp.Body); err == nil && e.present {
-			return ClassifyError(resp, now)
+			return classifyError(resp, now)
 		}
 		r.Reason = "no_results"
 		if mr.ID.S == "" && mr.Model.S == "" {

@@ -730,13 +730,30 @@ var promptBlockCodes = wire.Set("invalid_prompt", "content_policy_violation")
 // reasons or flagged_input) is an input block ("moderation") whose reasons
 // are the categories (NormalizeReason), flagged_input never kept.
 //
+// OpenAI-compatible providers that say it only in words: xAI's safety
+// check (403 or 400, "Content violates usage guidelines. ... Failed check:
+// SAFETY_CHECK_TYPE_BIO"; IsUsageGuidelinesBlock) is an input block
+// ("safety_check") whose named check is the category (BIO weapons, CSAM
+// sexual_minors, others other); DeepSeek's 400 "Content Exists Risk"
+// (IsContentExistsRisk, the whole message) is an input block
+// ("content_exists_risk") with no category. Account enforcement in the
+// same body wins, as above.
+//
 // The body is first given to the single-pass reader classifyErrorFast
 // (fasterror.go), which either returns exactly what classifyErrorSlow
 // returns or declines; anything it declines is read by classifyErrorSlow.
+//
+// A UTF-8 byte order mark before the body is skipped (wire.SkipBOM).
 func ClassifyError(resp *probes.Response, now time.Time) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
 	}
+	return classifyError(wire.SkipBOM(resp), now)
+}
+
+// classifyError is ClassifyError on a body whose byte order mark, if any,
+// was skipped: the fast reader, else the reference.
+func classifyError(resp *probes.Response, now time.Time) probes.Result {
 	if r, ok := classifyErrorFast(resp, now); ok {
 		return r
 	}
@@ -848,6 +865,15 @@ func errorResult(resp *probes.Response, now time.Time, r probes.Result, e *errFi
 		// (IsAbuse) in the same body is abuse_block on a 4xx or 2xx (the
 		// case above) and never this block under other statuses.
 		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "invalid_prompt"
+	case (resp.Status == 403 || resp.Status == 400 || ok2xx) && IsUsageGuidelinesBlock(e.Message):
+		// xAI's safety check (403, the check named in the message): a
+		// per-request input block, categories from the check's name.
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "safety_check"
+		r.Signals, r.Unknown = safetyCheckSignals(e.Message, r.Signals, r.Unknown)
+	case (resp.Status == 400 || ok2xx) && IsContentExistsRisk(e.Message):
+		// DeepSeek's input moderation (400 invalid_request_error): no
+		// category named.
+		r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "content_exists_risk"
 	case (resp.Status == 403 || resp.Status == 400 || ok2xx) && e.moderation:
 		// OpenRouter's moderation: the input was flagged before any model
 		// ran; the reasons are the categories.
@@ -893,6 +919,65 @@ func GatewayContentPolicy(message string) bool {
 	m := strings.ToLower(message)
 	return strings.Contains(m, "contentpolicyviolationerror") ||
 		strings.Contains(m, "response was filtered due to the prompt triggering")
+}
+
+// IsUsageGuidelinesBlock reports whether an error message is xAI's
+// safety-check input block: HTTP 403, {"code":"The caller does not have
+// permission to execute the specified operation","error":"Content violates
+// usage guidelines. Team: ..., API key ID: ..., Model: ..., Failed check:
+// SAFETY_CHECK_TYPE_BIO"} (UKGovernmentBEIS/inspect_ai#2267,
+// theopenco/llmgateway#1785, also seen with SAFETY_CHECK_TYPE_CSAM). The
+// message must open with "Content violates usage guidelines" (after white
+// space), or carry it after a gateway's " - " separator (LiteLLM's
+// "...Exception - <message>"): the same words quoted elsewhere in a
+// message are not it.
+func IsUsageGuidelinesBlock(message string) bool {
+	const phrase = "content violates usage guidelines"
+	m := strings.ToLower(strings.TrimSpace(message))
+	return strings.HasPrefix(m, phrase) || strings.Contains(m, " - "+phrase)
+}
+
+// safetyCheck matches the check an xAI safety-check message names
+// ("Failed check: SAFETY_CHECK_TYPE_BIO").
+var safetyCheck = regexp.MustCompile(`(?i)\bfailed check:\s*(safety_check_type_[a-z0-9_]+)`)
+
+// safetyCheckCategories maps the xAI checks seen so far to the normalized
+// vocabulary (BIO as Anthropic's bio: weapons); any other check is "other"
+// with "category:NAME" in Unknown.
+var safetyCheckCategories = map[string]string{
+	"SAFETY_CHECK_TYPE_BIO":  probes.CatWeapons,
+	"SAFETY_CHECK_TYPE_CSAM": probes.CatSexualMinors,
+}
+
+// safetyCheckSignals appends a fired signal per check an xAI safety-check
+// message names (sorted, unique; upper-cased as xAI spells them), and a
+// "category:NAME" Unknown entry for each check safetyCheckCategories does
+// not know. A message that names none adds nothing: the block then has no
+// category.
+func safetyCheckSignals(message string, sigs []probes.Signal, unk []string) ([]probes.Signal, []string) {
+	var checks []string
+	for _, m := range safetyCheck.FindAllStringSubmatch(message, -1) {
+		checks = append(checks, strings.ToUpper(m[1]))
+	}
+	for _, raw := range probes.SortedUnique(checks) {
+		cat, known := safetyCheckCategories[raw]
+		if !known {
+			cat = probes.CatOther
+			unk = append(unk, "category:"+sanitize(raw))
+		}
+		sigs = append(sigs, probes.Signal{Category: cat, Raw: raw, Fired: true})
+	}
+	return sigs, unk
+}
+
+// IsContentExistsRisk reports whether an error message is DeepSeek's input
+// moderation block: HTTP 400 {"error":{"message":"Content Exists
+// Risk","type":"invalid_request_error","code":"invalid_request_error"}}
+// (earlier {"detail":"Content Exists Risk"}; deepseek-ai/DeepSeek-V2#30,
+// deepseek-ai/awesome-deepseek-integration#13). The whole message must be
+// those words (case and surrounding white space aside).
+func IsContentExistsRisk(message string) bool {
+	return strings.EqualFold(strings.TrimSpace(message), "content exists risk")
 }
 
 // NormalizeReason maps a moderation reason a gateway names (OpenRouter's
@@ -1030,12 +1115,15 @@ func malformed(resp *probes.Response, r probes.Result) probes.Result {
 // A 2xx body is first given to the single-pass reader classifyChatFast
 // (fastchat.go), which either returns exactly what classifyChatSlow
 // returns or declines; anything it declines is read by classifyChatSlow.
+// A UTF-8 byte order mark before the body is skipped first (wire.SkipBOM:
+// the stored body keeps it).
 func ClassifyChat(resp *probes.Response, now time.Time) probes.Result {
 	if resp.Err != nil {
 		return wire.Transport(resp)
 	}
+	resp = wire.SkipBOM(resp)
 	if resp.Status < 200 || resp.Status >= 300 {
-		return ClassifyError(resp, now)
+		return classifyError(resp, now)
 	}
 	if r, ok := classifyChatFast(resp); ok {
 		return r
@@ -1063,7 +1151,7 @@ func classifyChatSlow(resp *probes.Response, now time.Time) probes.Result {
 	}
 	if len(cr.Choices) == 0 && len(cr.PromptFilterResults) == 0 {
 		if e, err := decodeError(resp.Body); err == nil && e.present {
-			return ClassifyError(resp, now)
+			return classifyError(resp, now)
 		}
 		if cr.ID.S == "" && cr.Model.S == "" {
 			return malformed(resp, r)

@@ -629,7 +629,7 @@ func classifyChatStream(resp *probes.Response, now time.Time) probes.Result {
 	case resp.Truncated && s.cut != nil && finishContentFilter.Match(s.cut):
 		r.Class, r.Stage, r.Reason = probes.BlockedOutput, probes.StageOutput, "content_filter"
 	case s.errEvent != nil:
-		return streamFinish(resp, ClassifyError(&probes.Response{Status: resp.Status, Header: resp.Header, Body: s.errEvent}, now))
+		return streamFinish(resp, classifyError(&probes.Response{Status: resp.Status, Header: resp.Header, Body: s.errEvent}, now))
 	case s.bad:
 		r.Class, r.Reason = probes.Transient, "malformed_response"
 	case !s.complete():

@@ -16,10 +16,16 @@
 // OpenAI's 400 invalid_prompt (input block), what gateways make of provider
 // blocks (input blocks: LiteLLM's ContentPolicyViolationError, with Azure's
 // per-category results when it forwards them in
-// error.provider_specific_fields.innererror; OpenAI's "Invalid prompt: your
-// prompt was flagged" message whatever the code; OpenRouter's 403
-// moderation error, its metadata.reasons the categories), account
-// enforcement wording (abuse_block, never on the invalid-prompt wording), the error envelope in the OpenAI, {"error":"text"},
+// error.provider_specific_fields.innererror; OpenAI's invalid-prompt
+// messages ("Invalid prompt: your prompt was flagged", "Invalid prompt:
+// we've limited access to this content for safety reasons") whatever the
+// code; OpenRouter's 403 moderation error, its metadata.reasons the
+// categories), the input blocks providers state only in words (xAI's 403
+// "Content violates usage guidelines. ... Failed check:
+// SAFETY_CHECK_TYPE_<CHECK>", the check the category; DeepSeek's 400
+// "Content Exists Risk", uncategorized), account enforcement wording and
+// codes (abuse_block, never on the invalid-prompt wording; Groq's
+// organization_restricted included), the error envelope in the OpenAI, {"error":"text"},
 // top-level {message,type,code} and FastAPI {"detail":...} shapes, a 2xx
 // carrying only an error (transient), Retry-After / retry-after-ms /
 // x-ratelimit-reset-* and the x-request-id header (fallback: body id).
@@ -53,8 +59,9 @@ func Info() probes.Info {
 			"choices[0].finish_reason=content_filter (+ content_filter_results when present) (output block)",
 			"choices[0].message.refusal; plain-text refusal opening (model refusal, the latter heuristic)",
 			"400 error.code=content_filter / invalid_prompt (input block)",
-			"gateways: LiteLLM ContentPolicyViolationError (+ provider_specific_fields.innererror), \"Invalid prompt: your prompt was flagged\" with any code, OpenRouter 403 metadata.reasons (input block)",
-			"account enforcement wording in error type/code/message (abuse_block)",
+			"gateways: LiteLLM ContentPolicyViolationError (+ provider_specific_fields.innererror), OpenAI's \"Invalid prompt: ...\" flagged/safety messages with any code, OpenRouter 403 metadata.reasons (input block)",
+			"providers: xAI 403 \"Content violates usage guidelines\" (+ Failed check: SAFETY_CHECK_TYPE_*), DeepSeek 400 \"Content Exists Risk\" (input block)",
+			"account enforcement wording in error type/code/message, e.g. Groq organization_restricted (abuse_block)",
 			"error envelopes: {error:{...}}, {error:\"...\"}, {message,type,code}, {detail}",
 			"429/5xx with Retry-After, retry-after-ms, x-ratelimit-reset-*",
 			"model, system_fingerprint, usage",

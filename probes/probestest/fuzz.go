@@ -275,6 +275,22 @@ func SyntheticBodies() [][]byte {
 ","category":"new,cat","a,b":1}}`,
 		`{"error":{"message":"litellm.BadRequestError: litellm.ContentPolicyViolationError: ` + k + `","type":null,"param":null,"code":"400","provider_specific_fields":{"innererror":{"code":"ResponsibleAIPolicyViolation","content_filter_result":{"hate":{"filtered":true,"severity":"high"},"` + k + `,x":{"filtered":true,"severity":"a,b"}}}}}}`,
 		`{"error":{"message":"litellm.BadRequestError: OpenAIException - Invalid prompt: your prompt was flagged as potentially violating our usage policy.","type":null,"param":null,"code":"400"}}`,
+		`{"error":{"message":"litellm.BadRequestError: OpenAIException - Invalid prompt: we've limited access to this content for safety reasons. ` + k + `","type":null,"param":null,"code":"400"}}`,
+		// OpenAI-compatible providers' input blocks stated in words (xAI,
+		// DeepSeek) and account restriction (Groq), echoing the key.
+		`{"code":"The caller does not have permission to execute the specified operation","error":"Content violates usage guidelines. Team: ` + k + `, API key ID: ` + k + `, Model: grok-4, Failed check: SAFETY_CHECK_TYPE_` + k + `, Failed check: SAFETY_CHECK_TYPE_A,B"}`,
+		`{"error":{"message":"Content Exists Risk","type":"invalid_request_error","param":null,"code":"` + k + `"}}`,
+		`{"error":{"message":"Organization has been restricted: ` + k + `","type":"invalid_request_error","param":"","code":"organization_restricted"}}`,
+		// A UTF-8 byte order mark before JSON (skipped by every reader),
+		// whole and cut.
+		"\xef\xbb\xbf" + `{"id":"c","model":"m","choices":[{"message":{"content":null},"finish_reason":"content_filter","content_filter_results":{"hate":{"filtered":true,"severity":"high"}}}]}`,
+		"\xef\xbb\xbf" + `{"choices":[{"finish_reason":"content_filter"`,
+		"\xef\xbb\xbf" + `{"type":"error","error":{"type":"invalid_request_error","message":"Output blocked by content filtering policy"}}`,
+		"\xef\xbb\xbf" + `{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}]}`,
+		"\xef\xbb\xbf" + `{"output":{"message":{"content":[{"text":"ok"}]}},"stopReason":"content_filtered"}`,
+		// Gemini's streamGenerateContent as a JSON array of chunks.
+		`[{"candidates":[{"content":{"parts":[{"text":"` + k + `"}]}}],"modelVersion":"` + k + `"},{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"category":"` + k + `","probability":"HIGH","blocked":true}]}]}]`,
+		`[{"candidates":[{"content":{"parts":[{"text":"Hi"}]}}]},{"error":{"code":503,"message":"` + k + `","status":"UNAVAILABLE"}}]`,
 		`{"error":{"code":403,"message":"` + k + `","metadata":{"reasons":["violence","` + k + `","a,b
 "],"flagged_input":"` + k + `","provider_name":"` + k + `","model_slug":"m"}}}`,
 		`{"id":"modr","model":"m","results":[{"categories":{"hate":"true","violence":null,"sexual":{"x":1},"a,b\t\u0000":false},"category_scores":{"hate":0.9}}]}`,
@@ -304,10 +320,13 @@ func hugeBodies() [][]byte {
 }
 
 // ProviderJSON reports whether body is, leniently read, a JSON object (or an
-// array whose first element is one, as Google wraps errors): the shape every
-// provider answers with. Leniency mirrors oaiwire.ParseLenient: raw newlines
-// inside strings, and a top-level fragment missing its braces.
+// array whose first element is one, as Google wraps errors and streams
+// chunks): the shape every provider answers with. Leniency mirrors what
+// the adapters read: a leading UTF-8 byte order mark skipped
+// (wire.SkipBOM), and oaiwire.ParseLenient's raw newlines inside strings
+// and top-level fragment missing its braces.
 func ProviderJSON(body []byte) bool {
+	body = wire.TrimBOM(body)
 	cands := [][]byte{body, wire.EscapeRawNewlines(body)}
 	if t := bytes.TrimSpace(cands[1]); len(t) > 0 && t[0] == '"' {
 		cands = append(cands, append(append([]byte("{"), t...), '}'))
@@ -360,9 +379,10 @@ var finishContentFilter = regexp.MustCompile(`"finish_reason"\s*:\s*"content_fil
 // "finish_reason":"content_filter" is blocked_output; a 400 whose
 // unparseable body opens like JSON and mentions content_filter is
 // blocked_input (Azure's legacy error bodies). A complete event stream
-// (marked response:event_stream) reads as the answer it describes.
+// (marked response:event_stream) reads as the answer it describes. A
+// leading byte order mark is skipped, as the readers skip it.
 func OpenAIDialectVerdict(resp *probes.Response, r probes.Result) bool {
-	t := bytes.TrimSpace(resp.Body)
+	t := bytes.TrimSpace(wire.TrimBOM(resp.Body))
 	switch {
 	case resp.Status >= 200 && resp.Status < 300:
 		if slices.Contains(r.Unknown, "response:event_stream") {

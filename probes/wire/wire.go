@@ -35,6 +35,39 @@ func JSONHeader() http.Header {
 	return http.Header{"Content-Type": {"application/json"}}
 }
 
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+const utf8BOM = "\xef\xbb\xbf"
+
+// TrimBOM returns body without one leading UTF-8 byte order mark (RFC
+// 8259 §8.1: a JSON parser may ignore it; .NET proxies and API gateways'
+// policy bodies send one). Anything else, a mark after white space
+// included, is returned as it is. It never copies.
+func TrimBOM(body []byte) []byte {
+	if len(body) >= len(utf8BOM) && string(body[:len(utf8BOM)]) == utf8BOM {
+		return body[len(utf8BOM):]
+	}
+	return body
+}
+
+// SkipBOM returns the response an adapter reads: resp itself when its body
+// does not open with a UTF-8 byte order mark, else a shallow copy whose
+// Body is the same bytes after the mark (TrimBOM). resp and its Body are
+// never modified: the runner stores and hashes the bytes received, mark
+// and all, and replay reads them through the same call. Every adapter
+// calls it once, where it starts reading an answer.
+func SkipBOM(resp *probes.Response) *probes.Response {
+	if resp == nil {
+		return nil
+	}
+	b := TrimBOM(resp.Body)
+	if len(b) == len(resp.Body) {
+		return resp
+	}
+	c := *resp
+	c.Body = b
+	return &c
+}
+
 // RetryAfter reads the provider's requested wait from the standard
 // Retry-After header (seconds or HTTP date) and the retry-after-ms variant.
 // now is used only for the HTTP-date form.
@@ -163,7 +196,11 @@ func StatusClass(status int) probes.Class {
 // belongs to (Mistral: "Your workspace has been suspended. Please contact
 // support."): a workspace or project that is merely archived, deleted or
 // not found, and every authentication failure ("invalid api key"), is an
-// ordinary client error.
+// ordinary client error. An organization may also be restricted (Groq:
+// 400 code organization_restricted, "Organization has been restricted.
+// Please reach out to support if you believe this was in error."): only
+// the organization's own restriction, never a model or feature
+// "restricted to" some plan.
 var abusePhrases = []string{
 	"account has been suspended",
 	"account has been deactivated",
@@ -174,6 +211,8 @@ var abusePhrases = []string{
 	"organisation has been suspended",
 	"organisation has been disabled",
 	"organisation has been deactivated",
+	"organization has been restricted",
+	"organisation has been restricted",
 	"workspace has been suspended",
 	"project has been suspended",
 	"access has been terminated",
@@ -199,23 +238,33 @@ var abuseTypes = map[string]bool{
 	"access_terminated":        true,
 	"abuse_detected":           true,
 	"user_suspended":           true,
+	"organization_restricted":  true,
 }
 
 // promptFlaggedPhrases are the openings of OpenAI's per-request input
-// block (reasoning models, 400 invalid_request_error invalid_prompt):
+// blocks (400 invalid_request_error invalid_prompt): the reasoning models'
 // "Invalid prompt: your prompt was flagged as potentially violating our
-// usage policy. Please try again with a different prompt: ...". Gateways
+// usage policy. Please try again with a different prompt: ..." and the
+// safety block of current models (GPT-5.x, o-series) "Invalid prompt:
+// we've limited access to this content for safety reasons. ...". Gateways
 // (LiteLLM: "litellm.BadRequestError: OpenAIException - Invalid prompt:
-// ...", code "400") forward the message without the code.
+// ...", code "400") forward the message without the code. The phrases are
+// anchored on OpenAI's "Invalid prompt:" opening, except the flagged
+// wording's own continuation, which no other provider writes.
 var promptFlaggedPhrases = []string{
 	"invalid prompt: your prompt was flagged",
 	"your prompt was flagged as potentially violating",
+	"invalid prompt: we've limited access to this content for safety reasons",
 }
 
 // IsPromptFlagged reports whether message is OpenAI's invalid-prompt input
-// block, whatever error code came with it.
+// block, whatever error code came with it. A typographic apostrophe
+// ("we’ve") reads as a straight one.
 func IsPromptFlagged(message string) bool {
 	m := strings.ToLower(message)
+	if strings.Contains(m, "\u2019") {
+		m = strings.ReplaceAll(m, "\u2019", "'")
+	}
 	for _, p := range promptFlaggedPhrases {
 		if strings.Contains(m, p) {
 			return true
