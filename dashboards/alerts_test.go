@@ -17,7 +17,7 @@ const (
 )
 
 // alertTestFiles are the promtool unit test files for alertsFile.
-var alertTestFiles = []string{"prometheus/alerts_test.yml", "prometheus/alerts_weeks_test.yml"}
+var alertTestFiles = []string{"prometheus/alerts_test.yml", "prometheus/alerts_days_test.yml", "prometheus/alerts_weeks_test.yml"}
 
 // wantAlerts is the paging policy: composition and account enforcement
 // page; volume, the prober's own health and baselines restarted by an
