@@ -1,6 +1,7 @@
 package yamlx
 
 import (
+	"encoding/base64"
 	"fmt"
 	"reflect"
 	"strings"
@@ -15,6 +16,7 @@ import (
 // the mapping anchored at targets[0] merged into targets[1]).
 type occurrence struct {
 	path  string
+	line  int          // the line it is written on: its key's, or the list item's (an alias's own line for `- *a`)
 	key   *yaml.Node   // the key; nil for a list item
 	value *yaml.Node   // the value, aliases followed
 	into  reflect.Type // the type the value decodes into, pointers followed; nil for an unknown field
@@ -67,6 +69,11 @@ func decodeOrder(root *yaml.Node, t reflect.Type) []occurrence {
 	}
 	var out []occurrence
 	budget := maxReplay
+	type structInfo struct {
+		fields map[string]reflect.Type
+		inline reflect.Type
+	}
+	structs := map[reflect.Type]structInfo{} // a struct's fields, found once
 	follow := func(n *yaml.Node, o origin, merge bool) (*yaml.Node, origin) {
 		if n.Kind == yaml.AliasNode {
 			if o.via == nil {
@@ -83,7 +90,11 @@ func decodeOrder(root *yaml.Node, t reflect.Type) []occurrence {
 		return t
 	}
 	record := func(path string, k, v *yaml.Node, into, in reflect.Type, o origin) {
-		out = append(out, occurrence{path: path, key: k, value: resolve(v), into: into, in: in, via: o.via, merge: o.merge})
+		line := v.Line
+		if k != nil {
+			line = k.Line
+		}
+		out = append(out, occurrence{path: path, line: line, key: k, value: resolve(v), into: into, in: in, via: o.via, merge: o.merge})
 	}
 	var decode func(n *yaml.Node, t reflect.Type, path string, o origin)
 	var fill func(m *yaml.Node, t reflect.Type, path string, o origin, shadow map[string]bool)
@@ -135,7 +146,12 @@ func decodeOrder(root *yaml.Node, t reflect.Type) []occurrence {
 		var fields map[string]reflect.Type
 		var inline reflect.Type
 		if t.Kind() == reflect.Struct {
-			fields, inline = yamlFields(t), inlineMap(t)
+			s, ok := structs[t]
+			if !ok {
+				s = structInfo{yamlFields(t), inlineMap(t)}
+				structs[t] = s
+			}
+			fields, inline = s.fields, s.inline
 		}
 		var mergeNode *yaml.Node
 		for i := 0; i+1 < len(m.Content); i += 2 {
@@ -224,66 +240,253 @@ func inlineMap(t reflect.Type) reflect.Type {
 	return nil
 }
 
-// checkStructure reports what yaml.v3 would refuse in any document
-// without a line or a field, or crash on: a merge key (`<<`) whose value
-// is not a mapping, an alias of one or a list of them ("map merge
-// requires map or sequence of maps"), and a list or mapping used as a
-// mapping key (beside a merge key, the decoder panics). Each node is
-// checked once, where it is written.
-func checkStructure(file string, root *yaml.Node) List {
+// occurrenceIndex finds the occurrence a decoder message is about, in
+// time linear in the occurrences and messages: the occurrences are
+// bucketed by what a message gives of them (see occurrenceKey), each
+// bucket in replay order, and a message takes the first occurrence of its
+// bucket not taken yet, as the decoder reports a key or value once per
+// place it is decoded at, in the order of the replay.
+type occurrenceIndex struct {
+	occ     []occurrence
+	buckets map[occurrenceKey]*occurrenceQueue
+	steps   int // occurrences handed out or examined, for tests
+}
+
+// occurrenceKey is what a decoder message gives of an occurrence: for an
+// unknown field ("line N: field K not found in type T"), the key's line
+// and name and the type holding it; for a value it cannot decode ("line
+// N: cannot unmarshal !!tag `value` into T"), the value's line and the
+// type, and the value as the message shows it (see shownValue).
+type occurrenceKey struct {
+	unknown bool
+	line    int
+	name    string
+	typ     string
+}
+
+type occurrenceQueue struct {
+	idx  []int
+	next int
+}
+
+func newOccurrenceIndex(occ []occurrence) *occurrenceIndex {
+	ix := &occurrenceIndex{occ: occ, buckets: map[occurrenceKey]*occurrenceQueue{}}
+	for i := range occ {
+		o := &occ[i]
+		var k occurrenceKey
+		switch {
+		case o.into == nil && o.key != nil:
+			k = occurrenceKey{unknown: true, line: o.key.Line, name: o.key.Value, typ: o.in.String()}
+		case o.into != nil:
+			k = occurrenceKey{line: o.value.Line, name: shownValue(o.value), typ: o.into.String()}
+		default:
+			continue
+		}
+		q := ix.buckets[k]
+		if q == nil {
+			q = &occurrenceQueue{}
+			ix.buckets[k] = q
+		}
+		q.idx = append(q.idx, i)
+	}
+	return ix
+}
+
+// take returns the first occurrence of bucket k not taken yet, or nil.
+func (ix *occurrenceIndex) take(k occurrenceKey) *occurrence {
+	q := ix.buckets[k]
+	if q == nil || q.next >= len(q.idx) {
+		return nil
+	}
+	ix.steps++
+	o := &ix.occ[q.idx[q.next]]
+	q.next++
+	return o
+}
+
+// shownValue is how a decoder message shows the value n: "seq" or "map"
+// for a list or mapping, the scalar's value after "=" otherwise, past 10
+// bytes shortened to 7 and "...", as yaml.v3's decoder.terror does.
+func shownValue(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "seq"
+	case yaml.MappingNode:
+		return "map"
+	}
+	v := n.Value
+	if len(v) > 10 {
+		v = v[:7] + "..."
+	}
+	return "=" + v
+}
+
+// shownInMessage is shownValue for the value a decoder message names:
+// tag as in "!!str", value as quoted there.
+func shownInMessage(tag, value string) string {
+	switch tag {
+	case "seq", "map":
+		return tag
+	}
+	return "=" + value
+}
+
+var (
+	anyType  = reflect.TypeFor[any]()
+	nodeType = reflect.TypeFor[yaml.Node]()
+)
+
+// checkStructure reports what yaml.v3 would refuse without a line or a
+// field, or crash on, in the part of root it decodes into t: a merge key
+// (`<<`) whose value is not a mapping, an alias of one or a list of them
+// ("map merge requires map or sequence of maps"), a list or mapping used
+// as a mapping key (beside a merge key, the decoder panics), and a scalar
+// whose explicit tag its value does not fit (`!!int abc`, `!!binary` that
+// is not base64). What the decoder does not read is left alone, as it
+// is: the value of an unknown field (reported as unknown), a mapping
+// with a duplicate key (reported as such), a value of the wrong kind (a
+// mapping for an integer). A value a type decoding itself (an
+// UnmarshalYAML) is given is checked whole, as the type may decode any
+// of it; so is a merged mapping, even the values of its keys that the
+// merging mapping overrides (which the decoder skips): malformed YAML
+// written in the file is refused. Each problem is reported once, at the
+// path it is first read at.
+func checkStructure(file string, root *yaml.Node, t reflect.Type) List {
+	if root == nil {
+		return nil
+	}
+	if t == nil {
+		t = anyType
+	}
 	var l List
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		switch n.Kind {
-		case yaml.DocumentNode:
+	done := map[*yaml.Node]bool{} // the nodes checked for their own problem
+	add := func(line int, path, msg string) {
+		l = append(l, &Error{File: file, Line: line, Field: path, Msg: msg})
+	}
+	type visit struct {
+		n *yaml.Node
+		t reflect.Type
+	}
+	seen := map[visit]bool{}
+	var walk func(n *yaml.Node, t reflect.Type, path string, line int)
+	walk = func(n *yaml.Node, t reflect.Type, path string, line int) {
+		if n = resolve(n); n.Kind == yaml.AliasNode {
+			return
+		}
+		if n.Kind == yaml.DocumentNode {
 			for _, c := range n.Content {
-				walk(c, path)
+				walk(c, t, path, c.Line)
+			}
+			return
+		}
+		if t == nodeType {
+			return // kept as a node, not decoded
+		}
+		for {
+			pt := reflect.PointerTo(t)
+			// A null value is decoded as a scalar whatever the type.
+			if n.ShortTag() != "!!null" && (pt.Implements(unmarshalerType) || pt.Implements(obsoleteUnmarshalerType)) {
+				t = anyType
+				break
+			}
+			if t.Kind() != reflect.Pointer {
+				break
+			}
+			t = t.Elem()
+		}
+		if seen[visit{n, t}] {
+			return
+		}
+		seen[visit{n, t}] = true
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if !done[n] {
+				done[n] = true
+				if msg := tagProblem(n); msg != "" {
+					add(line, path, msg)
+				}
 			}
 		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			et := anyType
+			switch t.Kind() {
+			case reflect.Slice, reflect.Array:
+				et = t.Elem()
+			case reflect.Interface:
+			default:
+				return // not decoded: the decoder reports the list
 			}
-		case yaml.ScalarNode:
-			if msg := tagProblem(n); msg != "" {
-				l = append(l, &Error{File: file, Line: n.Line, Field: path, Msg: msg})
+			for i, c := range n.Content {
+				walk(c, et, fmt.Sprintf("%s[%d]", path, i), c.Line)
 			}
 		case yaml.MappingNode:
+			kind := t.Kind()
+			if kind != reflect.Struct && kind != reflect.Map && kind != reflect.Interface || duplicateKeys(n) {
+				return // not decoded: the decoder reports the mapping or its duplicate key
+			}
+			var fields map[string]reflect.Type
+			var inline reflect.Type
+			if kind == reflect.Struct {
+				fields, inline = yamlFields(t), inlineMap(t)
+			}
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
 				if IsMerge(k) {
 					if bad := badMerge(v); bad != nil {
-						line := k.Line
-						if v.Kind == yaml.SequenceNode {
-							line = bad.Line
+						if !done[k] {
+							done[k] = true
+							line := k.Line
+							if v.Kind == yaml.SequenceNode {
+								line = bad.Line
+							}
+							add(line, join(path, "<<"),
+								"a merge key takes a mapping, an alias of one (<<: *name) or a list of them (<<: [*a, *b]), not "+describeMerge(v, bad))
 						}
-						l = append(l, &Error{File: file, Line: line, Field: join(path, "<<"),
-							Msg: "a merge key takes a mapping, an alias of one (<<: *name) or a list of them (<<: [*a, *b]), not " + describeMerge(v, bad)})
 						continue
 					}
-					for _, m := range InlineMerged(v) {
-						walk(m, path)
+					for _, m := range merged(v) {
+						walk(m, t, path, k.Line)
 					}
 					continue
 				}
-				if rk := resolve(k); rk.Kind == yaml.SequenceNode || rk.Kind == yaml.MappingNode {
-					what := "list"
-					if rk.Kind == yaml.MappingNode {
-						what = "mapping"
+				rk := resolve(k)
+				if rk.Kind == yaml.SequenceNode || rk.Kind == yaml.MappingNode {
+					if !done[k] {
+						done[k] = true
+						what := "list"
+						if rk.Kind == yaml.MappingNode {
+							what = "mapping"
+						}
+						add(k.Line, path, "a "+what+" used as a key (a key is a name)")
 					}
-					l = append(l, &Error{File: file, Line: k.Line, Field: path, Msg: "a " + what + " used as a key (a key is a name)"})
 					continue
 				}
-				if k.Kind == yaml.ScalarNode {
-					if msg := tagProblem(k); msg != "" {
-						l = append(l, &Error{File: file, Line: k.Line, Field: path, Msg: msg})
-						continue
-					}
+				if rk.Kind != yaml.ScalarNode {
+					continue
 				}
-				walk(v, join(path, k.Value))
+				if msg := tagProblem(rk); msg != "" {
+					if !done[rk] {
+						done[rk] = true
+						add(k.Line, path, msg)
+					}
+					continue
+				}
+				p := join(path, rk.Value)
+				switch kind {
+				case reflect.Struct:
+					if f, ok := fields[rk.Value]; ok {
+						walk(v, f, p, k.Line)
+					} else if inline != nil {
+						walk(v, inline, p, k.Line)
+					} // else an unknown field, whose value is not decoded
+				case reflect.Map:
+					walk(v, t.Elem(), p, k.Line)
+				default:
+					walk(v, anyType, p, k.Line)
+				}
 			}
 		}
 	}
-	walk(root, "")
+	walk(root, t, "", root.Line)
 	return l
 }
 
@@ -353,13 +556,19 @@ func describeNode(n *yaml.Node) string {
 }
 
 // tagProblem reports a scalar whose explicit tag its value does not fit
-// (`!!int abc`), which the decoder refuses without a line.
+// (`!!int abc`, a `!!binary` value that is not base64), which the decoder
+// refuses without a line.
 func tagProblem(n *yaml.Node) string {
-	if n.Style&yaml.TaggedStyle == 0 {
+	if n.Kind != yaml.ScalarNode || n.Style&yaml.TaggedStyle == 0 {
 		return ""
 	}
 	switch n.ShortTag() {
 	case "!!int", "!!float", "!!bool", "!!null", "!!timestamp":
+	case "!!binary":
+		if _, err := base64.StdEncoding.DecodeString(n.Value); err != nil {
+			return fmt.Sprintf("!!binary %s: the value is not base64 (remove the tag, or fix the value)", quoteShort(n.Value))
+		}
+		return ""
 	default:
 		return ""
 	}

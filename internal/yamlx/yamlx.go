@@ -83,7 +83,8 @@ var (
 // merge key (`<<: *d`) or an alias brings in is named by the path it is
 // read at (see convert); what yaml.v3 would report without a line (a bad
 // merge key value, a list used as a key, a tag its value does not fit) is
-// found first (see checkStructure).
+// found first, in what the decoder reads (see checkStructure): the value
+// of an unknown field is not read, and the field is reported as unknown.
 //
 // A custom UnmarshalYAML that wants its problem located and collected with
 // the others returns a *yaml.TypeError whose messages read
@@ -102,7 +103,7 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	scalars, reported := checkScalars(file, &root, reflect.TypeOf(v))
 	// What the decoder would report without a line, or crash on, is
 	// reported before it runs.
-	if l := checkStructure(file, &root); len(l) > 0 {
+	if l := checkStructure(file, &root, reflect.TypeOf(v)); len(l) > 0 {
 		return &root, mergeProblems(scalars, l)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -147,9 +148,17 @@ func mergeProblems(scalars List, err error) error {
 	if !errors.As(err, &l) {
 		return err
 	}
+	type at struct {
+		field string
+		line  int
+	}
+	said := make(map[at]bool, len(scalars))
+	for _, s := range scalars {
+		said[at{s.Field, s.Line}] = true
+	}
 	out := append(List(nil), scalars...)
 	for _, e := range l {
-		if !slices.ContainsFunc(scalars, func(s *Error) bool { return s.Field == e.Field && s.Line == e.Line }) {
+		if !said[at{e.Field, e.Line}] {
 			out = append(out, e)
 		}
 	}
@@ -192,8 +201,16 @@ func syntaxError(file string, data []byte, err error) error {
 // replaying the decoder's walk (see decodeOrder), at the line the key or
 // value is written on, and says where it was brought in. The same problem
 // reported twice (a duplicate key in a mapping merged twice) is listed
-// once.
-func convert(file string, root *yaml.Node, t reflect.Type, err error, reported map[*yaml.Node]bool) error {
+// once. A value checkScalars has reported for the type it is read into
+// (reported) is not reported again.
+func convert(file string, root *yaml.Node, t reflect.Type, err error, reported map[scalarRead]bool) error {
+	l, _ := locate(file, root, t, err, reported)
+	return l
+}
+
+// locate is convert, also returning how many occurrences the messages
+// were matched against (see occurrenceIndex), which tests bound.
+func locate(file string, root *yaml.Node, t reflect.Type, err error, reported map[scalarRead]bool) (error, int) {
 	var ye *Error
 	if errors.As(err, &ye) {
 		e := *ye
@@ -203,35 +220,31 @@ func convert(file string, root *yaml.Node, t reflect.Type, err error, reported m
 		if e.Field == "" && e.Line > 0 {
 			e.Field = PathAt(root, e.Line)
 		}
-		return List{&e}
+		return List{&e}, 0
 	}
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
-		var occ []occurrence
-		replayed := false
-		used := map[int]bool{}
-		// next returns the first occurrence not yet used that match
-		// accepts: the decoder reports a key or value once per place it
-		// is decoded at, in the order of the replay.
-		next := func(match func(o *occurrence) bool) *occurrence {
-			if !replayed {
-				occ, replayed = decodeOrder(root, t), true
+		var ix *occurrenceIndex
+		// next returns the first occurrence with key k not yet taken:
+		// the decoder reports a key or value once per place it is
+		// decoded at, in the order of the replay.
+		next := func(k occurrenceKey) *occurrence {
+			if ix == nil {
+				ix = newOccurrenceIndex(decodeOrder(root, t))
 			}
-			for i := range occ {
-				if !used[i] && match(&occ[i]) {
-					used[i] = true
-					return &occ[i]
-				}
+			return ix.take(k)
+		}
+		steps := func() int {
+			if ix == nil {
+				return 0
 			}
-			return nil
+			return ix.steps
 		}
 		var l List
 		for _, m := range te.Errors {
 			if g := reUnknown.FindStringSubmatch(m); g != nil {
 				n, _ := strconv.Atoi(g[1])
-				o := next(func(o *occurrence) bool {
-					return o.into == nil && o.key.Line == n && o.key.Value == g[2] && o.in.String() == g[3]
-				})
+				o := next(occurrenceKey{unknown: true, line: n, name: g[2], typ: g[3]})
 				if o != nil {
 					l = append(l, &Error{File: file, Line: n, Field: o.path, Msg: "unknown field" + o.note()})
 				} else {
@@ -255,18 +268,12 @@ func convert(file string, root *yaml.Node, t reflect.Type, err error, reported m
 					what += fmt.Sprintf(" %q", g[3])
 				}
 				msg := fmt.Sprintf("wrong type: %s where %s expected", what, goType(g[4]))
-				o := next(func(o *occurrence) bool {
-					return o.into != nil && o.value.Line == n && o.into.String() == g[4] && sameValue(o.value, g[2], g[3])
-				})
-				if o != nil && reported[o.value] {
+				o := next(occurrenceKey{line: n, name: shownInMessage(g[2], g[3]), typ: g[4]})
+				if o != nil && reported[scalarRead{o.value, o.into}] {
 					continue // checkScalars has said what to write, where it is first read
 				}
 				if o != nil {
-					line := n
-					if o.key != nil {
-						line = o.key.Line
-					}
-					l = append(l, &Error{File: file, Line: line, Field: o.path, Msg: msg + o.note()})
+					l = append(l, &Error{File: file, Line: o.line, Field: o.path, Msg: msg + o.note()})
 					continue
 				}
 				path, line := valuePath(root, n, g[2], g[3])
@@ -280,14 +287,14 @@ func convert(file string, root *yaml.Node, t reflect.Type, err error, reported m
 			}
 			l = append(l, &Error{File: file, Msg: m})
 		}
-		return dedupe(l)
+		return dedupe(l), steps()
 	}
 	msg := err.Error()
 	if g := reLine.FindStringSubmatch(msg); g != nil {
 		n, _ := strconv.Atoi(g[1])
-		return List{{File: file, Line: n, Msg: "invalid YAML: " + g[2]}}
+		return List{{File: file, Line: n, Msg: "invalid YAML: " + g[2]}}, 0
 	}
-	return List{{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}}
+	return List{{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}}, 0
 }
 
 // dedupe returns l without its repeated problems, in file order.
@@ -305,14 +312,15 @@ func dedupe(l List) List {
 }
 
 // entry is one key/value (key nil for sequence items and the document) of a
-// document, with its dotted path.
+// document, with its dotted path. With merges, a merge key is an entry
+// too (path targets[1].<<), for the problems about the key itself.
 type entry struct {
 	path  string
 	key   *yaml.Node
 	value *yaml.Node
 }
 
-func entries(root *yaml.Node) []entry {
+func entries(root *yaml.Node, merges bool) []entry {
 	var out []entry
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
@@ -326,6 +334,9 @@ func entries(root *yaml.Node) []entry {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
 				if IsMerge(k) {
+					if merges {
+						out = append(out, entry{path: join(path, k.Value), key: k, value: v})
+					}
 					// A merged mapping's keys are the mapping's own.
 					for _, m := range InlineMerged(v) {
 						walk(m, path)
@@ -354,10 +365,11 @@ func entries(root *yaml.Node) []entry {
 }
 
 // keyPath returns the path of the mapping key named key on line (the last
-// one, for a key given twice), falling back to the path at the line.
+// one, for a key given twice; list[1].<< for a merge key), falling back to
+// the path at the line.
 func keyPath(root *yaml.Node, line int, key string) string {
 	found := ""
-	for _, e := range entries(root) {
+	for _, e := range entries(root, true) {
 		if e.key != nil && e.key.Line == line && e.key.Value == key {
 			found = e.path
 		}
@@ -382,7 +394,7 @@ func keyPath(root *yaml.Node, line int, key string) string {
 // enclosing item.
 func valuePath(root *yaml.Node, line int, tag, value string) (string, int) {
 	var cands []entry
-	for _, e := range entries(root) {
+	for _, e := range entries(root, false) {
 		v := e.value
 		if v.Line != line {
 			continue
@@ -677,6 +689,12 @@ func emptyScalar(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null"
 }
 
+// scalarRead is a scalar node read into a type (pointers followed).
+type scalarRead struct {
+	n *yaml.Node
+	t reflect.Type
+}
+
 // Scalars yaml.v3 would convert silently, which a strict input refuses.
 var (
 	unmarshalerType     = reflect.TypeFor[yaml.Unmarshaler]()
@@ -700,17 +718,20 @@ var (
 // values are left alone (they decode as the zero value, as an omitted
 // field), and so are types decoding themselves (an UnmarshalYAML or
 // UnmarshalText) and time.Duration, which yaml.v3 refuses numbers for.
-// Mismatched kinds (a list for an integer) are left to the decoder. It
-// returns the problems and the set of scalars they are about.
-func checkScalars(file string, root *yaml.Node, t reflect.Type) (List, map[*yaml.Node]bool) {
+// Mismatched kinds (a list for an integer) are left to the decoder, and
+// so is a scalar whose explicit tag its value does not fit (`!!float
+// abc`, see tagProblem), which checkStructure reports. It returns the
+// problems and the set of scalars they are about, each with the type it
+// is read into.
+func checkScalars(file string, root *yaml.Node, t reflect.Type) (List, map[scalarRead]bool) {
 	if root == nil || t == nil {
 		return nil, nil
 	}
 	var l List
-	bad := map[*yaml.Node]bool{} // the scalars reported
-	add := func(n *yaml.Node, line int, path, msg string) {
+	bad := map[scalarRead]bool{} // the scalars reported, with the type read into
+	add := func(n *yaml.Node, t reflect.Type, line int, path, msg string) {
 		l = append(l, &Error{File: file, Line: line, Field: path, Msg: msg})
-		bad[n] = true
+		bad[scalarRead{n, t}] = true
 	}
 	type visit struct {
 		n *yaml.Node
@@ -739,6 +760,9 @@ func checkScalars(file string, root *yaml.Node, t reflect.Type) (List, map[*yaml
 		}
 		if t == durationType || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
 			return
+		}
+		if tagProblem(n) != "" {
+			return // checkStructure says the tag does not fit: it is no number
 		}
 		// A mapping or list is checked once per type, at its first path:
 		// one reached again through an alias is reported where its
@@ -795,19 +819,19 @@ func checkScalars(file string, root *yaml.Node, t reflect.Type) (List, map[*yaml
 				break
 			}
 			if msg := leadingZero(n); msg != "" {
-				add(n, line, path, msg)
+				add(n, t, line, path, msg)
 			} else if msg := intRange(n, t); msg != "" {
-				add(n, line, path, msg)
+				add(n, t, line, path, msg)
 			} else if n.ShortTag() == "!!float" {
-				add(n, line, path, "wrong type: "+floatProblem(n.Value))
+				add(n, t, line, path, "wrong type: "+floatProblem(n.Value))
 			}
 		case reflect.Float32, reflect.Float64:
 			if msg := leadingZero(n); n.Kind == yaml.ScalarNode && msg != "" {
-				add(n, line, path, msg)
+				add(n, t, line, path, msg)
 			}
 		case reflect.Bool:
 			if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!bool" && n.ShortTag() != "!!null" {
-				add(n, line, path, "wrong type: "+boolProblem(n))
+				add(n, t, line, path, "wrong type: "+boolProblem(n))
 			}
 		}
 	}
