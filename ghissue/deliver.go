@@ -924,6 +924,20 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 		return dbError{fmt.Errorf("outbox %d: update %d of event %d: %w", r.ID, r.UpdateID, r.EventID, storage.ErrNotFound)}
 	}
 	closing := r.Action == ActionRevert && d.cfg.CloseOnRevert
+	if closing {
+		// An issue already closed keeps its state and reason: a person
+		// closed it (as not planned, say), or an earlier close of this
+		// row's went through with its answer lost. The comment then
+		// says nothing of closing it.
+		closed, err := d.issueClosed(ctx, num)
+		if err != nil {
+			return d.issueErr(ctx, ev, err)
+		}
+		if closed {
+			d.log.Info("github issue already closed; its state is kept", "event", ev.ID, "issue", num)
+			closing = false
+		}
+	}
 	if err := d.ensureComment(ctx, num, ev, *upd, ev2, closing); err != nil {
 		return err
 	}
@@ -949,11 +963,12 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 // kind label of a kind the event had before is replaced by the current
 // one, every other label (a human's included) is kept.
 //
-// The close edit is sent (with the title: it ends [reverted] or
-// [retracted] now) unless the issue is closed already: a person's close
-// keeps its state and reason (a "not planned" is never turned into
-// "completed"), and an earlier close whose answer was lost needs nothing
-// more. Only the title is then corrected. An issue is never reopened.
+// With closing, the close edit is sent (with the title: it ends
+// [reverted] or [retracted] now). deliver sets closing only for an issue
+// not closed already: a person's close keeps its state and reason (a "not
+// planned" is never turned into "completed"), and an earlier close whose
+// answer was lost needs nothing more; only the title is then corrected.
+// An issue is never reopened.
 //
 // It runs after the comment is ensured, under the row's claim: when the
 // edit fails (an outage, a rate limit), the row records the failure and
@@ -963,19 +978,6 @@ func (d *deliverer) ensureState(ctx context.Context, num int, ev *diff.Event, u 
 	want := Title(ev)
 	req := &github.IssueRequest{}
 	edit := false
-	if closing {
-		// An issue already closed keeps its state and reason: a person
-		// closed it (as not planned, say), or an earlier close of this
-		// row's went through with its answer lost.
-		closed, err := d.issueClosed(ctx, num)
-		if err != nil {
-			return d.issueErr(ctx, ev, err)
-		}
-		if closed {
-			d.log.Info("github issue already closed; its state is kept", "event", ev.ID, "issue", num)
-			closing = false
-		}
-	}
 	if closing {
 		reason := CloseReason
 		if u.Change == diff.ChangeRetracted {

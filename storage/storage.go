@@ -595,8 +595,9 @@ func migrations() ([]migration, error) {
 // driftprobe.
 var ErrNewerSchema = errors.New("database schema is newer than this driftprobe")
 
-// migrate applies pending migrations, one transaction each. The schema
-// version is read inside each migration's (immediate, write-locked)
+// migrate applies the pending migrations, all in one transaction: an
+// upgrade (or a new database's schema) commits whole or not at all. The
+// schema version is read inside that (immediate, write-locked)
 // transaction, so processes opening the same database at once — a daemon
 // and a CLI command after an upgrade — apply each migration exactly once
 // instead of racing to apply it twice.
