@@ -1526,14 +1526,19 @@ func (c *Config) KeyWarnings(getenv func(string) string) []string {
 	if g.AppAuth() {
 		field, name = "github.private_key_env", g.PrivateKeyEnv
 	}
-	if name == "" || strings.TrimSpace(getenv(name)) != "" {
+	v := getenv(name)
+	if name == "" || strings.TrimSpace(v) != "" {
 		return nil
 	}
 	where := c.Where(field)
 	if where == "" {
 		where = c.Where("github")
 	}
-	return []string{fmt.Sprintf("%s%s: environment variable %s is not set: runs record their events, but no GitHub issue is opened or updated until it is (driftprobe outbox lists what is owed)", where, field, name)}
+	state := "is not set or empty"
+	if v != "" {
+		state = "holds only white space"
+	}
+	return []string{fmt.Sprintf("%s%s: environment variable %s %s: runs record their events, but no GitHub issue is opened or updated until it holds the credential (driftprobe outbox lists what is owed)", where, field, name, state)}
 }
 
 func (c *Config) Where(path string) string {

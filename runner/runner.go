@@ -854,6 +854,11 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 		var hresp *http.Response
 		hresp, err = r.o.Client.Do(hr)
 		if err == nil {
+			// The timeout and a cancelled run end the body's read too: a
+			// 101 Switching Protocols answer's body is the raw connection,
+			// which no longer follows the request's context.
+			stop := context.AfterFunc(actx, func() { hresp.Body.Close() })
+			defer stop()
 			resp.Status = hresp.StatusCode
 			resp.Header = hresp.Header
 			// Classify the whole answer; fill stores its first
@@ -878,6 +883,12 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 	}
 	resp.Latency = r.o.Now().Sub(start)
 	res := safeClassify(t.Prober, req, resp)
+	if resp.Err != nil && res.Message == "" {
+		// The cause, stored with the observation (an untrusted
+		// certificate is told apart from a flaky network): the error
+		// without its URL (scrub), the key redacted below.
+		res.Message = wire.Truncate(resp.Err.Error(), wire.MaxMessage)
+	}
 	if rd, ok := t.Prober.(probes.Redactor); ok {
 		resp.Body = rd.Redact(resp.Body)
 	}

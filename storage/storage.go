@@ -446,15 +446,29 @@ func notOurs(p string, n int) error {
 	return fmt.Errorf("%s: %w (it holds %s driftprobe did not create: another program's; choose another --db or database)", p, ErrNotDriftprobe, what)
 }
 
+// NotSQLiteError is a file that is not an SQLite database at all: another
+// program's file, or one damaged past reading. It is ErrNotDriftprobe, and
+// IsCorrupt still sees SQLite's SQLITE_NOTADB in Err (db check calls it
+// damage, exit 1).
+type NotSQLiteError struct {
+	Path string
+	Err  error
+}
+
+// Error tells the user of any other command that db check says which.
+func (e *NotSQLiteError) Error() string {
+	return fmt.Sprintf("%s: %v (not an SQLite database: another program's file, or a damaged one — driftprobe db check tells: %v)", e.Path, ErrNotDriftprobe, e.Err)
+}
+
+func (e *NotSQLiteError) Unwrap() []error { return []error{ErrNotDriftprobe, e.Err} }
+
 // openError describes a failure to read the database at p: a file that is
 // not SQLite at all is ErrNotDriftprobe, a path SQLite cannot open says
 // so, anything else is wrapped as it is; each names p.
 func openError(p string, err error) error {
 	switch sqliteCode(err) {
 	case sqliteNotADB:
-		// %w twice: IsCorrupt still sees SQLITE_NOTADB (db check calls a
-		// damaged file damage, exit 1).
-		return fmt.Errorf("%s: %w (not an SQLite database: another program's file, or a damaged one — driftprobe db check tells: %w)", p, ErrNotDriftprobe, err)
+		return &NotSQLiteError{Path: p, Err: err}
 	case sqliteCantOpen:
 		return fmt.Errorf("%s: cannot open the database (does its directory exist, is it a file, may this user write there?): %w", p, err)
 	case sqliteReadOnly:

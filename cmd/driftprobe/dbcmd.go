@@ -295,6 +295,12 @@ cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 				return cobraUsage{fmt.Errorf("%s: --from-run must be a run id (runs are numbered from 1)", cmd.CommandPath())}
 			}
 			sess, err := app.OpenReadOnly(cmd.Context(), g.config, g.db)
+			var notSQLite *storage.NotSQLiteError
+			if errors.As(err, &notSQLite) {
+				// Its header is not SQLite's: nothing of it can be read,
+				// let alone verified.
+				return &gateError{fmt.Sprintf("db check: the database does not verify: %s is not an SQLite database: another program's file, or one damaged past reading (restore a backup if it was driftprobe's): %v", notSQLite.Path, notSQLite.Err)}
+			}
 			if storage.IsDamaged(err) {
 				// Too damaged to open, or left incomplete by an
 				// interrupted write, is a finding, not a failure to check.

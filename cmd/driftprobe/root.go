@@ -113,6 +113,9 @@ probes the embedded simulator: no keys, no network.`,
 		if err := checkLogLevel(c, g.logLevel); err != nil {
 			return err
 		}
+		// net/http writes some diagnostics to the standard logger, bytes
+		// an upstream sent included: keys redacted there too.
+		app.InstallStdLog(g.stderr)
 		if g.hup != nil && c.Name() != "serve" {
 			// Only serve reloads; to any other command a hangup means stop.
 			go func() {

@@ -163,6 +163,7 @@ func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), er
 			closeAll()
 			return nil, nil, Usage(fmt.Errorf("target %s: %w", tc.Name, err))
 		}
+		rememberSecret(key)
 		out = append(out, &runner.Target{Config: tc, Prober: p, Secret: key})
 	}
 	return out, closeAll, nil
