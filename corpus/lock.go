@@ -186,7 +186,7 @@ func writeLock(dir string, l *Lock) error {
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			// A read-only mount (a ConfigMap, an image layer).
-			return fmt.Errorf("write lock: %w: the corpus directory is read-only; lock it where it is writable (driftprobe corpus lock DIR) and ship %s with it, a run then only reads it", err, LockName)
+			return fmt.Errorf("write lock: %w: %s is read-only; lock the corpus where its lock is writable (driftprobe corpus lock DIR) and ship %s with it, a run then only reads it", err, dir, LockName)
 		}
 		return fmt.Errorf("write lock: %w", err)
 	}

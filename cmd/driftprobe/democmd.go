@@ -214,6 +214,8 @@ DIR/demo.yaml --production DIR/production.jsonl).`,
 				if err := demoAttribute(ctx, w, section, sess, dir, t0, runs); err != nil {
 					return err
 				}
+			} else {
+				fmt.Fprintf(w, "\n(attribution is left out: it needs the change and an hour after it, 5 runs; this demo made %d)\n", runs)
 			}
 			section("driftprobe compare --from sim-prod --to sim-candidate")
 			cmp, err := diff.Compare(ctx, st, cp, "sim-prod", "sim-candidate", 0, -1)

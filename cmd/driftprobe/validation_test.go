@@ -174,3 +174,15 @@ func TestSimConfigForms(t *testing.T) {
 	bad := writeFile(t, dir, "bad.yaml", "sim:\n  noise: 2\n")
 	expectExit(t, 2, "bad.yaml:2: sim.noise: 2: must be between 0 and 1", "sim", "--listen", "127.0.0.1:0", "--sim-config", bad)
 }
+
+// A demo of fewer than 5 runs says that attribution is left out rather
+// than dropping the section without a word.
+func TestDemoShortSaysAttributionIsLeftOut(t *testing.T) {
+	stdout, stderr, code := runIn(t, "demo", "--runs", "2")
+	if code != 0 {
+		t.Fatalf("demo --runs 2: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "attribution is left out: it needs the change and an hour after it, 5 runs; this demo made 2") {
+		t.Errorf("demo --runs 2 does not say attribution is left out:\n%s", stdout)
+	}
+}
