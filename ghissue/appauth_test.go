@@ -48,12 +48,18 @@ func useApp(t *testing.T, s *sys) {
 // assertNoKey checks that neither the PEM nor its base64 body lines leak.
 func assertNoKey(t *testing.T, s *sys, f *fakeGitHub, logs, pemText string) {
 	t.Helper()
-	assertNoSecret(t, s, f, logs, "private key", pemText)
+	assertNoSecrets(t, s, f, logs, keySecrets(pemText))
+}
+
+// keySecrets is a PEM and each of its base64 body lines, as secrets.
+func keySecrets(pemText string) []secretText {
+	out := []secretText{{"private key", pemText}}
 	for _, line := range strings.Split(pemText, "\n") {
 		if len(line) >= 32 && !strings.HasPrefix(line, "-----") {
-			assertNoSecret(t, s, f, logs, "private key line", line)
+			out = append(out, secretText{"private key line", line})
 		}
 	}
+	return out
 }
 
 // TestGitHubAppInstallationAuth: with app_id, installation_id and
@@ -121,9 +127,8 @@ func TestGitHubAppInstallationAuth(t *testing.T) {
 		t.Errorf("idle pass: sent %d, %v, %d requests", sent, err, len(f.requests())-n)
 	}
 
-	assertNoKey(t, s, f, logs.String(), pemText)
-	assertNoSecret(t, s, f, logs.String(), "installation token", installToken)
-	assertNoSecret(t, s, f, logs.String(), "app JWT", jwt)
+	assertNoSecrets(t, s, f, logs.String(), append(keySecrets(pemText),
+		secretText{"installation token", installToken}, secretText{"app JWT", jwt}))
 }
 
 // TestGitHubAppAuthErrors: a missing or invalid private key, a key of
@@ -192,11 +197,9 @@ func TestGitHubAppAuthErrors(t *testing.T) {
 	}
 
 	l := logs.String()
-	for what, secret := range map[string]string{"not-a-PEM value": notPEM, "bad PEM": badPEM, "one-line PEM": oneLine, "installation token": installToken} {
-		assertNoSecret(t, s, f, l, what, secret)
-	}
-	assertNoKey(t, s, f, l, pemText)
-	assertNoKey(t, s, f, l, otherPEM)
+	secrets := []secretText{{"not-a-PEM value", notPEM}, {"bad PEM", badPEM}, {"one-line PEM", oneLine}, {"installation token", installToken}}
+	secrets = append(secrets, keySecrets(pemText)...)
+	assertNoSecrets(t, s, f, l, append(secrets, keySecrets(otherPEM)...))
 }
 
 // TestEchoedCredentialsAreRedacted: when GitHub's answer echoes the

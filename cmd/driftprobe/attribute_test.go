@@ -72,18 +72,23 @@ func hourlyRuns(t *testing.T, config string, n int, check func(i int, res *app.R
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sess, targets := openRunSession(t, cfg, db)
-	sleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-	for i := 0; i < n; i++ {
-		at := testenv.AttributionT0.Add(time.Duration(i) * time.Hour)
-		res, err := app.RunOnce(context.Background(), sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: sleep, Now: func() time.Time { return at }})
-		if err != nil || res.Summary.Status != storage.RunComplete {
-			t.Fatalf("run %d: %v", i+1, err)
+	// The same runs for every test that asks: built once, copied (check
+	// sees them the one time they are made).
+	cachedDB(t, fmt.Sprintf("hourlyRuns %d %q", n, config), db, func(db string) {
+		sess, targets, closeT := openRunSessionOn(t, cfg, db)
+		defer closeT()
+		sleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+		for i := 0; i < n; i++ {
+			at := testenv.AttributionT0.Add(time.Duration(i) * time.Hour)
+			res, err := app.RunOnce(context.Background(), sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: sleep, Now: func() time.Time { return at }})
+			if err != nil || res.Summary.Status != storage.RunComplete {
+				t.Fatalf("run %d: %v", i+1, err)
+			}
+			if check != nil {
+				check(i, res)
+			}
 		}
-		if check != nil {
-			check(i, res)
-		}
-	}
+	})
 	return dir, cfg, db
 }
 
@@ -91,17 +96,24 @@ func hourlyRuns(t *testing.T, config string, n int, check func(i int, res *app.R
 // does, with its targets built; both are closed when the test ends.
 func openRunSession(t *testing.T, cfg, db string) (*app.Session, []*runner.Target) {
 	t.Helper()
+	sess, targets, closeAll := openRunSessionOn(t, cfg, db)
+	t.Cleanup(closeAll)
+	return sess, targets
+}
+
+// openRunSessionOn is openRunSession closed by the function it returns.
+func openRunSessionOn(t *testing.T, cfg, db string) (*app.Session, []*runner.Target, func()) {
+	t.Helper()
 	sess, err := app.Open(context.Background(), cfg, db, true, app.CheckCorpus)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sess.Close() })
 	targets, closeT, err := app.BuildTargets(sess.Config)
 	if err != nil {
+		sess.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(closeT)
-	return sess, targets
+	return sess, targets, func() { closeT(); sess.Close() }
 }
 
 // hourly renders ten JSONL points from testenv.AttributionT0: blocked per 1000 requests is

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,11 +19,14 @@ func evidenceEnv(t *testing.T, cfg string, n int) (string, string) {
 	if err := os.WriteFile(c, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < n; i++ {
-		if _, stderr, code := runIn(t, "run", "--config", c, "--db", db, "--no-progress"); code != 0 {
-			t.Fatalf("run %d: exit %d: %s", i+1, code, stderr)
+	// The same runs for every test that asks: built once, copied.
+	cachedDB(t, fmt.Sprintf("evidenceEnv %d %q", n, cfg), db, func(db string) {
+		for i := 0; i < n; i++ {
+			if _, stderr, code := runIn(t, "run", "--config", c, "--db", db, "--no-progress"); code != 0 {
+				t.Fatalf("run %d: exit %d: %s", i+1, code, stderr)
+			}
 		}
-	}
+	})
 	return c, db
 }
 

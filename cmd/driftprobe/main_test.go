@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(runWithSignals(args, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(withFixtureRoot(m.Run))
 }
 
 // runProc runs the CLI in a new process and returns stdout, stderr and
