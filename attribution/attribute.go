@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -106,10 +107,12 @@ type History struct {
 	// probes answered in that run (LoadVerdicts reads them): what decides
 	// whether the probes held still around a change. Nil when not read:
 	// then only events and nondeterminism marks are checked, and a
-	// traffic reason says the verdicts were not read.
+	// traffic reason says the verdicts were not read. AttributeStore
+	// ignores it and reads what a change needs from its store instead.
 	Verdicts map[string]map[int64][]ProbeVerdict
 	// ProbeTags maps probe ids to their corpus tags (LoadVerdicts fills
-	// it): which probes of Verdicts belong to a category.
+	// it): which probes of Verdicts belong to a category. AttributeStore
+	// ignores it too.
 	ProbeTags map[string][]string
 }
 
@@ -170,9 +173,33 @@ type UncoveredReport struct {
 }
 
 // Attribute detects the change of every series of p and attributes it
-// against h. The report's lists are never nil and are ordered by target,
-// then category.
+// against h, with the per-run verdicts h holds (h.Verdicts; nil: not
+// read). The report's lists are never nil and are ordered by target, then
+// category.
 func Attribute(p *Production, h *History, o Options) *Report {
+	r, _ := attribute(p, newAttributor(h, nil), o) // no loader: no error
+	return r
+}
+
+// AttributeStore is Attribute with the per-run verdicts (and the probe
+// tags that place them in a category) read from st, and only when a
+// change needs them: when its attribution reaches the held-still check
+// (no event in its window, the category covered, enough complete runs on
+// both sides; see attributor.stillness). It then reads the verdicts of
+// the change's target in the compared runs — the target's complete runs
+// that started within the series' span, which the rule checks pairwise
+// end to end, so no smaller set gives the same answer — each run once per
+// call (a target's verdicts are kept while its series are attributed:
+// Production.Series is sorted by target). A report without such a change
+// reads nothing from st. The report is Attribute's after LoadVerdicts(st,
+// corpusTags) on h, to the byte; h.Verdicts and h.ProbeTags are ignored
+// and h is not modified. An error is a failed read of st, wrapped.
+func AttributeStore(ctx context.Context, st VerdictStore, p *Production, h *History, corpusTags map[string][]string, o Options) (*Report, error) {
+	return attribute(p, newAttributor(h, newStoreVerdicts(ctx, st, corpusTags)), o)
+}
+
+func attribute(p *Production, a *attributor, o Options) (*Report, error) {
+	h := a.h
 	r := &Report{Series: len(p.Series), Changes: []ChangeReport{}, Uncovered: []UncoveredReport{}, Skipped: p.Skipped, Warnings: []string{}}
 	if r.Skipped == nil {
 		r.Skipped = []SkippedSeries{}
@@ -181,7 +208,6 @@ func Attribute(p *Production, h *History, o Options) *Report {
 	if len(h.Runs) == 0 {
 		r.Warnings = append(r.Warnings, "the database has no runs: nothing can be attributed to the provider or to traffic (run driftprobe on a schedule first)")
 	}
-	a := newAttributor(h)
 	do := o.Detect.withDefaults()
 	for _, s := range p.Series {
 		if s.Category != "" && h.Coverage[s.Category] == 0 && s.Blocked() > 0 {
@@ -207,9 +233,13 @@ func Attribute(p *Production, h *History, o Options) *Report {
 				tol = DefaultTolerance
 			}
 		}
-		r.Changes = append(r.Changes, a.attribute(s, c, tol))
+		cr, err := a.attribute(s, c, tol)
+		if err != nil {
+			return nil, err
+		}
+		r.Changes = append(r.Changes, cr)
 	}
-	return r
+	return r, nil
 }
 
 type attributor struct {
@@ -218,10 +248,15 @@ type attributor struct {
 	runsOf  map[string][]int    // target → indexes of runs that probed it
 	byTgt   map[string][]*Event // target → events involving it
 	confirm int
+	// store, when set, reads the per-run verdicts and probe tags on
+	// demand (AttributeStore); else they are h.Verdicts and h.ProbeTags.
+	store *storeVerdicts
 }
 
-func newAttributor(h *History) *attributor {
-	a := &attributor{h: h, runs: map[int64]int{}, runsOf: map[string][]int{}, byTgt: map[string][]*Event{}, confirm: h.ConfirmRuns}
+// newAttributor indexes h; store (nil: use h.Verdicts) reads the per-run
+// verdicts when a change needs them.
+func newAttributor(h *History, store *storeVerdicts) *attributor {
+	a := &attributor{h: h, runs: map[int64]int{}, runsOf: map[string][]int{}, byTgt: map[string][]*Event{}, confirm: h.ConfirmRuns, store: store}
 	if a.confirm < 1 {
 		a.confirm = 2
 	}
@@ -494,7 +529,9 @@ func (a *attributor) match(e *Event, target string, c Change, tol time.Duration)
 	return m
 }
 
-func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeReport {
+// attribute attributes change c of series s. An error is a failed read
+// of the per-run verdicts (a.store), wrapped.
+func (a *attributor) attribute(s *Series, c Change, tol time.Duration) (ChangeReport, error) {
 	cr := ChangeReport{Target: c.Target, Category: c.Category, ChangeAt: c.At, ChangeFrom: c.From, BeforeRate: c.Before, AfterRate: c.After,
 		RateUnit: "blocked_per_interval", Direction: c.Direction, Events: []int64{}, Tolerance: fmtDuration(tol)}
 	if c.HasTotal {
@@ -558,12 +595,12 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 			suffix += fmt.Sprintf(" (%d complete run(s) of %s within it count on neither side)", inGap, c.Target)
 		}
 	}
-	set := func(attr string, ms []eventMatch, format string, args ...any) ChangeReport {
+	set := func(attr string, ms []eventMatch, format string, args ...any) (ChangeReport, error) {
 		cr.Attribution, cr.Reason = attr, fmt.Sprintf(format, args...)+suffix
 		for _, m := range ms {
 			cr.Events = append(cr.Events, m.ev.ID)
 		}
-		return cr
+		return cr, nil
 	}
 	describe := func(ms []eventMatch) string {
 		var parts []string
@@ -657,7 +694,10 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) ChangeRep
 			cr.RunsAfter, c.Target, end.UTC().Format(time.RFC3339), a.confirm)
 	}
 	// "Held still" is checked, not assumed: see attributor.stillness.
-	st := a.stillness(c, start, end, tol)
+	st, err := a.stillness(c, start, end, tol)
+	if err != nil {
+		return ChangeReport{}, err
+	}
 	if st.unstable() {
 		reason, evs := describeUnstable(st, c)
 		cr.Events = append(cr.Events, evs...)

@@ -41,7 +41,7 @@
 // the runs between did not hold still there, unless the span between its
 // answers, widened by the tolerance, misses the change). One unstable probe makes the change inconclusive: a probe that
 // flips at random cannot show that the provider held still. With per-run
-// verdicts read (History.Verdicts, LoadVerdicts), traffic also needs a
+// verdicts read (History.Verdicts, LoadVerdicts; AttributeStore), traffic also needs a
 // witness: a probe whose verdict on the same bytes was identical from a
 // run before the change to a run after it. Without them only the
 // nondeterminism marks are checked, and the traffic reason says so.
@@ -101,8 +101,10 @@
 // the event. nondeterminism events are never evidence of a change (they
 // only stop a traffic claim, see "Held still").
 //
-// Nothing here reads the database or the network except Prometheus.Load
-// and LoadVerdicts (through the VerdictStore the caller passes): the
-// caller builds a History (internal/app does, from the store and the
-// corpus), so every rule is testable with plain values.
+// Nothing here reads the database or the network except Prometheus.Load,
+// LoadVerdicts and AttributeStore (through the VerdictStore the caller
+// passes; AttributeStore reads the per-run verdicts only for a change
+// that reaches the held-still check, so a report without one reads
+// none): the caller builds a History (internal/app does, from the store
+// and the corpus), so every rule is testable with plain values.
 package attribution

@@ -42,24 +42,18 @@ type VerdictStore interface {
 // contributes the few it kept (the evidence events pin), possibly none.
 // ProbeTags are the tags the store kept for every probe it saw, overlaid
 // with corpusTags (probe id → corpus tags; nil: the store's alone).
+//
+// It reads every verdict of the span whether or not a change needs it;
+// AttributeStore gives the same report reading only what the changes'
+// held-still checks need.
 func LoadVerdicts(ctx context.Context, st VerdictStore, p *Production, h *History, corpusTags map[string][]string) error {
-	tags, err := st.ProbeTags(ctx)
+	tags, err := probeTags(ctx, st, corpusTags)
 	if err != nil {
-		return fmt.Errorf("probe verdicts: %w", err)
+		return err
 	}
-	if tags == nil {
-		tags = map[string][]string{}
-	}
-	for id, t := range corpusTags {
-		tags[id] = t
-	}
-	rows, err := st.Targets(ctx)
+	ids, err := targetIDs(ctx, st)
 	if err != nil {
-		return fmt.Errorf("probe verdicts: targets: %w", err)
-	}
-	ids := map[string]int64{}
-	for _, t := range rows {
-		ids[t.Name] = t.ID
+		return err
 	}
 	type span struct{ start, end time.Time }
 	spans := map[string][]span{}
@@ -69,7 +63,6 @@ func LoadVerdicts(ctx context.Context, st VerdictStore, p *Production, h *Histor
 	}
 	h.ProbeTags = tags
 	h.Verdicts = map[string]map[int64][]ProbeVerdict{}
-	rr, fast := st.(verdictRowReader)
 	in := newInterner()
 	for target, ss := range spans {
 		byRun := map[int64][]ProbeVerdict{}
@@ -94,28 +87,121 @@ func LoadVerdicts(ctx context.Context, st VerdictStore, p *Production, h *Histor
 				runs = append(runs, r.ID)
 			}
 		}
-		if fast {
-			if err := loadRows(ctx, rr, tid, runs, byRun, in); err != nil {
-				return fmt.Errorf("probe verdicts on %s: %w", target, err)
-			}
-			continue
-		}
-		for _, run := range runs {
-			obs, _, err := st.ObservationsWithDamage(ctx, run, tid)
-			if err != nil {
-				return fmt.Errorf("probe verdicts of run %d on %s: %w", run, target, err)
-			}
-			vs := make([]ProbeVerdict, 0, len(obs))
-			for _, o := range obs {
-				if c := o.Result.Class; !c.IsVerdict() || c == probes.AbuseBlock {
-					continue
-				}
-				vs = append(vs, ProbeVerdict{ProbeID: o.ProbeID, RequestSHA256: o.RequestSHA256, Verdict: diff.VerdictOf(o.Result).Key()})
-			}
-			byRun[run] = vs
+		if err := readVerdicts(ctx, st, target, tid, runs, byRun, in); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// probeTags returns the tags st kept for every probe it saw, overlaid
+// with corpusTags, never nil.
+func probeTags(ctx context.Context, st VerdictStore, corpusTags map[string][]string) (map[string][]string, error) {
+	tags, err := st.ProbeTags(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("probe verdicts: %w", err)
+	}
+	if tags == nil {
+		tags = map[string][]string{}
+	}
+	for id, t := range corpusTags {
+		tags[id] = t
+	}
+	return tags, nil
+}
+
+// targetIDs maps the names of the targets st knows to their ids.
+func targetIDs(ctx context.Context, st VerdictStore) (map[string]int64, error) {
+	rows, err := st.Targets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("probe verdicts: targets: %w", err)
+	}
+	ids := make(map[string]int64, len(rows))
+	for _, t := range rows {
+		ids[t.Name] = t.ID
+	}
+	return ids, nil
+}
+
+// readVerdicts sets byRun[run], for every run of runs, to the verdicts of
+// target (id tid) in that run, read from st: through VerdictRows in one
+// query per chunk of runs when st has it, else run by run through
+// ObservationsWithDamage. Both give the same verdicts.
+func readVerdicts(ctx context.Context, st VerdictStore, target string, tid int64, runs []int64, byRun map[int64][]ProbeVerdict, in *interner) error {
+	if rr, ok := st.(verdictRowReader); ok {
+		if err := loadRows(ctx, rr, tid, runs, byRun, in); err != nil {
+			return fmt.Errorf("probe verdicts on %s: %w", target, err)
+		}
+		return nil
+	}
+	for _, run := range runs {
+		obs, _, err := st.ObservationsWithDamage(ctx, run, tid)
+		if err != nil {
+			return fmt.Errorf("probe verdicts of run %d on %s: %w", run, target, err)
+		}
+		vs := make([]ProbeVerdict, 0, len(obs))
+		for _, o := range obs {
+			if c := o.Result.Class; !c.IsVerdict() || c == probes.AbuseBlock {
+				continue
+			}
+			vs = append(vs, ProbeVerdict{ProbeID: o.ProbeID, RequestSHA256: o.RequestSHA256, Verdict: diff.VerdictOf(o.Result).Key()})
+		}
+		byRun[run] = vs
+	}
+	return nil
+}
+
+// storeVerdicts reads per-run verdicts for AttributeStore on demand. It
+// keeps one target's verdicts at a time: the runs read so far for the
+// target of the latest read, so that the changes of one target's several
+// series read each run once.
+type storeVerdicts struct {
+	read func(target string, runs []int64) (map[int64][]ProbeVerdict, error)
+	// tags: the probe tags (probeTags), set by the first read.
+	tags map[string][]string
+}
+
+func newStoreVerdicts(ctx context.Context, st VerdictStore, corpusTags map[string][]string) *storeVerdicts {
+	sv := &storeVerdicts{}
+	var (
+		ids    map[string]int64 // nil until the first read
+		target string
+		byRun  map[int64][]ProbeVerdict
+		in     *interner
+	)
+	sv.read = func(t string, runs []int64) (map[int64][]ProbeVerdict, error) {
+		if ids == nil {
+			tags, err := probeTags(ctx, st, corpusTags)
+			if err != nil {
+				return nil, err
+			}
+			if ids, err = targetIDs(ctx, st); err != nil {
+				return nil, err
+			}
+			sv.tags = tags
+		}
+		if byRun == nil || t != target {
+			target, byRun, in = t, map[int64][]ProbeVerdict{}, newInterner()
+		}
+		tid, ok := ids[t]
+		if !ok {
+			return byRun, nil // configured but never run: no verdicts
+		}
+		var missing []int64
+		for _, r := range runs {
+			if _, ok := byRun[r]; !ok {
+				missing = append(missing, r)
+			}
+		}
+		if len(missing) == 0 {
+			return byRun, nil
+		}
+		if err := readVerdicts(ctx, st, t, tid, missing, byRun, in); err != nil {
+			return nil, err
+		}
+		return byRun, nil
+	}
+	return sv
 }
 
 // verdictRowReader is the narrow read LoadVerdicts prefers when st has it
@@ -266,10 +352,11 @@ type runVerdict struct {
 // (started before From) to a run after it (from At on): its verdict was
 // identical across the change. Request bytes that changed between two
 // runs (an input change) also cut a stretch: verdicts on different bytes
-// are never compared. Without per-run verdicts (History.Verdicts nil)
-// only the nondeterminism marks are checked and witnesses are not
-// counted.
-func (a *attributor) stillness(c Change, start, end time.Time, tol time.Duration) stillness {
+// are never compared. Without per-run verdicts (History.Verdicts nil,
+// no store) only the nondeterminism marks are checked and witnesses are
+// not counted. With a store (AttributeStore) the verdicts of the compared
+// runs are read here, and only here: an error is a failed read.
+func (a *attributor) stillness(c Change, start, end time.Time, tol time.Duration) (stillness, error) {
 	s := stillness{marked: map[int64][]string{}}
 	var compared []int
 	for _, i := range a.runsOf[c.Target] {
@@ -279,7 +366,7 @@ func (a *attributor) stillness(c Change, start, end time.Time, tol time.Duration
 		}
 	}
 	if len(compared) == 0 {
-		return s
+		return s, nil
 	}
 	firstID, lastID := a.h.Runs[compared[0]].ID, a.h.Runs[compared[len(compared)-1]].ID
 	for i := range a.h.Events {
@@ -299,11 +386,22 @@ func (a *attributor) stillness(c Change, start, end time.Time, tol time.Duration
 	for id := range s.marked {
 		sort.Strings(s.marked[id])
 	}
-	if a.h.Verdicts == nil {
-		return s
+	byRun, tags := a.h.Verdicts[c.Target], a.h.ProbeTags
+	switch {
+	case a.store != nil:
+		ids := make([]int64, len(compared))
+		for k, i := range compared {
+			ids[k] = a.h.Runs[i].ID
+		}
+		var err error
+		if byRun, err = a.store.read(c.Target, ids); err != nil {
+			return s, err
+		}
+		tags = a.store.tags
+	case a.h.Verdicts == nil:
+		return s, nil
 	}
 	s.read = true
-	byRun := a.h.Verdicts[c.Target]
 	seq := map[string][]runVerdict{}
 	for _, i := range compared {
 		for _, v := range byRun[a.h.Runs[i].ID] {
@@ -325,7 +423,7 @@ func (a *attributor) stillness(c Change, start, end time.Time, tol time.Duration
 	sort.Strings(ids)
 	for _, id := range ids {
 		rv := seq[id]
-		if !a.relevant(id, rv, c.Category) {
+		if !relevant(tags[id], rv, c.Category) {
 			continue
 		}
 		changed, cut := "", false
@@ -366,7 +464,7 @@ func (a *attributor) stillness(c Change, start, end time.Time, tol time.Duration
 			}
 		}
 	}
-	return s
+	return s, nil
 }
 
 // flipsOn returns e's flips on target, or all of them when e lists the
@@ -386,11 +484,11 @@ func (a *attributor) flipsOn(e *Event, target string) []*Flip {
 	return out
 }
 
-// relevant reports whether probe id belongs to category c's control group
-// on the target: tagged with c, or a verdict of it names c; every probe
-// for c == "" (all blocks).
-func (a *attributor) relevant(id string, rv []runVerdict, c string) bool {
-	if c == "" || has(a.h.ProbeTags[id], c) {
+// relevant reports whether a probe with tags and verdicts rv belongs to
+// category c's control group on the target: tagged with c, or a verdict
+// of it names c; every probe for c == "" (all blocks).
+func relevant(tags []string, rv []runVerdict, c string) bool {
+	if c == "" || has(tags, c) {
 		return true
 	}
 	for _, v := range rv {

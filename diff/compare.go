@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -111,6 +112,9 @@ type SkippedRun struct {
 	Reason string `json:"reason"`
 }
 
+// MaxNewerRuns is the most newer runs a CompareSide lists (the latest).
+const MaxNewerRuns = 100
+
 // Skipped-run reasons.
 const (
 	SkippedCorpusVersion = "corpus_version"
@@ -140,8 +144,15 @@ type CompareSide struct {
 	// reported, most answers first (empty when the provider names none).
 	AnsweredBy []ModelSeen `json:"answered_by"`
 	// NewerRuns are the target's runs after Run, oldest first, with why
-	// they were not read.
+	// they were not read: the latest MaxNewerRuns of them (a target
+	// degraded for months has thousands); NewerRunsTotal counts them all.
 	NewerRuns []SkippedRun `json:"newer_runs"`
+	// NewerRunsTotal is how many runs of the target came after Run:
+	// len(NewerRuns) unless the list was capped.
+	NewerRunsTotal int `json:"newer_runs_total"`
+	// allNewer is every newer run when NewerRuns was capped (nil when it
+	// was not): the warnings summarize them all.
+	allNewer []SkippedRun
 	// DamagedRows counts the run's observation rows of the target that are
 	// damaged (storage.ErrDamagedRow; db check names them): their probes
 	// count as not observed, so they are not compared (and gated as such).
@@ -630,7 +641,11 @@ func (c *Comparison) warn() { c.Warnings = c.WarningTexts(func(s string) string 
 
 // WarningTexts renders the comparison's warnings (see Warnings) with every
 // name, version and model from the config, corpus or database passed
-// through quote (identity for text; an escaper for Markdown).
+// through quote (identity for text; an escaper for Markdown). Newer runs
+// are named as ranges and, past a few, counted (runSpans), so a warning's
+// length does not grow with the history; they are all of a side's newer
+// runs for a Comparison Compare returned (one decoded from JSON holds
+// only the latest MaxNewerRuns).
 func (c *Comparison) WarningTexts(quote func(string) string) []string {
 	out := []string{}
 	for _, s := range []*CompareSide{&c.FromSide, &c.ToSide} {
@@ -640,8 +655,13 @@ func (c *Comparison) WarningTexts(quote func(string) string) []string {
 		}
 		byVersion := map[string][]int64{}
 		var versions []string
-		var incomplete []string
-		for _, r := range s.NewerRuns {
+		var incomplete []int64
+		var statuses []string
+		newer := s.NewerRuns
+		if s.allNewer != nil {
+			newer = s.allNewer
+		}
+		for _, r := range newer {
 			switch r.Reason {
 			case SkippedCorpusVersion:
 				if byVersion[r.CorpusVersion] == nil {
@@ -649,15 +669,28 @@ func (c *Comparison) WarningTexts(quote func(string) string) []string {
 				}
 				byVersion[r.CorpusVersion] = append(byVersion[r.CorpusVersion], r.Run)
 			case SkippedIncomplete:
-				incomplete = append(incomplete, fmt.Sprintf("%d (%s)", r.Run, quote(r.Status)))
+				incomplete = append(incomplete, r.Run)
+				statuses = append(statuses, quote(r.Status))
 			}
 		}
 		for _, v := range versions {
+			runs, summed := runSpans(byVersion[v], nil, "runs")
+			switch {
+			case summed:
+			case len(byVersion[v]) == 1:
+				runs = "run " + runs
+			default:
+				runs = "runs " + runs
+			}
 			out = append(out, fmt.Sprintf("%s has newer complete runs that were not compared: %s on corpus %s, on which %s has no complete run; this compares %s's older run %d on corpus %s (run both on one corpus version, e.g. with compare --run, to compare the newest data)",
-				quote(s.Target), runList(byVersion[v]), quote(v), quote(other), quote(s.Target), s.Run, quote(s.CorpusVersion)))
+				quote(s.Target), runs, quote(v), quote(other), quote(s.Target), s.Run, quote(s.CorpusVersion)))
 		}
 		if len(incomplete) > 0 {
-			out = append(out, fmt.Sprintf("%s's newer runs %s did not answer the whole corpus and were not compared; this compares its run %d", quote(s.Target), strings.Join(incomplete, ", "), s.Run))
+			runs, summed := runSpans(incomplete, statuses, "newer runs")
+			if !summed {
+				runs = "newer runs " + runs
+			}
+			out = append(out, fmt.Sprintf("%s's %s did not answer the whole corpus and were not compared; this compares its run %d", quote(s.Target), runs, s.Run))
 		}
 		if s.DamagedRows > 0 {
 			out = append(out, fmt.Sprintf("%s's run %d holds %d damaged observation row(s) (driftprobe db check names them): their probes read as not observed and are not compared", quote(s.Target), s.Run, s.DamagedRows))
@@ -669,15 +702,73 @@ func (c *Comparison) WarningTexts(quote func(string) string) []string {
 	return out
 }
 
-func runList(ids []int64) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = fmt.Sprint(id)
+// A warning names at most maxRunItems runs or ranges of runs; past that
+// it counts the runs and names the latest latestRunItems.
+const (
+	maxRunItems    = 10
+	latestRunItems = 5
+)
+
+// runSpans renders ascending run ids for a warning, each with its label
+// (labels[i]; nil: none), so that its length does not grow with the
+// number of runs: ids that follow one another (id, id+1) with the same
+// label are one range ("3–9"), a label follows its run or range in
+// parentheses ("5–9 (degraded)"), and items are joined with ", ". Beyond
+// maxRunItems items it is summarized (summed is true) as "N NOUN between
+// FIRST and LAST (the latest: ITEMS)", with per-label counts before the
+// latest items when labelled ("(6 degraded, 4 aborted; the latest: …)",
+// labels in sorted order). ids must not be empty.
+func runSpans(ids []int64, labels []string, noun string) (text string, summed bool) {
+	label := func(i int) string {
+		if labels == nil {
+			return ""
+		}
+		return labels[i]
 	}
-	if len(s) == 1 {
-		return "run " + s[0]
+	var items []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 && label(j+1) == label(i) {
+			j++
+		}
+		item := fmt.Sprint(ids[i])
+		switch {
+		case j == i+1: // two: a range would hide nothing
+			items = append(items, withLabel(item, label(i)))
+			item = fmt.Sprint(ids[j])
+		case j > i:
+			item = fmt.Sprintf("%d–%d", ids[i], ids[j])
+		}
+		items = append(items, withLabel(item, label(i)))
+		i = j + 1
 	}
-	return "runs " + strings.Join(s, ", ")
+	if len(items) <= maxRunItems {
+		return strings.Join(items, ", "), false
+	}
+	counts := ""
+	if labels != nil {
+		n := map[string]int{}
+		for _, l := range labels {
+			n[l]++
+		}
+		keys := make([]string, 0, len(n))
+		for l := range n {
+			keys = append(keys, l)
+		}
+		sort.Strings(keys)
+		for k, l := range keys {
+			keys[k] = fmt.Sprintf("%d %s", n[l], l)
+		}
+		counts = strings.Join(keys, ", ") + "; "
+	}
+	return fmt.Sprintf("%d %s between %d and %d (%sthe latest: %s)", len(ids), noun, ids[0], ids[len(ids)-1], counts, strings.Join(items[len(items)-latestRunItems:], ", ")), true
+}
+
+func withLabel(item, label string) string {
+	if label == "" {
+		return item
+	}
+	return item + " (" + label + ")"
 }
 
 // sideOf describes what a comparison read of target t: run, its corpus
@@ -748,6 +839,11 @@ func sideOf(ctx context.Context, db *storage.DB, t storage.TargetRow, run int64,
 	}
 	if err := rows.Err(); err != nil {
 		return CompareSide{}, fmt.Errorf("newer runs of %s: %w", t.Name, err)
+	}
+	s.NewerRunsTotal = len(s.NewerRuns)
+	if n := len(s.NewerRuns); n > MaxNewerRuns {
+		s.allNewer = s.NewerRuns
+		s.NewerRuns = slices.Clone(s.NewerRuns[n-MaxNewerRuns:])
 	}
 	return s, nil
 }

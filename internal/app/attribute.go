@@ -34,8 +34,9 @@ func Attribute(ctx context.Context, s *Session, src attribution.Source, o attrib
 	if err != nil {
 		return nil, fmt.Errorf("attribute: reading the probe history: %w", err)
 	}
-	// The per-run verdicts around each change: traffic needs the probes
-	// to have held still, not only the absence of events.
+	// The per-run verdicts around a change: traffic needs the probes to
+	// have held still, not only the absence of events. They are read only
+	// for the changes that get that far, never for a report without one.
 	var tags map[string][]string
 	if s.Corpus != nil {
 		tags = make(map[string][]string, len(s.Corpus.Probes))
@@ -43,10 +44,11 @@ func Attribute(ctx context.Context, s *Session, src attribution.Source, o attrib
 			tags[p.ID] = p.Tags
 		}
 	}
-	if err := attribution.LoadVerdicts(ctx, s.Store, prod, h, tags); err != nil {
+	rep, err := attribution.AttributeStore(ctx, s.Store, prod, h, tags, o)
+	if err != nil {
 		return nil, fmt.Errorf("attribute: reading the probe history: %w", err)
 	}
-	return attribution.Attribute(prod, h, o), nil
+	return rep, nil
 }
 
 // OpenProduction returns the JSONL source for path ("-": stdin) and a

@@ -41,7 +41,21 @@ type DaemonOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Runtime registers Go/process collectors.
 	Runtime bool
+	// ScrapeTimeout is how long /metrics may take to answer before it is
+	// answered HTTP 503 (0: MetricsTimeout; tests shorten it).
+	ScrapeTimeout time.Duration
 }
+
+// /metrics limits. The collection reads the database through one
+// read-only connection, so scrapes in flight at once queue on it: the
+// in-flight limit bounds that queue (a runaway scraper piling up
+// goroutines), not the database's load. Four leave room for an HA
+// Prometheus pair whose scrapes coincide, a slow scrape still held, and
+// a human's curl; one more is answered 503 at once (scrapeLog.limit).
+const (
+	MetricsInFlight = 4
+	MetricsTimeout  = 10 * time.Second
+)
 
 // Daemon runs the corpus on a schedule and serves metrics.
 type Daemon struct {
@@ -139,7 +153,10 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		read = d.scrape.SQL()
 	}
 	d.reg, d.m = newRegistry(read, o.Runtime)
-	d.scrapeLog = scrapeLog{log: d.log, clock: d.clock}
+	d.scrapeLog = scrapeLog{log: d.log, clock: d.clock, timeout: o.ScrapeTimeout}
+	if d.scrapeLog.timeout <= 0 {
+		d.scrapeLog.timeout = MetricsTimeout
+	}
 	d.failures = metrics.NewRunFailures(d.reg)
 	d.runCtx, d.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
 	ConfigLoaded(d.m, cfg, d.clock.Now())
@@ -361,10 +378,13 @@ func (d *Daemon) Handler() http.Handler {
 	// A collection that failed is no scrape: HTTP 500, so Prometheus
 	// records up == 0 rather than a complete-looking scrape without the
 	// families the failing query feeds (a firing page would resolve
-	// without a word), and the log says why (scrapeLog).
-	mux.Handle("/metrics", d.scrapeLog.watch(promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+	// without a word), and the log says why (scrapeLog). The in-flight
+	// limit is scrapeLog's own, inside the instrumentation (its 503s count
+	// in promhttp_metric_handler_requests_total), so that a scrape refused
+	// by it is never logged as one that timed out.
+	mux.Handle("/metrics", d.scrapeLog.watch(promhttp.InstrumentMetricHandler(d.reg, d.scrapeLog.limit(MetricsInFlight, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
 		Registry: d.reg, ErrorHandling: promhttp.HTTPErrorOnError, ErrorLog: &d.scrapeLog,
-		MaxRequestsInFlight: 2, Timeout: 10 * time.Second, EnableOpenMetrics: true}))))
+		Timeout: d.scrapeLog.timeout, EnableOpenMetrics: true})))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		// Not failed by a database file removed or replaced under the
 		// daemon (every tick is then a failed run, and /readyz fails): a
@@ -505,10 +525,13 @@ func (d *Daemon) Shutdown() error {
 // every scrapeLogRemind, with how many scrapes failed meanwhile. The
 // first scrape answered again after failures is logged too. It is
 // promhttp's ErrorLog (which hands it the error) and wraps the handler
-// (watch: which says when a scrape was answered).
+// (watch: which says when a scrape was answered), and limits the scrapes
+// in flight (limit). A 503 is either a scrape refused by that limit or
+// one that outlasted the timeout, each logged as what it is.
 type scrapeLog struct {
-	log   *slog.Logger
-	clock clockwork.Clock
+	log     *slog.Logger
+	clock   clockwork.Clock
+	timeout time.Duration // promhttp's: a scrape answered 503 after it
 
 	mu      sync.Mutex
 	failing bool
@@ -520,6 +543,8 @@ type scrapeLog struct {
 
 	timeouts  int       // scrapes timed out since the last line saying so
 	timeoutAt time.Time // when that line was logged
+	refusals  int       // scrapes refused by the in-flight limit since the last line saying so
+	refusedAt time.Time // when that line was logged
 }
 
 const (
@@ -564,10 +589,51 @@ func (l *scrapeLog) timedOut() {
 	defer l.mu.Unlock()
 	l.timeouts++
 	if l.timeoutAt.IsZero() || now.Sub(l.timeoutAt) >= scrapeLogMinGap {
-		l.log.Warn("metrics scrape timed out: /metrics answered HTTP 503 after 10 s (the collection waits on the database: a long write, a slow disk)",
+		l.log.Warn(fmt.Sprintf("metrics scrape timed out: /metrics answered HTTP 503 after %s (the collection waits on the database: a long write, a slow disk)", l.timeout),
 			"timed_out_scrapes", l.timeouts)
 		l.timeoutAt, l.timeouts = now, 0
 	}
+}
+
+// refused logs a scrape answered 503 at once because n scrapes were in
+// flight (limit): no database problem, too many scrapers at the same
+// moment. At most once per scrapeLogMinGap.
+func (l *scrapeLog) refused(n int) {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refusals++
+	if l.refusedAt.IsZero() || now.Sub(l.refusedAt) >= scrapeLogMinGap {
+		l.log.Warn(fmt.Sprintf("metrics scrape refused: /metrics answered HTTP 503 at once, %d scrapes being in flight already (the most it serves at once; not a database problem): scrape it from fewer places at the same moment", n),
+			"refused_scrapes", l.refusals)
+		l.refusedAt, l.refusals = now, 0
+	}
+}
+
+// scrapeOutcome is what limit tells watch of one scrape, through the
+// request's context: refused is the in-flight limit that refused it (0:
+// not refused).
+type scrapeOutcome struct{ refused int }
+
+type scrapeOutcomeKey struct{}
+
+// limit wraps h so that at most n scrapes are in it at once: one more is
+// answered HTTP 503 at once, without waiting, and marked refused for
+// watch (which logs it: refused).
+func (l *scrapeLog) limit(n int, h http.Handler) http.Handler {
+	sem := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+			h.ServeHTTP(w, r)
+		default:
+			if o, ok := r.Context().Value(scrapeOutcomeKey{}).(*scrapeOutcome); ok {
+				o.refused = n
+			}
+			http.Error(w, fmt.Sprintf("%d scrapes of /metrics are in flight, the most served at once: try again later", n), http.StatusServiceUnavailable)
+		}
+	})
 }
 
 // answered records a scrape answered with metrics.
@@ -583,15 +649,20 @@ func (l *scrapeLog) answered() {
 }
 
 // watch wraps the /metrics handler h: a scrape it answers with 200 ends
-// a spell of failures.
+// a spell of failures; a 503 is logged as refused when limit refused it
+// (limit must be inside h), else as timed out (promhttp's only other
+// 503).
 func (l *scrapeLog) watch(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
-		h.ServeHTTP(sw, r)
-		switch sw.status {
-		case 0, http.StatusOK:
+		o := &scrapeOutcome{}
+		h.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), scrapeOutcomeKey{}, o)))
+		switch {
+		case sw.status == 0 || sw.status == http.StatusOK:
 			l.answered()
-		case http.StatusServiceUnavailable:
+		case sw.status == http.StatusServiceUnavailable && o.refused > 0:
+			l.refused(o.refused)
+		case sw.status == http.StatusServiceUnavailable:
 			l.timedOut()
 		}
 	})
