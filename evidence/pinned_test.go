@@ -176,6 +176,7 @@ func TestSchema9EvidenceVerifiesAfterMigration(t *testing.T) {
 	exec(t, e, `DROP TABLE parked_states`)
 	exec(t, e, `ALTER TABLE event_probes DROP COLUMN origin`)
 	exec(t, e, `ALTER TABLE run_targets DROP COLUMN model`)
+	exec(t, e, `DROP TABLE github_holds`)
 	exec(t, e, `PRAGMA user_version = 9`)
 	e.Close()
 

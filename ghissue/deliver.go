@@ -36,9 +36,16 @@
 // retry-after, else a minute, doubling as they recur (secondaryUntil);
 // configuration problems (no token or app key, unknown
 // repository, no permission) are recorded with a clear message and retried
-// on the next call. While GitHub is rate limited or down, the whole pass
-// stops and every pending row is deferred, so driftprobe does not keep
-// hammering it. Any other failure (a 422, a deleted issue, a locked one:
+// on the next call. Rate limits and outages are GitHub's, not a row's:
+// the pass stops, records "GitHub not before T" (github_holds, see
+// hold.go: a rate limit for the credential on that GitHub, an outage for
+// the host) and raises every pending row's next attempt to at least T;
+// every pass (this process's or another's, on this database) reads the
+// holds before its first request and before each row, and sends nothing
+// while one lasts (Result.HeldUntil). An outage's backoff counts its
+// failures in a row, so each step sends one request, whichever row is
+// tried; a pass GitHub answers once the hold is over deletes it. Any
+// other failure (a 422, a deleted issue, a locked one:
 // a 403 on a comment or edit of an issue GitHub says is locked, see
 // issueErr) backs off too and holds back only the later rows of its
 // event. A pass interrupted (a signal) while a create or an edit is in
@@ -163,9 +170,13 @@ type Result struct {
 	// (and counted in Sent) unless that process recorded the row's
 	// delivery first. Notes says which rows and what happened; neither is
 	// an error of the pass.
-	Lost   int      `json:"lost"`
-	Errors []string `json:"errors"` // nil marshals as null: outbox --json sets []
-	Notes  []string `json:"notes"`
+	Lost int `json:"lost"`
+	// HeldUntil is set when the pass sent nothing from some point on
+	// because GitHub asked driftprobe to wait (a rate limit, an outage; see
+	// github_holds): no request to GitHub before it. Errors says why.
+	HeldUntil *time.Time `json:"held_until,omitempty"`
+	Errors    []string   `json:"errors"` // nil marshals as null: outbox --json sets []
+	Notes     []string   `json:"notes"`
 }
 
 // row is one outbox row.
@@ -266,6 +277,13 @@ type deliverer struct {
 	// the row waits as after a lost answer before it is tried again (see
 	// release). Reset for every row.
 	unsure bool
+	// key names the github_holds this pass obeys and records (its API
+	// origin and credential); held is what they said when last read.
+	// cleared is set once the pass has deleted the holds that were over
+	// (GitHub answered).
+	key     holdKey
+	held    hold
+	cleared bool
 }
 
 // Deliver sends pending outbox rows to GitHub in order and records the
@@ -327,7 +345,20 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
 		index: map[string]*github.Issue{}, seen: map[int]map[int64][]seenComment{}, claims: map[int64]string{},
 		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, labels: map[int][]string{}, closed: map[int]bool{}, whoami: whoami,
-		checked: map[string]int{}}
+		checked: map[string]int{}, key: holdKey{api: originOf(client.BaseURL), credential: credentialKey(g)}}
+	// GitHub's wait first: while a rate limit or an outage recorded by an
+	// earlier pass (or another process) lasts, nothing is sent at all,
+	// whatever row is due; the rows say why.
+	if d.held, err = readHold(ctx, db, d.key); err != nil {
+		return res, err
+	}
+	if d.held.active(now) {
+		if err := noteAll(ctx, db, rows, "not attempted: "+d.held.reason, d.held.until, now); err != nil {
+			return res, err
+		}
+		d.deferred(res, len(rows))
+		return res, nil
+	}
 	lost := func(r row, what string) {
 		note := fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, what)
 		res.Lost++
@@ -347,6 +378,17 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			continue
 		}
 		claimedAt := d.opts.Now()
+		if i > 0 {
+			// Another process sharing the database may have met a rate
+			// limit or an outage since this pass began.
+			if d.held, err = readHold(ctx, db, d.key); err != nil {
+				return res, err
+			}
+			if d.held.active(claimedAt) {
+				d.deferred(res, len(rows)-i)
+				break
+			}
+		}
 		ok, err := d.claim(ctx, r, claimedAt)
 		if err != nil {
 			return res, err
@@ -361,6 +403,9 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		if err == nil {
 			out, err := d.markSent(ctx, r)
 			if err != nil {
+				return res, err
+			}
+			if err := d.answered(ctx); err != nil {
 				return res, err
 			}
 			res.Sent++
@@ -409,11 +454,21 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		if errors.As(err, &le) {
 			le.row = r.ID // its message says how to skip it
 		}
-		f := d.classify(err, r.Attempts+1, d.opts.Now())
+		failedAt := d.opts.Now()
+		f := d.classify(err, r.Attempts+1, failedAt)
 		f.msg = d.red.redact(f.msg)
 		held[r.EventID] = true
 		recorded, err := d.fail(ctx, r, f)
 		if err != nil {
+			return res, err
+		}
+		if f.global {
+			// GitHub's wait applies to every row, later passes' and other
+			// processes' included, whatever happened to this row's record.
+			if err := writeHold(ctx, db, d.key, f, failedAt); err != nil {
+				return res, err
+			}
+		} else if err := d.answered(ctx); err != nil {
 			return res, err
 		}
 		if recorded {
@@ -429,12 +484,20 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		}
 		if f.global {
 			// GitHub is down, rate limited or refusing us: defer everything
-			// else instead of hitting it again in this pass.
-			left := rows[i+1:]
-			if err := noteAll(ctx, db, left, "not attempted: "+f.msg, f.until, now); err != nil {
+			// else instead of hitting it again in this pass. Every pending
+			// row waits for GitHub's end, rows that were already waiting
+			// for less and rows queued since this pass read the outbox
+			// included (the hold keeps every pass from sending anyway;
+			// this makes each row, and `driftprobe outbox`, say so).
+			all, err := pendingRows(context.WithoutCancel(ctx), db.SQL())
+			if err != nil {
+				return res, fmt.Errorf("outbox: %w", err)
+			}
+			all = slices.DeleteFunc(all, func(x row) bool { return x.ID == r.ID }) // recorded by fail, or another process's
+			if err := noteAll(ctx, db, all, "not attempted: "+f.msg, f.until, failedAt); err != nil {
 				return res, err
 			}
-			res.Deferred += len(left)
+			res.Deferred += len(rows) - i - 1
 			break
 		}
 	}
@@ -586,22 +649,35 @@ func (d *deliverer) fail(ctx context.Context, r row, f failure) (recorded bool, 
 }
 
 // noteAll records msg on rows without counting an attempt; until, when
-// set, becomes their next attempt time unless they already wait longer.
-// rows are this pass's snapshot, taken at now, of rows it has not claimed.
-// Each update is a compare-and-swap on the snapshot's next_attempt_at: a
-// row another process claimed (or recorded) since is left alone, so its
-// live claim is never overwritten with an older value, an empty one
-// included. Rows not due at now are left alone too: they wait on an
-// outcome already recorded, or are claimed by another process, and moving
-// their next_attempt_at would end or move that claim (and make its
-// owner's outcome fail its compare-and-swap).
+// set, becomes their next attempt time unless they already wait longer:
+// a global failure's wait (a rate limit, an outage) holds every row, a
+// row that was already waiting for less included, so that no row is tried
+// inside the window GitHub declared (the pass's hold, github_holds, keeps
+// every pass from sending then anyway; the rows say so).
+//
+// rows are a snapshot, taken at or before now, of rows the caller has not
+// claimed. Each update is a compare-and-swap on the snapshot's
+// next_attempt_at: a row another process claimed (or recorded) since is
+// left alone, so its live claim is never overwritten with an older value,
+// an empty one included. A row not due at now is moved only when it waits
+// on a recorded outcome (it has a last_error) for less than until; one
+// with none is being delivered by another process (its claim, as Pending
+// reads it), whose outcome must still find its claim (and whose next
+// request checks the hold first). A retry in flight elsewhere (a claimed
+// row with an earlier error) cannot be told from a waiting row: moving
+// it leaves that process's outcome to the row's next attempt, as for any
+// claim that ran out (Result.Lost): a delivery is still recorded, a
+// failure is not, and the row waits for until and then looks for what
+// that call made by its marker before sending anything.
 func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until, now time.Time) error {
 	return db.Tx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
 		for _, r := range rows {
-			if r.NextAttempt != "" && storage.ParseTime(r.NextAttempt).After(now) {
-				continue
-			}
 			next := r.NextAttempt
+			if next != "" && storage.ParseTime(next).After(now) {
+				if until.IsZero() || !storage.ParseTime(next).Before(until) || r.LastError == "" {
+					continue
+				}
+			}
 			if !until.IsZero() && (next == "" || storage.ParseTime(next).Before(until)) {
 				next = ts(until)
 			}
@@ -611,6 +687,27 @@ func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until,
 		}
 		return nil
 	})
+}
+
+// deferred records in res that the pass sends nothing more, n rows left,
+// because GitHub asked to wait (d.held), and logs it.
+func (d *deliverer) deferred(res *Result, n int) {
+	until := d.held.until
+	res.Deferred += n
+	res.HeldUntil = &until
+	res.Errors = append(res.Errors, fmt.Sprintf("GitHub asked driftprobe to wait: no request before %s (%s); %d row(s) left queued", ts(until), d.held.reason, n))
+	d.log.Info("github delivery deferred: GitHub asked driftprobe to wait", "until", ts(until), "reason", d.held.reason, "deferred", n)
+}
+
+// answered deletes, once per pass, the holds of d.key that are over: a
+// call GitHub answered with anything but an outage or a rate limit ends
+// their spell, so the next one backs off from its first step.
+func (d *deliverer) answered(ctx context.Context) error {
+	if d.cleared || d.held.until.IsZero() && d.held.failures == 0 {
+		return nil
+	}
+	d.cleared = true
+	return clearHolds(ctx, d.db, d.key, d.opts.Now())
 }
 
 func redact(s string, secrets ...string) string {
@@ -1793,6 +1890,10 @@ type failure struct {
 	msg    string
 	until  time.Time // next attempt; zero: on the next call
 	global bool      // stop the pass and defer every pending row
+	// hold, for a global failure with an until, is what GitHub's wait
+	// applies to: the pass records it (github_holds) and every pass of
+	// that scope sends nothing before until, whichever row is due.
+	hold holdScope
 }
 
 // backoff is the wait after the n-th failed attempt: 1m, 2m, 4m … 1h.
@@ -1806,9 +1907,14 @@ func backoff(n int) time.Duration {
 
 // classify turns a failed call into the message recorded on its row and
 // when to try again; now is the time of the failure, which waits count
-// from.
+// from. attempts is the row's, this one included: one row's failure backs
+// off by it. A global failure (an outage, a rate limit without a stated
+// end) backs off by the failures in a row in its scope when more (see
+// hold): the step is GitHub's, not the row's, so a row queued during an
+// outage does not restart it at a minute.
 func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 	repo := d.owner + "/" + d.repo
+	global := max(attempts, d.held.failures+1)
 	var rle *github.RateLimitError
 	var are *github.AbuseRateLimitError
 	var er *github.ErrorResponse
@@ -1832,11 +1938,11 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 		}
 		switch {
 		case st >= 500:
-			until := now.Add(backoff(attempts))
-			return failure{msg: fmt.Sprintf("GitHub unavailable (%d) while fetching the installation token of %s", st, d.auth), until: until, global: true}
+			until := now.Add(backoff(global))
+			return failure{msg: fmt.Sprintf("GitHub unavailable (%d) while fetching the installation token of %s", st, d.auth), until: until, global: true, hold: holdHost}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (ie.Response.Header.Get("Retry-After") != "" || ie.Response.Header.Get("X-Ratelimit-Remaining") == "0")):
-			until := d.secondaryUntil(ie.Response, now, attempts)
-			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s while fetching the installation token of %s", st, ts(until), d.auth), until: until, global: true}
+			until := d.secondaryUntil(ie.Response, now, global)
+			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s while fetching the installation token of %s", st, ts(until), d.auth), until: until, global: true, hold: holdCredential}
 		case st == http.StatusUnauthorized:
 			return failure{msg: fmt.Sprintf("GitHub rejected the app's JWT for %s (401): check github.app_id and that $%s holds that app's current private key", d.auth, d.cfg.PrivateKeyEnv), global: true}
 		case st == http.StatusNotFound:
@@ -1849,10 +1955,10 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 		if until.IsZero() || !until.After(now) {
 			until = now.Add(time.Minute)
 		}
-		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s: %s", ts(until), rle.Message), until: until, global: true}
+		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s: %s", ts(until), rle.Message), until: until, global: true, hold: holdCredential}
 	case errors.As(err, &are):
-		until := d.secondaryUntil(are.Response, now, attempts)
-		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s: %s", ts(until), are.Message), until: until, global: true}
+		until := d.secondaryUntil(are.Response, now, global)
+		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s: %s", ts(until), are.Message), until: until, global: true, hold: holdCredential}
 	case errors.As(err, &er) && er.Response != nil:
 		st := er.Response.StatusCode
 		h := er.Response.Header
@@ -1866,13 +1972,13 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			if s, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(now) {
 				until = time.Unix(s, 0).UTC()
 			}
-			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s: %s", st, ts(until), msg), until: until, global: true}
+			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s: %s", st, ts(until), msg), until: until, global: true, hold: holdCredential}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (h.Get("Retry-After") != "" || strings.Contains(strings.ToLower(msg), "rate limit"))):
-			until := d.secondaryUntil(er.Response, now, attempts)
-			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s: %s", st, ts(until), msg), until: until, global: true}
+			until := d.secondaryUntil(er.Response, now, global)
+			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s: %s", st, ts(until), msg), until: until, global: true, hold: holdCredential}
 		case st >= 500:
-			until := now.Add(backoff(attempts))
-			return failure{msg: fmt.Sprintf("GitHub unavailable (%d %s)", st, msg), until: until, global: true}
+			until := now.Add(backoff(global))
+			return failure{msg: fmt.Sprintf("GitHub unavailable (%d %s)", st, msg), until: until, global: true, hold: holdHost}
 		case st == http.StatusUnauthorized:
 			return failure{msg: fmt.Sprintf("GitHub rejected %s (401 %s): check that it is valid and not expired", d.auth, msg), global: true}
 		case st == http.StatusForbidden:
@@ -1884,16 +1990,15 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			return failure{msg: fmt.Sprintf("GitHub refused the request (%d %s %v)", st, msg, er.Errors), until: until}
 		}
 	}
-	until := now.Add(backoff(attempts))
 	var ne net.Error
 	var ue *url.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		return failure{msg: fmt.Sprintf("GitHub call timed out (limit %s)", d.opts.Timeout), until: until, global: true}
+		return failure{msg: fmt.Sprintf("GitHub call timed out (limit %s)", d.opts.Timeout), until: now.Add(backoff(global)), global: true, hold: holdHost}
 	case errors.As(err, &ue):
-		return failure{msg: fmt.Sprintf("GitHub unreachable (%v)", ue.Err), until: until, global: true}
+		return failure{msg: fmt.Sprintf("GitHub unreachable (%v)", ue.Err), until: now.Add(backoff(global)), global: true, hold: holdHost}
 	}
-	return failure{msg: err.Error(), until: until}
+	return failure{msg: err.Error(), until: now.Add(backoff(attempts))}
 }
 
 // secondaryUntil reads a secondary limit's wait from the response, counted
@@ -1901,7 +2006,8 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 // documentation on rate limits advises: the retry-after seconds when the
 // answer has them; else, when x-ratelimit-remaining is 0, until
 // x-ratelimit-reset; else at least one minute, longer when it keeps
-// happening: the backoff of the row's attempts (1m, 2m, 4m … 1h). Every
+// happening: the backoff of attempts (1m, 2m, 4m … 1h; the row's, or the
+// failures in a row of its hold when more, see classify). Every
 // GitHub answer carries x-ratelimit-reset (the end of the primary window,
 // up to an hour away), so it counts only when the primary limit is spent.
 func (d *deliverer) secondaryUntil(r *http.Response, now time.Time, attempts int) time.Time {

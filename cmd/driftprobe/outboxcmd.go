@@ -258,7 +258,7 @@ variable named by github.private_key_env).`,
 				}
 			}
 			if res != nil && len(res.Errors) > 0 {
-				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed and %d deferred (not due yet, held back behind a failed row of their event, or not attempted after a failure that stopped the pass); all %d stay queued (see above)", res.Failed, res.Deferred, len(pending))
+				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed and %d deferred (not due yet, held back behind a failed row of their event, not attempted after a failure that stopped the pass, or while GitHub asked driftprobe to wait); all %d stay queued (see above)", res.Failed, res.Deferred, len(pending))
 			}
 			if len(notPending) > 0 {
 				return fmt.Errorf("--skip: outbox row(s) %s are not pending", idList(notPending))
@@ -266,7 +266,7 @@ variable named by github.private_key_env).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, skipped, rendered (dry runs only: 0), lost, errors, notes and pending; with --backfill also backfilled, the events queued)")
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, skipped, rendered (dry runs only: 0), lost, held_until (when GitHub asked to wait), errors, notes and pending; with --backfill also backfilled, the events queued)")
 	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")

@@ -33,7 +33,16 @@ type DaemonOptions struct {
 	Logger     *slog.Logger
 	// RunAtStart runs once immediately instead of waiting one interval.
 	RunAtStart bool
-	// AfterRun is called after each run (GitHub delivery). Optional.
+	// AfterRun is called after each run (GitHub delivery). Optional. It
+	// runs on the daemon's delivery worker, never inside the scheduled
+	// run: a slow or hanging GitHub never holds probing back (the run
+	// job is a singleton, so a tick waiting on delivery would skip the
+	// next ones). One call at a time: the runs that finish while a call
+	// is in progress are coalesced into one more call, with the latest
+	// run's result and config (delivery sends the whole outbox, so one
+	// pass after the latest run covers them all). ctx ends when the
+	// daemon shuts down; a call not yet started then never is (queued
+	// deliveries stay queued for the next process).
 	AfterRun func(ctx context.Context, cfg *config.Config, st *storage.DB, res *RunResult)
 	// OnRun observes each finished tick (tests).
 	OnRun func(res *RunResult, err error)
@@ -109,6 +118,15 @@ type Daemon struct {
 	runCtx   context.Context
 	stopRuns context.CancelFunc
 
+	// The delivery worker (AfterRun): tick hands it the latest finished
+	// run (deliverNext, under deliverMu) and wakes it (deliverWake, one
+	// slot); deliverDone is closed when it has stopped (Shutdown waits
+	// for it before closing the store).
+	deliverMu   sync.Mutex
+	deliverNext *delivery
+	deliverWake chan struct{}
+	deliverDone chan struct{}
+
 	sched   gocron.Scheduler
 	job     gocron.Job
 	running atomic.Int32
@@ -159,8 +177,58 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	}
 	d.failures = metrics.NewRunFailures(d.reg)
 	d.runCtx, d.stopRuns = context.WithCancel(context.WithoutCancel(ctx))
+	d.deliverWake, d.deliverDone = make(chan struct{}, 1), make(chan struct{})
+	if o.AfterRun != nil {
+		go d.deliverLoop()
+	} else {
+		close(d.deliverDone)
+	}
 	ConfigLoaded(d.m, cfg, d.clock.Now())
 	return d, nil
+}
+
+// delivery is a run handed to the delivery worker.
+type delivery struct {
+	cfg *config.Config
+	res *RunResult
+}
+
+// queueDelivery hands a finished run to the delivery worker and returns at
+// once. A run handed over earlier and not yet started is replaced: one
+// pass after the latest run delivers what both queued.
+func (d *Daemon) queueDelivery(cfg *config.Config, res *RunResult) {
+	if d.o.AfterRun == nil {
+		return
+	}
+	d.deliverMu.Lock()
+	d.deliverNext = &delivery{cfg: cfg, res: res}
+	d.deliverMu.Unlock()
+	select {
+	case d.deliverWake <- struct{}{}:
+	default: // already woken: it takes deliverNext when it gets there
+	}
+}
+
+// deliverLoop is the delivery worker: it calls AfterRun for the latest
+// run handed to it, one call at a time, until the daemon shuts down
+// (runCtx ends, which also cancels a call in progress).
+func (d *Daemon) deliverLoop() {
+	defer close(d.deliverDone)
+	for {
+		select {
+		case <-d.runCtx.Done():
+			return
+		case <-d.deliverWake:
+		}
+		d.deliverMu.Lock()
+		next := d.deliverNext
+		d.deliverNext = nil
+		d.deliverMu.Unlock()
+		if next == nil || d.runCtx.Err() != nil {
+			continue
+		}
+		d.o.AfterRun(d.runCtx, next.cfg, d.st, next.res)
+	}
 }
 
 func (d *Daemon) load() (*config.Config, *corpus.Corpus, error) {
@@ -300,9 +368,9 @@ func (d *Daemon) tick(context.Context) {
 		} else {
 			d.log.Info("run finished", "run", res.Summary.RunID, "status", res.Summary.Status, "events", len(res.Events))
 		}
-		if d.o.AfterRun != nil {
-			d.o.AfterRun(ctx, cfg, d.st, res)
-		}
+		// Delivery happens on its own worker: the next run is never
+		// held back by GitHub.
+		d.queueDelivery(cfg, res)
 	}
 	d.runs.Add(1)
 	if d.o.OnRun != nil {
@@ -489,7 +557,9 @@ func (d *Daemon) sameDatabaseFile() error {
 }
 
 // Shutdown stops the scheduler (cancelling a run in progress, which is
-// then recorded as aborted) and releases everything.
+// then recorded as aborted) and the delivery worker (cancelling a
+// delivery pass in progress: what it did not send stays queued), and
+// releases everything.
 func (d *Daemon) Shutdown() error {
 	d.ready.Store(false)
 	d.probeMu.Lock() // no readiness read from now on (its handle would outlive the store's)
@@ -501,7 +571,8 @@ func (d *Daemon) Shutdown() error {
 		err = d.sched.Shutdown()
 	}
 	d.closing.Wait()
-	d.runMu.Lock() // a run still ending past the scheduler's stop timeout ends first
+	<-d.deliverDone // a delivery pass in progress was cancelled with the runs: it ends first
+	d.runMu.Lock()  // a run still ending past the scheduler's stop timeout ends first
 	defer d.runMu.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -1,0 +1,152 @@
+package ghissue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// holdScope says what a global failure's wait applies to (the
+// github_holds table, migration 0021).
+type holdScope int
+
+const (
+	holdNone holdScope = iota // no wait recorded beyond the row's own (a configuration problem, one row's failure)
+	// holdHost: an outage (5xx, a timeout, GitHub unreachable) — every
+	// credential on the GitHub host waits.
+	holdHost
+	// holdCredential: a primary or secondary rate limit — GitHub limits
+	// the caller (a token's user, an App installation), not a
+	// repository or a row: that credential waits on that host.
+	holdCredential
+)
+
+// holdKey names the holds a pass obeys: its API root's origin, and its
+// credential (credentialKey).
+type holdKey struct {
+	api        string // scheme://host[:port] of the API root
+	credential string // credentialKey; '' is the host's (outage) row
+}
+
+// credentialKey names the caller of g for github_holds, never a secret:
+// the token's variable, or the App installation. A token rotated in the
+// same variable is taken for the same caller until the hold ends (what
+// GitHub said, or a backoff step of an hour at most).
+func credentialKey(g *config.GitHub) string {
+	if g.AppAuth() {
+		return fmt.Sprintf("app %d installation %d", g.AppID, g.InstallationID)
+	}
+	return "token $" + g.TokenEnv
+}
+
+// hold is the wait in force for a pass: no request to GitHub before until.
+type hold struct {
+	until    time.Time // the latest until of the pass's holds (zero: none recorded)
+	reason   string    // the failure that set it
+	failures int       // global failures in a row in the pass's scopes (the most of its holds)
+}
+
+// active reports whether h forbids requests at now.
+func (h hold) active(now time.Time) bool { return h.until.After(now) }
+
+// readHold returns the holds of k merged: the host's (an outage) and the
+// credential's (a rate limit).
+func readHold(ctx context.Context, db *storage.DB, k holdKey) (hold, error) {
+	rows, err := db.SQL().QueryContext(ctx, `SELECT until, failures, reason FROM github_holds WHERE api = ? AND credential IN ('', ?)`, k.api, k.credential)
+	if err != nil {
+		return hold{}, fmt.Errorf("github holds: %w", err)
+	}
+	defer rows.Close()
+	var h hold
+	for rows.Next() {
+		var until, reason string
+		var failures int
+		if err := rows.Scan(&until, &failures, &reason); err != nil {
+			return hold{}, fmt.Errorf("github holds: %w", err)
+		}
+		if t := storage.ParseTime(until); t.After(h.until) {
+			h.until, h.reason = t, reason
+		}
+		h.failures = max(h.failures, failures)
+	}
+	if err := rows.Err(); err != nil {
+		return hold{}, fmt.Errorf("github holds: %w", err)
+	}
+	return h, nil
+}
+
+// writeHold records f's wait in its scope: no request before f.until
+// there. A later until already recorded (another process's, a longer
+// limit) is kept; failures counts one more global failure in a row.
+func writeHold(ctx context.Context, db *storage.DB, k holdKey, f failure, at time.Time) error {
+	if f.hold == holdNone || f.until.IsZero() {
+		return nil
+	}
+	cred := k.credential
+	if f.hold == holdHost {
+		cred = ""
+	}
+	ctx = context.WithoutCancel(ctx) // recorded even when the pass is being cancelled
+	return db.Tx(ctx, func(tx *sql.Tx) error {
+		var until, reason string
+		var failures int
+		err := tx.QueryRowContext(ctx, `SELECT until, failures, reason FROM github_holds WHERE api = ? AND credential = ?`, k.api, cred).Scan(&until, &failures, &reason)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("github hold: %w", err)
+		}
+		next := f.until
+		if t := storage.ParseTime(until); until != "" && t.After(next) {
+			next = t // a longer wait stands, with its reason
+		} else {
+			reason = f.msg
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO github_holds (api, credential, until, failures, reason, at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (api, credential) DO UPDATE SET until = excluded.until, failures = excluded.failures, reason = excluded.reason, at = excluded.at`,
+			k.api, cred, ts(next), failures+1, reason, ts(at))
+		if err != nil {
+			return fmt.Errorf("github hold: %w", err)
+		}
+		return nil
+	})
+}
+
+// clearHolds deletes k's holds that are over at now: GitHub answered, so
+// the next outage or limit backs off from its first step again. A hold
+// still in force (another process recorded it meanwhile) stays.
+func clearHolds(ctx context.Context, db *storage.DB, k holdKey, now time.Time) error {
+	ctx = context.WithoutCancel(ctx)
+	return db.Tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT credential, until FROM github_holds WHERE api = ? AND credential IN ('', ?)`, k.api, k.credential)
+		if err != nil {
+			return fmt.Errorf("github holds: %w", err)
+		}
+		type over struct{ cred, until string }
+		var done []over
+		for rows.Next() {
+			var o over
+			if err := rows.Scan(&o.cred, &o.until); err != nil {
+				rows.Close()
+				return fmt.Errorf("github holds: %w", err)
+			}
+			if !storage.ParseTime(o.until).After(now) {
+				done = append(done, o)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return fmt.Errorf("github holds: %w", err)
+		}
+		rows.Close()
+		for _, o := range done {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM github_holds WHERE api = ? AND credential = ? AND until = ?`, k.api, o.cred, o.until); err != nil {
+				return fmt.Errorf("github holds: %w", err)
+			}
+		}
+		return nil
+	})
+}
