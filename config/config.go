@@ -783,11 +783,15 @@ const (
 	// at most 64 MiB, each answer being held in memory while read.
 	MinMaxBody = 1
 	MaxMaxBody = 64 << 20
-	// MinLockTTL and MaxLockTTL bound lock_ttl: the lease is renewed at
-	// most once a second, so a shorter one lapses under a live run and
-	// lets another process in; a crashed run's lease blocks every other
-	// run until it expires.
-	MinLockTTL = time.Second
+	// MinLockTTL and MaxLockTTL bound lock_ttl: the lease is renewed
+	// every third of it, and a renewal may wait for SQLite's write lock
+	// through its busy timeout (storage.BusyTimeout, 10 s) and fail: with
+	// 30 s the two thirds left after a renewal's tick are two busy
+	// timeouts, so the next renewal still lands before the lease expires,
+	// where a shorter lease would lapse under a live run and let another
+	// process in; a crashed run's lease blocks every other run until it
+	// expires.
+	MinLockTTL = 30 * time.Second
 	MaxLockTTL = 24 * time.Hour
 	// MaxMaxTokens bounds max_tokens (no model answers more; the plan's
 	// token and cost ceilings multiply it by the probe count).

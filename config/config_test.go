@@ -122,8 +122,11 @@ func TestLoadInvalid(t *testing.T) {
 		{"price-nan", `targets\[0\]\.price\.output_per_mtok`, "price:", "NaN: must be a number >= 0 (USD per million tokens)"},
 		{"rate-limit-inf", `targets\[0\]\.rate_limit_rpm`, "rate_limit_rpm: .inf", "+Inf: must be a number >= 0 (0: unlimited)"},
 		{"temperature-nan", `targets\[0\]\.temperature`, "temperature: .nan", "NaN: must be between 0 and 2"},
-		{"lock-ttl-negative", `lock_ttl`, "lock_ttl: -1m", "-1m0s: must be at least 1s"},
-		{"lock-ttl-zero", `lock_ttl`, "lock_ttl: 0s", "0s: must be at least 1s (omit it for the default 10m0s)"},
+		{"lock-ttl-negative", `lock_ttl`, "lock_ttl: -1m", "-1m0s: must be at least 30s"},
+		{"lock-ttl-zero", `lock_ttl`, "lock_ttl: 0s", "0s: must be at least 30s (omit it for the default 10m0s)"},
+		// Renewed every 10 s, a 29 s lease could lapse under a live run
+		// whose renewal waited out the 10 s busy timeout.
+		{"lock-ttl-short", `lock_ttl`, "lock_ttl: 29s", "29s: must be at least 30s"},
 		{"max-body-negative", `max_body_bytes`, "max_body_bytes: -1", "-1: must be at least 1"},
 		{"max-body-zero", `max_body_bytes`, "max_body_bytes: 0", "0: must be at least 1 (omit it for the default 65536)"},
 		{"max-body-huge", `max_body_bytes`, "max_body_bytes: 1073741824", "1073741824: must be at most 67108864"},
@@ -844,7 +847,7 @@ func TestNumericBoundsAccepted(t *testing.T) {
 timeout: 10m
 max_attempts: 10
 max_body_bytes: 1
-lock_ttl: 1s
+lock_ttl: 30s
 jitter: 0s
 detection:
   degraded_fraction: 1

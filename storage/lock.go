@@ -80,30 +80,87 @@ func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost |
 // still valid. An expired lease (a process that died), or one whose
 // holder l.Gone says has ended, is taken over. A holder keeps its lease
 // with RenewLock, which never takes back a lease it lost.
+//
+// The lease is read first outside any write transaction (in WAL mode a
+// read never waits for a writer): while another holder's lease is live,
+// AcquireLock returns its *LockedError at once, even when that holder is
+// in a statement holding SQLite's write lock for longer than the busy
+// timeout (db prune --vacuum), instead of failing on the busy database.
+// Only a lease found free, expired or gone is then taken, in an immediate
+// (write-locked) transaction that reads it again: another process may
+// have taken it meanwhile. l.Gone is asked at most once per holder.
 func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error {
-	now := d.now()
+	gone := goneOnce(l.Gone)
+	if _, err := d.liveLease(ctx, d.db, l, gone); err != nil {
+		return err
+	}
 	return d.Tx(ctx, func(tx *sql.Tx) error {
-		var cur Lease
-		var acq, exp string
-		err := tx.QueryRowContext(ctx, `SELECT holder, host, pid, command, acquired_at, expires_at FROM run_lock WHERE id = 1`).
-			Scan(&cur.Holder, &cur.Host, &cur.PID, &cur.Command, &acq, &exp)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
+		cur, err := d.liveLease(ctx, tx, l, gone)
+		if err != nil {
 			return err
-		default:
-			cur.AcquiredAt, cur.ExpiresAt = ParseTime(acq), ParseTime(exp)
-			if cur.Holder != l.Holder && cur.ExpiresAt.After(now) && (l.Gone == nil || !l.Gone(cur)) {
-				return &LockedError{By: cur}
-			}
-			if cur.Holder == l.Holder {
-				now = cur.AcquiredAt
-			}
+		}
+		now := d.now()
+		if cur != nil && cur.Holder == l.Holder {
+			now = cur.AcquiredAt // a holder acquiring again keeps its start
 		}
 		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO run_lock (id, holder, host, pid, command, acquired_at, expires_at) VALUES (1, ?, ?, ?, ?, ?, ?)`,
 			l.Holder, l.Host, l.PID, l.Command, ts(now), ts(d.now().Add(ttl)))
 		return err
 	})
+}
+
+// liveLease reads the lease through q and returns it (nil when there is
+// none), or a *LockedError when it is another holder's and live:
+// unexpired, and not known gone.
+func (d *DB) liveLease(ctx context.Context, q querier, l Lease, gone func(Lease) bool) (*Lease, error) {
+	cur, err := readLease(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("read the run lease: %w", err)
+	}
+	if cur != nil && cur.Holder != l.Holder && cur.ExpiresAt.After(d.now()) && !gone(*cur) {
+		return nil, &LockedError{By: *cur}
+	}
+	return cur, nil
+}
+
+// goneOnce returns gone (nil: never gone) asked at most once per lease
+// holder: AcquireLock reads the lease twice, and a holder found ended
+// stays ended (HoldLease's Gone logs the takeover it decides).
+func goneOnce(gone func(Lease) bool) func(Lease) bool {
+	if gone == nil {
+		return func(Lease) bool { return false }
+	}
+	asked := map[string]bool{}
+	return func(h Lease) bool {
+		key := h.Holder + "\x00" + ts(h.AcquiredAt)
+		v, ok := asked[key]
+		if !ok {
+			v = gone(h)
+			asked[key] = v
+		}
+		return v
+	}
+}
+
+// querier is what reads the lease: the store's handle or a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readLease returns the lease row read through q, nil when there is none.
+func readLease(ctx context.Context, q querier) (*Lease, error) {
+	var l Lease
+	var acq, exp string
+	err := q.QueryRowContext(ctx, `SELECT holder, host, pid, command, acquired_at, expires_at FROM run_lock WHERE id = 1`).
+		Scan(&l.Holder, &l.Host, &l.PID, &l.Command, &acq, &exp)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	l.AcquiredAt, l.ExpiresAt = ParseTime(acq), ParseTime(exp)
+	return &l, nil
 }
 
 // RenewLock extends, to ttl from now, the lease l holds. It only ever
@@ -140,13 +197,5 @@ func (d *DB) ReleaseLock(ctx context.Context, l Lease) error {
 
 // LockHolder returns the current lease, if any.
 func (d *DB) LockHolder(ctx context.Context) (*Lease, error) {
-	var l Lease
-	var acq, exp string
-	err := d.db.QueryRowContext(ctx, `SELECT holder, host, pid, command, acquired_at, expires_at FROM run_lock WHERE id = 1`).
-		Scan(&l.Holder, &l.Host, &l.PID, &l.Command, &acq, &exp)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	l.AcquiredAt, l.ExpiresAt = ParseTime(acq), ParseTime(exp)
-	return &l, err
+	return readLease(ctx, d.db)
 }

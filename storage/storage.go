@@ -3,9 +3,10 @@
 // SQL files), runs, targets, observations, detection state, events, the
 // GitHub outbox and the run lease.
 //
-// The database is opened in WAL mode with a busy timeout and foreign keys on
-// every pooled connection, and through a single connection, so writes are
-// serialized and a transaction is never interleaved with another.
+// The database is opened in WAL mode with a busy timeout, foreign keys and a
+// -wal size limit on every pooled connection, and through a single
+// connection, so writes are serialized and a transaction is never
+// interleaved with another.
 // Observations of a run are written in batched transactions as they arrive;
 // a run that is interrupted keeps what it wrote and is marked aborted.
 package storage
@@ -67,7 +68,7 @@ func Open(ctx context.Context, p string) (*DB, error) {
 	}
 	createPaged(ctx, p)
 	q := url.Values{}
-	for _, pr := range []string{"journal_mode(WAL)", busyPragma, "foreign_keys(1)", "synchronous(NORMAL)"} {
+	for _, pr := range []string{"journal_mode(WAL)", busyPragma, "foreign_keys(1)", "synchronous(NORMAL)", walLimitPragma} {
 		q.Add("_pragma", pr)
 	}
 	q.Set("_txlock", "immediate")
@@ -533,12 +534,27 @@ const openAttempts = 45
 // isBusy reports whether err is SQLite's "database is locked".
 func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
 
-// busyTimeout is how long a statement waits for another connection's
-// lock (the busy_timeout pragma every connection sets).
-const busyTimeout = 10 * time.Second
+// BusyTimeout is how long a statement waits for another connection's
+// lock (the busy_timeout pragma every connection sets): a run lease's
+// renewal may wait as long, and fail (config.MinLockTTL allows for it).
+const BusyTimeout = 10 * time.Second
 
-// busyPragma sets busyTimeout on a connection (a _pragma value).
-var busyPragma = fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds())
+// busyPragma sets BusyTimeout on a connection (a _pragma value).
+var busyPragma = fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds())
+
+// walSizeLimit is the size a writer's -wal file is cut back to when SQLite
+// restarts the log after a checkpoint (journal_size_limit). Without it the
+// file keeps its high-water mark while the writer stays open: a prune
+// written beside a long reader (db backup, db check), which no checkpoint
+// can pass, leaves a -wal as large as all it wrote (921 MB measured) on
+// disk for as long as serve runs. 64 MiB is four times what the automatic
+// checkpoint lets the log reach between checkpoints (1,000 pages of 16
+// KiB), so an ordinary run's log is reused in place, never cut and grown
+// again.
+const walSizeLimit = 64 << 20
+
+// walLimitPragma sets walSizeLimit on a writer's connection.
+var walLimitPragma = fmt.Sprintf("journal_size_limit(%d)", walSizeLimit)
 
 // SetClock replaces the clock used for timestamps (tests).
 func (d *DB) SetClock(now func() time.Time) { d.now = func() time.Time { return now().UTC() } }
@@ -674,7 +690,7 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		if isBusy(err) {
 			// Another process held the database's write lock for longer
 			// than the busy timeout: say so, and where.
-			return fmt.Errorf("begin: %s: another process has held a write transaction on the database for more than %s (the busy timeout; a driftprobe command or a program writing it directly): %w", d.path, busyTimeout, err)
+			return fmt.Errorf("begin: %s: another process has held a write transaction on the database for more than %s (the busy timeout; a driftprobe command or a program writing it directly): %w", d.path, BusyTimeout, err)
 		}
 		if isReadOnly(err) {
 			// Files beside the database (its -wal, -shm) this user may

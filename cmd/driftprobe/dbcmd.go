@@ -135,9 +135,11 @@ needs as much free disk as the database, and holds the lease while it runs).`,
 			}
 			res, err := app.Prune(held, st, r, dryRun)
 			if err == nil && vacuum && !dryRun {
-				// Still holding the lease: a scheduled run meanwhile is
-				// skipped cleanly instead of timing out on the busy database.
-				err = st.Vacuum(held)
+				// Still holding the lease, extended to cover the vacuum
+				// (no renewal lands while it runs): a scheduled run
+				// meanwhile is skipped cleanly instead of timing out on
+				// the busy database.
+				err = app.Vacuum(held, st)
 				if errors.Is(err, storage.ErrNotShrunk) {
 					// The vacuum stands; the file shrinks later.
 					app.Logger(g.logLevel).Warn("db prune --vacuum: the file keeps its size for now", "err", err)

@@ -29,7 +29,7 @@ import (
 type DaemonOptions struct {
 	ConfigPath string // "" for the built-in config
 	DBOverride string
-	Clock      clockwork.Clock // nil: the real clock
+	Clock      clockwork.Clock // schedule, jitter and run lease renewals; nil: the real clock
 	Logger     *slog.Logger
 	// RunAtStart runs once immediately instead of waiting one interval.
 	RunAtStart bool
@@ -339,7 +339,7 @@ func (d *Daemon) tick(context.Context) {
 	if err != nil {
 		err = fmt.Errorf("run not started: %w", err)
 	} else {
-		o := RunOptions{Logger: d.log, Lease: d.lease, Sleep: d.o.Sleep, Note: "serve"}
+		o := RunOptions{Logger: d.log, Lease: d.lease, Clock: d.clock, Sleep: d.o.Sleep, Note: "serve"}
 		Instrument(d.m, &o)
 		res, err = RunOnce(ctx, cfg, cp, d.st, targets, o)
 	}

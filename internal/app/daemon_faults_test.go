@@ -204,9 +204,10 @@ func TestTickRefusesRemovedOrReplacedDatabase(t *testing.T) {
 func TestLeaseLostMidRunIsAFailureNotASkip(t *testing.T) {
 	dir := t.TempDir()
 	waiting := make(chan struct{}, 1000)
-	h, logs, _ := newFaultDaemon(t, writeCfg(t, dir, "lock_ttl: 3s\n"+blockedRunCfg), app.DaemonOptions{
+	h, logs, _ := newFaultDaemon(t, writeCfg(t, dir, "lock_ttl: 30s\n"+blockedRunCfg), app.DaemonOptions{
 		// The run sits in its first retry wait until its context ends:
-		// when its lease renewal (every second) finds the lease lost.
+		// when its lease renewal (every 10 s of the daemon's clock)
+		// finds the lease lost.
 		Sleep: func(ctx context.Context, _ time.Duration) error {
 			select {
 			case waiting <- struct{}{}:
@@ -235,6 +236,7 @@ func TestLeaseLostMidRunIsAFailureNotASkip(t *testing.T) {
 	if err := other.AcquireLock(ctx, taker, time.Hour); err != nil {
 		t.Fatalf("taking over serve's lease: %v", err)
 	}
+	h.clock.Advance(10 * time.Second) // serve's next renewal
 	select {
 	case err = <-h.done:
 	case <-ctx.Done():

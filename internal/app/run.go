@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/driftprobe/driftprobe/attribution"
 	"github.com/driftprobe/driftprobe/config"
@@ -35,6 +38,8 @@ type RunOptions struct {
 	// Lease identifies this process for the run lock; nil means a fresh
 	// identity for this call.
 	Lease *storage.Lease
+	// Clock ticks the lease's renewals; nil: the real clock.
+	Clock clockwork.Clock
 	// SubsetRun marks a run of only some of the configured targets
 	// (compare --run): it does not attribute production changes, which
 	// concern every target, nor clear stored attribution reports.
@@ -113,7 +118,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if err := checkCorpusHash(ctx, st, cp); err != nil {
 		return nil, err
 	}
-	runCtx, release, err := HoldLease(ctx, st, lease, cfg.LockTTL.D(), o.Logger)
+	runCtx, release, err := holdLease(ctx, st, lease, cfg.LockTTL.D(), o.Logger, o.Clock)
 	if err != nil {
 		return nil, err
 	}
@@ -286,10 +291,24 @@ func MeasuredNothing(s *runner.Summary) error {
 const attributionBudget = 2 * time.Minute
 
 // HoldLease takes the run lease for ttl and renews it every ttl/3 until
-// release is called. The returned context is cancelled, with a cause
-// matching storage.ErrLocked, if the lease is lost (another process took
-// it over after it expired): whatever holds it must stop writing.
+// release is called, so that a renewal may wait up to two thirds of ttl
+// (for the store's connection, or another process's write lock) and still
+// land before the lease expires. The returned context is cancelled, with a
+// cause matching storage.ErrLocked, if the lease is lost (another process
+// took it over after it expired): whatever holds it must stop writing. A
+// holder about to run a statement that holds the database longer than ttl
+// extends the lease first (ExtendLease, Vacuum). A renewal that release
+// interrupts is not an error.
 func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl time.Duration, logger *slog.Logger) (held context.Context, release func() error, err error) {
+	return holdLease(ctx, st, lease, ttl, logger, nil)
+}
+
+// holdLease is HoldLease with the renewals' ticker on clock (nil: the
+// real clock).
+func holdLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl time.Duration, logger *slog.Logger, clock clockwork.Clock) (held context.Context, release func() error, err error) {
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
 	l := *lease
 	if gone := l.Gone; gone != nil && logger != nil {
 		l.Gone = func(h storage.Lease) bool {
@@ -305,31 +324,38 @@ func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 		return nil, nil, err
 	}
 	held, cancel := context.WithCancelCause(ctx)
+	h := &leaseHold{st: st, lease: l, ttl: ttl, cancel: cancel}
+	held = context.WithValue(held, leaseHoldKey{}, h)
 	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
 	renewed := make(chan struct{})
+	t := clock.NewTicker(ttl / 3) // before HoldLease returns: a clock advanced then ticks it
 	go func() {
 		defer close(renewed)
-		t := time.NewTicker(max(ttl/3, time.Second))
 		defer t.Stop()
 		for {
 			select {
 			case <-renewCtx.Done():
 				return
-			case <-t.C:
-				// Renew only the lease this process still holds: one
-				// taken over while it was paused or stalled is lost for
-				// good (storage.ErrLeaseLost), never taken back.
-				err := st.RenewLock(renewCtx, l, ttl)
-				switch {
-				case errors.Is(err, storage.ErrLocked):
-					if logger != nil {
-						logger.Error("run lease lost: stopping", "err", err)
-					}
-					cancel(err)
-					return
-				case err != nil && logger != nil:
-					logger.Error("renew run lock", "err", err)
+			case <-t.Chan():
+			}
+			if renewCtx.Err() != nil {
+				return // released: a tick that came with it renews nothing
+			}
+			// Renew only the lease this process still holds: one
+			// taken over while it was paused or stalled is lost for
+			// good (storage.ErrLeaseLost), never taken back.
+			err := h.renew(renewCtx, 0)
+			switch {
+			case errors.Is(err, storage.ErrLocked):
+				if logger != nil {
+					logger.Error("run lease lost: stopping", "err", err)
 				}
+				cancel(err)
+				return
+			case renewCtx.Err() != nil:
+				return // released during the renewal, which it interrupted
+			case err != nil && logger != nil:
+				logger.Error("renew run lock", "err", err)
 			}
 		}
 	}()
@@ -343,6 +369,76 @@ func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 		return st.ReleaseLock(context.WithoutCancel(ctx), *lease)
 	}
 	return held, release, nil
+}
+
+// leaseHold is a run lease HoldLease holds, as its context carries it for
+// ExtendLease.
+type leaseHold struct {
+	st     *storage.DB
+	lease  storage.Lease
+	ttl    time.Duration
+	cancel context.CancelCauseFunc
+	// mu serializes renewals and extensions: a renewal reckoned before an
+	// extension never lands after it, cutting it short.
+	mu sync.Mutex
+	// until is how long ExtendLease extended the lease to, by the store's
+	// clock (zero: never): renewals keep it at least that long.
+	until time.Time
+}
+
+type leaseHoldKey struct{}
+
+// renew extends the lease to ttl from now, or to h.until when that is
+// later, after moving h.until to extend from now when that is later.
+func (h *leaseHold) renew(ctx context.Context, extend time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.st.Now()
+	if u := now.Add(extend); u.After(h.until) {
+		h.until = u
+	}
+	return h.st.RenewLock(ctx, h.lease, max(h.ttl, h.until.Sub(now)))
+}
+
+// ExtendLease makes the run lease held (a context HoldLease returned) last
+// at least d from now by the store's clock, whatever renewals follow. A
+// holder calls it before a statement that holds the database longer than
+// the lease's ttl (VACUUM: see Vacuum): no renewal can land meanwhile,
+// through the store's single connection or any other, since SQLite has one
+// writer at a time, and past ttl another process would take the lease
+// over from a live holder. Should the holder die meanwhile, its lease
+// lapses only when the extension ends, unless its holder is seen to have
+// ended (storage.Lease.Gone: a holder on the same machine). A lease found
+// lost is reported as a renewal reports it (storage.ErrLeaseLost), held
+// cancelled with it. It waits for a renewal in flight, which may be
+// waiting for the store's connection: call it outside any transaction on
+// the store.
+func ExtendLease(held context.Context, d time.Duration) error {
+	h, _ := held.Value(leaseHoldKey{}).(*leaseHold)
+	if h == nil {
+		return errors.New("extend the run lease: the context holds none (HoldLease)")
+	}
+	err := h.renew(held, d)
+	if errors.Is(err, storage.ErrLocked) {
+		h.cancel(err)
+	}
+	return err
+}
+
+// Vacuum rebuilds the database (storage.DB.Vacuum) under the run lease
+// held (a context HoldLease returned: db prune --vacuum), having extended
+// the lease to cover it (ExtendLease by storage.DB.VacuumBound): VACUUM
+// holds the write lock throughout, so no renewal lands until it ends. Its
+// errors are Vacuum's (storage.ErrNotShrunk among them) or the lease's.
+func Vacuum(held context.Context, st *storage.DB) error {
+	bound, err := st.VacuumBound(held)
+	if err != nil {
+		return err
+	}
+	if err := ExtendLease(held, bound); err != nil {
+		return err
+	}
+	return st.Vacuum(held)
 }
 
 // detectMissed applies detection to every finished run that never had it

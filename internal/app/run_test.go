@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
@@ -37,12 +39,14 @@ func TestDeadRunMarkedAborted(t *testing.T) {
 // A run whose lease is taken over (it expired, another process took it)
 // stops and is recorded aborted instead of writing alongside the new holder.
 func TestLostLeaseAbortsRun(t *testing.T) {
-	e := testenv.New(t, "lock_ttl: 1s\ntargets:\n  - {name: a, provider: sim, model: m, concurrency: 1, sim: {error_status: 503, fail_first: 1}}\n")
+	e := testenv.New(t, "lock_ttl: 30s\ntargets:\n  - {name: a, provider: sim, model: m, concurrency: 1, sim: {error_status: 503, fail_first: 1}}\n")
 	ctx := context.Background()
 	started := make(chan struct{}, 100)
 	done := make(chan error, 1)
+	clock := clockwork.NewFakeClock() // the lease's renewals
 	go func() {
 		_, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{
+			Clock: clock,
 			Sleep: func(ctx context.Context, _ time.Duration) error {
 				started <- struct{}{}
 				<-ctx.Done() // sits in its backoff until stopped
@@ -61,6 +65,7 @@ func TestLostLeaseAbortsRun(t *testing.T) {
 	if err := other.AcquireLock(ctx, storage.Lease{Holder: "B", Host: "h", PID: 2, Command: "driftprobe run"}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
+	clock.Advance(10 * time.Second) // the run's next renewal finds the lease lost
 	select {
 	case err := <-done:
 		if !errors.Is(err, storage.ErrLocked) {
