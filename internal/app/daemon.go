@@ -58,9 +58,12 @@ type DaemonOptions struct {
 // /metrics limits. The collection reads the database through one
 // read-only connection, so scrapes in flight at once queue on it: the
 // in-flight limit bounds that queue (a runaway scraper piling up
-// goroutines), not the database's load. Four leave room for an HA
-// Prometheus pair whose scrapes coincide, a slow scrape still held, and
-// a human's curl; one more is answered 503 at once (scrapeLog.limit).
+// goroutines), not the database's load. A slot is held until the
+// collection ends, past the timeout's 503 (the collection goes on), so a
+// database stall queues at most MetricsInFlight collections. Four leave
+// room for an HA Prometheus pair whose scrapes coincide, a slow scrape
+// still held, and a human's curl; one more is answered 503 at once
+// (scrapeLog.limit).
 const (
 	MetricsInFlight = 4
 	MetricsTimeout  = 10 * time.Second
@@ -449,10 +452,17 @@ func (d *Daemon) Handler() http.Handler {
 	// without a word), and the log says why (scrapeLog). The in-flight
 	// limit is scrapeLog's own, inside the instrumentation (its 503s count
 	// in promhttp_metric_handler_requests_total), so that a scrape refused
-	// by it is never logged as one that timed out.
-	mux.Handle("/metrics", d.scrapeLog.watch(promhttp.InstrumentMetricHandler(d.reg, d.scrapeLog.limit(MetricsInFlight, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
-		Registry: d.reg, ErrorHandling: promhttp.HTTPErrorOnError, ErrorLog: &d.scrapeLog,
-		Timeout: d.scrapeLog.timeout, EnableOpenMetrics: true})))))
+	// by it is never logged as one that timed out. It is inside the
+	// timeout too (the TimeoutHandler promhttp's Timeout would add, made
+	// here: it answers 503 but leaves the collection running): a slot is
+	// held until the collection ends, not the answer, so a database stall
+	// never piles up more than MetricsInFlight collections queued on the
+	// read-only connection.
+	mux.Handle("/metrics", d.scrapeLog.watch(promhttp.InstrumentMetricHandler(d.reg, http.TimeoutHandler(
+		d.scrapeLog.limit(MetricsInFlight, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+			Registry: d.reg, ErrorHandling: promhttp.HTTPErrorOnError, ErrorLog: &d.scrapeLog,
+			EnableOpenMetrics: true})),
+		d.scrapeLog.timeout, fmt.Sprintf("Exceeded configured timeout of %v.\n", d.scrapeLog.timeout)))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		// Not failed by a database file removed or replaced under the
 		// daemon (every tick is then a failed run, and /readyz fails): a
@@ -666,44 +676,69 @@ func (l *scrapeLog) timedOut() {
 	}
 }
 
-// refused logs a scrape answered 503 at once because n scrapes were in
-// flight (limit): no database problem, too many scrapers at the same
-// moment. At most once per scrapeLogMinGap.
-func (l *scrapeLog) refused(n int) {
+// refused logs a scrape answered 503 at once because r.n scrapes were
+// in flight (limit): too many scrapers at the same moment, no database
+// problem — unless some of them are collections whose scrape was already
+// answered (timed out) or given up, still waiting on the database. At
+// most once per scrapeLogMinGap.
+func (l *scrapeLog) refused(r scrapeRefusal) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refusals++
 	if l.refusedAt.IsZero() || now.Sub(l.refusedAt) >= scrapeLogMinGap {
-		l.log.Warn(fmt.Sprintf("metrics scrape refused: /metrics answered HTTP 503 at once, %d scrapes being in flight already (the most it serves at once; not a database problem): scrape it from fewer places at the same moment", n),
-			"refused_scrapes", l.refusals)
+		msg := fmt.Sprintf("metrics scrape refused: /metrics answered HTTP 503 at once, %d scrapes being in flight already (the most it serves at once; not a database problem): scrape it from fewer places at the same moment", r.n)
+		if r.abandoned > 0 {
+			msg = fmt.Sprintf("metrics scrape refused: /metrics answered HTTP 503 at once, %d scrapes being in flight already (the most it serves at once), %d of them collections of scrapes already timed out or given up, still waiting on the database (a long write, a slow disk)", r.n, r.abandoned)
+		}
+		l.log.Warn(msg, "refused_scrapes", l.refusals)
 		l.refusedAt, l.refusals = now, 0
 	}
 }
 
+// scrapeRefusal is a scrape refused by limit: n scrapes were in flight, of
+// which abandoned had been answered already (timed out) or given up.
+type scrapeRefusal struct{ n, abandoned int }
+
 // scrapeOutcome is what limit tells watch of one scrape, through the
-// request's context: refused is the in-flight limit that refused it (0:
-// not refused).
-type scrapeOutcome struct{ refused int }
+// request's context: refused is set when the in-flight limit refused it.
+// limit runs in the timeout's goroutine, watch outside it: atomic.
+type scrapeOutcome struct{ refused atomic.Pointer[scrapeRefusal] }
 
 type scrapeOutcomeKey struct{}
 
 // limit wraps h so that at most n scrapes are in it at once: one more is
 // answered HTTP 503 at once, without waiting, and marked refused for
-// watch (which logs it: refused).
+// watch (which logs it: refused). limit must be inside the timeout: a
+// slot is then held until h returns, the collection ended, even after
+// its scrape was answered 503 (the collection cannot be cancelled).
 func (l *scrapeLog) limit(n int, h http.Handler) http.Handler {
-	sem := make(chan struct{}, n)
+	var mu sync.Mutex
+	held := make(map[*http.Request]struct{}, n) // the scrapes holding a slot
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
+		mu.Lock()
+		if len(held) < n {
+			held[r] = struct{}{}
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				delete(held, r)
+				mu.Unlock()
+			}()
 			h.ServeHTTP(w, r)
-		default:
-			if o, ok := r.Context().Value(scrapeOutcomeKey{}).(*scrapeOutcome); ok {
-				o.refused = n
-			}
-			http.Error(w, fmt.Sprintf("%d scrapes of /metrics are in flight, the most served at once: try again later", n), http.StatusServiceUnavailable)
+			return
 		}
+		ref := scrapeRefusal{n: n}
+		for q := range held {
+			if q.Context().Err() != nil { // timed out, or the scraper went away
+				ref.abandoned++
+			}
+		}
+		mu.Unlock()
+		if o, ok := r.Context().Value(scrapeOutcomeKey{}).(*scrapeOutcome); ok {
+			o.refused.Store(&ref)
+		}
+		http.Error(w, fmt.Sprintf("%d scrapes of /metrics are in flight, the most served at once: try again later", n), http.StatusServiceUnavailable)
 	})
 }
 
@@ -721,18 +756,19 @@ func (l *scrapeLog) answered() {
 
 // watch wraps the /metrics handler h: a scrape it answers with 200 ends
 // a spell of failures; a 503 is logged as refused when limit refused it
-// (limit must be inside h), else as timed out (promhttp's only other
-// 503).
+// (limit must be inside h), else as timed out (the timeout's, the only
+// other 503).
 func (l *scrapeLog) watch(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		o := &scrapeOutcome{}
 		h.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), scrapeOutcomeKey{}, o)))
+		ref := o.refused.Load()
 		switch {
 		case sw.status == 0 || sw.status == http.StatusOK:
 			l.answered()
-		case sw.status == http.StatusServiceUnavailable && o.refused > 0:
-			l.refused(o.refused)
+		case sw.status == http.StatusServiceUnavailable && ref != nil:
+			l.refused(*ref)
 		case sw.status == http.StatusServiceUnavailable:
 			l.timedOut()
 		}
