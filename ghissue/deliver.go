@@ -34,6 +34,7 @@
 // next_attempt_at. Outages (5xx, timeouts) back off exponentially; primary
 // rate limits wait until x-ratelimit-reset, secondary limits for
 // retry-after, else a minute, doubling as they recur (secondaryUntil);
+// a stated wait is capped at an hour from the failure (maxGitHubWait);
 // configuration problems (no token or app key, unknown
 // repository, no permission) are recorded with a clear message and retried
 // on the next call. Rate limits and outages are GitHub's, not a row's:
@@ -660,7 +661,10 @@ func (d *deliverer) fail(ctx context.Context, r row, f failure) (recorded bool, 
 // next_attempt_at: a row another process claimed (or recorded) since is
 // left alone, so its live claim is never overwritten with an older value,
 // an empty one included. A row not due at now is moved only when it waits
-// on a recorded outcome (it has a last_error) for less than until; one
+// on a recorded outcome (it has a last_error) for less than until, and
+// keeps that last_error (a locked issue's says what to do, which "not
+// attempted" would hide; only its next attempt moves) unless it is an
+// earlier pass's "not attempted" note; one
 // with none is being delivered by another process (its claim, as Pending
 // reads it), whose outcome must still find its claim (and whose next
 // request checks the hold first). A retry in flight elsewhere (a claimed
@@ -672,16 +676,19 @@ func (d *deliverer) fail(ctx context.Context, r row, f failure) (recorded bool, 
 func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until, now time.Time) error {
 	return db.Tx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
 		for _, r := range rows {
-			next := r.NextAttempt
+			next, note := r.NextAttempt, msg
 			if next != "" && storage.ParseTime(next).After(now) {
 				if until.IsZero() || !storage.ParseTime(next).Before(until) || r.LastError == "" {
 					continue
+				}
+				if !strings.HasPrefix(r.LastError, "not attempted: ") {
+					note = r.LastError // waiting on its own failure: only its wait moves
 				}
 			}
 			if !until.IsZero() && (next == "" || storage.ParseTime(next).Before(until)) {
 				next = ts(until)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, msg, next, r.ID, r.NextAttempt); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET last_error = ?, next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, note, next, r.ID, r.NextAttempt); err != nil {
 				return fmt.Errorf("outbox note: %w", err)
 			}
 		}
@@ -1941,8 +1948,8 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			until := now.Add(backoff(global))
 			return failure{msg: fmt.Sprintf("GitHub unavailable (%d) while fetching the installation token of %s", st, d.auth), until: until, global: true, hold: holdHost}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (ie.Response.Header.Get("Retry-After") != "" || ie.Response.Header.Get("X-Ratelimit-Remaining") == "0")):
-			until := d.secondaryUntil(ie.Response, now, global)
-			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s while fetching the installation token of %s", st, ts(until), d.auth), until: until, global: true, hold: holdCredential}
+			until, note := d.secondaryUntil(ie.Response, now, global)
+			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s%s while fetching the installation token of %s", st, ts(until), note, d.auth), until: until, global: true, hold: holdCredential}
 		case st == http.StatusUnauthorized:
 			return failure{msg: fmt.Sprintf("GitHub rejected the app's JWT for %s (401): check github.app_id and that $%s holds that app's current private key", d.auth, d.cfg.PrivateKeyEnv), global: true}
 		case st == http.StatusNotFound:
@@ -1951,14 +1958,16 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			return failure{msg: fmt.Sprintf("GitHub refused an installation token for %s (%d %s): check the app's installation and permissions", d.auth, st, http.StatusText(st)), global: true}
 		}
 	case errors.As(err, &rle):
-		until := rle.Rate.Reset.Time
+		until, note := rle.Rate.Reset.Time, ""
 		if until.IsZero() || !until.After(now) {
 			until = now.Add(time.Minute)
+		} else if until.After(now.Add(maxGitHubWait)) {
+			until, note = d.capped(now, "x-ratelimit-reset "+ts(until))
 		}
-		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s: %s", ts(until), rle.Message), until: until, global: true, hold: holdCredential}
+		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s%s: %s", ts(until), note, rle.Message), until: until, global: true, hold: holdCredential}
 	case errors.As(err, &are):
-		until := d.secondaryUntil(are.Response, now, global)
-		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s: %s", ts(until), are.Message), until: until, global: true, hold: holdCredential}
+		until, note := d.secondaryUntil(are.Response, now, global)
+		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s%s: %s", ts(until), note, are.Message), until: until, global: true, hold: holdCredential}
 	case errors.As(err, &er) && er.Response != nil:
 		st := er.Response.StatusCode
 		h := er.Response.Header
@@ -1968,14 +1977,16 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 		}
 		switch {
 		case (st == http.StatusForbidden || st == http.StatusTooManyRequests) && h.Get("X-Ratelimit-Remaining") == "0" && h.Get("Retry-After") == "":
-			until := now.Add(time.Minute)
-			if s, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && time.Unix(s, 0).After(now) {
-				until = time.Unix(s, 0).UTC()
+			until, note := now.Add(time.Minute), ""
+			if s, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-Ratelimit-Reset")), 10, 64); err == nil {
+				if u, n, ok := d.resetUntil(s, now); ok {
+					until, note = u, n
+				}
 			}
-			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s: %s", st, ts(until), msg), until: until, global: true, hold: holdCredential}
+			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s%s: %s", st, ts(until), note, msg), until: until, global: true, hold: holdCredential}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (h.Get("Retry-After") != "" || strings.Contains(strings.ToLower(msg), "rate limit"))):
-			until := d.secondaryUntil(er.Response, now, global)
-			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s: %s", st, ts(until), msg), until: until, global: true, hold: holdCredential}
+			until, note := d.secondaryUntil(er.Response, now, global)
+			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s%s: %s", st, ts(until), note, msg), until: until, global: true, hold: holdCredential}
 		case st >= 500:
 			until := now.Add(backoff(global))
 			return failure{msg: fmt.Sprintf("GitHub unavailable (%d %s)", st, msg), until: until, global: true, hold: holdHost}
@@ -2001,6 +2012,36 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 	return failure{msg: err.Error(), until: now.Add(backoff(attempts))}
 }
 
+// maxGitHubWait bounds every wait GitHub states (a Retry-After, an
+// x-ratelimit-reset), counted from the failure: GitHub's primary window
+// is an hour at most, and its secondary limits ask for less. A longer
+// stated wait is taken for a bogus answer (a proxy, an SSO gateway, a GHE
+// appliance with a skewed clock, a reset in milliseconds) and capped: a
+// hold sends no request while it lasts, so nothing GitHub answers could
+// end it, and writeHold keeps the longest wait recorded.
+const maxGitHubWait = time.Hour
+
+// capped is the wait for a stated one (a Retry-After, a reset) past
+// maxGitHubWait: now+maxGitHubWait, with a note for the failure's message
+// saying what GitHub stated; a warning is logged.
+func (d *deliverer) capped(now time.Time, stated string) (time.Time, string) {
+	until := now.Add(maxGitHubWait)
+	d.log.Warn("github stated an implausible wait: capped", "stated", stated, "until", ts(until), "max_wait", maxGitHubWait.String())
+	return until, fmt.Sprintf(" (GitHub stated %s: implausible, capped at %s)", stated, maxGitHubWait)
+}
+
+// resetUntil is the end of the primary window x-ratelimit-reset (epoch
+// seconds) names, capped at maxGitHubWait from now (compared as seconds,
+// before time.Unix); ok is false when it is not after now.
+func (d *deliverer) resetUntil(reset int64, now time.Time) (until time.Time, note string, ok bool) {
+	if reset > now.Add(maxGitHubWait).Unix() {
+		until, note = d.capped(now, fmt.Sprintf("x-ratelimit-reset %d", reset))
+		return until, note, true
+	}
+	until = time.Unix(reset, 0).UTC()
+	return until, "", until.After(now)
+}
+
 // secondaryUntil reads a secondary limit's wait from the response, counted
 // from now (the injected clock when the answer came), as GitHub's
 // documentation on rate limits advises: the retry-after seconds when the
@@ -2010,16 +2051,24 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 // failures in a row of its hold when more, see classify). Every
 // GitHub answer carries x-ratelimit-reset (the end of the primary window,
 // up to an hour away), so it counts only when the primary limit is spent.
-func (d *deliverer) secondaryUntil(r *http.Response, now time.Time, attempts int) time.Time {
+// A stated wait past maxGitHubWait is capped (capped; note says so).
+func (d *deliverer) secondaryUntil(r *http.Response, now time.Time, attempts int) (until time.Time, note string) {
 	if r != nil {
 		if s, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("Retry-After")), 10, 64); err == nil && s >= 0 {
-			return now.Add(time.Duration(max(s, 1)) * time.Second)
+			// Bounded before the multiplication: past ~292 years it
+			// overflows time.Duration, into the past.
+			if s > int64(maxGitHubWait/time.Second) {
+				return d.capped(now, fmt.Sprintf("retry-after %ds", s))
+			}
+			return now.Add(time.Duration(max(s, 1)) * time.Second), ""
 		}
 		if strings.TrimSpace(r.Header.Get("X-Ratelimit-Remaining")) == "0" {
-			if s, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-Ratelimit-Reset")), 10, 64); err == nil && time.Unix(s, 0).After(now) {
-				return time.Unix(s, 0).UTC()
+			if s, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-Ratelimit-Reset")), 10, 64); err == nil {
+				if until, note, ok := d.resetUntil(s, now); ok {
+					return until, note
+				}
 			}
 		}
 	}
-	return now.Add(backoff(attempts))
+	return now.Add(backoff(attempts)), ""
 }

@@ -150,3 +150,86 @@ func clearHolds(ctx context.Context, db *storage.DB, k holdKey, now time.Time) e
 		return nil
 	})
 }
+
+// Hold is a recorded GitHub wait (github_holds): no delivery pass of its
+// scope sends anything to GitHub before Until.
+type Hold struct {
+	API string `json:"api"` // the API root's origin
+	// Scope is "host" (an outage: every credential on API) or
+	// "credential" (a rate limit of Credential on API).
+	Scope      string    `json:"scope"`
+	Credential string    `json:"credential,omitempty"` // who called, never a secret; '' for a host hold
+	Until      time.Time `json:"until"`
+	Reason     string    `json:"reason"` // the failure that set it
+	Failures   int       `json:"failures"`
+	At         time.Time `json:"at"` // when it was recorded
+}
+
+// Active reports whether h forbids requests at now.
+func (h Hold) Active(now time.Time) bool { return h.Until.After(now) }
+
+// Holds lists the recorded GitHub waits, over or not (one over is
+// deleted by the next pass GitHub answers), latest until first.
+func Holds(ctx context.Context, db *storage.DB) ([]Hold, error) {
+	return listHolds(ctx, db.SQL())
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func listHolds(ctx context.Context, q querier) ([]Hold, error) {
+	rows, err := q.QueryContext(ctx, `SELECT api, credential, until, reason, failures, at FROM github_holds ORDER BY until DESC, api, credential`)
+	if err != nil {
+		return nil, fmt.Errorf("github holds: %w", err)
+	}
+	defer rows.Close()
+	out := []Hold{}
+	for rows.Next() {
+		var h Hold
+		var until, at string
+		if err := rows.Scan(&h.API, &h.Credential, &until, &h.Reason, &h.Failures, &at); err != nil {
+			return nil, fmt.Errorf("github holds: %w", err)
+		}
+		h.Until, h.At = storage.ParseTime(until), storage.ParseTime(at)
+		h.Scope = "credential"
+		if h.Credential == "" {
+			h.Scope = "host"
+		}
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("github holds: %w", err)
+	}
+	return out, nil
+}
+
+// ClearHolds is the operator's escape (outbox --clear-holds): it deletes
+// every recorded GitHub wait and returns what it deleted, and makes due at
+// once the pending rows a hold had deferred (those whose next attempt is
+// exactly a deleted hold's until: noteAll moves them there); their
+// last_error is kept. A hold GitHub really meant is recorded again by the
+// next request it refuses.
+func ClearHolds(ctx context.Context, db *storage.DB) ([]Hold, error) {
+	var out []Hold
+	now := ts(db.Now())
+	err := db.Tx(ctx, func(tx *sql.Tx) error {
+		hs, err := listHolds(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM github_holds WHERE api = ? AND credential = ?`, h.API, h.Credential); err != nil {
+				return fmt.Errorf("github holds: %w", err)
+			}
+			if h.Active(db.Now()) {
+				if _, err := tx.ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE sent_at = '' AND next_attempt_at = ?`, now, ts(h.Until)); err != nil {
+					return fmt.Errorf("outbox: %w", err)
+				}
+			}
+		}
+		out = hs
+		return nil
+	})
+	return out, err
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +20,7 @@ import (
 )
 
 func newOutboxCmd(g *globals) *cobra.Command {
-	var asJSON, send, dryRun, all, backfill bool
+	var asJSON, send, dryRun, all, backfill, clearHolds bool
 	var dir string
 	var skip []int64
 	c := &cobra.Command{
@@ -48,10 +49,19 @@ queued with their error and next attempt time.
                                  event's later rows go out in turn; for a
                                  delivery that cannot go out, such as a
                                  comment on an issue a maintainer keeps locked.
+  driftprobe outbox --clear-holds
+                                 delete every recorded GitHub wait ("no request
+                                 before T", after a rate limit or an outage)
+                                 and say which; the rows they deferred are due
+                                 again (with --send: delivered now). For a wait
+                                 that is wrong; GitHub's real one is recorded
+                                 again by the next request it refuses.
 
 A row that fails waits (backing off) and holds back the later rows of its
 event, never those of other events; a repository-wide problem (token, rate
-limit, outage) defers every row.
+limit, outage) defers every row, and records a wait (at most an hour from
+the failure, whatever GitHub stated) during which nothing is sent; the listing
+shows the waits in force.
 
 The token comes from the environment variable named by github.token_env
 (default GITHUB_TOKEN), or a GitHub App installation authenticates
@@ -78,9 +88,12 @@ variable named by github.private_key_env).`,
 			if len(skip) > 0 && dryRun {
 				return cobraUsage{fmt.Errorf("%s: --skip and --dry-run exclude each other", cmd.CommandPath())}
 			}
+			if clearHolds && dryRun {
+				return cobraUsage{fmt.Errorf("%s: --clear-holds and --dry-run exclude each other", cmd.CommandPath())}
+			}
 			// Listing and rendering only read (never migrate); --send,
-			// --backfill and --skip write.
-			sess, err := openSession(ctx, g, send || backfill || len(skip) > 0, false, app.NoCorpus)
+			// --backfill, --skip and --clear-holds write.
+			sess, err := openSession(ctx, g, send || backfill || len(skip) > 0 || clearHolds, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}
@@ -142,6 +155,24 @@ variable named by github.private_key_env).`,
 					fmt.Fprintf(w, "outbox row(s) %s not pending (unknown, or delivered already): nothing skipped for them\n", idList(notPending))
 				}
 			}
+			if clearHolds {
+				cleared, err := ghissue.ClearHolds(ctx, st)
+				if err != nil {
+					return err
+				}
+				w := g.stdout // on stderr with --json, as --skip's note
+				if asJSON {
+					w = g.stderr
+				}
+				if len(cleared) == 0 {
+					fmt.Fprintln(w, "no GitHub wait recorded: nothing cleared")
+				} else {
+					fmt.Fprintf(w, "cleared %d GitHub wait(s); the rows they deferred are due again:\n", len(cleared))
+					for _, h := range cleared {
+						fmt.Fprintf(w, "  %s\n", termtext.Safe(holdLine(h, st.Now())))
+					}
+				}
+			}
 			var backfilled []int64
 			if backfill {
 				if cfg.GitHub == nil {
@@ -169,6 +200,10 @@ variable named by github.private_key_env).`,
 			if err != nil {
 				return err
 			}
+			holds, err := activeHolds(ctx, st)
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				if backfill && res == nil {
 					// An object, as with --send: what was queued, and what
@@ -176,7 +211,8 @@ variable named by github.private_key_env).`,
 					if err := writeJSON(g.stdout, struct {
 						Backfilled []int64              `json:"backfilled"`
 						Pending    []ghissue.PendingRow `json:"pending"`
-					}{backfilled, pending}); err != nil {
+						Holds      []ghissue.Hold       `json:"holds"`
+					}{backfilled, pending, holds}); err != nil {
 						return err
 					}
 				} else if res != nil {
@@ -199,11 +235,16 @@ variable named by github.private_key_env).`,
 						*ghissue.Result
 						Backfilled *[]int64             `json:"backfilled,omitempty"`
 						Pending    []ghissue.PendingRow `json:"pending"`
-					}{res, bf, pending}); err != nil {
+						Holds      []ghissue.Hold       `json:"holds"`
+					}{res, bf, pending, holds}); err != nil {
 						return err
 					}
-				} else if err := writeJSON(g.stdout, pending); err != nil {
-					return err
+				} else {
+					if err := writeJSON(g.stdout, pending); err != nil {
+						return err
+					}
+					// The array stays the rows; the waits go to stderr.
+					noteHolds(g.stderr, holds, st.Now())
 				}
 				if err := noteUnfiled(ctx, g.stderr, cfg.GitHub != nil && !backfill, st, file); err != nil {
 					return err
@@ -234,6 +275,7 @@ variable named by github.private_key_env).`,
 					// one they wait, and keep driftprobe_outbox_pending up.
 					fmt.Fprintf(w, "GitHub issues are not configured (no github block), but %d delivery(ies) below were queued while they were: they are not sent until a github block is back (then `driftprobe outbox --send`).\n", len(pending))
 				}
+				noteHolds(w, holds, st.Now())
 				switch {
 				case len(pending) == 0 && cfg.GitHub == nil:
 					// Said above: nothing is queued, nothing was delivered.
@@ -266,14 +308,49 @@ variable named by github.private_key_env).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, skipped, rendered (dry runs only: 0), lost, held_until (when GitHub asked to wait), errors, notes and pending; with --backfill also backfilled, the events queued)")
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, skipped, rendered (dry runs only: 0), lost, held_until (when GitHub asked to wait), errors, notes, pending and holds (the GitHub waits in force); with --backfill also backfilled, the events queued)")
 	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
 	c.Flags().BoolVar(&all, "all", false, "with --dry-run: render every event's issue and comments, not just pending deliveries")
 	c.Flags().Int64SliceVar(&skip, "skip", nil, "give up these pending outbox rows (ids from the listing; repeatable or comma-separated): recorded done without being sent, so their events' later rows go out in turn")
+	c.Flags().BoolVar(&clearHolds, "clear-holds", false, "delete every recorded GitHub wait (rate limit, outage) and say which; the rows they deferred are due again (with --send, delivered now)")
 	c.Flags().BoolVar(&backfill, "backfill", false, "queue an issue for every open event that has none (recorded before the github block was configured); with --send, deliver them now")
 	return c
+}
+
+// activeHolds is the GitHub waits in force at the store's clock.
+func activeHolds(ctx context.Context, st *storage.DB) ([]ghissue.Hold, error) {
+	hs, err := ghissue.Holds(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(hs, func(h ghissue.Hold) bool { return !h.Active(st.Now()) }), nil
+}
+
+// noteHolds writes to w the GitHub waits in force (holds), which keep
+// every delivery from sending anything, and the escape.
+func noteHolds(w io.Writer, holds []ghissue.Hold, now time.Time) {
+	if len(holds) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "GitHub asked driftprobe to wait: nothing is sent before the end of %d recorded wait(s) (`driftprobe outbox --clear-holds` deletes them, if one is wrong):\n", len(holds))
+	for _, h := range holds {
+		fmt.Fprintf(w, "  %s\n", termtext.Safe(holdLine(h, now)))
+	}
+}
+
+// holdLine is one wait: until, scope, reason.
+func holdLine(h ghissue.Hold, now time.Time) string {
+	scope := "every credential on " + h.API + " (outage)"
+	if h.Scope != "host" {
+		scope = h.Credential + " on " + h.API + " (rate limit)"
+	}
+	left := "over"
+	if h.Active(now) {
+		left = "in " + h.Until.Sub(now).Round(time.Second).String()
+	}
+	return fmt.Sprintf("until %s (%s), %s: %s", h.Until.UTC().Format(time.RFC3339), left, scope, h.Reason)
 }
 
 // noteUnfiled writes to w, when check is set, how many open events have
