@@ -156,52 +156,54 @@ func readVerdicts(ctx context.Context, st VerdictStore, target string, tid int64
 // target of the latest read, so that the changes of one target's several
 // series read each run once.
 type storeVerdicts struct {
-	read func(target string, runs []int64) (map[int64][]ProbeVerdict, error)
-	// tags: the probe tags (probeTags), set by the first read.
-	tags map[string][]string
+	ctx        context.Context
+	st         VerdictStore
+	corpusTags map[string][]string
+
+	tags   map[string][]string // the probe tags (probeTags), set by the first read
+	ids    map[string]int64    // target ids (targetIDs), nil until the first read
+	target string              // the target byRun holds
+	byRun  map[int64][]ProbeVerdict
+	in     *interner
 }
 
 func newStoreVerdicts(ctx context.Context, st VerdictStore, corpusTags map[string][]string) *storeVerdicts {
-	sv := &storeVerdicts{}
-	var (
-		ids    map[string]int64 // nil until the first read
-		target string
-		byRun  map[int64][]ProbeVerdict
-		in     *interner
-	)
-	sv.read = func(t string, runs []int64) (map[int64][]ProbeVerdict, error) {
-		if ids == nil {
-			tags, err := probeTags(ctx, st, corpusTags)
-			if err != nil {
-				return nil, err
-			}
-			if ids, err = targetIDs(ctx, st); err != nil {
-				return nil, err
-			}
-			sv.tags = tags
-		}
-		if byRun == nil || t != target {
-			target, byRun, in = t, map[int64][]ProbeVerdict{}, newInterner()
-		}
-		tid, ok := ids[t]
-		if !ok {
-			return byRun, nil // configured but never run: no verdicts
-		}
-		var missing []int64
-		for _, r := range runs {
-			if _, ok := byRun[r]; !ok {
-				missing = append(missing, r)
-			}
-		}
-		if len(missing) == 0 {
-			return byRun, nil
-		}
-		if err := readVerdicts(ctx, st, t, tid, missing, byRun, in); err != nil {
+	return &storeVerdicts{ctx: ctx, st: st, corpusTags: corpusTags}
+}
+
+// read returns target's verdicts by run, every run of runs among them,
+// reading from the store only the runs not read before.
+func (sv *storeVerdicts) read(target string, runs []int64) (map[int64][]ProbeVerdict, error) {
+	if sv.ids == nil {
+		tags, err := probeTags(sv.ctx, sv.st, sv.corpusTags)
+		if err != nil {
 			return nil, err
 		}
-		return byRun, nil
+		if sv.ids, err = targetIDs(sv.ctx, sv.st); err != nil {
+			return nil, err
+		}
+		sv.tags = tags
 	}
-	return sv
+	if sv.byRun == nil || target != sv.target {
+		sv.target, sv.byRun, sv.in = target, map[int64][]ProbeVerdict{}, newInterner()
+	}
+	tid, ok := sv.ids[target]
+	if !ok {
+		return sv.byRun, nil // configured but never run: no verdicts
+	}
+	var missing []int64
+	for _, r := range runs {
+		if _, ok := sv.byRun[r]; !ok {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) == 0 {
+		return sv.byRun, nil
+	}
+	if err := readVerdicts(sv.ctx, sv.st, target, tid, missing, sv.byRun, sv.in); err != nil {
+		return nil, err
+	}
+	return sv.byRun, nil
 }
 
 // verdictRowReader is the narrow read LoadVerdicts prefers when st has it
