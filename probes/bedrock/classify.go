@@ -153,6 +153,18 @@ type errorBody struct {
 	Message string `json:"message"` // also matches "Message" (encoding/json folds case)
 	Type    string `json:"__type"`
 	Code    string `json:"code"`
+	// OriginalStatusCode is the model's own status that a
+	// ModelErrorException (HTTP 424) passes on.
+	OriginalStatusCode json.Number `json:"originalStatusCode"`
+}
+
+// modelFailed reports whether a ModelErrorException passes on a failure of
+// the model's server (5xx) or its throttling (429): the same request may
+// succeed later. Any other original status, or none, is a problem with the
+// request (a prompt too long for the model, a parameter it rejects).
+func (e errorBody) modelFailed() bool {
+	n, err := e.OriginalStatusCode.Int64()
+	return err == nil && (n == http.StatusTooManyRequests || n >= 500 && n < 600)
 }
 
 var contentCategory = map[string]string{
@@ -178,7 +190,7 @@ var clientErrors = map[string]bool{
 	"ValidationException":           true,
 	"AccessDeniedException":         true,
 	"ResourceNotFoundException":     true,
-	"ModelErrorException":           true,
+	"ModelErrorException":           true, // unless modelFailed
 	"ServiceQuotaExceededException": true,
 	"ConflictException":             true,
 }
@@ -370,7 +382,7 @@ func (p *Prober) classify(resp *probes.Response) probes.Result {
 	r.Message = e.Message
 	r.Reason = strings.TrimSuffix(strconv.Itoa(resp.Status)+":"+typ, ":")
 	switch {
-	case transientErrors[typ]:
+	case transientErrors[typ], typ == "ModelErrorException" && e.modelFailed():
 		r.Class = probes.Transient
 		r.RetryAfter = wire.RetryAfter(resp.Header, p.now())
 	case resp.Status >= 400 && resp.Status < 500 && wire.IsAbuse(typ, "", e.Message):
