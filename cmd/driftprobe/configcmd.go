@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -26,6 +27,16 @@ and keep exit 0.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := app.LoadConfig(g.config, g.db, !noKeys)
 			if err != nil {
+				// When the only problems are unset key variables, the
+				// corpus's problems are reported with them: one round of
+				// fixes, not two.
+				if !noKeys {
+					if nk, nkErr := app.LoadConfig(g.config, g.db, false); nkErr == nil {
+						if _, cErr := app.LoadCorpus(nk, "", false); cErr != nil {
+							return errors.Join(err, cErr)
+						}
+					}
+				}
 				return err
 			}
 			cp, err := app.LoadCorpus(cfg, "", false)

@@ -65,7 +65,10 @@ is not an evidence record); 3 database or I/O failure.`,
 				}
 				return nil
 			}
-			return cobra.ExactArgs(1)(cmd, args)
+			if len(args) != 1 {
+				return fmt.Errorf("accepts one event id, received %d: use 'driftprobe evidence EVENT' to write a record (ids: driftprobe events) or 'driftprobe evidence --verify FILE' to check one", len(args))
+			}
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if verify != "" {

@@ -258,7 +258,12 @@ func requireDatabase(cfg *config.Config) error {
 	fi, err := os.Stat(cfg.Database)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return Usage(fmt.Errorf("database %s does not exist (driftprobe run creates it; check --db or the config's database)", cfg.Database))
+		rel := ""
+		if !filepath.IsAbs(cfg.Database) {
+			wd, _ := os.Getwd()
+			rel = fmt.Sprintf("; a relative path is read from the working directory, %s", wd)
+		}
+		return Usage(fmt.Errorf("database %s does not exist (driftprobe run creates it; check --db or the config's database%s)", cfg.Database, rel))
 	case err == nil && fi.IsDir():
 		return dirAsDatabase(cfg.Database)
 	case err == nil && fi.Size() == 0 && !exists(cfg.Database+"-journal") && !exists(cfg.Database+"-wal"):
