@@ -57,7 +57,7 @@ with HTTP 500 (Prometheus records up == 0) and is logged.`,
 				defer signal.Stop(c)
 				hup = c
 			}
-			d, err := app.NewDaemon(ctx, app.DaemonOptions{ConfigPath: g.config, DBOverride: g.db, Logger: log, RunAtStart: !noInitial, Runtime: true,
+			d, err := app.NewDaemon(ctx, app.DaemonOptions{ConfigPath: g.config, DBOverride: g.db, Logger: log, RunAtStart: !noInitial, Runtime: true, Listen: listen,
 				AfterRun: afterRunHook(g, log)})
 			if err != nil {
 				return err

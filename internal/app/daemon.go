@@ -53,6 +53,10 @@ type DaemonOptions struct {
 	// ScrapeTimeout is how long /metrics may take to answer before it is
 	// answered HTTP 503 (0: MetricsTimeout; tests shorten it).
 	ScrapeTimeout time.Duration
+	// Listen is the /metrics address, written into the serve lock so that
+	// a second daemon refused by it can say where the first one serves
+	// (optional).
+	Listen string
 }
 
 // /metrics limits. The collection reads the database through one
@@ -98,6 +102,9 @@ type Daemon struct {
 	// (":memory:").
 	dbPath string
 	dbFile os.FileInfo
+	// serving is the serve lock, held from NewDaemon to the end of
+	// Shutdown.
+	serving *serveLock
 	// probeMu serializes /readyz's reads of the database file and keeps
 	// them from starting once Shutdown has begun (probeDone).
 	probeMu   sync.Mutex
@@ -151,7 +158,12 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One daemon per database, refused before the database is opened.
+	if d.serving, err = acquireServeLock(cfg.Database, o.Listen, d.clock.Now()); err != nil {
+		return nil, err
+	}
 	if d.st, err = OpenStore(ctx, cfg); err != nil {
+		d.serving.release()
 		return nil, err
 	}
 	d.dbPath = cfg.Database
@@ -161,6 +173,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	targets, closeT, err := BuildTargets(cfg)
 	if err != nil {
 		d.st.Close()
+		d.serving.release()
 		return nil, err
 	}
 	d.cfg, d.cp, d.targets, d.closeT = cfg, cp, targets, closeT
@@ -169,6 +182,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		if d.scrape, err = storage.OpenReadOnly(ctx, cfg.Database); err != nil {
 			closeT()
 			d.st.Close()
+			d.serving.release()
 			return nil, fmt.Errorf("open %s for metrics: %w", cfg.Database, err)
 		}
 		read = d.scrape.SQL()
@@ -595,6 +609,7 @@ func (d *Daemon) Shutdown() error {
 	if cerr := d.st.Close(); err == nil {
 		err = cerr
 	}
+	d.serving.release() // once the database is closed: the next daemon may start
 	return err
 }
 
