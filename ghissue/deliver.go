@@ -157,7 +157,7 @@ type Options struct {
 type Result struct {
 	Sent     int `json:"sent"`     // rows delivered in this pass (posted, or found already on GitHub by their marker)
 	Failed   int `json:"failed"`   // rows whose attempt failed in this pass
-	Deferred int `json:"deferred"` // rows left for later, not attempted in this pass (waiting, rate limited, held back behind a failed row of their event, not attempted after a failure that stopped the pass)
+	Deferred int `json:"deferred"` // rows left for later, not attempted in this pass (waiting, rate limited, held back behind a failed row of their event or one made pending again by outbox --unskip, not attempted after a failure that stopped the pass)
 	// Skipped counts rows recorded done without being sent in this pass
 	// because their event's open row was skipped (outbox --skip) and the
 	// event has no issue on GitHub; Notes says which, and so does each
@@ -394,7 +394,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		if err != nil {
 			return res, err
 		}
-		if !ok { // another process has it
+		if !ok { // another process has it, or an earlier row of its event is pending again (Unskip)
 			held[r.EventID] = true
 			res.Deferred++
 			continue
@@ -435,18 +435,38 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			return res, ctx.Err()
 		}
 		var se *skippedIssueError
+		lostMsg := "held back behind an earlier row of its event made pending again (outbox --unskip), after this pass's claim on the row ran out and another process took the row over; the row is left to it"
 		if errors.As(err, &se) {
-			recorded, err := d.markSkipped(ctx, r, se.Error())
-			if err != nil {
-				return res, err
+			recorded, merr := d.markSkipped(ctx, r, se)
+			if merr != nil {
+				return res, merr
 			}
-			if !recorded {
-				lost(r, "found its event's issue skipped after this pass's claim on the row ran out and another process took the row over; the row is left to it")
+			if recorded {
+				res.Skipped++
+				res.Notes = append(res.Notes, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, se.Error()))
+				log.Info("github delivery skipped: the event's issue was skipped", "outbox", r.ID, "event", r.EventID, "action", r.Action, "open_row", se.open)
 				continue
 			}
-			res.Skipped++
-			res.Notes = append(res.Notes, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, se.Error()))
-			log.Info("github delivery skipped: the event's issue was skipped", "outbox", r.ID, "event", r.EventID, "action", r.Action, "open_row", se.open)
+			// Another process took the row over (release finds its claim
+			// gone), or the open row was made pending again (Unskip) since
+			// ensureIssue read it skipped: the row then waits behind it.
+			err = &heldBackError{behind: se.open}
+			lostMsg = "found its event's issue skipped after this pass's claim on the row ran out and another process took the row over; the row is left to it"
+		}
+		var hb *heldBackError
+		if errors.As(err, &hb) {
+			kept, rerr := d.release(context.WithoutCancel(ctx), r, claimedAt)
+			if rerr != nil {
+				return res, rerr
+			}
+			if !kept {
+				lost(r, lostMsg)
+				continue
+			}
+			held[r.EventID] = true
+			res.Deferred++
+			res.Notes = append(res.Notes, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, hb.Error()))
+			log.Info("github delivery held back: an earlier row of the event is pending again", "outbox", r.ID, "event", r.EventID, "action", r.Action, "behind", hb.behind)
 			continue
 		}
 		// Retry times count from the failure, not from the start of the
@@ -513,10 +533,18 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 // fail compare-and-swap on. It cannot be mistaken for another process's
 // claim: a row is claimed again only once the earlier claim has run out,
 // so every later claim ends strictly after it.
+//
+// A row is claimed only while no earlier row of its event is pending: the
+// event's rows go out in order. Within a pass that already holds (a row
+// held behind an earlier one never reaches its claim); the check in the
+// same statement covers an earlier row made pending again after the pass
+// read the outbox (outbox --unskip), which is then delivered first, by
+// the next pass.
 func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, error) {
 	until := ts(now.Add(d.opts.ClaimFor))
-	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`,
-		until, r.ID, r.NextAttempt)
+	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?
+		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.sent_at = '' AND e.id < ? AND e.event_id = ?)`,
+		until, r.ID, r.NextAttempt, r.ID, r.EventID)
 	if err != nil {
 		return false, fmt.Errorf("outbox claim: %w", err)
 	}
@@ -617,12 +645,17 @@ func (d *deliverer) markSent(ctx context.Context, r row) (sentOutcome, error) {
 }
 
 // markSkipped records the row done without sending it (its event's issue
-// was skipped, see skippedIssueError), note as its last error, as Skip
-// does (no attempt counted): a compare-and-swap on this pass's claim, so a
-// row another process took over since is left to it (recorded is false).
-func (d *deliverer) markSkipped(ctx context.Context, r row, note string) (recorded bool, err error) {
-	res, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET sent_at = ?, last_error = ?, next_attempt_at = '' WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`,
-		ts(d.opts.Now()), note, r.ID, d.claims[r.ID])
+// was skipped, see skippedIssueError), se's note as its last error, as
+// Skip does (no attempt counted): a compare-and-swap on this pass's claim,
+// so a row another process took over since is left to it, and on the
+// event's open row still being skipped, in the same statement, so a row
+// whose open row the operator made pending again meanwhile (Unskip) is
+// never recorded skipped after Unskip looked for such rows (recorded is
+// false in both cases; release tells them apart).
+func (d *deliverer) markSkipped(ctx context.Context, r row, se *skippedIssueError) (recorded bool, err error) {
+	res, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET sent_at = ?, last_error = ?, next_attempt_at = '' WHERE id = ? AND sent_at = '' AND next_attempt_at = ?
+		AND EXISTS (SELECT 1 FROM outbox o WHERE o.id = ? AND o.sent_at != '' AND o.last_error = ?)`,
+		ts(d.opts.Now()), se.Error(), r.ID, d.claims[r.ID], se.open, SkipNote)
 	if err != nil {
 		return false, fmt.Errorf("outbox record skip: %w", err)
 	}
@@ -1042,7 +1075,7 @@ func (d *deliverer) deliver(ctx context.Context, r row) error {
 			closing = false
 		}
 	}
-	if err := d.ensureComment(ctx, num, ev, *upd, ev2, closing); err != nil {
+	if err := d.ensureComment(ctx, r, num, ev, *upd, ev2, closing); err != nil {
 		return err
 	}
 	// The update may have changed what the title says (categories, kind,
@@ -1397,7 +1430,10 @@ func rateLimited(r *http.Response) bool {
 //
 // When no issue is found and r is not the event's open row, while that
 // open row was given up (outbox --skip), no issue is opened: the
-// *skippedIssueError makes the pass record r skipped too.
+// *skippedIssueError makes the pass record r skipped too. Nor while an
+// earlier row of the event is pending again (outbox --unskip since r was
+// claimed): the *heldBackError makes the pass release r, so that row goes
+// first.
 func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *Evidence) (int, error) {
 	if ev.IssueNumber != 0 {
 		switch d.mappingHere(ev.IssueURL) {
@@ -1442,6 +1478,16 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		}
 		if open != 0 {
 			return 0, &skippedIssueError{open: open}
+		}
+		// An earlier row of the event made pending again (Unskip) since
+		// this row was claimed goes first: it opens the issue, or comments
+		// before this row does.
+		behind, err := earlierPending(ctx, d.db, r)
+		if err != nil {
+			return 0, dbError{err}
+		}
+		if behind != 0 {
+			return 0, &heldBackError{behind: behind}
 		}
 	}
 	labels := Labels(ev, d.cfg.Labels)
@@ -1550,6 +1596,32 @@ func skippedOpen(ctx context.Context, db *storage.DB, event int64) (int64, error
 		return 0, fmt.Errorf("outbox: open row of event %d: %w", event, err)
 	}
 	return id, nil
+}
+
+// earlierPending returns the first pending row of r's event before r,
+// else 0. A pass never claims a row behind one (claim), so there is one
+// only when a row was made pending again (Unskip) after the claim.
+func earlierPending(ctx context.Context, db *storage.DB, r row) (int64, error) {
+	var id int64
+	err := db.SQL().QueryRowContext(ctx, `SELECT id FROM outbox WHERE sent_at = '' AND id < ? AND event_id = ? ORDER BY id LIMIT 1`, r.ID, r.EventID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("outbox: earlier rows of event %d: %w", r.EventID, err)
+	}
+	return id, nil
+}
+
+// heldBackError is a claimed row that must not go out yet: an earlier row
+// of its event (behind) was made pending again (driftprobe outbox
+// --unskip) since the pass claimed it. The pass releases the row (nothing
+// was sent for it) and holds the event's later rows back, so the earlier
+// row goes first, on the next pass.
+type heldBackError struct{ behind int64 }
+
+func (e *heldBackError) Error() string {
+	return fmt.Sprintf("held back: outbox row %d of the same event was made pending again (driftprobe outbox --unskip) while this row was being delivered; it goes out first, this row after it", e.behind)
 }
 
 // skippedIssueError is a row of an event whose open row the operator gave
@@ -1804,7 +1876,11 @@ func (d *deliverer) fetchIssue(ctx context.Context, num int) (*github.Issue, err
 // carried a key (legacy: the id alone) counts only when what it says
 // matches the update (commentMatches): its run, its kind of change, its
 // time and event.
-func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) error {
+//
+// Before posting, an earlier row of r's event made pending again since r
+// was claimed (outbox --unskip) holds r back (*heldBackError): that row's
+// comment goes first.
+func (d *deliverer) ensureComment(ctx context.Context, r row, num int, ev *diff.Event, u diff.EventUpdate, e *Evidence, closing bool) error {
 	seen, ok := d.seen[num]
 	if !ok {
 		seen = map[int64][]seenComment{}
@@ -1867,9 +1943,16 @@ func (d *deliverer) ensureComment(ctx context.Context, num int, ev *diff.Event, 
 	if len(seen[u.ID]) > 0 {
 		d.log.Info("github comment with this update's id is another update's (a database restored from a backup reuses update ids): posting this one", "event", ev.ID, "issue", num, "update", u.ID)
 	}
+	behind, err := earlierPending(ctx, d.db, r)
+	if err != nil {
+		return dbError{err}
+	}
+	if behind != 0 {
+		return &heldBackError{behind: behind}
+	}
 	body := CommentBody(ev, u, e, closing)
 	var posted *github.IssueComment
-	err := d.send(ctx, func(ctx context.Context) error {
+	err = d.send(ctx, func(ctx context.Context) error {
 		var err error
 		posted, _, err = d.gh.Issues.CreateComment(ctx, d.owner, d.repo, num, &github.IssueComment{Body: github.String(body)})
 		return err

@@ -1,9 +1,11 @@
 package ghissue
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,6 +79,8 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 		}
 		waiting := p.NextAttemptAt != nil && p.NextAttemptAt.After(now)
 		switch {
+		case !waiting && p.LastError == UnskipNote:
+			p.Reason = "queued again: " + UnskipNote + " (after the next run, or now with `driftprobe outbox --send`)"
 		case waiting && p.LastError != "":
 			p.Reason = fmt.Sprintf("waiting until %s: %s", ts(*p.NextAttemptAt), p.LastError)
 		case waiting:
@@ -353,6 +357,7 @@ const SkipNote = "skipped by the operator (driftprobe outbox --skip): never deli
 // delivered by another pass at that moment may still reach GitHub; its
 // outcome is then not recorded over the skip. It returns the rows
 // skipped; ids that are not pending (unknown or delivered) are not.
+// Unskip undoes it.
 func Skip(ctx context.Context, db *storage.DB, ids []int64) ([]int64, error) {
 	var done []int64
 	err := db.Tx(ctx, func(tx *sql.Tx) error {
@@ -373,4 +378,211 @@ func Skip(ctx context.Context, db *storage.DB, ids []int64) ([]int64, error) {
 		return nil, fmt.Errorf("outbox: skip: %w", err)
 	}
 	return done, nil
+}
+
+// UnskipNote is what a row Unskip made pending again records as its last
+// error, until its delivery (or a failure) replaces it.
+const UnskipNote = "skip undone by the operator (driftprobe outbox --unskip): pending again, delivered in turn"
+
+// Unskipped is an outbox row Unskip made pending again.
+type Unskipped struct {
+	ID      int64  `json:"id"`
+	EventID int64  `json:"event_id"`
+	Action  string `json:"action"`
+	// Later lists, in order, the event's later rows that were recorded
+	// skipped because this open row was skipped (skippedIssueNote), made
+	// pending again with it: the event's issue is opened and they follow.
+	Later []int64 `json:"later,omitempty"`
+}
+
+// NotUnskipped is an id Unskip left as it was, and why.
+type NotUnskipped struct {
+	ID     int64  `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Unskip undoes Skip (outbox --unskip): each row of ids recorded skipped
+// by the operator (sent_at set, last_error SkipNote) is pending again
+// (sent_at cleared, last_error UnskipNote), with the attempts and the
+// next attempt time it had when it was skipped (Skip leaves them, and no
+// delivery writes to a row once it is done): a row skipped while a pass
+// had it claimed keeps that claim, so the pass's outcome is recorded as
+// for any claimed row and no other pass sends it meanwhile; a row skipped
+// while it waited on its own failure waits as it did; any other is due at
+// once. For an event's open row, the event's later rows that delivery
+// recorded skipped because that open row was (skippedIssueNote naming it)
+// are pending again too, in the same transaction: the issue is opened and
+// their comments follow, in order (a delivery claims a row only while no
+// earlier row of its event is pending, checks that again just before it
+// creates the issue or posts a comment, and records a row skipped only
+// while its open row still is, so a pass that read the outbox before the
+// Unskip neither skips one after it nor sends a later row first, unless
+// the Unskip lands while that create or comment is already on its way to
+// GitHub: then that one comment precedes theirs, nothing lost or doubled).
+//
+// Refused, and returned in not with the reason: an unknown id, a pending
+// row, a delivered row, and a row recorded skipped because its event's
+// open row was, while that open row is still skipped (unskip the open
+// row, which brings it back; named with it in ids, it is simply brought
+// back with it). Such a row whose open row is no longer skipped is made
+// pending again itself. Everything is checked and written in one
+// (immediate, write-locked) transaction: no delivery or other command
+// writes the outbox between the checks and the writes, and a skip is
+// undone whole (with its later rows) or not at all.
+func Unskip(ctx context.Context, db *storage.DB, ids []int64) (done []Unskipped, not []NotUnskipped, err error) {
+	err = db.Tx(ctx, func(tx *sql.Tx) error {
+		done, not = nil, nil
+		var uniq []int64
+		named := map[int64]bool{}
+		for _, id := range ids {
+			if !named[id] {
+				named[id] = true
+				uniq = append(uniq, id)
+			}
+		}
+		type outboxRow struct {
+			event            int64
+			action, sent, le string
+			found            bool
+		}
+		read := func(id int64) (outboxRow, error) {
+			var r outboxRow
+			err := tx.QueryRowContext(ctx, `SELECT event_id, action, sent_at, last_error FROM outbox WHERE id = ?`, id).Scan(&r.event, &r.action, &r.sent, &r.le)
+			if errors.Is(err, sql.ErrNoRows) {
+				return r, nil
+			}
+			r.found = err == nil
+			return r, err
+		}
+		// restore makes row id, read done with note as its last error in
+		// this (write-locked) transaction, pending again.
+		restore := func(id int64, note string) error {
+			res, err := tx.ExecContext(ctx, `UPDATE outbox SET sent_at = '', last_error = ? WHERE id = ? AND sent_at != '' AND last_error = ?`, UnskipNote, id, note)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return cmp.Or(err, fmt.Errorf("row %d: no longer recorded skipped", id))
+			}
+			return nil
+		}
+		back := map[int64]bool{} // rows made pending again by this call
+		// Rows the operator skipped first, with the later rows their
+		// skip took along; then the rest, which may be among those.
+		var rest []int64
+		for _, id := range uniq {
+			r, err := read(id)
+			if err != nil {
+				return err
+			}
+			if !r.found || r.sent == "" || r.le != SkipNote {
+				rest = append(rest, id)
+				continue
+			}
+			if err := restore(id, SkipNote); err != nil {
+				return err
+			}
+			back[id] = true
+			u := Unskipped{ID: id, EventID: r.event, Action: r.action}
+			if r.action == ActionOpen {
+				later, err := laterSkipped(ctx, tx, r.event, id)
+				if err != nil {
+					return err
+				}
+				for _, l := range later {
+					if err := restore(l, skippedIssueNote(id)); err != nil {
+						return err
+					}
+					back[l] = true
+				}
+				u.Later = later
+			}
+			done = append(done, u)
+		}
+		for _, id := range rest {
+			if back[id] {
+				continue // brought back with its open row, listed there
+			}
+			r, err := read(id)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !r.found:
+				not = append(not, NotUnskipped{id, "unknown: no outbox row has this id"})
+				continue
+			case r.sent == "":
+				not = append(not, NotUnskipped{id, "pending, not skipped: nothing to undo"})
+				continue
+			case r.le == "":
+				not = append(not, NotUnskipped{id, "delivered to GitHub, not skipped: nothing to undo"})
+				continue
+			}
+			open, err := skippedBecauseOf(ctx, tx, id, r.event, r.le)
+			if err != nil {
+				return err
+			}
+			if open == 0 {
+				not = append(not, NotUnskipped{id, "recorded done, but not skipped with driftprobe outbox --skip: nothing to undo"})
+				continue
+			}
+			var openSent, openErr string
+			if err := tx.QueryRowContext(ctx, `SELECT sent_at, last_error FROM outbox WHERE id = ?`, open).Scan(&openSent, &openErr); err != nil {
+				return err
+			}
+			if openSent != "" && openErr == SkipNote {
+				not = append(not, NotUnskipped{id, fmt.Sprintf("recorded skipped because its event's open row %d was skipped (no issue of the event): unskip row %d, which makes this row pending again with it", open, open)})
+				continue
+			}
+			// Its open row is no longer skipped: nothing keeps it done.
+			if err := restore(id, r.le); err != nil {
+				return err
+			}
+			done = append(done, Unskipped{ID: id, EventID: r.event, Action: r.action})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("outbox: unskip: %w", err)
+	}
+	return done, not, nil
+}
+
+// laterSkipped returns, in order, the rows of event recorded skipped
+// because its open row open was (skippedIssueNote(open)).
+func laterSkipped(ctx context.Context, tx *sql.Tx, event, open int64) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM outbox WHERE id > ? AND event_id = ? AND sent_at != '' AND last_error = ? ORDER BY id`, open, event, skippedIssueNote(open))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// skippedBecauseOf returns the open row of event, before row id, whose
+// skip note (skippedIssueNote) is note, row id's last error, else 0.
+func skippedBecauseOf(ctx context.Context, tx *sql.Tx, id, event int64, note string) (int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM outbox WHERE id < ? AND event_id = ? AND action = ? ORDER BY id`, id, event, ActionOpen)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return 0, err
+		}
+		if skippedIssueNote(id) == note {
+			return id, nil
+		}
+	}
+	return 0, rows.Err()
 }

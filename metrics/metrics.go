@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"runtime"
@@ -380,8 +381,9 @@ func RegisterRuntime(reg prometheus.Registerer) {
 type DBCollector struct {
 	db       *sql.DB
 	timeout  time.Duration
-	targets  *TargetSet   // nil: every target the database knows
-	schedule *ScheduleRef // nil: no overdue time
+	targets  *TargetSet       // nil: every target the database knows
+	schedule *ScheduleRef     // nil: no overdue time
+	now      func() time.Time // the scrape's clock (WithClock): GitHub waits that ended before it are not exported
 
 	verdicts, active, events, open, runs, lastRun, outbox, abuse, degraded, dbSize, dbFree *prometheus.Desc
 	unknown                                                                                *prometheus.Desc
@@ -390,6 +392,7 @@ type DBCollector struct {
 	newCategory, prevRunProbes, overdue                                                    *prometheus.Desc
 	probeCount, breakerRuns                                                                *prometheus.Desc
 	inputAt, inputProbes                                                                   *prometheus.Desc
+	holdUntil                                                                              *prometheus.Desc
 
 	cache  runCache
 	inputs inputCache
@@ -397,7 +400,7 @@ type DBCollector struct {
 
 // NewDBCollector returns a collector over db.
 func NewDBCollector(db *sql.DB) *DBCollector {
-	return &DBCollector{db: db, timeout: 10 * time.Second,
+	return &DBCollector{db: db, timeout: 10 * time.Second, now: time.Now,
 		verdicts: prometheus.NewDesc(ProbeVerdicts, "Probes whose latest verdict is this class, per normalized category (\"none\" for verdicts without one); a probe with two categories counts in both. Account-level enforcement (driftprobe_abuse_blocks) leaves the latest verdict as it was.", []string{"target", "verdict", "category"}, nil),
 		active:   prometheus.NewDesc(CategoryActive, "1 when at least one probe's confirmed baseline on the target is blocked with this category, else 0 (a dashboard gauge: a probe whose baseline confirms late, or a probe a new corpus version adds, can turn a category 1 without any provider change; driftprobe_new_category_timestamp_seconds is what pages). Exported only once the target has a confirmed baseline (confirm_runs).", []string{"target", "category"}, nil),
 		events:   prometheus.NewDesc(EventsTotal, "Change events recorded on the target, by the kind and direction they opened with (so the counter never decreases as an event grows), plus one model_change (with the direction the event opened with) for every event a model change merged into after it opened; 0 for every configured target, kind and direction until the first.", []string{"target", "kind", "direction"}, nil),
@@ -430,6 +433,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		inputAt:       prometheus.NewDesc(InputChangeTimestamp, "End time (runs.finished_at, as driftprobe_last_run_timestamp_seconds) of the latest run whose detection restarted probes' baselines on the target for this cause, recorded as input changes: request (their request bytes changed: a target parameter such as temperature, max_tokens, seed or options, a corpus version editing a prompt or system message, an adapter rendering other bytes) or origin (the target moved to another endpoint: base_url, region, gateway). Detection follows the run's end (a run detected late, by the next run, keeps its own end). A provider change at that moment is absorbed into the new baselines; detection on those probes resumes once they hold (confirm_runs). No series before the target's first input change of the cause.", []string{"target", "cause"}, nil),
 		inputProbes:   prometheus.NewDesc(InputChangeProbes, "Probes whose baselines (held or still being established) the run of driftprobe_input_change_timestamp_seconds restarted on the target for this cause: for request the probes whose bytes changed, for origin every probe the target had state for at the endpoint it left.", []string{"target", "cause"}, nil),
 		breakerRuns:   prometheus.NewDesc(BreakerOpenedRuns, "How many of the target's latest finished (not aborted) runs in a row opened its circuit breaker: 0 when the latest did not (counted up to 24). Held between runs, in every deployment, unlike driftprobe_breaker_open.", []string{"target"}, nil),
+		holdUntil:     prometheus.NewDesc(GitHubHoldUntil, "When the GitHub wait in force ends (unix time): after a rate limit or an outage driftprobe records \"no request to GitHub before T\" and sends nothing there (no issue, no comment) before T, every pending outbox row waiting; `driftprobe outbox` lists the waits, `driftprobe outbox --clear-holds` deletes a wrong one. api is the GitHub API root's origin (scheme://host:port); scope is host for an outage (every credential on that host waits) or credential for a rate limit of the credential that called (which credential is not exported; `driftprobe outbox` names it). The latest end per api and scope. A wait is at most an hour from the failure that set it. Absent when no wait is in force at the scrape: a wait that has ended is not exported, even before the next delivery deletes its record. A textfile or Pushgateway copy keeps what its run saw: compare with time().", []string{"api", "scope"}, nil),
 	}
 }
 
@@ -450,11 +454,19 @@ func (c *DBCollector) WithSchedule(r *ScheduleRef) *DBCollector {
 	return c
 }
 
+// WithClock makes the collector read the time from now (default
+// time.Now): a GitHub wait that ends at or before it is over and not
+// exported. For tests, and for callers whose store runs on another clock.
+func (c *DBCollector) WithClock(now func() time.Time) *DBCollector {
+	c.now = now
+	return c
+}
+
 // Describe implements prometheus.Collector.
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.unknown, c.degraded, c.dbSize, c.dbFree,
 		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration,
-		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns, c.inputAt, c.inputProbes} {
+		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns, c.inputAt, c.inputProbes, c.holdUntil} {
 		ch <- d
 	}
 }
@@ -565,6 +577,7 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		ch <- prometheus.MustNewConstMetric(c.outbox, prometheus.GaugeValue, pending)
 	}
+	c.collectHolds(ctx, ch)
 	c.collectRuns(ctx, ch, ids, names)
 	c.collectLatestRuns(ctx, ch, names)
 }
@@ -574,6 +587,10 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 const (
 	qTargets       = `SELECT id, name FROM targets`
 	qOutboxPending = `SELECT COUNT(*) FROM outbox WHERE sent_at = ''`
+	// The GitHub waits recorded (ghissue's github_holds, schema 21): one
+	// row per API origin and credential (empty for an outage), bounded by the
+	// GitHub configurations the database has served, not by history.
+	qGitHubHolds = `SELECT api, credential, until FROM github_holds`
 	// The highest run id (a database replaced by an older copy has a
 	// lower one than the cache summed: start over).
 	qMaxRun = `SELECT COALESCE(MAX(id), 0) FROM runs`
@@ -641,6 +658,53 @@ const (
 		  AND instr(',' || e.new_categories || ',', ',' || tc.category || ',') > 0
 		  AND instr(',' || substr(ep.after, instr(ep.after, '|') + 1) || ',', ',' || tc.category || ',') > 0`
 )
+
+// collectHolds exports, per GitHub API origin and scope (HoldScopeHost: an
+// outage, a row with an empty credential; HoldScopeCredential: a rate
+// limit of a credential), the end of the latest GitHub wait in force at
+// c.now: while it lasts no delivery pass sends anything to GitHub (see
+// ghissue). A wait that has ended is not exported (its row stays until
+// the next pass GitHub answers deletes it), and neither is a row whose
+// until does not parse (ghissue reads it as no wait either). Several
+// credentials' rate limits on one origin (a renamed token variable, two
+// configurations sharing the database) are one series, the latest end:
+// the credential is never a label. A query or scan error fails the
+// collection (HTTP 500), as for every database series.
+func (c *DBCollector) collectHolds(ctx context.Context, ch chan<- prometheus.Metric) {
+	rows, err := c.db.QueryContext(ctx, qGitHubHolds)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.holdUntil, fmt.Errorf("github holds: %w", err))
+		return
+	}
+	defer rows.Close()
+	now := c.now()
+	latest := map[[2]string]time.Time{} // api, scope
+	for rows.Next() {
+		var api, credential, until string
+		if err := rows.Scan(&api, &credential, &until); err != nil {
+			ch <- prometheus.NewInvalidMetric(c.holdUntil, fmt.Errorf("github holds: %w", err))
+			return
+		}
+		end := storage.ParseTime(until)
+		if !end.After(now) {
+			continue
+		}
+		scope := HoldScopeCredential
+		if credential == "" {
+			scope = HoldScopeHost
+		}
+		if k := [2]string{api, scope}; end.After(latest[k]) {
+			latest[k] = end
+		}
+	}
+	if err := rows.Err(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.holdUntil, fmt.Errorf("github holds: %w", err))
+		return
+	}
+	for k, end := range latest {
+		ch <- prometheus.MustNewConstMetric(c.holdUntil, prometheus.GaugeValue, float64(end.UnixNano())/1e9, k[0], k[1])
+	}
+}
 
 // collectNewCategories exports, per target and category, when the event
 // whose confirmed flips first made the category fire on the target was

@@ -68,6 +68,21 @@ const (
 	// timestamps.
 	InputChangeTimestamp = "driftprobe_input_change_timestamp_seconds" // gauge {target,cause}: end time of the latest run that recorded input changes of the cause on the target
 	InputChangeProbes    = "driftprobe_input_change_probes"            // gauge {target,cause}: probes whose baselines that run restarted for the cause
+
+	// GitHubHoldUntil is the GitHub delivery's wait in force
+	// (github_holds, see ghissue): a rate limit or an outage recorded "no
+	// request to GitHub before T", and every pending outbox row waits for
+	// T. Absent when no wait is in force.
+	GitHubHoldUntil = "driftprobe_github_hold_until_timestamp_seconds" // gauge {api,scope}: when the latest wait in force of the scope on that GitHub API origin ends
+)
+
+// Scopes of driftprobe_github_hold_until_timestamp_seconds: what a
+// github_holds row keys on besides the API origin, as ghissue.Hold.Scope
+// names it (keep in sync). The credential itself (a token's variable, an
+// App installation) is never a label: driftprobe outbox names it.
+const (
+	HoldScopeHost       = "host"       // an outage (5xx, timeouts, GitHub unreachable): every credential on the host waits
+	HoldScopeCredential = "credential" // a primary or secondary rate limit of the credential that called
 )
 
 // Causes of driftprobe_input_change_timestamp_seconds and
@@ -99,6 +114,7 @@ var Exported = []string{
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
 	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp, RunOverdue,
 	Probes, BreakerOpenedRuns, RunFailuresTotal, UnknownSignals, InputChangeTimestamp, InputChangeProbes,
+	GitHubHoldUntil,
 }
 
 // BreakerRunsCap is the most consecutive runs driftprobe_breaker_opened_runs

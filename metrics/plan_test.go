@@ -16,7 +16,8 @@ import (
 // observations, and the event tables read with them) is an index search,
 // never a scan (SQLite's own plan for the current schema says so), and
 // none sorts in a temporary b-tree. The tables scanned are bounded by the
-// configuration and the category vocabulary (targets, target_categories).
+// configuration and the category vocabulary (targets, target_categories,
+// github_holds: a row per GitHub API origin and credential).
 // (The events queries of driftprobe_events_total, _events_open and
 // _last_event_timestamp_seconds read every event: they grow with events,
 // a few a month, not with runs. input_changes, which grows with every
@@ -37,6 +38,7 @@ func TestScrapeQueryPlans(t *testing.T) {
 	}{
 		"qTargets":           {qTargets, nil},
 		"qOutboxPending":     {qOutboxPending, nil},
+		"qGitHubHolds":       {qGitHubHolds, nil}, // scans github_holds: a row per GitHub origin and credential
 		"qMaxRun":            {qMaxRun, nil},
 		"qRunsAfter":         {qRunsAfter, []any{1}},
 		"qTargetRunsSum":     {qTargetRunsSum, []any{1, 1, 2}},

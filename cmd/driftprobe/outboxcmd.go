@@ -22,7 +22,7 @@ import (
 func newOutboxCmd(g *globals) *cobra.Command {
 	var asJSON, send, dryRun, all, backfill, clearHolds bool
 	var dir string
-	var skip []int64
+	var skip, unskip []int64
 	c := &cobra.Command{
 		Use:   "outbox",
 		Short: "GitHub deliveries still owed: list them and why, send them now, or render them",
@@ -49,6 +49,12 @@ queued with their error and next attempt time.
                                  event's later rows go out in turn; for a
                                  delivery that cannot go out, such as a
                                  comment on an issue a maintainer keeps locked.
+  driftprobe outbox --unskip ID  undo --skip of row ID (repeatable): it is
+                                 pending again (delivered in turn, --send: now);
+                                 for an event's open row, the event's later
+                                 rows skipped because it was are pending again
+                                 too, so the issue is opened and they follow
+                                 in order. Only rows skipped with --skip.
   driftprobe outbox --clear-holds
                                  delete every recorded GitHub wait ("no request
                                  before T", after a rate limit or an outage)
@@ -88,12 +94,18 @@ variable named by github.private_key_env).`,
 			if len(skip) > 0 && dryRun {
 				return cobraUsage{fmt.Errorf("%s: --skip and --dry-run exclude each other", cmd.CommandPath())}
 			}
+			if len(unskip) > 0 && dryRun {
+				return cobraUsage{fmt.Errorf("%s: --unskip and --dry-run exclude each other", cmd.CommandPath())}
+			}
+			if both := bothSkipped(skip, unskip); len(both) > 0 {
+				return cobraUsage{fmt.Errorf("%s: --skip and --unskip both name outbox row(s) %s: give each row one of them", cmd.CommandPath(), idList(both))}
+			}
 			if clearHolds && dryRun {
 				return cobraUsage{fmt.Errorf("%s: --clear-holds and --dry-run exclude each other", cmd.CommandPath())}
 			}
 			// Listing and rendering only read (never migrate); --send,
-			// --backfill, --skip and --clear-holds write.
-			sess, err := openSession(ctx, g, send || backfill || len(skip) > 0 || clearHolds, false, app.NoCorpus)
+			// --backfill, --skip, --unskip and --clear-holds write.
+			sess, err := openSession(ctx, g, send || backfill || len(skip) > 0 || len(unskip) > 0 || clearHolds, false, app.NoCorpus)
 			if err != nil {
 				return err
 			}
@@ -132,6 +144,30 @@ variable named by github.private_key_env).`,
 			}
 
 			file := app.DetectionParams(cfg).Enqueue // nil without a github block
+			// --unskip before --skip: a row --unskip brings back with its
+			// open row can be skipped on its own in the same command.
+			var notSkipped []int64
+			if len(unskip) > 0 {
+				done, not, err := ghissue.Unskip(ctx, st, unskip)
+				if err != nil {
+					return err
+				}
+				w := g.stdout // on stderr with --json, as --skip's note
+				if asJSON {
+					w = g.stderr
+				}
+				for _, u := range done {
+					fmt.Fprintf(w, "outbox row %d (event %d, %s) is pending again: its skip is undone", u.ID, u.EventID, u.Action)
+					if len(u.Later) > 0 {
+						fmt.Fprintf(w, ", with the event's later row(s) %s, recorded skipped because it was", idList(u.Later))
+					}
+					fmt.Fprintln(w, "; delivered in turn (after the next run, or now with --send)")
+				}
+				for _, n := range not {
+					notSkipped = append(notSkipped, n.ID)
+					fmt.Fprintf(w, "outbox row %d not unskipped: %s\n", n.ID, n.Reason)
+				}
+			}
 			var notPending []int64
 			if len(skip) > 0 {
 				done, err := ghissue.Skip(ctx, st, skip)
@@ -302,8 +338,13 @@ variable named by github.private_key_env).`,
 			if res != nil && len(res.Errors) > 0 {
 				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed and %d deferred (not due yet, held back behind a failed row of their event, not attempted after a failure that stopped the pass, or while GitHub asked driftprobe to wait); all %d stay queued (see above)", res.Failed, res.Deferred, len(pending))
 			}
-			if len(notPending) > 0 {
+			switch {
+			case len(notPending) > 0 && len(notSkipped) > 0:
+				return fmt.Errorf("--skip: outbox row(s) %s are not pending; --unskip: outbox row(s) %s were not skipped", idList(notPending), idList(notSkipped))
+			case len(notPending) > 0:
 				return fmt.Errorf("--skip: outbox row(s) %s are not pending", idList(notPending))
+			case len(notSkipped) > 0:
+				return fmt.Errorf("--unskip: outbox row(s) %s were not skipped with --skip (see above)", idList(notSkipped))
 			}
 			return nil
 		},
@@ -314,9 +355,22 @@ variable named by github.private_key_env).`,
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
 	c.Flags().BoolVar(&all, "all", false, "with --dry-run: render every event's issue and comments, not just pending deliveries")
 	c.Flags().Int64SliceVar(&skip, "skip", nil, "give up these pending outbox rows (ids from the listing; repeatable or comma-separated): recorded done without being sent, so their events' later rows go out in turn")
+	c.Flags().Int64SliceVar(&unskip, "unskip", nil, "undo --skip of these outbox rows (repeatable or comma-separated): pending again, delivered in turn; an open row brings back the later rows of its event skipped because it was")
 	c.Flags().BoolVar(&clearHolds, "clear-holds", false, "delete every recorded GitHub wait (rate limit, outage) and say which; the rows they deferred are due again (with --send, delivered now)")
 	c.Flags().BoolVar(&backfill, "backfill", false, "queue an issue for every open event that has none (recorded before the github block was configured); with --send, deliver them now")
 	return c
+}
+
+// bothSkipped returns the ids both --skip and --unskip name, in --skip's
+// order, each once.
+func bothSkipped(skip, unskip []int64) []int64 {
+	var both []int64
+	for _, id := range skip {
+		if slices.Contains(unskip, id) && !slices.Contains(both, id) {
+			both = append(both, id)
+		}
+	}
+	return both
 }
 
 // activeHolds is the GitHub waits in force at the store's clock.
