@@ -750,9 +750,14 @@ func (d *deliverer) answered(ctx context.Context) error {
 	return clearHolds(ctx, d.db, d.key, d.opts.Now())
 }
 
+// minSecret is the shortest credential redacted, as for provider keys
+// (probes/wire): a shorter one is no real GitHub credential, and replacing
+// every such substring would mangle the messages ("tok" inside "token").
+const minSecret = 4
+
 func redact(s string, secrets ...string) string {
 	for _, secret := range secrets {
-		if secret != "" {
+		if len(secret) >= minSecret {
 			s = strings.ReplaceAll(s, secret, "[redacted]")
 		}
 	}
