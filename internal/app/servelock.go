@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 var ErrServing = errors.New("another driftprobe serve is serving this database")
 
 // serveLockPath is the file beside database whose lock marks a serve
-// process: DATABASE-serve.lock.
+// process: DATABASE-serve.lock (beside the file a symbolic link names).
 func serveLockPath(database string) string { return database + "-serve.lock" }
 
 // serveLock is the lock one serve process holds on its database for its
@@ -34,6 +35,11 @@ type serveLock struct {
 func acquireServeLock(database, listen string, now time.Time) (*serveLock, error) {
 	if database == ":memory:" || database == "" {
 		return &serveLock{}, nil
+	}
+	// Beside the file itself, so that serves naming it through different
+	// links take the same lock.
+	if real, err := filepath.EvalSymlinks(database); err == nil {
+		database = real
 	}
 	p := serveLockPath(database)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)

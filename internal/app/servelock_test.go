@@ -80,3 +80,26 @@ func TestServeLockHolderTextSanitized(t *testing.T) {
 		t.Fatalf("error %q", err)
 	}
 }
+
+// A daemon naming the database through a symbolic link takes the same lock
+// as one naming the file itself.
+func TestSecondDaemonThroughASymlinkRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no flock")
+	}
+	dir := t.TempDir()
+	cfg := writeCfg(t, dir, schedCfg)
+	db := filepath.Join(dir, "d.db")
+	first, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfg, DBOverride: db, Clock: clockwork.NewFakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Shutdown()
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(db, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfg, DBOverride: link, Clock: clockwork.NewFakeClock()}); !errors.Is(err, app.ErrServing) {
+		t.Fatalf("a daemon through a link: %v; want ErrServing", err)
+	}
+}
