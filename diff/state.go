@@ -165,6 +165,24 @@ func decodeStates(b []byte) (map[string]*state, error) { return decodeStatesAs(b
 // after it ignored (tests pin that such a reader still reads every
 // blob written now).
 func decodeStatesAs(b []byte, absent bool) (map[string]*state, error) {
+	out, err := decodeStatesVariant(b, absent, false)
+	if err != nil && absent && len(b) > 0 && b[0] == 4 {
+		// Format 4 as main wrote it for an hour (b33ff0d to d50c1e8, before
+		// 778db11 took the field out): each probe also carried the model a
+		// pending score drift began under, a reference that was never read.
+		// Such a blob fails the reading above (the probes after the first
+		// are misaligned, and its end is not where the absent probes
+		// begin), and is read whole, byte for byte, or not at all here.
+		if legacy, lerr := decodeStatesVariant(b, absent, true); lerr == nil {
+			return legacy, nil
+		}
+	}
+	return out, err
+}
+
+// decodeStatesVariant decodes a blob as decodeStatesAs describes; with
+// driftModel, a format 4 blob is read as b33ff0d wrote it (see there).
+func decodeStatesVariant(b []byte, absent, driftModel bool) (map[string]*state, error) {
 	if len(b) == 0 {
 		return map[string]*state{}, nil
 	}
@@ -267,6 +285,9 @@ func decodeStatesAs(b []byte, absent bool) (map[string]*state, error) {
 		if format >= 4 {
 			st.scoresObs = num()
 			st.scoresModel = ref()
+			if driftModel && format == 4 {
+				_ = ref()
+			}
 		}
 		if format < 5 {
 			upgradeReverts(st)
