@@ -80,7 +80,23 @@ exit 3 when the run --run made was not complete for a target.`,
 				format = "json"
 			}
 			ctx := cmd.Context()
-			sess, err := openSession(ctx, g, runNow, runNow, app.CheckCorpus)
+			// compare --run probes both targets: a target it cannot probe
+			// is refused before the database is opened (and migrated).
+			sess, err := openSessionChecked(ctx, g, runNow, runNow, app.CheckCorpus, func(cfg *config.Config) error {
+				if !runNow {
+					return nil
+				}
+				for _, name := range []string{from, to} {
+					t := cfg.Target(name)
+					if t == nil {
+						return app.Usage(fmt.Errorf("compare: target %q is not in the config", name))
+					}
+					if t.Disabled {
+						return app.Usage(fmt.Errorf("compare --run: target %q is disabled in the config, so it cannot be probed: enable it (remove disabled: true), or compare without --run to read its latest complete run", name))
+					}
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -97,14 +113,7 @@ exit 3 when the run --run made was not complete for a target.`,
 			if runNow {
 				var sel []*config.Target
 				for _, name := range []string{from, to} {
-					t := cfg.Target(name)
-					if t == nil {
-						return app.Usage(fmt.Errorf("compare: target %q is not in the config", name))
-					}
-					if t.Disabled {
-						return app.Usage(fmt.Errorf("compare --run: target %q is disabled in the config, so it cannot be probed: enable it (remove disabled: true), or compare without --run to read its latest complete run", name))
-					}
-					sel = append(sel, t)
+					sel = append(sel, cfg.Target(name)) // both in the config and enabled: checked above
 				}
 				sub := *cfg
 				sub.Targets = sel

@@ -305,9 +305,11 @@ func TestMissingDatabaseIsUsage(t *testing.T) {
 		t.Errorf("db check on an empty file with a journal: exit %d: %s", code, stderr)
 	}
 	// A directory in its place (a --db given the folder) says so, exit 2,
-	// not "read schema version: disk I/O error" with exit 3.
+	// not "read schema version: disk I/O error" with exit 3. (compare
+	// --run is not among them: the built-in config has one target, and a
+	// target it cannot probe is refused before the database is opened.)
 	dir := t.TempDir()
-	for _, args := range [][]string{{"db", "check"}, {"events"}, {"replay"}, {"diff", "--target", "sim-a"}, {"evidence", "1"}, {"outbox"}, {"compare", "--from", "a", "--to", "b"}, {"run"}, {"compare", "--from", "sim-a", "--to", "sim-b", "--run"}} {
+	for _, args := range [][]string{{"db", "check"}, {"events"}, {"replay"}, {"diff", "--target", "sim-a"}, {"evidence", "1"}, {"outbox"}, {"compare", "--from", "a", "--to", "b"}, {"run"}, {"db", "prune", "--observations", "1d"}} {
 		_, stderr, code := runIn(t, append(args, "--db", dir)...)
 		if code != 2 || !strings.Contains(stderr, "is a directory, not a database file") {
 			t.Errorf("%v on a directory: exit %d: %s", args, code, stderr)

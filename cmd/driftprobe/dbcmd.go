@@ -96,34 +96,38 @@ needs as much free disk as the database, and holds the lease while it runs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			// A dry run only reads: it never migrates.
-			sess, err := openSession(ctx, g, !dryRun, false, app.NoCorpus)
+			// Flags, when given, replace the config's retention whole: a
+			// prune asked for on the command line does only what it says.
+			// Decided before the database is opened: a prune refused
+			// never migrates it. A dry run only reads: it never migrates.
+			var r config.Retention
+			sess, err := openSessionChecked(ctx, g, !dryRun, false, app.NoCorpus, func(cfg *config.Config) error {
+				r = cfg.Retention
+				if bodies != "" || observations != "" {
+					r = config.Retention{}
+				}
+				for _, f := range []struct {
+					name, v string
+					d       *config.Duration
+				}{{"bodies", bodies, &r.Bodies}, {"observations", observations, &r.Observations}} {
+					if f.v == "" {
+						continue
+					}
+					d, err := config.ParseDuration(f.v)
+					if err != nil || d <= 0 {
+						return cobraUsage{fmt.Errorf("%s: --%s %q: want a positive duration such as 90d or 720h", cmd.CommandPath(), f.name, f.v)}
+					}
+					*f.d = config.Duration(d)
+				}
+				if !r.Enabled() {
+					return cobraUsage{fmt.Errorf("%s: nothing to prune: give --bodies or --observations, or set retention in the config", cmd.CommandPath())}
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
 			defer sess.Close()
-			// Flags, when given, replace the config's retention whole: a
-			// prune asked for on the command line does only what it says.
-			r := sess.Config.Retention
-			if bodies != "" || observations != "" {
-				r = config.Retention{}
-			}
-			for _, f := range []struct {
-				name, v string
-				d       *config.Duration
-			}{{"bodies", bodies, &r.Bodies}, {"observations", observations, &r.Observations}} {
-				if f.v == "" {
-					continue
-				}
-				d, err := config.ParseDuration(f.v)
-				if err != nil || d <= 0 {
-					return cobraUsage{fmt.Errorf("%s: --%s %q: want a positive duration such as 90d or 720h", cmd.CommandPath(), f.name, f.v)}
-				}
-				*f.d = config.Duration(d)
-			}
-			if !r.Enabled() {
-				return cobraUsage{fmt.Errorf("%s: nothing to prune: give --bodies or --observations, or set retention in the config", cmd.CommandPath())}
-			}
 			st := sess.Store
 			// A dry run changes nothing: it needs no lease, so it can
 			// answer while a run or the daemon holds it.

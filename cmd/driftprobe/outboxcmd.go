@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
@@ -105,7 +106,19 @@ variable named by github.private_key_env).`,
 			}
 			// Listing and rendering only read (never migrate); --send,
 			// --backfill, --skip, --unskip and --clear-holds write.
-			sess, err := openSession(ctx, g, send || backfill || len(skip) > 0 || len(unskip) > 0 || clearHolds, false, app.NoCorpus)
+			// A command refused for want of a github block is refused
+			// before the database is opened: it changes nothing (no skip
+			// done before the refusal, no migration).
+			sess, err := openSessionChecked(ctx, g, send || backfill || len(skip) > 0 || len(unskip) > 0 || clearHolds, false, app.NoCorpus, func(cfg *config.Config) error {
+				switch {
+				case cfg.GitHub != nil || dryRun:
+				case backfill:
+					return app.Usage(fmt.Errorf("%s: no github block in the config: there is nowhere to file issues", configName(cfg.File)))
+				case send:
+					return app.Usage(fmt.Errorf("%s: no github block in the config: nothing to send (try --dry-run)", configName(cfg.File)))
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -211,9 +224,6 @@ variable named by github.private_key_env).`,
 			}
 			var backfilled []int64
 			if backfill {
-				if cfg.GitHub == nil {
-					return app.Usage(fmt.Errorf("%s: no github block in the config: there is nowhere to file issues", configName(cfg.File)))
-				}
 				ids, err := ghissue.QueueUnfiled(ctx, st, file)
 				if err != nil {
 					return err
@@ -225,9 +235,6 @@ variable named by github.private_key_env).`,
 			}
 			var res *ghissue.Result
 			if send {
-				if cfg.GitHub == nil {
-					return app.Usage(fmt.Errorf("%s: no github block in the config: nothing to send (try --dry-run)", configName(cfg.File)))
-				}
 				if res, err = ghissue.Deliver(ctx, st, cfg, ghissue.Options{Logger: log}); err != nil {
 					return err
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/internal/app"
 )
 
@@ -328,10 +329,38 @@ func checkRunID(c *cobra.Command, flag string, id int64, omit string) error {
 // may create it), one that only reads opens it read-only and never
 // migrates it (app.OpenRead).
 func openSession(ctx context.Context, g *globals, writes, needKeys bool, mode app.CorpusMode) (*app.Session, error) {
-	if writes {
-		return app.Open(ctx, g.config, g.db, needKeys, mode)
+	return openSessionChecked(ctx, g, writes, needKeys, mode, nil)
+}
+
+// openSessionChecked is openSession with check (nil: none) run on the
+// loaded configuration before the database is opened: a command's
+// arguments that the configuration decides (a retention, a target's name,
+// a github block) are refused before a writer opens, and so migrates, the
+// database.
+func openSessionChecked(ctx context.Context, g *globals, writes, needKeys bool, mode app.CorpusMode, check func(*config.Config) error) (*app.Session, error) {
+	if !writes {
+		s, err := app.OpenRead(ctx, g.config, g.db, mode)
+		if err == nil && check != nil {
+			if err = check(s.Config); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
+		return s, err
 	}
-	return app.OpenRead(ctx, g.config, g.db, mode)
+	s, err := app.Prepare(g.config, g.db, needKeys, mode)
+	if err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(s.Config); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.OpenStore(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // groupCommand makes a command that only groups subcommands (db, corpus,

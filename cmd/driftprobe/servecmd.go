@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -65,11 +64,7 @@ with HTTP 500 (Prometheus records up == 0) and is logged.`,
 			for _, w := range d.Config().Warnings() {
 				log.Warn(w)
 			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				d.Shutdown()
-				return app.Usage(fmt.Errorf("serve: --listen %s: %w", listen, err))
-			}
+			ln := d.Listener() // opened before the database: an address in use never migrates it
 			// Bounded: a client that sends a request and goes quiet, or
 			// keeps an idle connection, does not hold a descriptor and a
 			// goroutine forever (scrapers reconnect in well under the

@@ -216,14 +216,33 @@ type Session struct {
 // file is a usage error (a mistyped --db must not read as an empty,
 // healthy database).
 func Open(ctx context.Context, path, dbOverride string, needKeys bool, mode CorpusMode) (*Session, error) {
-	s, err := load(path, dbOverride, needKeys, !needKeys, mode)
+	s, err := Prepare(path, dbOverride, needKeys, mode)
 	if err != nil {
 		return nil, err
 	}
-	if s.Store, err = OpenStore(ctx, s.Config); err != nil {
+	if err := s.OpenStore(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Prepare is Open without opening the database (Store is nil): a command
+// that writes checks its own arguments against the configuration in
+// between, so that one it refuses leaves the database as it was, never
+// migrated (an older driftprobe still writing it would be locked out).
+func Prepare(path, dbOverride string, needKeys bool, mode CorpusMode) (*Session, error) {
+	return load(path, dbOverride, needKeys, !needKeys, mode)
+}
+
+// OpenStore opens a prepared session's database for writing, migrating
+// it (OpenStore).
+func (s *Session) OpenStore(ctx context.Context) error {
+	st, err := OpenStore(ctx, s.Config)
+	if err != nil {
+		return err
+	}
+	s.Store = st
+	return nil
 }
 
 // load is the part of opening before the database: the configuration,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -53,9 +54,12 @@ type DaemonOptions struct {
 	// ScrapeTimeout is how long /metrics may take to answer before it is
 	// answered HTTP 503 (0: MetricsTimeout; tests shorten it).
 	ScrapeTimeout time.Duration
-	// Listen is the /metrics address, written into the serve lock so that
-	// a second daemon refused by it can say where the first one serves
-	// (optional).
+	// Listen is the /metrics address (optional). NewDaemon listens on it
+	// once it holds the serve lock and before it opens the database, so an
+	// address in use is refused (a usage error) with the database as it
+	// was, never migrated; Listener returns it. It is written into the
+	// serve lock too, so a second daemon refused by it says where the
+	// first one serves.
 	Listen string
 }
 
@@ -105,6 +109,7 @@ type Daemon struct {
 	// serving is the serve lock, held from NewDaemon to the end of
 	// Shutdown.
 	serving *serveLock
+	ln      net.Listener // on DaemonOptions.Listen; nil without it
 	// probeMu serializes /readyz's reads of the database file and keeps
 	// them from starting once Shutdown has begun (probeDone).
 	probeMu   sync.Mutex
@@ -162,7 +167,14 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	if d.serving, err = acquireServeLock(cfg.Database, o.Listen, d.clock.Now()); err != nil {
 		return nil, err
 	}
+	if o.Listen != "" {
+		if d.ln, err = net.Listen("tcp", o.Listen); err != nil {
+			d.serving.release()
+			return nil, Usage(fmt.Errorf("serve: --listen %s: %w", o.Listen, err))
+		}
+	}
 	if d.st, err = OpenStore(ctx, cfg); err != nil {
+		d.closeListener()
 		d.serving.release()
 		return nil, err
 	}
@@ -173,6 +185,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	targets, closeT, err := BuildTargets(cfg)
 	if err != nil {
 		d.st.Close()
+		d.closeListener()
 		d.serving.release()
 		return nil, err
 	}
@@ -182,6 +195,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		if d.scrape, err = storage.OpenReadOnly(ctx, cfg.Database); err != nil {
 			closeT()
 			d.st.Close()
+			d.closeListener()
 			d.serving.release()
 			return nil, fmt.Errorf("open %s for metrics: %w", cfg.Database, err)
 		}
@@ -258,6 +272,17 @@ func (d *Daemon) load() (*config.Config, *corpus.Corpus, error) {
 		return nil, nil, err
 	}
 	return cfg, cp, nil
+}
+
+// Listener returns the listener NewDaemon opened on DaemonOptions.Listen
+// (nil without it). The caller serves on it; closing it is the server's.
+func (d *Daemon) Listener() net.Listener { return d.ln }
+
+// closeListener closes the listener of a daemon NewDaemon gives up on.
+func (d *Daemon) closeListener() {
+	if d.ln != nil {
+		d.ln.Close()
+	}
 }
 
 // Registry returns the metrics registry.
