@@ -81,8 +81,10 @@ func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost |
 // holder l.Gone says has ended, is taken over. A holder keeps its lease
 // with RenewLock, which never takes back a lease it lost.
 //
-// The lease is read first outside any write transaction (in WAL mode a
-// read never waits for a writer): while another holder's lease is live,
+// Like every lease operation, AcquireLock goes through the lease's own
+// connection (LeaseSQL), never waiting for the store's. The lease is read
+// first outside any write transaction (in WAL mode a read never waits for
+// a writer): while another holder's lease is live,
 // AcquireLock returns its *LockedError at once, even when that holder is
 // in a statement holding SQLite's write lock for longer than the busy
 // timeout (db prune --vacuum), instead of failing on the busy database.
@@ -91,10 +93,10 @@ func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost |
 // have taken it meanwhile. l.Gone is asked at most once per holder.
 func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	gone := goneOnce(l.Gone)
-	if _, err := d.liveLease(ctx, d.db, l, gone); err != nil {
+	if _, err := d.liveLease(ctx, d.LeaseSQL(), l, gone); err != nil {
 		return err
 	}
-	return d.Tx(ctx, func(tx *sql.Tx) error {
+	return d.txOn(ctx, d.LeaseSQL(), func(tx *sql.Tx) error {
 		cur, err := d.liveLease(ctx, tx, l, gone)
 		if err != nil {
 			return err
@@ -142,7 +144,7 @@ func goneOnce(gone func(Lease) bool) func(Lease) bool {
 	}
 }
 
-// querier is what reads the lease: the store's handle or a transaction.
+// querier is what reads the lease: the lease's handle or a transaction.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
@@ -167,11 +169,13 @@ func readLease(ctx context.Context, q querier) (*Lease, error) {
 // extends the lease row l's holder still has: when the row is gone (the
 // lease was taken over and since released) or another holder's (taken
 // over), the lease was lost and RenewLock returns a *LeaseLostError
-// (matching ErrLeaseLost and ErrLocked), changing nothing. One UPDATE;
-// the current holder is read only when the lease was lost.
+// (matching ErrLeaseLost and ErrLocked), changing nothing. One UPDATE,
+// through the lease's own connection (LeaseSQL): it waits for SQLite's
+// write lock, through the busy timeout at most, never for the store's
+// connection; the current holder is read only when the lease was lost.
 func (d *DB) RenewLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	expires := d.now().Add(ttl)
-	res, err := d.db.ExecContext(ctx, `UPDATE run_lock SET expires_at = ? WHERE id = 1 AND holder = ?`, ts(expires), l.Holder)
+	res, err := d.LeaseSQL().ExecContext(ctx, `UPDATE run_lock SET expires_at = ? WHERE id = 1 AND holder = ?`, ts(expires), l.Holder)
 	if err != nil {
 		return fmt.Errorf("renew run lease: %w", err)
 	}
@@ -189,13 +193,13 @@ func (d *DB) RenewLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	return lost
 }
 
-// ReleaseLock drops the lease if l still holds it.
+// ReleaseLock drops the lease if l still holds it (through LeaseSQL).
 func (d *DB) ReleaseLock(ctx context.Context, l Lease) error {
-	_, err := d.db.ExecContext(ctx, `DELETE FROM run_lock WHERE id = 1 AND holder = ?`, l.Holder)
+	_, err := d.LeaseSQL().ExecContext(ctx, `DELETE FROM run_lock WHERE id = 1 AND holder = ?`, l.Holder)
 	return err
 }
 
-// LockHolder returns the current lease, if any.
+// LockHolder returns the current lease, if any (read through LeaseSQL).
 func (d *DB) LockHolder(ctx context.Context) (*Lease, error) {
-	return readLease(ctx, d.db)
+	return readLease(ctx, d.LeaseSQL())
 }

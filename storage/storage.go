@@ -6,7 +6,9 @@
 // The database is opened in WAL mode with a busy timeout, foreign keys and a
 // -wal size limit on every pooled connection, and through a single
 // connection, so writes are serialized and a transaction is never
-// interleaved with another.
+// interleaved with another. The run lease alone is read and written
+// through a second connection of the same settings (see DB.LeaseSQL), so
+// that its renewals never queue behind the store's other statements.
 // Observations of a run are written in batched transactions as they arrive;
 // a run that is interrupted keeps what it wrote and is marked aborted.
 package storage
@@ -38,9 +40,13 @@ var migrationsFS embed.FS
 
 // DB is an open driftprobe database.
 type DB struct {
-	db   *sql.DB
-	path string
-	now  func() time.Time
+	db *sql.DB
+	// lease is the run lease's own connection (LeaseSQL) on a store
+	// Open returned; nil (db is the lease's too) on a read-only or
+	// in-memory one.
+	lease *sql.DB
+	path  string
+	now   func() time.Time
 	// unlocked: opened as immutable (OpenReadOnly), the file as it was
 	// then; nil otherwise.
 	unlocked *fileStamp
@@ -53,7 +59,8 @@ type DB struct {
 }
 
 // Open opens (creating if needed) the database at path and applies pending
-// migrations.
+// migrations. The store it returns has two connections to the file: its
+// one connection (SQL) and the run lease's own (LeaseSQL).
 func Open(ctx context.Context, p string) (*DB, error) {
 	// SQLite would open a file this user may not write read-only, leave
 	// -wal and -shm files owned by this user beside it, and fail only at
@@ -89,7 +96,7 @@ func Open(ctx context.Context, p string) (*DB, error) {
 	for attempt := 1; ; attempt++ {
 		err := d.migrate(ctx)
 		if err == nil {
-			return d, nil
+			break
 		}
 		if !isBusy(err) || attempt == openAttempts {
 			sdb.Close()
@@ -102,6 +109,25 @@ func Open(ctx context.Context, p string) (*DB, error) {
 		case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
 		}
 	}
+	if p == ":memory:" {
+		return d, nil // another connection would open another database
+	}
+	// The lease's connection, opened now: the file it opens is the one
+	// the store's connection has (a file moved into place later is not).
+	lease, err := sql.Open("sqlite", dsn)
+	if err == nil {
+		lease.SetMaxOpenConns(1)
+		lease.SetConnMaxIdleTime(0)
+		if err = lease.PingContext(ctx); err != nil {
+			lease.Close()
+		}
+	}
+	if err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("open database %s: the run lease's connection: %w", p, err)
+	}
+	d.lease = lease
+	return d, nil
 }
 
 // uriEscaper escapes what an SQLite URI's path would otherwise read as
@@ -562,7 +588,7 @@ func (d *DB) SetClock(now func() time.Time) { d.now = func() time.Time { return 
 // Now returns the store's current time.
 func (d *DB) Now() time.Time { return d.now() }
 
-// Close closes the database.
+// Close closes the database, the lease's connection included.
 func (d *DB) Close() error {
 	d.insertMu.Lock()
 	if d.insertFull != nil {
@@ -570,12 +596,36 @@ func (d *DB) Close() error {
 		d.insertFull = nil
 	}
 	d.insertMu.Unlock()
-	return d.db.Close()
+	var err error
+	if d.lease != nil {
+		err = d.lease.Close()
+	}
+	return errors.Join(d.db.Close(), err)
 }
 
 // SQL exposes the underlying handle for packages that own their own tables
 // (detection, outbox). They must keep transactions short.
 func (d *DB) SQL() *sql.DB { return d.db }
+
+// LeaseSQL is the handle the run lease is read and written through
+// (AcquireLock, RenewLock, ReleaseLock, LockHolder). On a store Open
+// returned it is a connection of its own on the same file, with the same
+// settings (WAL, busy timeout, foreign keys): a lease operation waits for
+// SQLite's write lock, through the busy timeout at most, but never for
+// the store's one connection, which a run's writer or serve's delivery
+// worker may hold meanwhile, each statement waiting as long for another
+// process's write lock; a renewal queued behind several of them would
+// land after the lease expired. On a read-only or in-memory store it is
+// SQL(). Nothing else is meant to use it (tests hold it to stall lease
+// operations). A lease operation made inside a write transaction on
+// SQL() waits for that transaction's own write lock, and fails after the
+// busy timeout.
+func (d *DB) LeaseSQL() *sql.DB {
+	if d.lease == nil {
+		return d.db
+	}
+	return d.lease
+}
 
 // Path returns the file path the database was opened from.
 func (d *DB) Path() string { return d.path }
@@ -685,7 +735,12 @@ func (d *DB) migrate(ctx context.Context) error {
 
 // Tx runs fn in one transaction, committing when it returns nil.
 func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := d.db.BeginTx(ctx, nil)
+	return d.txOn(ctx, d.db, fn)
+}
+
+// txOn is Tx on the handle sdb (the store's, or the lease's).
+func (d *DB) txOn(ctx context.Context, sdb *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := sdb.BeginTx(ctx, nil)
 	if err != nil {
 		if isBusy(err) {
 			// Another process held the database's write lock for longer

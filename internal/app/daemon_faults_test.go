@@ -276,8 +276,9 @@ func TestLeaseLostMidRunIsAFailureNotASkip(t *testing.T) {
 
 // /readyz stays ready, and /metrics answers, while serve's own run waits
 // on another writer's lock (SQLite's busy timeout, as during a `db prune` or an `outbox
-// --send`): the store's single connection is the run's then, and the
-// readiness check must not need it.
+// --send`): the store's single connection (or the lease's, while the run
+// takes its lease) is the run's then, and the readiness check must not
+// need it.
 func TestReadyWhileRunWaitsOnBusyDatabase(t *testing.T) {
 	dir := t.TempDir()
 	h, _, _ := newFaultDaemon(t, writeCfg(t, dir, schedCfg), app.DaemonOptions{})
@@ -303,13 +304,14 @@ func TestReadyWhileRunWaitsOnBusyDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.clock.Advance(10 * time.Minute)
-	// The run takes the store's connection and waits on the lock with it.
-	for h.d.Store().SQL().Stats().InUse == 0 {
+	// The run takes the store's connection, or the lease's (taking the
+	// lease), and waits on the lock with it.
+	for h.d.Store().SQL().Stats().InUse == 0 && h.d.Store().LeaseSQL().Stats().InUse == 0 {
 		select {
 		case err := <-h.done:
 			t.Fatalf("the run ended while the database was locked: %v", err)
 		case <-ctx.Done():
-			t.Fatal("the run never took the store's connection")
+			t.Fatal("the run never took the store's connection or the lease's")
 		case <-time.After(time.Millisecond):
 		}
 	}

@@ -34,8 +34,9 @@ func leaseStores(t *testing.T) (a, b *storage.DB, clock *clockwork.FakeClock) {
 		*d = st
 	}
 	// b waits 100 ms, not 10 s, for a's write lock: only when it may take
-	// the lease, a failure.
-	if _, err := b.SQL().Exec(`PRAGMA busy_timeout = 100`); err != nil {
+	// the lease, a failure. (b's lease operations go through its lease
+	// connection, the one connection of that handle.)
+	if _, err := b.LeaseSQL().Exec(`PRAGMA busy_timeout = 100`); err != nil {
 		t.Fatal(err)
 	}
 	return a, b, clock
@@ -58,29 +59,30 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// waitingFor returns once a request for st's single connection, made
-// after waits (a DBStats.WaitCount), waits for it.
+// waitingFor returns once a request for st's lease connection
+// (storage.DB.LeaseSQL), made after waits (a DBStats.WaitCount), waits
+// for it.
 func waitingFor(t *testing.T, st *storage.DB, waits int64, what string) {
 	t.Helper()
-	waitUntil(t, what, func() bool { return st.SQL().Stats().WaitCount > waits })
+	waitUntil(t, what, func() bool { return st.LeaseSQL().Stats().WaitCount > waits })
 }
 
 // renewAt advances clock by d, firing the holder's renewal tick, and
-// returns once that renewal has landed: it is made to wait for a's
-// connection, then is the only one given it, and a's connection is taken
-// back only after it.
+// returns once that renewal has landed: it is made to wait for a's lease
+// connection, then is the only one given it, and that connection is
+// taken back only after it.
 func renewAt(t *testing.T, ctx context.Context, a *storage.DB, clock *clockwork.FakeClock, d time.Duration) {
 	t.Helper()
-	conn, err := a.SQL().Conn(ctx)
+	conn, err := a.LeaseSQL().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close() // also when the wait fails: the holder's release needs it
-	waits := a.SQL().Stats().WaitCount
+	waits := a.LeaseSQL().Stats().WaitCount
 	clock.Advance(d)
-	waitingFor(t, a, waits, "the renewal waits for the store")
+	waitingFor(t, a, waits, "the renewal waits for the lease's connection")
 	conn.Close()
-	if conn, err = a.SQL().Conn(ctx); err != nil {
+	if conn, err = a.LeaseSQL().Conn(ctx); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close()
@@ -142,22 +144,22 @@ func TestHoldLeaseAtMinLockTTLNeverLapsesWhileHeld(t *testing.T) {
 		}
 		refused(t, ctx, b, clock, start)
 	}
-	// The next renewal waits for the store (another process's write lock)
-	// through the busy timeout, a tenth of a period at a time.
-	conn, err := a.SQL().Conn(ctx)
+	// The next renewal waits (as for another process's write lock) through
+	// the busy timeout, a tenth of a period at a time.
+	conn, err := a.LeaseSQL().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close() // also on failure: the holder's release needs it
-	waits := a.SQL().Stats().WaitCount
+	waits := a.LeaseSQL().Stats().WaitCount
 	clock.Advance(ttl / 3)
-	waitingFor(t, a, waits, "the renewal waits for the store")
+	waitingFor(t, a, waits, "the renewal waits for the lease's connection")
 	for end := clock.Now().Add(storage.BusyTimeout); clock.Now().Before(end); {
 		clock.Advance(ttl / 30)
 		refused(t, ctx, b, clock, start)
 	}
 	conn.Close()
-	if conn, err = a.SQL().Conn(ctx); err != nil {
+	if conn, err = a.LeaseSQL().Conn(ctx); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close()
@@ -166,13 +168,15 @@ func TestHoldLeaseAtMinLockTTLNeverLapsesWhileHeld(t *testing.T) {
 
 // QA (scale): a statement that holds SQLite's write lock longer than
 // lock_ttl (db prune --vacuum's VACUUM: ~60 s for 3.3 GB) blocks every
-// renewal, through the store's single connection or any other; the lease
+// renewal, through the lease's own connection or any other; the lease
 // lapsed mid-VACUUM and another process took it over from the live prune
 // (which then logged "run lease lost" and its checkpoint failed). The
 // holder extends its lease first (ExtendLease): through the statement,
-// long past ttl, the lease stays live, and the renewal held up meanwhile
-// does not cut the extension short when it lands. The statement here is a
-// write transaction on the holder's store.
+// long past ttl, the lease stays live, and the renewals due meanwhile
+// renew nothing (they would wait out the busy timeout for the statement's
+// write lock, and fail) until the extension is less than ttl away; then
+// they renew again. The statement here is a write transaction on the
+// holder's store.
 func TestExtendLeaseCoversALongStatement(t *testing.T) {
 	ctx := context.Background()
 	a, b, clock := leaseStores(t)
@@ -192,11 +196,26 @@ func TestExtendLeaseCoversALongStatement(t *testing.T) {
 		if _, err := tx.ExecContext(held, `UPDATE runs SET note = note WHERE 0`); err != nil {
 			return err
 		}
-		waits := a.SQL().Stats().WaitCount
 		clock.Advance(ttl / 3)
-		waitingFor(t, a, waits, "the renewal waits for the store")
-		for clock.Now().Add(ttl).Before(until) {
-			clock.Advance(ttl)
+		// A renewal now renews nothing: it never waits for the write
+		// lock this transaction holds (here: for the lease's
+		// connection, taken).
+		conn, err := a.LeaseSQL().Conn(held)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		rctx, cancel := context.WithTimeout(held, 5*time.Second)
+		defer cancel()
+		if err := held.Value(leaseHoldKey{}).(*leaseHold).renew(rctx, 0); err != nil {
+			return fmt.Errorf("a renewal during the extended statement: %w, want nothing to renew", err)
+		}
+		conn.Close()
+		// Tick by tick, up to the last tick that finds the extension at
+		// least ttl away: the renewals renew nothing, and the lease
+		// stays live.
+		for until.Sub(clock.Now().Add(ttl/3)) >= ttl {
+			clock.Advance(ttl / 3)
 			if err := refusal(ctx, b, clock, start); err != nil {
 				return err // not t.Fatal: the transaction must end
 			}
@@ -205,15 +224,14 @@ func TestExtendLeaseCoversALongStatement(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// The renewal that waited has the connection next; it has landed when
-	// the connection is free again.
-	conn, err := a.SQL().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if h, err := b.LockHolder(ctx); err != nil || h == nil || !h.ExpiresAt.Equal(until) {
+		t.Fatalf("after the statement the lease is %+v %v; want it still extended to %s, no renewal landed", h, err, until)
 	}
-	conn.Close()
-	if h, err := b.LockHolder(ctx); err != nil || h == nil || h.ExpiresAt.Before(until) {
-		t.Fatalf("after the statement the lease is %+v %v; want it still extended to %s", h, err, until)
+	refused(t, ctx, b, clock, start)
+	// Less than ttl from the extension's end, renewals renew again.
+	renewAt(t, ctx, a, clock, ttl/3)
+	if h, err := b.LockHolder(ctx); err != nil || h == nil || !h.ExpiresAt.Equal(clock.Now().Add(ttl)) {
+		t.Fatalf("renewed %s before the extension's end, the lease is %+v %v; want it to expire ttl from now", until.Sub(clock.Now()), h, err)
 	}
 	refused(t, ctx, b, clock, start)
 	if held.Err() != nil {
@@ -255,19 +273,19 @@ func TestReleaseDuringRenewalIsQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := a.SQL().Conn(ctx) // the store busy (the run's last write)
+	conn, err := a.LeaseSQL().Conn(ctx) // the renewal held up (as by another writer's lock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close() // also on failure: the release needs it
-	waits := a.SQL().Stats().WaitCount
+	waits := a.LeaseSQL().Stats().WaitCount
 	clock.Advance(ttl / 3)
-	waitingFor(t, a, waits, "the renewal waits for the store")
+	waitingFor(t, a, waits, "the renewal waits for the lease's connection")
 	clock.Advance(ttl / 3) // the next tick, taken with the release
 	released := make(chan error, 1)
 	go func() { released <- release() }()
-	// The renewal ended, release waits for the store to drop the lease.
-	waitingFor(t, a, waits+1, "release waits for the store")
+	// The renewal ended, release waits for the connection to drop the lease.
+	waitingFor(t, a, waits+1, "release waits for the lease's connection")
 	conn.Close()
 	if err := <-released; err != nil {
 		t.Fatalf("release: %v", err)

@@ -292,13 +292,17 @@ const attributionBudget = 2 * time.Minute
 
 // HoldLease takes the run lease for ttl and renews it every ttl/3 until
 // release is called, so that a renewal may wait up to two thirds of ttl
-// (for the store's connection, or another process's write lock) and still
-// land before the lease expires. The returned context is cancelled, with a
-// cause matching storage.ErrLocked, if the lease is lost (another process
-// took it over after it expired): whatever holds it must stop writing. A
-// holder about to run a statement that holds the database longer than ttl
-// extends the lease first (ExtendLease, Vacuum). A renewal that release
-// interrupts is not an error.
+// (for SQLite's write lock, which another process, or this one's run,
+// may hold) and still land before the lease expires. A renewal goes
+// through the lease's own connection (storage.DB.LeaseSQL): it waits for
+// the write lock, through the busy timeout at most, never for the store's
+// connection and the statements queued on it (a run's writes, serve's
+// delivery worker), each of which may wait as long. The returned context
+// is cancelled, with a cause matching storage.ErrLocked, if the lease is
+// lost (another process took it over after it expired): whatever holds it
+// must stop writing. A holder about to run a statement that holds the
+// database longer than ttl extends the lease first (ExtendLease, Vacuum).
+// A renewal that release interrupts is not an error.
 func HoldLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl time.Duration, logger *slog.Logger) (held context.Context, release func() error, err error) {
 	return holdLease(ctx, st, lease, ttl, logger, nil)
 }
@@ -381,38 +385,54 @@ type leaseHold struct {
 	// mu serializes renewals and extensions: a renewal reckoned before an
 	// extension never lands after it, cutting it short.
 	mu sync.Mutex
-	// until is how long ExtendLease extended the lease to, by the store's
-	// clock (zero: never): renewals keep it at least that long.
+	// until is how long an ExtendLease that landed extended the lease to,
+	// by the store's clock (zero: never): renewals keep it at least that
+	// long, and renew nothing while it is at least ttl away.
 	until time.Time
 }
 
 type leaseHoldKey struct{}
 
-// renew extends the lease to ttl from now, or to h.until when that is
-// later, after moving h.until to extend from now when that is later.
+// renew extends the lease to ttl from now, or to until when that is
+// later: h.until, or extend from now when that is later (h.until then
+// moves there once the lease is extended). A renewal (extend 0) while
+// h.until is at least ttl away renews nothing: the lease already lasts
+// that long, and the statement the extension covers holds the write lock
+// the renewal would wait for, failing after the busy timeout.
 func (h *leaseHold) renew(ctx context.Context, extend time.Duration) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.st.Now()
-	if u := now.Add(extend); u.After(h.until) {
-		h.until = u
+	until := h.until
+	if u := now.Add(extend); u.After(until) {
+		until = u
 	}
-	return h.st.RenewLock(ctx, h.lease, max(h.ttl, h.until.Sub(now)))
+	if extend == 0 && until.Sub(now) >= h.ttl {
+		return nil
+	}
+	if err := h.st.RenewLock(ctx, h.lease, max(h.ttl, until.Sub(now))); err != nil {
+		return err
+	}
+	h.until = until
+	return nil
 }
 
 // ExtendLease makes the run lease held (a context HoldLease returned) last
 // at least d from now by the store's clock, whatever renewals follow. A
 // holder calls it before a statement that holds the database longer than
 // the lease's ttl (VACUUM: see Vacuum): no renewal can land meanwhile,
-// through the store's single connection or any other, since SQLite has one
+// through the lease's own connection or any other, since SQLite has one
 // writer at a time, and past ttl another process would take the lease
-// over from a live holder. Should the holder die meanwhile, its lease
-// lapses only when the extension ends, unless its holder is seen to have
-// ended (storage.Lease.Gone: a holder on the same machine). A lease found
+// over from a live holder. Until the extension is less than ttl away the
+// renewals renew nothing (they would only wait out the busy timeout and
+// fail). Should the holder die meanwhile, its lease lapses only when the
+// extension ends, unless its holder is seen to have ended
+// (storage.Lease.Gone: a holder on the same machine). A lease found
 // lost is reported as a renewal reports it (storage.ErrLeaseLost), held
-// cancelled with it. It waits for a renewal in flight, which may be
-// waiting for the store's connection: call it outside any transaction on
-// the store.
+// cancelled with it; an extension that fails (the database busy through
+// the busy timeout) extends nothing. It waits for a renewal in flight,
+// which may be waiting for SQLite's write lock: call it outside any write
+// transaction on the store, whose lock it would wait for, and fail.
 func ExtendLease(held context.Context, d time.Duration) error {
 	h, _ := held.Value(leaseHoldKey{}).(*leaseHold)
 	if h == nil {
