@@ -124,6 +124,10 @@ func plainText(s string) bool {
 
 var idRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
+// ValidID reports whether id is a probe id a corpus may hold: a letter or
+// digit, then up to 127 letters, digits, '.', '_' or '-'.
+func ValidID(id string) bool { return idRe.MatchString(id) }
+
 // LoadFS loads corpus.yaml from fsys; name prefixes file names in errors.
 func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 	file := filepath.Join(name, FileName)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/driftprobe/driftprobe/corpus"
 )
 
 // State is the detection state of one probe on one target, as exposed to
@@ -166,18 +168,32 @@ func decodeStates(b []byte) (map[string]*state, error) { return decodeStatesAs(b
 // blob written now).
 func decodeStatesAs(b []byte, absent bool) (map[string]*state, error) {
 	out, err := decodeStatesVariant(b, absent, false)
-	if err != nil && absent && len(b) > 0 && b[0] == 4 {
+	if absent && len(b) > 0 && b[0] == 4 && (err != nil || !validIDs(out)) {
 		// Format 4 as main wrote it for an hour (b33ff0d to d50c1e8, before
 		// 778db11 took the field out): each probe also carried the model a
 		// pending score drift began under, a reference that was never read.
-		// Such a blob fails the reading above (the probes after the first
-		// are misaligned, and its end is not where the absent probes
-		// begin), and is read whole, byte for byte, or not at all here.
-		if legacy, lerr := decodeStatesVariant(b, absent, true); lerr == nil {
+		// Such a blob almost always fails the reading above (the probes
+		// after the first are misaligned, and its end is not where the
+		// absent probes begin); where the misalignment happens to realign,
+		// it reads probe ids no corpus can hold (the extra reference taken
+		// for an id's length, that length byte for part of the id). It is
+		// read whole, byte for byte, with valid ids, or not at all here.
+		if legacy, lerr := decodeStatesVariant(b, absent, true); lerr == nil && validIDs(legacy) {
 			return legacy, nil
 		}
 	}
 	return out, err
+}
+
+// validIDs reports whether every state's probe id is one a corpus may
+// hold (corpus.ValidID).
+func validIDs(states map[string]*state) bool {
+	for id := range states {
+		if !corpus.ValidID(id) {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeStatesVariant decodes a blob as decodeStatesAs describes; with

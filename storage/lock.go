@@ -172,10 +172,20 @@ func readLease(ctx context.Context, q querier) (*Lease, error) {
 // (matching ErrLeaseLost and ErrLocked), changing nothing. One UPDATE,
 // through the lease's own connection (LeaseSQL): it waits for SQLite's
 // write lock, through the busy timeout at most, never for the store's
-// connection; the current holder is read only when the lease was lost.
+// connection; should it time out (this process's own writes can keep the
+// lock taken back to back), once more in line on the store's connection,
+// behind them. The current holder is read only when the lease was lost.
 func (d *DB) RenewLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	expires := d.now().Add(ttl)
-	res, err := d.LeaseSQL().ExecContext(ctx, `UPDATE run_lock SET expires_at = ? WHERE id = 1 AND holder = ?`, ts(expires), l.Holder)
+	const renew = `UPDATE run_lock SET expires_at = ? WHERE id = 1 AND holder = ?`
+	res, err := d.LeaseSQL().ExecContext(ctx, renew, ts(expires), l.Holder)
+	if isBusy(err) && d.lease != nil && ctx.Err() == nil {
+		// SQLite's busy handler polls and is not fair: this process's
+		// own writer, committing back to back on the store's connection,
+		// can keep the write lock from it through the busy timeout. Wait
+		// in line behind those writes instead, on their connection.
+		res, err = d.db.ExecContext(ctx, renew, ts(d.now().Add(ttl)), l.Holder)
+	}
 	if err != nil {
 		return fmt.Errorf("renew run lease: %w", err)
 	}

@@ -164,14 +164,19 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		return nil, err
 	}
 	// One daemon per database, refused before the database is opened.
-	if d.serving, err = acquireServeLock(cfg.Database, o.Listen, d.clock.Now()); err != nil {
+	var warn string
+	if d.serving, warn, err = acquireServeLock(cfg.Database, o.Listen, d.clock.Now()); err != nil {
 		return nil, err
+	}
+	if warn != "" {
+		d.log.Warn(warn)
 	}
 	if o.Listen != "" {
 		if d.ln, err = net.Listen("tcp", o.Listen); err != nil {
 			d.serving.release()
 			return nil, Usage(fmt.Errorf("serve: --listen %s: %w", o.Listen, err))
 		}
+		d.serving.write(d.ln.Addr().String()) // the port bound, for ":0"
 	}
 	if d.st, err = OpenStore(ctx, cfg); err != nil {
 		d.closeListener()
@@ -634,6 +639,7 @@ func (d *Daemon) Shutdown() error {
 	if cerr := d.st.Close(); err == nil {
 		err = cerr
 	}
+	d.closeListener()   // the server closed it already when serving on it
 	d.serving.release() // once the database is closed: the next daemon may start
 	return err
 }

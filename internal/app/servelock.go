@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 var ErrServing = errors.New("another driftprobe serve is serving this database")
 
 // serveLockPath is the file beside database whose lock marks a serve
-// process: DATABASE-serve.lock (beside the file a symbolic link names).
+// process: DATABASE-serve.lock.
 func serveLockPath(database string) string { return database + "-serve.lock" }
 
 // serveLock is the lock one serve process holds on its database for its
@@ -26,30 +27,41 @@ func serveLockPath(database string) string { return database + "-serve.lock" }
 // however it ends: there is no stale lock to take over. Where the
 // platform has no such lock (not Unix) it is not taken.
 type serveLock struct {
-	f *os.File
+	f    *os.File
+	desc string // what the holder wrote of itself
 }
 
 // acquireServeLock takes the serve lock of database, or returns an error
 // matching ErrServing that names the process holding it (as it wrote
-// itself into the file). An in-memory database has no lock.
-func acquireServeLock(database, listen string, now time.Time) (*serveLock, error) {
+// itself into the file). No lock is taken (a nil *serveLock, no error)
+// for an in-memory database, for a path that cannot be a database file
+// (a directory, a missing directory: opening the database then says what
+// is wrong), and where the lock cannot be had at all (the file system has
+// no flock, the lock file is another user's): warn then says why, and the
+// daemon runs unguarded, as it did before the lock existed.
+func acquireServeLock(database, listen string, now time.Time) (l *serveLock, warn string, err error) {
 	if database == ":memory:" || database == "" {
-		return &serveLock{}, nil
+		return nil, "", nil
 	}
-	// Beside the file itself, so that serves naming it through different
-	// links take the same lock.
-	if real, err := filepath.EvalSymlinks(database); err == nil {
-		database = real
+	database = resolveDatabase(database)
+	if fi, err := os.Stat(database); err == nil && fi.IsDir() {
+		return nil, "", nil
+	}
+	if fi, err := os.Stat(filepath.Dir(database)); err != nil || !fi.IsDir() {
+		return nil, "", nil
 	}
 	p := serveLockPath(database)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("serve lock %s: %w", p, err)
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Sprintf("serve lock %s: %v: running without it (a second serve on this database would not be refused; remove the file, left by another user, to restore it)", p, err), nil
+		}
+		return nil, "", fmt.Errorf("serve lock %s: %w", p, err)
 	}
 	held, err := tryLock(f)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("serve lock %s: %w", p, err)
+		return nil, fmt.Sprintf("serve lock %s: %v: this file system takes no lock, running without it (a second serve on this database would not be refused)", p, err), nil
 	}
 	if held {
 		who := make([]byte, 512)
@@ -59,17 +71,52 @@ func acquireServeLock(database, listen string, now time.Time) (*serveLock, error
 		if desc == "" {
 			desc = "a process that has not said who it is yet"
 		}
-		return nil, fmt.Errorf("%w (%s): %s; one daemon per database — stop it first (a second would run its own schedule: twice the probing), or give this one another database", ErrServing, database, desc)
+		return nil, "", fmt.Errorf("%w (%s): %s; one daemon per database — stop it first (a second would run its own schedule: twice the probing), or give this one another database", ErrServing, database, desc)
 	}
 	host, _ := os.Hostname()
-	desc := fmt.Sprintf("pid %d on host %s, since %s", os.Getpid(), host, now.UTC().Format(time.RFC3339))
+	l = &serveLock{f: f, desc: fmt.Sprintf("pid %d on host %s, since %s", os.Getpid(), host, now.UTC().Format(time.RFC3339))}
+	l.write(listen)
+	return l, "", nil
+}
+
+// resolveDatabase returns the file database names, through symbolic
+// links (a link to a database not created yet included: the file it will
+// be), so that serves naming one database through different links take
+// the same lock.
+func resolveDatabase(p string) string {
+	for range 40 { // as the kernel's own limit on links followed
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			break
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = t
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(dir, filepath.Base(p))
+	}
+	return p
+}
+
+// write records who holds the lock, with the /metrics address (listen)
+// when known, for a daemon it refuses to name.
+func (l *serveLock) write(listen string) {
+	if l == nil || l.f == nil {
+		return
+	}
+	desc := l.desc
 	if listen != "" {
 		desc += ", serving /metrics on " + listen
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(desc+"\n"), 0)
+	if err := l.f.Truncate(0); err == nil {
+		_, _ = l.f.WriteAt([]byte(desc+"\n"), 0)
 	}
-	return &serveLock{f: f}, nil
 }
 
 // release gives the lock up (closing the file releases it). The file stays:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -29,16 +30,16 @@ func TestSecondDaemonOnTheDatabaseRefused(t *testing.T) {
 		return app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfg, DBOverride: db, Clock: clockwork.NewFakeClock(), Listen: listen})
 	}
 	db := filepath.Join(dir, "d.db")
-	first, err := open(db, "127.0.0.1:19464")
+	first, err := open(db, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := open(db, "127.0.0.1:19465")
+	second, err := open(db, "127.0.0.1:0")
 	if !errors.Is(err, app.ErrServing) || second != nil {
 		t.Fatalf("second daemon: %v; want ErrServing", err)
 	}
 	host, _ := os.Hostname()
-	for _, want := range []string{db, fmt.Sprintf("pid %d on host %s", os.Getpid(), host), "serving /metrics on 127.0.0.1:19464", "one daemon per database"} {
+	for _, want := range []string{db, fmt.Sprintf("pid %d on host %s", os.Getpid(), host), "serving /metrics on " + first.Listener().Addr().String(), "one daemon per database"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -101,5 +102,30 @@ func TestSecondDaemonThroughASymlinkRefused(t *testing.T) {
 	}
 	if _, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfg, DBOverride: link, Clock: clockwork.NewFakeClock()}); !errors.Is(err, app.ErrServing) {
 		t.Fatalf("a daemon through a link: %v; want ErrServing", err)
+	}
+}
+
+// A lock file this user cannot open (left by another user) does not keep
+// the daemon from starting: it warns and runs unguarded, as before the
+// lock existed.
+func TestServeLockOfAnotherUserWarns(t *testing.T) {
+	if runtime.GOOS == "windows" || os.Geteuid() == 0 {
+		t.Skip("no flock, or root (who may open any file)")
+	}
+	dir := t.TempDir()
+	cfg := writeCfg(t, dir, schedCfg)
+	db := filepath.Join(dir, "d.db")
+	if err := os.WriteFile(db+"-serve.lock", nil, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfg, DBOverride: db, Clock: clockwork.NewFakeClock(),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("a lock file of another user: %v", err)
+	}
+	d.Shutdown()
+	if !strings.Contains(logs.String(), "running without it") {
+		t.Errorf("no warning: %s", logs.String())
 	}
 }
