@@ -280,10 +280,12 @@ func (d *Daemon) load() (*config.Config, *corpus.Corpus, error) {
 }
 
 // Listener returns the listener NewDaemon opened on DaemonOptions.Listen
-// (nil without it). The caller serves on it; closing it is the server's.
+// (nil without it). The caller serves on it; Shutdown closes it (after the
+// server has, when one served on it).
 func (d *Daemon) Listener() net.Listener { return d.ln }
 
-// closeListener closes the listener of a daemon NewDaemon gives up on.
+// closeListener closes the listener NewDaemon opened, if any (NewDaemon
+// giving up, Shutdown).
 func (d *Daemon) closeListener() {
 	if d.ln != nil {
 		d.ln.Close()
