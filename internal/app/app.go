@@ -343,5 +343,10 @@ func OpenReadOnly(ctx context.Context, path, dbOverride string) (*Session, error
 	return s, nil
 }
 
-// Close closes the database.
-func (s *Session) Close() error { return s.Store.Close() }
+// Close closes the database (nothing for a session Prepare made and OpenStore never opened).
+func (s *Session) Close() error {
+	if s.Store == nil { // prepared, never opened
+		return nil
+	}
+	return s.Store.Close()
+}

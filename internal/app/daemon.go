@@ -57,9 +57,9 @@ type DaemonOptions struct {
 	// Listen is the /metrics address (optional). NewDaemon listens on it
 	// once it holds the serve lock and before it opens the database, so an
 	// address in use is refused (a usage error) with the database as it
-	// was, never migrated; Listener returns it. It is written into the
-	// serve lock too, so a second daemon refused by it says where the
-	// first one serves.
+	// was, never migrated; Listener returns it. The address bound is
+	// written into the serve lock, so a second daemon refused by it says
+	// where the first one serves.
 	Listen string
 }
 
@@ -165,7 +165,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	}
 	// One daemon per database, refused before the database is opened.
 	var warn string
-	if d.serving, warn, err = acquireServeLock(cfg.Database, o.Listen, d.clock.Now()); err != nil {
+	if d.serving, warn, err = acquireServeLock(cfg.Database, d.clock.Now()); err != nil {
 		return nil, err
 	}
 	if warn != "" {
@@ -176,7 +176,7 @@ func NewDaemon(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 			d.serving.release()
 			return nil, Usage(fmt.Errorf("serve: --listen %s: %w", o.Listen, err))
 		}
-		d.serving.write(d.ln.Addr().String()) // the port bound, for ":0"
+		d.serving.write(d.ln.Addr().String()) // the port bound (":0" picks one)
 	}
 	if d.st, err = OpenStore(ctx, cfg); err != nil {
 		d.closeListener()

@@ -39,7 +39,7 @@ type serveLock struct {
 // is wrong), and where the lock cannot be had at all (the file system has
 // no flock, the lock file is another user's): warn then says why, and the
 // daemon runs unguarded, as it did before the lock existed.
-func acquireServeLock(database, listen string, now time.Time) (l *serveLock, warn string, err error) {
+func acquireServeLock(database string, now time.Time) (l *serveLock, warn string, err error) {
 	if database == ":memory:" || database == "" {
 		return nil, "", nil
 	}
@@ -75,7 +75,7 @@ func acquireServeLock(database, listen string, now time.Time) (l *serveLock, war
 	}
 	host, _ := os.Hostname()
 	l = &serveLock{f: f, desc: fmt.Sprintf("pid %d on host %s, since %s", os.Getpid(), host, now.UTC().Format(time.RFC3339))}
-	l.write(listen)
+	l.write("")
 	return l, "", nil
 }
 
@@ -105,7 +105,7 @@ func resolveDatabase(p string) string {
 }
 
 // write records who holds the lock, with the /metrics address (listen)
-// when known, for a daemon it refuses to name.
+// once it is bound, for a daemon it refuses to name.
 func (l *serveLock) write(listen string) {
 	if l == nil || l.f == nil {
 		return
