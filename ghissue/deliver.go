@@ -55,7 +55,9 @@
 //
 // Two processes may deliver from one database at once (serve after each
 // run, an operator's outbox --send). A row is claimed by a compare-and-swap
-// of next_attempt_at to the claim's end (Options.ClaimFor); every later
+// of next_attempt_at to the claim's end (Options.ClaimFor), its last_error,
+// if any, kept behind claimMark meanwhile, so that a claim is never read as
+// a wait on the row's earlier error (Pending, noteAll); every later
 // write of the pass to that row (a failure, the release of an interrupted
 // attempt) is a compare-and-swap on that claim, and deferring the rows a
 // global failure did not reach is one on the value the pass read. A claim
@@ -155,9 +157,33 @@ type Options struct {
 
 // Result summarizes one Deliver pass.
 type Result struct {
-	Sent     int `json:"sent"`     // rows delivered in this pass (posted, or found already on GitHub by their marker)
-	Failed   int `json:"failed"`   // rows whose attempt failed in this pass
-	Deferred int `json:"deferred"` // rows left for later, not attempted in this pass (waiting, rate limited, held back behind a failed row of their event or one made pending again by outbox --unskip, not attempted after a failure that stopped the pass)
+	Sent   int `json:"sent"`   // rows delivered in this pass (posted, or found already on GitHub by their marker)
+	Failed int `json:"failed"` // rows whose attempt failed in this pass
+	// Deferred counts the rows left for later, not attempted in this
+	// pass; with a github block, NotDue, ClaimedElsewhere, HeldBack,
+	// Stopped and HeldByGitHub say why and add up to it.
+	Deferred int `json:"deferred"`
+	// NotDue counts deferred rows whose next attempt time had not come:
+	// backing off after a failure of their own, or waiting for the end
+	// of a GitHub wait (rate limit, outage) an earlier pass moved them to.
+	NotDue int `json:"not_due"`
+	// ClaimedElsewhere counts deferred rows another delivery had claimed:
+	// being delivered by another process (or waiting for the claim of
+	// one that was killed to run out).
+	ClaimedElsewhere int `json:"claimed_elsewhere"`
+	// HeldBack counts deferred rows behind an earlier row of their event
+	// that this pass did not deliver (not due, claimed elsewhere, failed,
+	// left after a failure or while GitHub asked to wait, or made pending
+	// again by outbox --unskip): an event's rows go out in order.
+	HeldBack int `json:"held_back"`
+	// Stopped counts deferred rows that were due but not attempted after a
+	// failure stopped the pass: a configuration problem (no token, no
+	// permission, an unknown repository), a rate limit or an outage.
+	Stopped int `json:"stopped"`
+	// HeldByGitHub counts deferred rows that were due but not sent because
+	// a GitHub wait recorded earlier (by this process or another; see
+	// HeldUntil) was in force.
+	HeldByGitHub int `json:"held_by_github"`
 	// Skipped counts rows recorded done without being sent in this pass
 	// because their event's open row was skipped (outbox --skip) and the
 	// event has no issue on GitHub; Notes says which, and so does each
@@ -174,10 +200,56 @@ type Result struct {
 	Lost int `json:"lost"`
 	// HeldUntil is set when the pass sent nothing from some point on
 	// because GitHub asked driftprobe to wait (a rate limit, an outage; see
-	// github_holds): no request to GitHub before it. Errors says why.
+	// github_holds): no request to GitHub before it. Errors says why when
+	// that kept rows that were due from going out (HeldByGitHub), else
+	// Notes.
 	HeldUntil *time.Time `json:"held_until,omitempty"`
-	Errors    []string   `json:"errors"` // nil marshals as null: outbox --json sets []
-	Notes     []string   `json:"notes"`
+	// Errors holds the failures of the pass: each failed attempt, a
+	// configuration problem that stopped it, and GitHub's wait when it
+	// kept due rows from going out.
+	Errors []string `json:"errors"` // nil marshals as null: outbox --json sets []
+	Notes  []string `json:"notes"`
+}
+
+// Incomplete reports whether the pass failed to deliver what it should
+// have: an attempt failed, a failure stopped it (a configuration problem
+// included, whatever was due), or a GitHub wait in force kept it from
+// sending rows that were due. Rows not due yet, claimed by another
+// delivery or held back behind such a row of their event are not: they go
+// out when their time comes, and a row's own backoff or GitHub's wait
+// was already reported by the pass that met the failure.
+func (r *Result) Incomplete() bool {
+	return r.Failed > 0 || r.Stopped > 0 || r.HeldByGitHub > 0 || len(r.Errors) > 0
+}
+
+// leave counts in r the rows rest, left unattempted in order, by why: a
+// row behind an earlier row of its event that the pass did not deliver
+// (held, updated here) is held back, one not due at now is not due or
+// claimed by another delivery; it returns how many were due, which the
+// caller counts by its cause (Stopped, HeldByGitHub).
+func (r *Result) leave(rest []row, held map[int64]bool, now time.Time) (due int) {
+	for _, x := range rest {
+		r.Deferred++
+		switch {
+		case held[x.EventID]:
+			r.HeldBack++
+		case notDue(x, now):
+			if claimedBy(x.LastError) {
+				r.ClaimedElsewhere++
+			} else {
+				r.NotDue++
+			}
+		default:
+			due++
+		}
+		held[x.EventID] = true
+	}
+	return due
+}
+
+// notDue reports whether r's next attempt is after now.
+func notDue(r row, now time.Time) bool {
+	return r.NextAttempt != "" && storage.ParseTime(r.NextAttempt).After(now)
 }
 
 // row is one outbox row.
@@ -339,7 +411,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		if err := noteAll(ctx, db, rows, msg, time.Time{}, now); err != nil {
 			return res, err
 		}
-		res.Deferred = len(rows)
+		res.Stopped += res.leave(rows, map[int64]bool{}, now)
 		res.Errors = append(res.Errors, msg)
 		return res, nil
 	}
@@ -357,7 +429,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 		if err := noteAll(ctx, db, rows, "not attempted: "+d.held.reason, d.held.until, now); err != nil {
 			return res, err
 		}
-		d.deferred(res, len(rows))
+		d.deferred(res, rows, map[int64]bool{}, now)
 		return res, nil
 	}
 	lost := func(r row, what string) {
@@ -369,13 +441,8 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 
 	held := map[int64]bool{} // events with an earlier row not delivered
 	for i, r := range rows {
-		if held[r.EventID] {
-			res.Deferred++
-			continue
-		}
-		if r.NextAttempt != "" && storage.ParseTime(r.NextAttempt).After(now) {
-			held[r.EventID] = true
-			res.Deferred++
+		if held[r.EventID] || notDue(r, now) {
+			res.leave(rows[i:i+1], held, now)
 			continue
 		}
 		claimedAt := d.opts.Now()
@@ -386,7 +453,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 				return res, err
 			}
 			if d.held.active(claimedAt) {
-				d.deferred(res, len(rows)-i)
+				d.deferred(res, rows[i:], held, now)
 				break
 			}
 		}
@@ -395,8 +462,17 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			return res, err
 		}
 		if !ok { // another process has it, or an earlier row of its event is pending again (Unskip)
+			behind, err := earlierPending(ctx, db, r)
+			if err != nil {
+				return res, err
+			}
 			held[r.EventID] = true
 			res.Deferred++
+			if behind != 0 {
+				res.HeldBack++
+			} else {
+				res.ClaimedElsewhere++
+			}
 			continue
 		}
 		d.unsure = false
@@ -465,6 +541,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			}
 			held[r.EventID] = true
 			res.Deferred++
+			res.HeldBack++
 			res.Notes = append(res.Notes, fmt.Sprintf("outbox %d (event %d, %s): %s", r.ID, r.EventID, r.Action, hb.Error()))
 			log.Info("github delivery held back: an earlier row of the event is pending again", "outbox", r.ID, "event", r.EventID, "action", r.Action, "behind", hb.behind)
 			continue
@@ -518,7 +595,7 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 			if err := noteAll(ctx, db, all, "not attempted: "+f.msg, f.until, failedAt); err != nil {
 				return res, err
 			}
-			res.Deferred += len(rows) - i - 1
+			res.Stopped += res.leave(rows[i+1:], held, now)
 			break
 		}
 	}
@@ -534,6 +611,13 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 // claim: a row is claimed again only once the earlier claim has run out,
 // so every later claim ends strictly after it.
 //
+// A row with a last_error (an earlier attempt failed, or a pass noted why
+// it was not attempted) keeps it behind claimMark while claimed: the claim
+// is then told from a row waiting on that error (Pending, noteAll), and
+// the error is still there (Pending shows it). A row without one keeps
+// none: a wait with no error is a claim already. Every outcome the pass
+// records replaces the mark, and release takes it off.
+//
 // A row is claimed only while no earlier row of its event is pending: the
 // event's rows go out in order. Within a pass that already holds (a row
 // held behind an earlier one never reaches its claim); the check in the
@@ -542,9 +626,11 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 // the next pass.
 func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, error) {
 	until := ts(now.Add(d.opts.ClaimFor))
-	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?
+	res, err := d.db.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = ?,
+		last_error = CASE WHEN last_error = '' THEN '' ELSE ? || `+unmarkedSQL+` END
+		WHERE id = ? AND sent_at = '' AND next_attempt_at = ?
 		AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.sent_at = '' AND e.id < ? AND e.event_id = ?)`,
-		until, r.ID, r.NextAttempt, r.ID, r.EventID)
+		until, claimMark, r.ID, r.NextAttempt, r.ID, r.EventID)
 	if err != nil {
 		return false, fmt.Errorf("outbox claim: %w", err)
 	}
@@ -554,6 +640,32 @@ func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, erro
 	}
 	d.claims[r.ID] = until
 	return true, nil
+}
+
+// claimMark starts a pending row's last_error while a delivery has the
+// row claimed (claim): what follows it is the row's earlier last_error.
+// It stays when the deliverer is killed; the row is then due again once
+// the claim has run out, and the next claim, outcome or note replaces it.
+const claimMark = "[being delivered] "
+
+// unmarkedSQL is the SQL expression for last_error without claimMark.
+var unmarkedSQL = fmt.Sprintf(`(CASE WHEN substr(last_error, 1, %d) = '%s' THEN substr(last_error, %d) ELSE last_error END)`,
+	len(claimMark), claimMark, len(claimMark)+1)
+
+// unmarked splits a pending row's stored last_error into the row's own
+// last_error and whether a claim marked it (claimMark).
+func unmarked(lastError string) (string, bool) {
+	return strings.CutPrefix(lastError, claimMark)
+}
+
+// claimedBy reports whether a pending row whose next attempt is after
+// now, with lastError stored, is held by a delivery's claim rather than
+// waiting on an error or a note: its last_error is empty (claimed before
+// any failure) or marked (claimMark). A claim an older driftprobe took on
+// a row with an error carries no mark and reads as that error's wait.
+func claimedBy(lastError string) bool {
+	_, marked := unmarked(lastError)
+	return lastError == "" || marked
 }
 
 // release undoes the claim taken at claimedAt (an interrupted pass: ctx
@@ -569,7 +681,8 @@ func (d *deliverer) claim(ctx context.Context, r row, now time.Time) (bool, erro
 // When nothing was in flight (d.unsure unset: the pass stopped between
 // calls, or a call's outcome is known and only its recording failed), the
 // row is due at once: a first attempt is released to its claim time
-// (already past), a row that was already waiting keeps its time. When a
+// (already past), a row that was already waiting keeps its time, and its
+// last_error is what it was before the claim (claimMark taken off). When a
 // call creating or editing something was cut off in flight (d.unsure),
 // GitHub may still be carrying it out: an immediate retry would look for
 // its issue or comment by marker before GitHub made it, find nothing and
@@ -588,7 +701,7 @@ func (d *deliverer) release(ctx context.Context, r row, claimedAt time.Time) (he
 	if next == "" {
 		next = ts(claimedAt)
 	}
-	q, args := `UPDATE outbox SET next_attempt_at = ? WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, []any{next, r.ID, d.claims[r.ID]}
+	q, args := `UPDATE outbox SET next_attempt_at = ?, last_error = `+unmarkedSQL+` WHERE id = ? AND sent_at = '' AND next_attempt_at = ?`, []any{next, r.ID, d.claims[r.ID]}
 	if d.unsure {
 		now := d.opts.Now()
 		until := now.Add(max(backoff(r.Attempts+1), d.opts.Timeout))
@@ -698,20 +811,23 @@ func (d *deliverer) fail(ctx context.Context, r row, f failure) (recorded bool, 
 // keeps that last_error (a locked issue's says what to do, which "not
 // attempted" would hide; only its next attempt moves) unless it is an
 // earlier pass's "not attempted" note; one
-// with none is being delivered by another process (its claim, as Pending
-// reads it), whose outcome must still find its claim (and whose next
-// request checks the hold first). A retry in flight elsewhere (a claimed
-// row with an earlier error) cannot be told from a waiting row: moving
-// it leaves that process's outcome to the row's next attempt, as for any
-// claim that ran out (Result.Lost): a delivery is still recorded, a
-// failure is not, and the row waits for until and then looks for what
-// that call made by its marker before sending anything.
+// with none, or whose last_error carries claimMark, is being delivered by
+// another process (its claim, as Pending reads it), whose outcome must
+// still find its claim (and whose next request checks the hold first).
+// Only a retry in flight under an older driftprobe's claim (a claimed row
+// with an earlier error, unmarked) cannot be told from a waiting row:
+// moving it leaves that process's outcome to the row's next attempt, as
+// for any claim that ran out (Result.Lost): a delivery is still recorded,
+// a failure is not, and the row waits for until and then looks for what
+// that call made by its marker before sending anything. A due row whose
+// last_error carries claimMark (its deliverer was killed, the claim ran
+// out) gets msg, like any due row.
 func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until, now time.Time) error {
 	return db.Tx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
 		for _, r := range rows {
 			next, note := r.NextAttempt, msg
 			if next != "" && storage.ParseTime(next).After(now) {
-				if until.IsZero() || !storage.ParseTime(next).Before(until) || r.LastError == "" {
+				if until.IsZero() || !storage.ParseTime(next).Before(until) || claimedBy(r.LastError) {
 					continue
 				}
 				if !strings.HasPrefix(r.LastError, "not attempted: ") {
@@ -729,14 +845,24 @@ func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until,
 	})
 }
 
-// deferred records in res that the pass sends nothing more, n rows left,
-// because GitHub asked to wait (d.held), and logs it.
-func (d *deliverer) deferred(res *Result, n int) {
+// deferred records in res that the pass sends nothing more because GitHub
+// asked to wait (d.held), the rows rest left (counted as leave does, held
+// the events already held back; the due ones in HeldByGitHub), and logs
+// it. The wait is an error of the pass only when it kept due rows from
+// going out; else (every row waits anyway: on its own failure, or on the
+// wait's end, where the pass that met the failure moved it) a note.
+func (d *deliverer) deferred(res *Result, rest []row, held map[int64]bool, now time.Time) {
 	until := d.held.until
-	res.Deferred += n
 	res.HeldUntil = &until
-	res.Errors = append(res.Errors, fmt.Sprintf("GitHub asked driftprobe to wait: no request before %s (%s); %d row(s) left queued", ts(until), d.held.reason, n))
-	d.log.Info("github delivery deferred: GitHub asked driftprobe to wait", "until", ts(until), "reason", d.held.reason, "deferred", n)
+	due := res.leave(rest, held, now)
+	res.HeldByGitHub += due
+	msg := fmt.Sprintf("GitHub asked driftprobe to wait: no request before %s (%s); %d row(s) left queued", ts(until), d.held.reason, len(rest))
+	if due > 0 {
+		res.Errors = append(res.Errors, fmt.Sprintf("%s, %d of them due", msg, due))
+	} else {
+		res.Notes = append(res.Notes, msg+", none of them due yet")
+	}
+	d.log.Info("github delivery deferred: GitHub asked driftprobe to wait", "until", ts(until), "reason", d.held.reason, "deferred", len(rest), "due", due)
 }
 
 // answered deletes, once per pass, the holds of d.key that are over: a

@@ -36,11 +36,19 @@ type PendingRow struct {
 	Attempts      int        `json:"attempts"`
 	LastError     string     `json:"last_error,omitempty"`
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
-	Reason        string     `json:"reason"`
+	// Claimed is set while a delivery has the row claimed, until
+	// NextAttemptAt: it is being delivered, or its deliverer was killed
+	// and the row waits for the claim to run out. LastError is then what
+	// the row recorded before the claim (its previous attempt's error),
+	// not what it waits on.
+	Claimed bool   `json:"claimed,omitempty"`
+	Reason  string `json:"reason"`
 }
 
 // Pending lists undelivered outbox rows, oldest first, each with the reason
-// it is still pending (as of the store's clock).
+// it is still pending (as of the store's clock). A row a delivery has
+// claimed is told from one waiting on its error (Claimed), and its
+// LastError is the row's own, without the claim's mark.
 func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 	// The target is the update's (a target joining a provider-wide event,
 	// its revert), else the event's.
@@ -77,14 +85,25 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 			t := storage.ParseTime(next)
 			p.NextAttemptAt = &t
 		}
+		// A claim (claimMark) is told from a wait on the row's error.
+		stored := p.LastError
+		var marked bool
+		p.LastError, marked = unmarked(stored)
 		waiting := p.NextAttemptAt != nil && p.NextAttemptAt.After(now)
+		p.Claimed = waiting && claimedBy(stored)
 		switch {
 		case !waiting && p.LastError == UnskipNote:
 			p.Reason = "queued again: " + UnskipNote + " (after the next run, or now with `driftprobe outbox --send`)"
-		case waiting && p.LastError != "":
-			p.Reason = fmt.Sprintf("waiting until %s: %s", ts(*p.NextAttemptAt), p.LastError)
-		case waiting:
+		case p.Claimed && p.LastError != "":
+			p.Reason = fmt.Sprintf("being delivered (claimed until %s; %s)", ts(*p.NextAttemptAt), beforeClaim(p.LastError))
+		case p.Claimed:
 			p.Reason = fmt.Sprintf("being delivered (claimed until %s)", ts(*p.NextAttemptAt))
+		case waiting:
+			p.Reason = fmt.Sprintf("waiting until %s: %s", ts(*p.NextAttemptAt), p.LastError)
+		case marked:
+			// Claimed by a delivery that never came back (killed), whose
+			// claim ran out: it may have reached GitHub.
+			p.Reason = "retried on the next delivery: an earlier delivery was interrupted before its outcome was recorded; " + beforeClaim(p.LastError)
 		case p.LastError != "":
 			p.Reason = "retried on the next delivery: " + p.LastError
 		case p.NextAttemptAt != nil:
@@ -109,6 +128,15 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// beforeClaim says what a claimed row recorded before its claim: le, its
+// last_error, an earlier attempt's error or a pass's note.
+func beforeClaim(le string) string {
+	if strings.HasPrefix(le, "not attempted: ") || le == UnskipNote {
+		return "noted before the claim: " + le
+	}
+	return "its previous attempt failed: " + le
 }
 
 // AfterRun delivers pending outbox rows after a run when cfg has a github

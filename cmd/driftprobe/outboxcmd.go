@@ -37,6 +37,9 @@ queued with their error and next attempt time.
   driftprobe outbox              list pending deliveries and why they are pending
   driftprobe outbox --json       the same as a JSON array
   driftprobe outbox --send       deliver what is due now, then list what is left
+                                 (exit 3 when a row failed, or a failure or
+                                 GitHub's wait kept due rows from going out;
+                                 rows not due yet are no failure)
   driftprobe outbox --dry-run    print the issue and comment bodies that would be
                                  sent, sending nothing (--dir D: one file each).
                                  Without a github block, or with --all, renders
@@ -296,6 +299,9 @@ variable named by github.private_key_env).`,
 				w := g.stdout
 				if res != nil {
 					fmt.Fprintf(w, "sent %d, failed %d, deferred %d", res.Sent, res.Failed, res.Deferred)
+					if why := deferredWhy(res); len(why) > 0 {
+						fmt.Fprintf(w, " (%s)", strings.Join(why, ", "))
+					}
 					if res.Lost > 0 {
 						fmt.Fprintf(w, ", %d left to another process", res.Lost)
 					}
@@ -342,8 +348,8 @@ variable named by github.private_key_env).`,
 					return err
 				}
 			}
-			if res != nil && len(res.Errors) > 0 {
-				return fmt.Errorf("GitHub delivery incomplete: %d row(s) failed and %d deferred (not due yet, held back behind a failed row of their event, not attempted after a failure that stopped the pass, or while GitHub asked driftprobe to wait); all %d stay queued (see above)", res.Failed, res.Deferred, len(pending))
+			if res != nil && res.Incomplete() {
+				return incomplete(res, len(pending))
 			}
 			switch {
 			case len(notPending) > 0 && len(notSkipped) > 0:
@@ -356,7 +362,7 @@ variable named by github.private_key_env).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred, skipped, rendered (dry runs only: 0), lost, held_until (when GitHub asked to wait), errors, notes, pending and holds (the GitHub waits in force); with --backfill also backfilled, the events queued)")
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred (and why: not_due, claimed_elsewhere, held_back, stopped, held_by_github), skipped, rendered (dry runs only: 0), lost, held_until (when GitHub asked to wait), errors, notes, pending and holds (the GitHub waits in force); with --backfill also backfilled, the events queued)")
 	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
@@ -366,6 +372,71 @@ variable named by github.private_key_env).`,
 	c.Flags().BoolVar(&clearHolds, "clear-holds", false, "delete every recorded GitHub wait (rate limit, outage) and say which; the rows they deferred are due again (with --send, delivered now)")
 	c.Flags().BoolVar(&backfill, "backfill", false, "queue an issue for every open event that has none (recorded before the github block was configured); with --send, deliver them now")
 	return c
+}
+
+// deferredWhy names, with their counts, the causes that left res's
+// deferred rows queued, only those that applied.
+func deferredWhy(res *ghissue.Result) []string {
+	var why []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{res.Stopped, "not attempted after a failure that stopped the pass"},
+		{res.HeldByGitHub, "due but not sent while GitHub asked driftprobe to wait"},
+		{res.NotDue, "not due yet"},
+		{res.ClaimedElsewhere, "claimed by another delivery"},
+		{res.HeldBack, "held back behind an earlier row of their event"},
+	} {
+		if c.n > 0 {
+			why = append(why, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	return why
+}
+
+// incomplete is outbox --send's error (exit 3) for a pass that left work
+// undone (ghissue.Result.Incomplete): what failed or kept due rows from
+// going out, then the rows deferred as scheduled, each only when it
+// applied; queued rows stay pending.
+func incomplete(res *ghissue.Result, queued int) error {
+	var why []string
+	if res.Failed > 0 {
+		why = append(why, fmt.Sprintf("%d row(s) failed", res.Failed))
+	}
+	if res.Stopped > 0 {
+		why = append(why, fmt.Sprintf("%d due row(s) not attempted after a failure that stopped the pass", res.Stopped))
+	}
+	if res.HeldByGitHub > 0 {
+		w := fmt.Sprintf("%d due row(s) not sent while GitHub asked driftprobe to wait", res.HeldByGitHub)
+		if res.HeldUntil != nil {
+			w += " (no request before " + res.HeldUntil.UTC().Format(time.RFC3339Nano) + ")"
+		}
+		why = append(why, w)
+	}
+	if len(why) == 0 {
+		// A problem that stopped the pass while nothing was due yet (a
+		// missing token): Errors has it.
+		why = append(why, "the pass stopped at a problem (see above)")
+	}
+	var later []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{res.NotDue, "not due yet"},
+		{res.ClaimedElsewhere, "claimed by another delivery"},
+		{res.HeldBack, "held back behind an earlier row of their event"},
+	} {
+		if c.n > 0 {
+			later = append(later, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	msg := "GitHub delivery incomplete: " + strings.Join(why, ", ")
+	if len(later) > 0 {
+		msg += "; also deferred: " + strings.Join(later, ", ")
+	}
+	return fmt.Errorf("%s; %d row(s) stay queued (see above)", msg, queued)
 }
 
 // bothSkipped returns the ids both --skip and --unskip name, in --skip's
