@@ -65,7 +65,11 @@ type CheckReport struct {
 	Observations int64 `json:"observations"`
 	// FromRun is CheckOptions.FromRun when it limited the evidence check
 	// (Observations then counts those runs' only).
-	FromRun       int64 `json:"from_run,omitempty"`
+	FromRun int64 `json:"from_run,omitempty"`
+	// LatestRun is the database's latest run when FromRun is past it (an
+	// incremental check with no new run since the last): nothing was
+	// there to read back.
+	LatestRun     int64 `json:"latest_run,omitempty"`
 	BodiesChecked int64 `json:"bodies_checked"`
 	BodiesPruned  int64 `json:"bodies_pruned"`
 	// Problems are the observations whose stored bytes do not read back
@@ -321,7 +325,15 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int, fromRun
 			return fmt.Errorf("check: observations: %w", err)
 		}
 		if !first.Valid {
-			return nil // no observation of those runs
+			// No observation of those runs: say whether they exist yet.
+			var latest sql.NullInt64
+			if err := d.db.QueryRowContext(ctx, `SELECT MAX(id) FROM runs`).Scan(&latest); err != nil && !IsCorrupt(err) {
+				return fmt.Errorf("check: runs: %w", err)
+			}
+			if latest.Int64 < fromRun {
+				rep.LatestRun = latest.Int64
+			}
+			return nil
 		}
 		start = first.Int64 - 1
 	}

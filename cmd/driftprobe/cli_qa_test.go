@@ -155,6 +155,8 @@ func TestRunIDZeroRefused(t *testing.T) {
 		{[]string{"replay", "--run", "0"}, "replay: --run 0: want a run id (runs are numbered from 1; omit it for the latest finished run)"},
 		{[]string{"replay", "--run", "-2"}, "replay: --run -2: want a run id (runs are numbered from 1"},
 		{[]string{"events", "--since", "-1"}, "events: --since -1: want a run id (runs are numbered from 1"},
+		{[]string{"db", "check", "--from-run", "0"}, "db check: --from-run 0: want a run id (runs are numbered from 1; omit it to check every run)"},
+		{[]string{"db", "check", "--from-run", "-1"}, "db check: --from-run -1: want a run id (runs are numbered from 1"},
 	} {
 		out := expectExit(t, 2, c.want, append(c.args, base...)...)
 		if strings.Contains(out, "run 1 → run 2") || strings.Contains(out, "replayed") {
@@ -168,6 +170,10 @@ func TestRunIDZeroRefused(t *testing.T) {
 	expectExit(t, 0, "no events", append([]string{"events"}, base...)...)
 	expectExit(t, 0, "no events", append([]string{"events", "--since", "1"}, base...)...)
 	expectExit(t, 0, "no events", append([]string{"events", "--since", "0"}, base...)...) // every event: a poller's first query
+	expectExit(t, 0, "of runs 2 and later", append([]string{"db", "check", "--from-run", "2"}, base...)...)
+	// Past the latest run (an incremental check with no new run since):
+	// nothing to read back, said so, not an error.
+	expectExit(t, 0, "no run 3 or later yet (the latest is run 2)", append([]string{"db", "check", "--from-run", "3"}, base...)...)
 }
 
 // compare --run --json whose run was degraded for a target prints a JSON

@@ -33,7 +33,7 @@ func TestDBCheckFromRun(t *testing.T) {
 	if stdout, _, code := runIn(t, "db", "check", "--from-run", "2", "--db", db); code != 0 || !strings.Contains(stdout, "observation(s) of runs 2 and later") {
 		t.Errorf("text output: exit %d\n%s", code, stdout)
 	}
-	if _, stderr, code := runIn(t, "db", "check", "--from-run", "-1", "--db", db); code != 2 || !strings.Contains(stderr, "--from-run must be a run id") {
+	if _, stderr, code := runIn(t, "db", "check", "--from-run", "-1", "--db", db); code != 2 || !strings.Contains(stderr, "--from-run -1: want a run id") {
 		t.Errorf("--from-run -1: exit %d %s", code, stderr)
 	}
 }

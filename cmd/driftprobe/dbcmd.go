@@ -297,8 +297,8 @@ cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 			if opts.MaxProblems < 1 {
 				return cobraUsage{fmt.Errorf("%s: --max-problems must be at least 1", cmd.CommandPath())}
 			}
-			if opts.FromRun < 0 {
-				return cobraUsage{fmt.Errorf("%s: --from-run must be a run id (runs are numbered from 1)", cmd.CommandPath())}
+			if err := checkRunID(cmd, "from-run", opts.FromRun, "to check every run"); err != nil {
+				return err
 			}
 			sess, err := app.OpenReadOnly(cmd.Context(), g.config, g.db)
 			var notSQLite *storage.NotSQLiteError
@@ -401,6 +401,12 @@ func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
 		fmt.Fprintf(tw, "evidence\tnot checked: %s\n", rep.BodiesSkippedWhy)
 	case rep.BodiesSkipped:
 		fmt.Fprintf(tw, "evidence\tnot checked (--no-bodies)\n")
+	case rep.FromRun > 1 && rep.Observations == 0 && rep.LatestRun < rep.FromRun:
+		latest := "none has run yet"
+		if rep.LatestRun > 0 {
+			latest = fmt.Sprintf("the latest is run %d", rep.LatestRun)
+		}
+		fmt.Fprintf(tw, "evidence	nothing to read back: no run %d or later yet (%s)\n", rep.FromRun, latest)
 	default:
 		of := ""
 		if rep.FromRun > 1 {

@@ -35,10 +35,10 @@ not complete.`,
 			if target == "" {
 				return app.Usage(fmt.Errorf("diff: --target is required"))
 			}
-			if err := checkRunID(cmd, "from", from, "the run before --to"); err != nil {
+			if err := checkRunID(cmd, "from", from, "for the run before --to"); err != nil {
 				return err
 			}
-			if err := checkRunID(cmd, "to", to, "the latest run of the target"); err != nil {
+			if err := checkRunID(cmd, "to", to, "for the latest run of the target"); err != nil {
 				return err
 			}
 			ctx := cmd.Context()

@@ -30,7 +30,7 @@ first_run, confirmed_run, issue_url and more.`,
 			// --since 0 is every event (a poller's first query); below 0
 			// is no run id.
 			if since != 0 {
-				if err := checkRunID(cmd, "since", since, "every event"); err != nil {
+				if err := checkRunID(cmd, "since", since, "for every event"); err != nil {
 					return err
 				}
 			}

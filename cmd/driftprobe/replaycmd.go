@@ -28,7 +28,7 @@ on. Exit 1 when any observation differs, 2 when nothing could be replayed
 because the run's targets are not in the config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkRunID(cmd, "run", run, "the latest finished run"); err != nil {
+			if err := checkRunID(cmd, "run", run, "for the latest finished run"); err != nil {
 				return err
 			}
 			ctx := cmd.Context()

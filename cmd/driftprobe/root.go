@@ -315,11 +315,12 @@ func wrapArgs(c *cobra.Command) {
 
 // checkRunID refuses a run id flag of c below 1 as a usage error: runs are
 // numbered from 1, and the flag's 0 default stands for "not given" (omit
-// says what the command then reads), so a 0 the user typed would silently
-// read the default runs.
+// says what the command then does, e.g. "for the latest run"), so a 0 the
+// user typed would silently read the default runs.
 func checkRunID(c *cobra.Command, flag string, id int64, omit string) error {
 	if id < 0 || id == 0 && c.Flags().Changed(flag) {
-		return app.Usage(fmt.Errorf("%s: --%s %d: want a run id (runs are numbered from 1; omit it for %s)", c.Name(), flag, id, omit))
+		name := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ") // "db check", not "check"
+		return app.Usage(fmt.Errorf("%s: --%s %d: want a run id (runs are numbered from 1; omit it %s)", name, flag, id, omit))
 	}
 	return nil
 }
