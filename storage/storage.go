@@ -56,6 +56,17 @@ type DB struct {
 	// much as a tenth of the rows it inserts.
 	insertMu   sync.Mutex
 	insertFull *sql.Stmt
+	// storeTxs and leaseTxs follow the write transactions begun (Tx,
+	// txOn) on the store's connection and on the lease's: a transaction
+	// on one that waited out the busy timeout says whether the other's
+	// held the write lock meanwhile.
+	storeTxs, leaseTxs txWatch
+	// migrated holds the schema versions Open's migrations took the
+	// database from and to (Migrated), equal when it applied none;
+	// applied, whether it applied any (through retries on a busy
+	// database too).
+	migrated [2]int
+	applied  bool
 }
 
 // Open opens (creating if needed) the database at path and applies pending
@@ -90,35 +101,21 @@ func Open(ctx context.Context, p string) (*DB, error) {
 	sdb.SetMaxOpenConns(1)
 	sdb.SetConnMaxIdleTime(0)
 	d := &DB{db: sdb, path: p, now: func() time.Time { return time.Now().UTC() }}
-	// A database another process is creating at this very moment can
-	// answer SQLITE_BUSY before the busy timeout applies (switching a new
-	// file to WAL takes an exclusive lock): retry briefly.
-	for attempt := 1; ; attempt++ {
-		err := d.migrate(ctx)
-		if err == nil {
-			break
-		}
-		if !isBusy(err) || attempt == openAttempts {
-			sdb.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			sdb.Close()
-			return nil, errors.Join(err, ctx.Err())
-		case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
-		}
+	if err := retryBusy(ctx, func() error { return d.migrate(ctx) }); err != nil {
+		sdb.Close()
+		return nil, err
 	}
 	if p == ":memory:" {
 		return d, nil // another connection would open another database
 	}
 	// The lease's connection, opened now: the file it opens is the one
 	// the store's connection has (a file moved into place later is not).
+	// Its opening may find the database busy as the migrations' did.
 	lease, err := sql.Open("sqlite", dsn)
 	if err == nil {
 		lease.SetMaxOpenConns(1)
 		lease.SetConnMaxIdleTime(0)
-		if err = lease.PingContext(ctx); err != nil {
+		if err = retryBusy(ctx, func() error { return lease.PingContext(ctx) }); err != nil {
 			lease.Close()
 		}
 	}
@@ -557,6 +554,28 @@ func sqliteCode(err error) int {
 // openAttempts bounds Open's retries on SQLITE_BUSY (about 10 s in all).
 const openAttempts = 45
 
+// retryBusy calls try until it returns anything but SQLITE_BUSY,
+// openAttempts times at most, a little longer apart each time: Open's
+// first statements on each of its connections (the migrations on the
+// store's, the opening of the run lease's). A database another process is
+// creating or opening at this very moment can answer SQLITE_BUSY before
+// the busy timeout applies (switching a new file to WAL takes an
+// exclusive lock, as does recovering a WAL a crash left). It returns
+// try's last error, joined with ctx's when ctx ended the wait.
+func retryBusy(ctx context.Context, try func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil || !isBusy(err) || attempt == openAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+		}
+	}
+}
+
 // isBusy reports whether err is SQLite's "database is locked".
 func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
 
@@ -619,7 +638,7 @@ func (d *DB) SQL() *sql.DB { return d.db }
 // SQL(). Nothing else is meant to use it (tests hold it to stall lease
 // operations). A lease operation made inside a write transaction on
 // SQL() waits for that transaction's own write lock, and fails after the
-// busy timeout.
+// busy timeout, saying it was this process's own.
 func (d *DB) LeaseSQL() *sql.DB {
 	if d.lease == nil {
 		return d.db
@@ -681,6 +700,10 @@ var ErrNewerSchema = errors.New("database schema is newer than this driftprobe")
 // transaction, so processes opening the same database at once — a daemon
 // and a CLI command after an upgrade — apply each migration exactly once
 // instead of racing to apply it twice.
+//
+// It records what it did for Migrated: the versions it migrated the
+// database from and to, or that it applied nothing (the database was
+// current, or another process migrated it first).
 func (d *DB) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
@@ -695,8 +718,13 @@ func (d *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("%s: %w (schema %d, this binary knows %d)", d.path, ErrNewerSchema, cur, len(ms))
 		}
 		if cur == len(ms) {
+			if !d.applied {
+				d.migrated[0] = cur
+			}
+			d.migrated[1] = cur
 			return nil
 		}
+		from := -1
 		err = d.Tx(ctx, func(tx *sql.Tx) error {
 			// Under the write lock: another process may have migrated
 			// since the read above.
@@ -717,6 +745,7 @@ func (d *DB) migrate(ctx context.Context) error {
 			}
 			// Every pending migration in this one transaction: an upgrade
 			// (or a new database's schema) commits whole or not at all.
+			from = cur
 			for _, m := range ms[cur:] {
 				if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 					return fmt.Errorf("migration %s: %w", m.name, err)
@@ -730,8 +759,19 @@ func (d *DB) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if from >= 0 && !d.applied {
+			d.migrated[0], d.applied = from, true // committed
+		}
 	}
 }
+
+// Migrated reports the schema versions the migrations Open applied took
+// the database from and to. When it applied none, both are the version it
+// found: the database was this driftprobe's schema already, or another
+// process opening it at the same time migrated it first (Open waited for
+// that process's write lock, then found the migrations applied). Zero for
+// a store Open did not return.
+func (d *DB) Migrated() (from, to int) { return d.migrated[0], d.migrated[1] }
 
 // Tx runs fn in one transaction, committing when it returns nil.
 func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
@@ -740,12 +780,15 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // txOn is Tx on the handle sdb (the store's, or the lease's).
 func (d *DB) txOn(ctx context.Context, sdb *sql.DB, fn func(tx *sql.Tx) error) error {
+	mine, other, otherName := d.txWatches(sdb)
+	before := other.seen()
 	tx, err := sdb.BeginTx(ctx, nil)
 	if err != nil {
 		if isBusy(err) {
-			// Another process held the database's write lock for longer
-			// than the busy timeout: say so, and where.
-			return fmt.Errorf("begin: %s: another process has held a write transaction on the database for more than %s (the busy timeout; a driftprobe command or a program writing it directly): %w", d.path, BusyTimeout, err)
+			// The database's write lock was held for longer than the
+			// busy timeout: say by whom, as far as this process knows,
+			// and where.
+			return fmt.Errorf("begin: %s: %s: %w", d.path, busyHolders(before, other.seen(), otherName), err)
 		}
 		if isReadOnly(err) {
 			// Files beside the database (its -wal, -shm) this user may
@@ -754,6 +797,10 @@ func (d *DB) txOn(ctx context.Context, sdb *sql.DB, fn func(tx *sql.Tx) error) e
 		}
 		return fmt.Errorf("begin: %w", err)
 	}
+	// Begun: on a writer's store (immediate transactions) it holds the
+	// write lock until it commits or rolls back.
+	mine.begin()
+	defer mine.end()
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
@@ -762,6 +809,84 @@ func (d *DB) txOn(ctx context.Context, sdb *sql.DB, fn func(tx *sql.Tx) error) e
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// txWatch follows the write transactions txOn begins on one of a store's
+// handles: whether one is open, and how many have begun. Statements run
+// outside a transaction (through SQL() directly) are not followed.
+type txWatch struct {
+	mu    sync.Mutex
+	open  int
+	begun uint64
+}
+
+// txSeen is what a txWatch saw at one moment.
+type txSeen struct {
+	open  bool
+	begun uint64
+}
+
+// seen returns what w saw so far (nothing for a nil w).
+func (w *txWatch) seen() txSeen {
+	if w == nil {
+		return txSeen{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return txSeen{open: w.open > 0, begun: w.begun}
+}
+
+// begin records a transaction begun; end, once it committed or rolled back.
+func (w *txWatch) begin() {
+	w.mu.Lock()
+	w.open++
+	w.begun++
+	w.mu.Unlock()
+}
+
+func (w *txWatch) end() {
+	w.mu.Lock()
+	w.open--
+	w.mu.Unlock()
+}
+
+// txWatches returns the txWatch of the handle sdb, and that of this
+// store's other handle with its name (nil when the store has only one:
+// read-only or in-memory).
+func (d *DB) txWatches(sdb *sql.DB) (mine, other *txWatch, otherName string) {
+	switch {
+	case d.lease == nil:
+		return &d.storeTxs, nil, ""
+	case sdb == d.lease:
+		return &d.leaseTxs, &d.storeTxs, "its store connection"
+	default:
+		return &d.storeTxs, &d.leaseTxs, "its run lease's connection"
+	}
+}
+
+// busyHolders says who held the database's write lock while a
+// transaction waited out the busy timeout to begin on one of this store's
+// handles, from what its other handle (named where) was seen doing when
+// the wait began (before) and when it failed (after). A transaction
+// begins holding the lock and is seen open only after, and is seen ended
+// only once it let the lock go: one seen open before and after, and none
+// begun in between, held it all the while. None seen open at either end,
+// and none begun in between, held it at no time: another process did (a
+// statement this process ran outside a transaction holds the lock only
+// while it runs; its one long one, VACUUM, runs under the run lease this
+// process then holds, and never beside a lease acquisition of its own).
+func busyHolders(before, after txSeen, where string) string {
+	switch {
+	case before.open && after.open && before.begun == after.begun:
+		return fmt.Sprintf("this process's own write transaction, on %s, has held the database for more than %s (the busy timeout), as long as this one waited", where, BusyTimeout)
+	case before.open || after.open || before.begun != after.begun:
+		n := after.begun - before.begun
+		if before.open {
+			n++
+		}
+		return fmt.Sprintf("write transactions have held the database for more than %s (the busy timeout): this process's own, on %s (%d while this one waited), perhaps with another process's (a driftprobe command or a program writing it directly)", BusyTimeout, where, n)
+	}
+	return fmt.Sprintf("another process has held a write transaction on the database for more than %s (the busy timeout; a driftprobe command or a program writing it directly)", BusyTimeout)
 }
 
 const timeFmt = time.RFC3339Nano

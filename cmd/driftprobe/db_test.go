@@ -324,17 +324,7 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "d.db")
 	mustRun(t, 2, "--db", db)
-	// Make it a schema-7 database: before migrations 0008, 0009 and 0010.
-	st, err := storage.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `ALTER TABLE event_updates DROP COLUMN kind`, `ALTER TABLE run_targets DROP COLUMN origin`, `ALTER TABLE input_changes DROP COLUMN cause`, `ALTER TABLE probe_states DROP COLUMN origin`, `DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `ALTER TABLE run_targets DROP COLUMN model`, `DROP TABLE github_holds`, `PRAGMA user_version = 7`} {
-		if _, err := st.SQL().Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
+	schema7(t, db)
 	before, err := os.ReadFile(db)
 	if err != nil {
 		t.Fatal(err)
@@ -373,6 +363,22 @@ func TestReadCommandsNeverMigrate(t *testing.T) {
 	for _, args := range [][]string{{"events"}, {"db", "check"}} {
 		if _, stderr, code := runIn(t, append(args, "--db", empty)...); code != 2 || !strings.Contains(stderr, "empty.db is an empty file, not a driftprobe database") {
 			t.Errorf("%v on an empty file: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
+// schema7 makes the database at db a schema-7 one, as a driftprobe before
+// migration 0008 left it.
+func schema7(t *testing.T, db string) {
+	t.Helper()
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `ALTER TABLE event_updates DROP COLUMN kind`, `ALTER TABLE run_targets DROP COLUMN origin`, `ALTER TABLE input_changes DROP COLUMN cause`, `ALTER TABLE probe_states DROP COLUMN origin`, `DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `ALTER TABLE run_targets DROP COLUMN model`, `DROP TABLE github_holds`, `PRAGMA user_version = 7`} {
+		if _, err := st.SQL().Exec(q); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

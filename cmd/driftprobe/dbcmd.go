@@ -241,7 +241,7 @@ opened by an older driftprobe: back it up first (driftprobe db backup FILE).`,
 			if err != nil {
 				return err
 			}
-			from, err := ro.Store.SchemaVersion(ctx)
+			read, err := ro.Store.SchemaVersion(ctx)
 			ro.Close()
 			if err != nil {
 				return err
@@ -251,15 +251,19 @@ opened by an older driftprobe: back it up first (driftprobe db backup FILE).`,
 				return err
 			}
 			defer sess.Close()
-			to, err := sess.Store.SchemaVersion(ctx)
-			if err != nil {
-				return err
-			}
-			if from == to {
+			// What this process's Open applied: another `db migrate` (or
+			// run, or serve) opening the database at the same time may
+			// have migrated it between the read above and the write lock
+			// Open's migrations take.
+			from, to := sess.Store.Migrated()
+			switch {
+			case from != to:
+				fmt.Fprintf(g.stdout, "%s: schema %d → %d\n", sess.Store.Path(), from, to)
+			case read != to:
+				fmt.Fprintf(g.stdout, "%s: schema already at %d (migrated by another process since this one read schema %d)\n", sess.Store.Path(), to, read)
+			default:
 				fmt.Fprintf(g.stdout, "%s: schema %d, already this driftprobe's\n", sess.Store.Path(), to)
-				return nil
 			}
-			fmt.Fprintf(g.stdout, "%s: schema %d → %d\n", sess.Store.Path(), from, to)
 			return nil
 		},
 	}
