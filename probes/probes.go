@@ -163,6 +163,32 @@ type Originer interface {
 	Origin() string
 }
 
+// AccountScoper is implemented by a prober whose target chooses, in
+// headers the request fingerprint leaves out, which account it speaks for
+// at its endpoint (OpenAI's OpenAI-Organization and OpenAI-Project):
+// account-level policy and enforcement differ per account, so switching a
+// target to another one is a reconfiguration of the target, as moving its
+// base URL is, never a provider change. AccountScope returns the account's
+// identity as space-separated name=value pairs in a fixed order, each
+// value query-escaped (so no two accounts read alike), which the runner
+// appends to the origin after a space (see ScopedOrigin); "" when the
+// target names no account, so its origin is its endpoint's alone, as for
+// every other prober. It never holds a credential.
+type AccountScoper interface {
+	AccountScope() string
+}
+
+// ScopedOrigin is origin qualified by an account scope (AccountScoper):
+// "https://api.openai.com organization=org-1 project=proj_2". An origin
+// has no space of its own (URLOrigin escapes the path), so the scope is
+// told apart. It is origin itself when either is "".
+func ScopedOrigin(origin, scope string) string {
+	if origin == "" || scope == "" {
+		return origin
+	}
+	return origin + " " + scope
+}
+
 // RequestOrigin is the endpoint identity of r: what its URL holds that its
 // fingerprint does not. That is the URL without the fingerprinted path (and
 // without the query): scheme, host and the base URL's own path prefix

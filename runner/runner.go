@@ -453,14 +453,22 @@ func Origin(t *Target, c *corpus.Corpus) string {
 }
 
 // originOf is t's endpoint identity: the prober's own (probes.Originer),
-// else probes.RequestOrigin of req.
+// else probes.RequestOrigin of req, qualified by the account the target
+// speaks for there when its prober names one (probes.AccountScoper:
+// OpenAI's organization and project), so that switching accounts moves
+// the target as switching endpoints does.
 func originOf(t *Target, req *probes.Request) string {
+	origin := ""
 	if o, ok := t.Prober.(probes.Originer); ok {
-		if s := o.Origin(); s != "" {
-			return s
-		}
+		origin = o.Origin()
 	}
-	return probes.RequestOrigin(req)
+	if origin == "" {
+		origin = probes.RequestOrigin(req)
+	}
+	if a, ok := t.Prober.(probes.AccountScoper); ok {
+		origin = probes.ScopedOrigin(origin, a.AccountScope())
+	}
+	return origin
 }
 
 func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan<- *storage.Observation, global chan struct{}, progress func()) *TargetSummary {

@@ -29,7 +29,7 @@ type planTarget struct {
 	Target         string  `json:"target"`
 	Provider       string  `json:"provider"`
 	Model          string  `json:"model"`
-	Origin         string  `json:"origin"` // where the requests go: scheme://host, or sim:embedded
+	Origin         string  `json:"origin"` // where the requests go: scheme://host, or sim:embedded; then the account named, if any (" organization=… project=…")
 	Probes         int     `json:"probes"`
 	RenderErrors   int     `json:"render_errors"`
 	RequestBytes   int     `json:"request_bytes"`

@@ -701,7 +701,8 @@ type (
 		// starts its own baseline. Always present, [] when none.
 		Renamed []diff.ProbeRename `json:"renamed"`
 		// Origin is the endpoint the requests went to (scheme://host, or
-		// "sim:embedded"); OriginChange is set when it differs from the
+		// "sim:embedded"; then the account named, if any: " organization=…
+		// project=…"); OriginChange is set when it differs from the
 		// target's previous run's: every baseline restarts.
 		Origin       string             `json:"origin"`
 		OriginChange *diff.OriginChange `json:"origin_change"`
