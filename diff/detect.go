@@ -782,8 +782,13 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 	// Unless the target moves below, this run's detection is the state's:
 	// its event rows are those at the state's origin.
 	d.origin = prev
-	if cur == "" || (!noState && prev == cur) {
+	if cur == "" {
 		return states, false, false, nil
+	}
+	if !noState && prev == cur {
+		// Nothing of a state recorded before origins named the account
+		// is left to adopt.
+		return states, false, false, d.accountNamed()
 	}
 	speaks := d.t.Status == storage.TargetComplete
 	if speaks {
@@ -812,7 +817,27 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET origin = ? WHERE target_id = ? AND origin = ''`, cur, d.t.ID); err != nil {
 			return nil, false, false, err
 		}
-		return states, true, false, nil
+		return states, true, false, d.accountNamed()
+	}
+	// A state recorded before origins named the account (schema 22), at
+	// this endpoint, now with an account named: the same endpoint and
+	// account, now named, is no move. The state and the target's event
+	// rows there take the named origin.
+	unnamed := false
+	if err := d.tx.QueryRowContext(d.ctx, `SELECT EXISTS (SELECT 1 FROM origin_scope_unnamed WHERE target_id = ?)`, d.t.ID).Scan(&unnamed); err != nil {
+		return nil, false, false, err
+	}
+	if unnamed {
+		if err := d.accountNamed(); err != nil {
+			return nil, false, false, err
+		}
+		if probes.UnscopedOrigin(prev) == prev && probes.UnscopedOrigin(cur) == prev {
+			d.origin = cur
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET origin = ? WHERE target_id = ? AND origin = ?`, cur, d.t.ID, prev); err != nil {
+				return nil, false, false, err
+			}
+			return states, true, false, nil
+		}
 	}
 	d.origin = cur
 	var prevRun int64
@@ -885,6 +910,15 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		stats.InputChanges++
 	}
 	return map[string]*state{}, true, false, nil
+}
+
+// accountNamed records that the target's detection state now belongs to
+// an origin that names its account when it has one (the first run that
+// speaks for the state since schema 22): no state of it recorded before
+// is left to adopt (origin_scope_unnamed; see moveOrigin).
+func (d *detector) accountNamed() error {
+	_, err := d.tx.ExecContext(d.ctx, `DELETE FROM origin_scope_unnamed WHERE target_id = ?`, d.t.ID)
+	return err
 }
 
 // renames lists the probe ids new in this run (no state before) whose

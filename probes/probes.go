@@ -189,6 +189,13 @@ func ScopedOrigin(origin, scope string) string {
 	return origin + " " + scope
 }
 
+// UnscopedOrigin is the endpoint part of an origin ScopedOrigin may have
+// qualified: origin without its account scope.
+func UnscopedOrigin(origin string) string {
+	endpoint, _, _ := strings.Cut(origin, " ")
+	return endpoint
+}
+
 // RequestOrigin is the endpoint identity of r: what its URL holds that its
 // fingerprint does not. That is the URL without the fingerprinted path (and
 // without the query): scheme, host and the base URL's own path prefix

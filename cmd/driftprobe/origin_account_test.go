@@ -1,14 +1,17 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/sim"
@@ -98,4 +101,147 @@ func TestAccountSwitchIsAMoveNotAFlip(t *testing.T) {
 	at("organization: org-a, project: proj-2", proj2, orgA, false, 3)
 	// No account named: the endpoint's origin alone, as before.
 	at("", host, proj2, false, 1)
+}
+
+// An OpenAI target naming an organization was at the plain origin (the
+// endpoint's alone) until driftprobe put the account in the origin. Its
+// first run after the upgrade, at the same endpoint and account, now
+// named, adopts its detection state and its open event's rows: not a move
+// (no baselines restart, no ticket), and the event still reverts there.
+func TestUpgradeAdoptsTheUnnamedAccountOrigin(t *testing.T) {
+	const keyVar, key = "DRIFTPROBE_TEST_ACCOUNT_KEY", "sk-test-account-upgrade-0123456789"
+	t.Setenv(keyVar, key)
+	var strict atomic.Bool
+	loose, tight := sim.NewServer(sim.Config{}), sim.NewServer(strictSim(1))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("OpenAI-Organization") != "org-a" || r.Header.Get("Authorization") != "Bearer "+key {
+			http.Error(w, `{"error":{"message":"no such account","type":"invalid_request_error","code":"unknown_account"}}`, http.StatusUnauthorized)
+			return
+		}
+		if strict.Load() {
+			tight.ServeHTTP(w, r)
+			return
+		}
+		loose.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := probes.URLOrigin(srv.URL)
+	scoped := host + " organization=org-a"
+	dir := t.TempDir()
+	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
+	if err := os.WriteFile(cfg, []byte("targets:\n  - {name: oa, provider: openai, model: sim-large, base_url: \""+srv.URL+"/v1\", api_key_env: "+keyVar+", options: {organization: org-a}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() app.RunJSON {
+		t.Helper()
+		stdout, stderr, code := runIn(t, "run", "--json", "--no-progress", "--config", cfg, "--db", db)
+		var out app.RunJSON
+		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Targets) != 1 {
+			t.Fatalf("run: exit %d: %s\n%s", code, stderr, stdout)
+		}
+		return out
+	}
+	events := func() []*diff.Event {
+		t.Helper()
+		stdout, stderr, code := runIn(t, "events", "--json", "--db", db)
+		var evs []*diff.Event
+		if code != 0 || json.Unmarshal([]byte(stdout), &evs) != nil {
+			t.Fatalf("events: exit %d: %s", code, stderr)
+		}
+		return evs
+	}
+	// Baselines, then a policy change confirmed: one open event.
+	for range 3 {
+		run()
+	}
+	strict.Store(true)
+	for i := 0; len(events()) == 0; i++ {
+		if i == 8 {
+			t.Fatal("the stricter policy confirmed no event in 8 runs")
+		}
+		run()
+	}
+	if evs := events(); len(evs) != 1 || evs[0].Status != "open" {
+		t.Fatalf("events before the upgrade: %+v", evs)
+	}
+
+	// The database as the release before wrote it: every origin the
+	// plain one, schema 21.
+	sdb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE probe_states SET origin = '` + host + `'`,
+		`UPDATE run_targets SET origin = '` + host + `'`,
+		`UPDATE event_probes SET origin = '` + host + `'`,
+		`DROP TABLE origin_scope_unnamed`,
+		`PRAGMA user_version = 21`,
+	} {
+		if _, err := sdb.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	sdb.Close()
+
+	out := run()
+	if tg := out.Targets[0]; tg.Origin != scoped || tg.OriginChange != nil || len(out.Events) != 0 {
+		t.Fatalf("first run after the upgrade: origin %q, change %+v, events %+v; want %q adopted, no move", tg.Origin, tg.OriginChange, out.Events, scoped)
+	}
+	// Back to the looser policy at the same account: the event reverts.
+	strict.Store(false)
+	for i := 0; events()[0].Status == "open"; i++ {
+		if i == 8 {
+			t.Fatalf("the event never reverted after the upgrade: %+v", events()[0])
+		}
+		if out := run(); out.Targets[0].OriginChange != nil {
+			t.Fatalf("run %d moved: %+v", out.RunID, out.Targets[0].OriginChange)
+		}
+	}
+	if ev := events()[0]; ev.Status != "reverted" {
+		t.Errorf("event after the looser policy returned: %s, want reverted", ev.Status)
+	}
+}
+
+// The adoption is once, at the target's first run after the upgrade: a
+// target that named no account then and names one later has switched
+// accounts (a move), as in TestAccountSwitchIsAMoveNotAFlip.
+func TestUpgradeAdoptionIsOnce(t *testing.T) {
+	const keyVar, key = "DRIFTPROBE_TEST_ACCOUNT_KEY", "sk-test-account-once-0123456789"
+	t.Setenv(keyVar, key)
+	srv := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer srv.Close()
+	host := probes.URLOrigin(srv.URL)
+	dir := t.TempDir()
+	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
+	run := func(options string) app.TargetJSON {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte("targets:\n  - {name: oa, provider: openai, model: sim-large, base_url: \""+srv.URL+"/v1\", api_key_env: "+keyVar+", options: {"+options+"}}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runIn(t, "run", "--json", "--no-progress", "--config", cfg, "--db", db)
+		var out app.RunJSON
+		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Targets) != 1 {
+			t.Fatalf("run: exit %d: %s\n%s", code, stderr, stdout)
+		}
+		return out.Targets[0]
+	}
+	run("")
+	run("")
+	sdb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE origin_scope_unnamed`, `PRAGMA user_version = 21`} {
+		if _, err := sdb.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	sdb.Close()
+	if tg := run(""); tg.Origin != host || tg.OriginChange != nil {
+		t.Fatalf("first run after the upgrade, no account named: origin %q, change %+v", tg.Origin, tg.OriginChange)
+	}
+	if tg := run("organization: org-a"); tg.OriginChange == nil || tg.OriginChange.From != host || tg.OriginChange.To != host+" organization=org-a" {
+		t.Errorf("an account named after the upgrade's first run: origin %q, change %+v; want a move", tg.Origin, tg.OriginChange)
+	}
 }
