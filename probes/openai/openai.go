@@ -116,6 +116,7 @@ type Prober struct {
 var (
 	_ probes.Prober     = (*Prober)(nil)
 	_ probes.Authorizer = (*Prober)(nil)
+	_ probes.Generator  = (*Prober)(nil)
 )
 
 // New builds an openai prober.
@@ -172,3 +173,7 @@ func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Resul
 // text-moderation models: oaiwire.NormalizeModeration); unknown names are
 // "other" with known false.
 func NormalizeModeration(raw string) (string, bool) { return oaiwire.NormalizeModeration(raw) }
+
+// Generates reports whether the requests have a model generate output:
+// not for endpoint moderation, whose requests carry no max_tokens.
+func (p *Prober) Generates() bool { return p.endpoint != EndpointModeration }
