@@ -1727,6 +1727,26 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		row := had[f.probeID]
 		return !sameRow(f) || !f.settled || (f.after != row[0] && f.after != row[1])
 	}
+	var added, again, settled, rebytes []string
+	for _, f := range flips {
+		_, ok := had[f.probeID]
+		switch {
+		case ok && !sameRow(f):
+			rebytes = append(rebytes, f.probeID)
+		case ok && f.settled:
+			if news(f) {
+				settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
+			}
+		case ok:
+			again = append(again, f.probeID)
+		default:
+			added = append(added, f.probeID)
+		}
+	}
+	// quiet: nothing to tell (a probe marked again, a marked probe moving
+	// between the two verdicts it was marked for): no update is logged.
+	quiet := len(added) == 0 && len(settled) == 0 && len(rebytes) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded
+	wrote := false
 	for _, f := range flips {
 		if sameRow(f) && f.settled {
 			continue
@@ -1734,6 +1754,14 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		if err := d.addProbe(eid, f); err != nil {
 			return err
 		}
+		wrote = true
+	}
+	if quiet && !wrote {
+		// Nothing of the event changed, not even a row: it must not look
+		// updated (last_run drives `events --since` and "updated run N").
+		// The window is unaffected: last_run stays at or above every
+		// row's confirmed_run (windowSQL).
+		return nil
 	}
 	if _, err := d.tx.ExecContext(d.ctx, `INSERT OR IGNORE INTO event_targets (event_id, target_id, joined_run) VALUES (?, ?, ?)`, eid, d.t.ID, run); err != nil {
 		return err
@@ -1793,24 +1821,10 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), firstRun, run, modelBefore, modelAfter, ts(d.now), eid); err != nil {
 		return err
 	}
-	var added, again, settled, rebytes []string
-	for _, f := range flips {
-		_, ok := had[f.probeID]
-		switch {
-		case ok && !sameRow(f):
-			rebytes = append(rebytes, f.probeID)
-		case ok && f.settled:
-			if news(f) {
-				settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
-			}
-		case ok:
-			again = append(again, f.probeID)
-		default:
-			added = append(added, f.probeID)
-		}
-	}
-	if len(added) == 0 && len(settled) == 0 && len(rebytes) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
-		// Marked again, nothing new: the rows are updated, nobody told.
+	if quiet {
+		// Marked again, nothing new: the rows are updated (their latest
+		// marking and flip rate, shown in `events`), and last_run with
+		// them, which the window needs (windowSQL), but nobody is told.
 		return nil
 	}
 	var parts []string

@@ -154,6 +154,25 @@ type Authorizer interface {
 	Authorize(ctx context.Context, r *http.Request) error
 }
 
+// Generator is implemented by a prober that can render requests for an
+// endpoint where no model generates output: a classification endpoint
+// (moderation, a guardrail applied to the input) whose requests carry no
+// max_tokens and bill no output tokens. Generates reports whether the
+// requests it renders have a model generate output. See Generates.
+type Generator interface {
+	Generates() bool
+}
+
+// Generates reports whether p's requests have a model generate (billed)
+// output, capped by the target's max_tokens: what p's Generator says, and
+// true for a prober without one (every chat endpoint).
+func Generates(p Prober) bool {
+	if g, ok := p.(Generator); ok {
+		return g.Generates()
+	}
+	return true
+}
+
 // Originer is implemented by a prober whose endpoint is not told by the
 // URLs it renders: the in-process simulator listens on a new loopback port
 // in every process yet is the same endpoint each time. Origin returns that

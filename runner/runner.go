@@ -383,6 +383,10 @@ type TargetPlan struct {
 	// Requests is every probe's request in corpus order, the lines
 	// RequestsSHA256 is made of. Only Plan fills it.
 	Requests []ProbePlan
+	// NoOutput: the requests have no model generate output (a
+	// classification endpoint: probes.Generates is false), so none carries
+	// max_tokens and no output is billed. Only Plan fills it.
+	NoOutput bool
 }
 
 // ProbePlan is one probe's request as a run renders it.
@@ -400,6 +404,7 @@ type ProbePlan struct {
 // nothing.
 func Plan(c *corpus.Corpus, t *Target) TargetPlan {
 	jobs, p := render(c, t)
+	p.NoOutput = !probes.Generates(t.Prober)
 	p.Requests = make([]ProbePlan, len(jobs))
 	for i, j := range jobs {
 		pp := ProbePlan{ProbeID: j.probe.ID, ProbeSHA256: j.probe.SHA256, RequestSHA256: storage.RenderError, Err: j.err}

@@ -126,9 +126,15 @@ type Prober struct {
 }
 
 var (
+<<<<<<< HEAD
 	_ probes.Prober        = (*Prober)(nil)
 	_ probes.Authorizer    = (*Prober)(nil)
 	_ probes.AccountScoper = (*Prober)(nil)
+=======
+	_ probes.Prober     = (*Prober)(nil)
+	_ probes.Authorizer = (*Prober)(nil)
+	_ probes.Generator  = (*Prober)(nil)
+>>>>>>> fix-evidence
 )
 
 // New builds an openai prober.
@@ -201,3 +207,7 @@ func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Resul
 // text-moderation models: oaiwire.NormalizeModeration); unknown names are
 // "other" with known false.
 func NormalizeModeration(raw string) (string, bool) { return oaiwire.NormalizeModeration(raw) }
+
+// Generates reports whether the requests have a model generate output:
+// not for endpoint moderation, whose requests carry no max_tokens.
+func (p *Prober) Generates() bool { return p.endpoint != EndpointModeration }
