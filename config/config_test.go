@@ -217,6 +217,14 @@ func TestLoadInvalid(t *testing.T) {
 		// A refused Prometheus URL that may hold a credential is not
 		// repeated (the row's message must not carry PROMSECRET99).
 		{"attribution-url-credential", `attribution\.prometheus`, "prometheus:", `want an http(s) URL such as http://prometheus:9090 (the value is not repeated: it may hold a credential)`},
+		// Anchors and aliases: every problem yaml.v3 reports about them is
+		// located, at the alias that causes it, and names its field.
+		{"alias-undefined", `targets\[0\]\.seed`, "seed: *nope", "invalid YAML: unknown anchor 'nope' referenced (an alias *nope names a value anchored &nope earlier in the file)"},
+		{"alias-undefined-flow", `targets\[0\]\.options\.project`, "project: *nope", "unknown anchor 'nope' referenced"},
+		{"alias-contains-itself", `targets\[0\]\.sim\.<<`, "<<: *s", "*s is written inside the value it names (&s at line 6): a value cannot contain itself"},
+		{"alias-billion-laughs", `targets\[8\]\.options\.<<`, "options: &o8", `excessive aliasing: *o7 stands for 33333333 YAML nodes once its aliases are expanded`},
+		{"alias-wrong-kind", `targets\[0\]\.price`, "price: *p", "wrong type: list where a mapping expected"},
+		{"alias-merge-list", `targets\[1\]\.<<`, "<<: *p", "not an alias (*p) of a list (write the list in place: <<: [*a, *b])"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -282,6 +282,11 @@ func TestLoadBad(t *testing.T) {
 		{"bad-null-probe", `probes\[1\]`, "  - ~", "empty entry: a probe needs id, prompt (or messages), expect and role"},
 		{"bad-null-tag", `probes\[0\]\.tags\[1\]`, "      -\n", "empty entry: want one of hate, harassment"},
 		{"bad-empty-messages", `probes\[0\]\.messages`, "messages: []", "empty list: give the messages (the last from the user), or a prompt"},
+		// Anchors and aliases: located at the alias that causes the
+		// problem, with its field (internal/yamlx, shared with the config).
+		{"bad-alias-undefined", `probes\[0\]\.tags`, "tags: *tags}", "invalid YAML: unknown anchor 'tags' referenced (an alias *tags names a value anchored &tags earlier in the file)"},
+		{"bad-alias-contains-itself", `probes\[0\]\.messages\[0\]\.<<`, "<<: *m", "*m is written inside the value it names (&m at line 10): a value cannot contain itself"},
+		{"bad-alias-laughs", `probes\[7\]\.messages\[0\]\.<<`, "- &m7", "excessive aliasing: *m6 stands for 5333333 YAML nodes once its aliases are expanded"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -150,6 +151,11 @@ type CompareSide struct {
 	// NewerRunsTotal is how many runs of the target came after Run:
 	// len(NewerRuns) unless the list was capped.
 	NewerRunsTotal int `json:"newer_runs_total"`
+	// NewerCorpusVersions is how many corpus versions the target's newer
+	// complete runs were on besides the compared one (all of them, also
+	// those of runs past NewerRuns): versions the other side has no
+	// complete run on. The warnings name the latest few and count the rest.
+	NewerCorpusVersions int `json:"newer_corpus_versions"`
 	// allNewer is every newer run when NewerRuns was capped (nil when it
 	// was not): the warnings summarize them all.
 	allNewer []SkippedRun
@@ -673,17 +679,28 @@ func (c *Comparison) WarningTexts(quote func(string) string) []string {
 				statuses = append(statuses, quote(r.Status))
 			}
 		}
-		for _, v := range versions {
-			runs, summed := runSpans(byVersion[v], nil, "runs")
-			switch {
-			case summed:
-			case len(byVersion[v]) == 1:
-				runs = "run " + runs
-			default:
-				runs = "runs " + runs
+		const hint = " (run both on one corpus version, e.g. with compare --run, to compare the newest data)"
+		if len(versions) > maxRunItems {
+			// A warning per version would grow with the history: the
+			// latest latestRunItems versions (by their latest run) are
+			// warned about one each, the older ones counted in one.
+			last := func(v string) int64 { return byVersion[v][len(byVersion[v])-1] } // ids ascend
+			slices.SortStableFunc(versions, func(a, b string) int { return cmp.Compare(last(a), last(b)) })
+			older := versions[:len(versions)-latestRunItems]
+			versions = versions[len(versions)-latestRunItems:]
+			var ids []int64
+			names := make([]string, len(older))
+			for i, v := range older {
+				ids = append(ids, byVersion[v]...)
+				names[i] = quote(v)
 			}
-			out = append(out, fmt.Sprintf("%s has newer complete runs that were not compared: %s on corpus %s, on which %s has no complete run; this compares %s's older run %d on corpus %s (run both on one corpus version, e.g. with compare --run, to compare the newest data)",
-				quote(s.Target), runs, quote(v), quote(other), quote(s.Target), s.Run, quote(s.CorpusVersion)))
+			slices.Sort(ids)
+			out = append(out, fmt.Sprintf("%s has newer complete runs that were not compared on %d other corpus versions (before the latest %s, named one by one), on which %s has no complete run: %s on corpus %s; this compares %s's older run %d on corpus %s%s",
+				quote(s.Target), len(older), latestRunWord, quote(other), runsText(ids), listSome(names, latestRunItems, ", "), quote(s.Target), s.Run, quote(s.CorpusVersion), hint))
+		}
+		for _, v := range versions {
+			out = append(out, fmt.Sprintf("%s has newer complete runs that were not compared: %s on corpus %s, on which %s has no complete run; this compares %s's older run %d on corpus %s%s",
+				quote(s.Target), runsText(byVersion[v]), quote(v), quote(other), quote(s.Target), s.Run, quote(s.CorpusVersion), hint))
 		}
 		if len(incomplete) > 0 {
 			runs, summed := runSpans(incomplete, statuses, "newer runs")
@@ -703,11 +720,39 @@ func (c *Comparison) WarningTexts(quote func(string) string) []string {
 }
 
 // A warning names at most maxRunItems runs or ranges of runs; past that
-// it counts the runs and names the latest latestRunItems.
+// it counts the runs and names the latest latestRunItems (latestRunWord).
+// So with a side's corpus versions: past maxRunItems of them, the latest
+// latestRunItems are warned about one each and the others counted in one
+// warning, which names latestRunItems of them "and N more".
 const (
 	maxRunItems    = 10
 	latestRunItems = 5
+	latestRunWord  = "five"
 )
+
+// runsText renders ascending run ids as a warning names them: "run 3",
+// "runs 3–9, 12", or past maxRunItems items their count and the latest
+// (runSpans).
+func runsText(ids []int64) string {
+	runs, summed := runSpans(ids, nil, "runs")
+	switch {
+	case summed:
+	case len(ids) == 1:
+		runs = "run " + runs
+	default:
+		runs = "runs " + runs
+	}
+	return runs
+}
+
+// listSome joins the first n items of list with sep, counting the rest
+// ("a, b and 3 more"), as attribution's warnings list their series.
+func listSome(list []string, n int, sep string) string {
+	if len(list) <= n {
+		return strings.Join(list, sep)
+	}
+	return strings.Join(list[:n], sep) + fmt.Sprintf(" and %d more", len(list)-n)
+}
 
 // runSpans renders ascending run ids for a warning, each with its label
 // (labels[i]; nil: none), so that its length does not grow with the
@@ -841,6 +886,13 @@ func sideOf(ctx context.Context, db *storage.DB, t storage.TargetRow, run int64,
 		return CompareSide{}, fmt.Errorf("newer runs of %s: %w", t.Name, err)
 	}
 	s.NewerRunsTotal = len(s.NewerRuns)
+	versions := map[string]bool{}
+	for _, r := range s.NewerRuns {
+		if r.Reason == SkippedCorpusVersion {
+			versions[r.CorpusVersion] = true
+		}
+	}
+	s.NewerCorpusVersions = len(versions)
 	if n := len(s.NewerRuns); n > MaxNewerRuns {
 		s.allNewer = s.NewerRuns
 		s.NewerRuns = slices.Clone(s.NewerRuns[n-MaxNewerRuns:])

@@ -782,8 +782,13 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 	// Unless the target moves below, this run's detection is the state's:
 	// its event rows are those at the state's origin.
 	d.origin = prev
-	if cur == "" || (!noState && prev == cur) {
+	if cur == "" {
 		return states, false, false, nil
+	}
+	if !noState && prev == cur {
+		// Nothing of a state recorded before origins named the account
+		// is left to adopt.
+		return states, false, false, d.accountNamed()
 	}
 	speaks := d.t.Status == storage.TargetComplete
 	if speaks {
@@ -812,7 +817,27 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET origin = ? WHERE target_id = ? AND origin = ''`, cur, d.t.ID); err != nil {
 			return nil, false, false, err
 		}
-		return states, true, false, nil
+		return states, true, false, d.accountNamed()
+	}
+	// A state recorded before origins named the account (schema 22), at
+	// this endpoint, now with an account named: the same endpoint and
+	// account, now named, is no move. The state and the target's event
+	// rows there take the named origin.
+	unnamed := false
+	if err := d.tx.QueryRowContext(d.ctx, `SELECT EXISTS (SELECT 1 FROM origin_scope_unnamed WHERE target_id = ?)`, d.t.ID).Scan(&unnamed); err != nil {
+		return nil, false, false, err
+	}
+	if unnamed {
+		if err := d.accountNamed(); err != nil {
+			return nil, false, false, err
+		}
+		if probes.UnscopedOrigin(prev) == prev && probes.UnscopedOrigin(cur) == prev {
+			d.origin = cur
+			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET origin = ? WHERE target_id = ? AND origin = ?`, cur, d.t.ID, prev); err != nil {
+				return nil, false, false, err
+			}
+			return states, true, false, nil
+		}
 	}
 	d.origin = cur
 	var prevRun int64
@@ -885,6 +910,15 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		stats.InputChanges++
 	}
 	return map[string]*state{}, true, false, nil
+}
+
+// accountNamed records that the target's detection state now belongs to
+// an origin that names its account when it has one (the first run that
+// speaks for the state since schema 22): no state of it recorded before
+// is left to adopt (origin_scope_unnamed; see moveOrigin).
+func (d *detector) accountNamed() error {
+	_, err := d.tx.ExecContext(d.ctx, `DELETE FROM origin_scope_unnamed WHERE target_id = ?`, d.t.ID)
+	return err
 }
 
 // renames lists the probe ids new in this run (no state before) whose
@@ -1693,6 +1727,26 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		row := had[f.probeID]
 		return !sameRow(f) || !f.settled || (f.after != row[0] && f.after != row[1])
 	}
+	var added, again, settled, rebytes []string
+	for _, f := range flips {
+		_, ok := had[f.probeID]
+		switch {
+		case ok && !sameRow(f):
+			rebytes = append(rebytes, f.probeID)
+		case ok && f.settled:
+			if news(f) {
+				settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
+			}
+		case ok:
+			again = append(again, f.probeID)
+		default:
+			added = append(added, f.probeID)
+		}
+	}
+	// quiet: nothing to tell (a probe marked again, a marked probe moving
+	// between the two verdicts it was marked for): no update is logged.
+	quiet := len(added) == 0 && len(settled) == 0 && len(rebytes) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded
+	wrote := false
 	for _, f := range flips {
 		if sameRow(f) && f.settled {
 			continue
@@ -1700,6 +1754,14 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		if err := d.addProbe(eid, f); err != nil {
 			return err
 		}
+		wrote = true
+	}
+	if quiet && !wrote {
+		// Nothing of the event changed, not even a row: it must not look
+		// updated (last_run drives `events --since` and "updated run N").
+		// The window is unaffected: last_run stays at or above every
+		// row's confirmed_run (windowSQL).
+		return nil
 	}
 	if _, err := d.tx.ExecContext(d.ctx, `INSERT OR IGNORE INTO event_targets (event_id, target_id, joined_run) VALUES (?, ?, ?)`, eid, d.t.ID, run); err != nil {
 		return err
@@ -1759,24 +1821,10 @@ func (d *detector) merge(eid int64, change string, same int, kind string, flips 
 		newKind, dir, strings.Join(mergedNew, ","), strings.Join(mergedVan, ","), firstRun, run, modelBefore, modelAfter, ts(d.now), eid); err != nil {
 		return err
 	}
-	var added, again, settled, rebytes []string
-	for _, f := range flips {
-		_, ok := had[f.probeID]
-		switch {
-		case ok && !sameRow(f):
-			rebytes = append(rebytes, f.probeID)
-		case ok && f.settled:
-			if news(f) {
-				settled = append(settled, fmt.Sprintf("%s → %s", f.probeID, ParseKey(f.after)))
-			}
-		case ok:
-			again = append(again, f.probeID)
-		default:
-			added = append(added, f.probeID)
-		}
-	}
-	if len(added) == 0 && len(settled) == 0 && len(rebytes) == 0 && kind == KindNondeterminism && change == ChangeProbesAdded {
-		// Marked again, nothing new: the rows are updated, nobody told.
+	if quiet {
+		// Marked again, nothing new: the rows are updated (their latest
+		// marking and flip rate, shown in `events`), and last_run with
+		// them, which the window needs (windowSQL), but nobody is told.
 		return nil
 	}
 	var parts []string

@@ -173,7 +173,7 @@ targets:
 	e.Store.SQL().QueryRow(`SELECT SUM(o.id) FROM event_probes ep JOIN observations o ON o.run_id = ep.confirmed_run AND o.target_id = ep.target_id AND o.probe_id = ep.probe_id AND o.sample = 0
 		WHERE ep.event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`).Scan(&want)
 	for _, q := range []string{`UPDATE event_probes SET after_obs = 0 WHERE event_id IN (SELECT id FROM events WHERE kind = 'nondeterminism')`,
-		`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `ALTER TABLE event_updates DROP COLUMN kind`, `ALTER TABLE run_targets DROP COLUMN origin`, `ALTER TABLE input_changes DROP COLUMN cause`, `ALTER TABLE probe_states DROP COLUMN origin`, `DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `ALTER TABLE run_targets DROP COLUMN model`, `DROP TABLE github_holds`, `PRAGMA user_version = 7`} {
+		`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `ALTER TABLE event_updates DROP COLUMN kind`, `ALTER TABLE run_targets DROP COLUMN origin`, `ALTER TABLE input_changes DROP COLUMN cause`, `ALTER TABLE probe_states DROP COLUMN origin`, `DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `ALTER TABLE run_targets DROP COLUMN model`, `DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `PRAGMA user_version = 7`} {
 		if _, err := e.Store.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -834,6 +834,25 @@ func (r *Record) movedOn() int {
 	return n
 }
 
+// withdrawn counts the probes that left the event as nondeterministic.
+func (r *Record) withdrawn() int {
+	n := 0
+	for _, p := range r.Probes {
+		if p.Withdrawn {
+			n++
+		}
+	}
+	return n
+}
+
+// withdrawnNote is "; N withdrawn as nondeterministic" when n > 0.
+func withdrawnNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d withdrawn as nondeterministic", n)
+}
+
 func (r *Record) revertedProbes() int {
 	n := 0
 	for _, p := range r.Probes {
@@ -1173,9 +1192,16 @@ func WriteMarkdown(w io.Writer, r *Record) {
 		code(e.Kind), code(e.Direction), code(e.Status), codes(e.Targets), code(e.Provider), e.FirstRun, e.ConfirmedRun, code(e.CorpusVersion), code(e.CorpusHash),
 		model(e.ModelBefore), model(e.ModelAfter), codes(e.NewCategories))
 	if e.RevertedRun != 0 {
-		if r.movedOn() > 0 {
-			fmt.Fprintf(w, "- ended in run %d: every flip of the event left it, not all by going back (%d moved on: the change no longer holds for them)\n", e.RevertedRun, r.movedOn())
-		} else {
+		switch withdrawn := r.withdrawn(); {
+		case withdrawn > 0 && withdrawn == len(r.Probes):
+			// Retracted (status reverted, update retracted): nothing went
+			// back; the flips proved to be noise.
+			fmt.Fprintf(w, "- retracted in run %d: every flip of the event was withdrawn, its probes marked nondeterministic: they are no evidence of a policy change, and the provider did not necessarily change anything\n", e.RevertedRun)
+		case r.movedOn() > 0:
+			fmt.Fprintf(w, "- ended in run %d: every flip of the event left it, not all by going back (%d moved on: the change no longer holds for them%s)\n", e.RevertedRun, r.movedOn(), withdrawnNote(withdrawn))
+		case withdrawn > 0:
+			fmt.Fprintf(w, "- reverted in run %d: every flip of the event went back or was withdrawn (%d withdrawn as nondeterministic: no evidence either way)\n", e.RevertedRun, withdrawn)
+		default:
 			fmt.Fprintf(w, "- reverted in run %d: every flip of the event went back\n", e.RevertedRun)
 		}
 	}

@@ -91,7 +91,7 @@ const (
 // not exported.
 const (
 	InputCauseRequest = "request" // the probe's request bytes changed: a target parameter, the corpus, the adapter (also every row recorded before schema 15)
-	InputCauseOrigin  = "origin"  // the target moved to another endpoint (base_url, region, gateway) with no state parked there to resume
+	InputCauseOrigin  = "origin"  // the target moved to another endpoint (base_url, region, gateway) or account (OpenAI organization, project) with no state parked there to resume
 )
 
 // Outcomes of driftprobe_last_run_probes, driftprobe_previous_run_probes and

@@ -41,3 +41,21 @@ func TestRequestOrigin(t *testing.T) {
 		}
 	}
 }
+
+// An account scope qualifies an origin after a space, which no origin
+// holds (URLOrigin escapes the path): an origin without a scope, or an
+// unknown origin, is as it was.
+func TestScopedOrigin(t *testing.T) {
+	for _, c := range []struct{ origin, scope, want string }{
+		{"https://api.openai.com", "", "https://api.openai.com"},
+		{"https://api.openai.com", "organization=org-1 project=proj_2", "https://api.openai.com organization=org-1 project=proj_2"},
+		{"", "organization=org-1", ""},
+	} {
+		if got := ScopedOrigin(c.origin, c.scope); got != c.want {
+			t.Errorf("ScopedOrigin(%q, %q) = %q, want %q", c.origin, c.scope, got, c.want)
+		}
+	}
+	if got := URLOrigin("http://h.example/a b/v1"); got != "http://h.example/a%20b/v1" {
+		t.Errorf("URLOrigin with a space in the path = %q: an origin must hold no space", got)
+	}
+}

@@ -154,6 +154,25 @@ type Authorizer interface {
 	Authorize(ctx context.Context, r *http.Request) error
 }
 
+// Generator is implemented by a prober that can render requests for an
+// endpoint where no model generates output: a classification endpoint
+// (moderation, a guardrail applied to the input) whose requests carry no
+// max_tokens and bill no output tokens. Generates reports whether the
+// requests it renders have a model generate output. See Generates.
+type Generator interface {
+	Generates() bool
+}
+
+// Generates reports whether p's requests have a model generate (billed)
+// output, capped by the target's max_tokens: what p's Generator says, and
+// true for a prober without one (every chat endpoint).
+func Generates(p Prober) bool {
+	if g, ok := p.(Generator); ok {
+		return g.Generates()
+	}
+	return true
+}
+
 // Originer is implemented by a prober whose endpoint is not told by the
 // URLs it renders: the in-process simulator listens on a new loopback port
 // in every process yet is the same endpoint each time. Origin returns that
@@ -161,6 +180,39 @@ type Authorizer interface {
 // request, as it does for every other prober.
 type Originer interface {
 	Origin() string
+}
+
+// AccountScoper is implemented by a prober whose target chooses, in
+// headers the request fingerprint leaves out, which account it speaks for
+// at its endpoint (OpenAI's OpenAI-Organization and OpenAI-Project):
+// account-level policy and enforcement differ per account, so switching a
+// target to another one is a reconfiguration of the target, as moving its
+// base URL is, never a provider change. AccountScope returns the account's
+// identity as space-separated name=value pairs in a fixed order, each
+// value query-escaped (so no two accounts read alike), which the runner
+// appends to the origin after a space (see ScopedOrigin); "" when the
+// target names no account, so its origin is its endpoint's alone, as for
+// every other prober. It never holds a credential.
+type AccountScoper interface {
+	AccountScope() string
+}
+
+// ScopedOrigin is origin qualified by an account scope (AccountScoper):
+// "https://api.openai.com organization=org-1 project=proj_2". An origin
+// has no space of its own (URLOrigin escapes the path), so the scope is
+// told apart. It is origin itself when either is "".
+func ScopedOrigin(origin, scope string) string {
+	if origin == "" || scope == "" {
+		return origin
+	}
+	return origin + " " + scope
+}
+
+// UnscopedOrigin is the endpoint part of an origin ScopedOrigin may have
+// qualified: origin without its account scope.
+func UnscopedOrigin(origin string) string {
+	endpoint, _, _ := strings.Cut(origin, " ")
+	return endpoint
 }
 
 // RequestOrigin is the endpoint identity of r: what its URL holds that its

@@ -383,6 +383,10 @@ type TargetPlan struct {
 	// Requests is every probe's request in corpus order, the lines
 	// RequestsSHA256 is made of. Only Plan fills it.
 	Requests []ProbePlan
+	// NoOutput: the requests have no model generate output (a
+	// classification endpoint: probes.Generates is false), so none carries
+	// max_tokens and no output is billed. Only Plan fills it.
+	NoOutput bool
 }
 
 // ProbePlan is one probe's request as a run renders it.
@@ -400,6 +404,7 @@ type ProbePlan struct {
 // nothing.
 func Plan(c *corpus.Corpus, t *Target) TargetPlan {
 	jobs, p := render(c, t)
+	p.NoOutput = !probes.Generates(t.Prober)
 	p.Requests = make([]ProbePlan, len(jobs))
 	for i, j := range jobs {
 		pp := ProbePlan{ProbeID: j.probe.ID, ProbeSHA256: j.probe.SHA256, RequestSHA256: storage.RenderError, Err: j.err}
@@ -453,14 +458,22 @@ func Origin(t *Target, c *corpus.Corpus) string {
 }
 
 // originOf is t's endpoint identity: the prober's own (probes.Originer),
-// else probes.RequestOrigin of req.
+// else probes.RequestOrigin of req, qualified by the account the target
+// speaks for there when its prober names one (probes.AccountScoper:
+// OpenAI's organization and project), so that switching accounts moves
+// the target as switching endpoints does.
 func originOf(t *Target, req *probes.Request) string {
+	origin := ""
 	if o, ok := t.Prober.(probes.Originer); ok {
-		if s := o.Origin(); s != "" {
-			return s
-		}
+		origin = o.Origin()
 	}
-	return probes.RequestOrigin(req)
+	if origin == "" {
+		origin = probes.RequestOrigin(req)
+	}
+	if a, ok := t.Prober.(probes.AccountScoper); ok {
+		origin = probes.ScopedOrigin(origin, a.AccountScope())
+	}
+	return origin
 }
 
 func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan<- *storage.Observation, global chan struct{}, progress func()) *TargetSummary {

@@ -589,6 +589,7 @@ var typedTables = []typedTable{
 	{"pruned_kept", nil, []column{{"run_id", colInt}}},
 	{"attribution_reports", nil, []column{{"run_id", colInt}, {"created_at", colText}, {"report", colTextOrNull}, {"error", colText}}},
 	{"github_holds", []string{"api", "credential"}, []column{{"api", colText}, {"credential", colText}, {"until", colText}, {"failures", colInt}, {"reason", colText}, {"at", colText}}},
+	{"origin_scope_unnamed", []string{"target_id"}, []column{{"target_id", colInt}}},
 }
 
 // typeFilter is an SQL condition true when column c (quoted) does not

@@ -75,8 +75,9 @@ type RunTarget struct {
 	RequestsSHA256 string
 	// Origin is the endpoint the target's requests went to: scheme://host
 	// of the API root (port only when not the scheme's default), or a
-	// prober's own identity (probes.Originer). "" when not known (runs
-	// recorded before it was kept).
+	// prober's own identity (probes.Originer), then the account the target
+	// names there, if any (probes.AccountScoper: " organization=… project=…").
+	// "" when not known (runs recorded before it was kept).
 	Origin string
 	// Model is the model the target's requests named in this run (its
 	// configured model then); "" for runs recorded before it was kept.

@@ -58,8 +58,10 @@ func TestDiffMissingRun(t *testing.T) {
 }
 
 // events shows what each kind is about: score drift the scores that moved
-// on the unchanged verdict (not every category of the verdicts), and
-// nondeterminism the baseline, the latest verdict and the flip rate.
+// on the unchanged verdict (not every category of the verdicts; its
+// headline names only normalized categories, never a raw score key such as
+// prompt.privacy), and nondeterminism the two verdicts the probe was
+// marked between (never labelled as its latest verdict) and the flip rate.
 func TestEventsDisplayByKind(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -69,13 +71,13 @@ func TestEventsDisplayByKind(t *testing.T) {
 		not       []string
 	}{
 		{"drift", "{policies: [{from_run: 3, score_shift: {privacy: -0.2}}]}", 5,
-			[]string{"[SCORE_DRIFT] loosened (privacy, prompt.privacy)", "SCORES MOVED", "privacy 0.", "→0."}, []string{"harassment"}},
+			[]string{"[SCORE_DRIFT] loosened (privacy) on s", "SCORES MOVED", "privacy 0.", "prompt.privacy 0.", "→0."}, []string{"harassment", "(privacy, prompt.privacy)"}},
 		// A move within score_tolerance is noise: it neither shows nor
 		// makes the drift "mixed".
 		{"drift-one-way", "{policies: [{from_run: 3, score_shift: {privacy: -0.2, violence: 0.01}}]}", 5,
-			[]string{"[SCORE_DRIFT] loosened (privacy, prompt.privacy)"}, []string{"mixed", "violence 0."}},
+			[]string{"[SCORE_DRIFT] loosened (privacy) on s"}, []string{"mixed", "violence 0.", "prompt.privacy)"}},
 		{"noise", "{noise: 0.5, noise_band: 0.3}", 6,
-			[]string{"[NONDETERMINISM]", "BASELINE", "LATEST", "FLIP_RATE", "%"}, nil},
+			[]string{"[NONDETERMINISM]", "MARKED BETWEEN", " ↔ ", "FLIP_RATE", "%"}, []string{"LATEST"}},
 	} {
 		cfg, db := filepath.Join(dir, c.name+".yaml"), filepath.Join(dir, c.name+".db")
 		os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: m, sim: "+c.sim+"}\n"), 0o644)

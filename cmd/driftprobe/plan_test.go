@@ -111,3 +111,51 @@ targets:
 		}
 	}
 }
+
+// A classification endpoint (OpenAI or Mistral moderation, a Bedrock
+// guardrail) generates no output: its requests carry no max_tokens and
+// nothing is billed as output, so plan counts no output tokens or output
+// cost for it, whatever max_tokens and the output price say. A chat
+// endpoint of the same provider still counts them.
+func TestPlanCountsNoOutputForClassifiers(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(cfg, []byte(`
+targets:
+  - {name: mod, provider: openai, endpoint: moderation, model: omni-moderation-latest, api_key_env: OPENAI_API_KEY, price: {input_per_mtok: 2.5, output_per_mtok: 10}}
+  - {name: chat, provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY, price: {input_per_mtok: 2.5, output_per_mtok: 10}}
+  - {name: mis, provider: mistral, model: mistral-moderation-latest, api_key_env: MISTRAL_API_KEY, price: {output_per_mtok: 10}}
+  - {name: gr, provider: bedrock, endpoint: guardrail, model: guardrail, options: {region: us-east-1, guardrail_id: abc123, guardrail_version: "1"}, price: {output_per_mtok: 10}}
+`), 0o644)
+	stdout, stderr, code := runIn(t, "plan", "--json", "--no-keys", "--config", cfg)
+	var plan planOutput
+	if code != 0 || json.Unmarshal([]byte(stdout), &plan) != nil || len(plan.Targets) != 4 {
+		t.Fatalf("plan: exit %d %s\n%s", code, stderr, stdout)
+	}
+	for _, p := range plan.Targets {
+		if p.Target == "chat" {
+			if !p.GeneratesOutput || p.LikelyMaxOutputToks != 62*p.MaxTokens || p.LikelyMaxOutputToks == 0 || p.MaxOutputUSD == 0 {
+				t.Errorf("chat: %+v", p)
+			}
+			continue
+		}
+		if p.GeneratesOutput || p.LikelyMaxOutputToks != 0 || p.MaxOutputToks != 0 || p.LikelyMaxOutputUSD != 0 || p.MaxOutputUSD != 0 || p.LikelyRequests != 62 {
+			t.Errorf("%s (%s): output counted for an endpoint that generates none: %+v", p.Target, p.Provider, p)
+		}
+	}
+	text, stderr, code := runIn(t, "plan", "--no-keys", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("plan: exit %d %s", code, stderr)
+	}
+	seen := false
+	for _, l := range strings.Split(text, "\n") {
+		seen = seen || strings.HasPrefix(l, "mod ")
+		// OUTPUT TOKENS, MAX OUTPUT TOKENS, OUTPUT COST, MAX OUTPUT COST.
+		if f := strings.Fields(l); len(f) == 15 && f[0] == "mod" && strings.Join(f[10:14], " ") != "0 0 $0.0000 $0.0000" {
+			t.Errorf("text line of the moderation target counts output: %q", l)
+		}
+	}
+	if !seen {
+		t.Errorf("no line of the moderation target:\n%s", text)
+	}
+}

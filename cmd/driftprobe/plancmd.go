@@ -24,12 +24,13 @@ import (
 // carry billed output: a 2xx without a usable choice, a timeout after the
 // model generated). The likely_* fields are the usual run: one sample per
 // probe, no retry. Output tokens assume the provider honours max_tokens;
-// input tokens are not counted.
+// input tokens are not counted. An endpoint that generates no output
+// (generates_output false) counts none.
 type planTarget struct {
 	Target         string  `json:"target"`
 	Provider       string  `json:"provider"`
 	Model          string  `json:"model"`
-	Origin         string  `json:"origin"` // where the requests go: scheme://host, or sim:embedded
+	Origin         string  `json:"origin"` // where the requests go: scheme://host, or sim:embedded; then the account named, if any (" organization=… project=…")
 	Probes         int     `json:"probes"`
 	RenderErrors   int     `json:"render_errors"`
 	RequestBytes   int     `json:"request_bytes"`
@@ -53,6 +54,11 @@ type planTarget struct {
 	MaxSamplesPerProbe int `json:"max_samples_per_probe"`
 	MaxAttempts        int `json:"max_attempts"` // attempts per sample, retries included
 	MaxTokens          int `json:"max_tokens"`   // the target's output-token cap per request
+	// GeneratesOutput is false for a classification endpoint (OpenAI or
+	// Mistral moderation, a Bedrock guardrail: probes.Generates): its
+	// requests carry no max_tokens and no output is billed, so every
+	// output token and output cost figure is 0.
+	GeneratesOutput bool `json:"generates_output"`
 	// ProbeRequests lists every probe's request (plan --probes only).
 	ProbeRequests []planProbe `json:"probe_requests,omitempty"`
 }
@@ -82,11 +88,17 @@ func planFor(cfg *config.Config, tc *config.Target, p runner.TargetPlan, withPro
 	likely := p.Probes - p.RenderErrors
 	pt := planTarget{Target: tc.Name, Provider: tc.Provider, Model: tc.Model, Origin: p.Origin, Probes: p.Probes, RenderErrors: p.RenderErrors,
 		RequestBytes: p.RequestBytes, RequestsSHA256: p.RequestsSHA256, RateLimitRPM: tc.RateLimitRPM,
-		LikelyRequests: likely, MaxSamplesPerProbe: 1 + app.MaxExtraSamples(cfg, tc), MaxAttempts: max(1, tc.MaxAttempts), MaxTokens: tc.MaxTokens}
+		LikelyRequests: likely, MaxSamplesPerProbe: 1 + app.MaxExtraSamples(cfg, tc), MaxAttempts: max(1, tc.MaxAttempts), MaxTokens: tc.MaxTokens, GeneratesOutput: !p.NoOutput}
 	pt.MaxRequests = likely * pt.MaxSamplesPerProbe * pt.MaxAttempts
-	pt.MaxOutputToks = pt.MaxRequests * tc.MaxTokens
+	perRequest := tc.MaxTokens
+	if p.NoOutput {
+		// A classification endpoint: no request carries max_tokens, no
+		// output is generated or billed.
+		perRequest = 0
+	}
+	pt.MaxOutputToks = pt.MaxRequests * perRequest
 	pt.MaxOutputUSD = float64(pt.MaxOutputToks) * tc.Price.OutputPerMTok / 1e6
-	pt.LikelyMaxOutputToks = likely * tc.MaxTokens
+	pt.LikelyMaxOutputToks = likely * perRequest
 	pt.LikelyMaxOutputUSD = float64(pt.LikelyMaxOutputToks) * tc.Price.OutputPerMTok / 1e6
 	if tc.RateLimitRPM > 0 && likely > 1 {
 		// The limiter lets one request through at once, then one every
@@ -120,7 +132,8 @@ the requests of a usual run (one per probe) and the most any run can make
 (every extra sample detection can take — detection.screen_samples,
 confirm_samples — and every retry to max_attempts), the shortest duration
 the rate limit allows, and the output tokens and their cost for both, at
-max_tokens per request. With --probes, every probe's request fingerprint
+max_tokens per request (none for an endpoint that generates no output:
+moderation, a guardrail). With --probes, every probe's request fingerprint
 and body size too. Nothing is sent and the database is not opened.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -179,7 +192,7 @@ func writePlan(w io.Writer, name, version string, probes int, hash string, targe
 REQUESTS: one per probe that renders (a usual run; no run answering every probe sends fewer).
 MAX REQUESTS: every probe sampled 1 + max(detection.screen_samples, confirm_samples) times, each retried to max_attempts: no run sends more.
 MIN DURATION: the least time the rate limit allows REQUESTS (a breaker that opens sends fewer).
-OUTPUT TOKENS and COST: max_tokens per request, for REQUESTS and for MAX REQUESTS (input tokens not counted).
+OUTPUT TOKENS and COST: max_tokens per request, for REQUESTS and for MAX REQUESTS (input tokens not counted); 0 for an endpoint that generates no output (moderation, guardrail).
 `)
 	if !withProbes {
 		return nil

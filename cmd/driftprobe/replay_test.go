@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -148,12 +149,62 @@ func TestReplayDamagedBody(t *testing.T) {
 	if code != 1 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Replayed != 62 || rep.Same != 61 || len(rep.Diffs) != 1 {
 		t.Fatalf("replay: exit %d %s\n%s", code, stderr, stdout)
 	}
-	if d := rep.Diffs[0]; d.ObservationID != id || d.BodyIntact || !strings.Contains(d.Unreadable, "stored body unreadable") {
+	// Only the response body is damaged: the stored request still hashes
+	// to its fingerprint, and replay says so (db check names only the body).
+	if d := rep.Diffs[0]; d.ObservationID != id || d.BodyIntact || !d.RequestIntact || !strings.Contains(d.Unreadable, "stored body unreadable") {
 		t.Errorf("diff: %+v", d)
 	}
 	stdout, _, _ = runIn(t, "replay", "--db", db)
 	if !strings.Contains(stdout, "unreadable: response body: stored body unreadable") {
 		t.Errorf("text:\n%s", stdout)
+	}
+	if row := replayTextRow(stdout, id); !strings.HasSuffix(row, "  yes             no") {
+		t.Errorf("text row of observation %d: %q, want REQUEST INTACT yes, BODY INTACT no", id, row)
+	}
+}
+
+// replayTextRow returns the row of observation id in replay's text table.
+func replayTextRow(stdout string, id int64) string {
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == strconv.FormatInt(id, 10) {
+			return strings.TrimRight(l, " ")
+		}
+	}
+	return ""
+}
+
+// A damaged stored request is told apart from the response body: the
+// response still hashes to body_sha256 (BodyIntact), the request does
+// not read back (RequestIntact false), and nothing is re-classified from
+// a request that cannot be read.
+func TestReplayDamagedRequestBody(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.db")
+	mustRun(t, 1, "--db", db)
+	ctx := context.Background()
+	st, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := st.SQL().QueryRowContext(ctx, `SELECT id FROM observations WHERE http_status != 0 ORDER BY id LIMIT 1`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	// An S2 stream header followed by bytes that are no S2 stream.
+	if _, err := st.SQL().ExecContext(ctx, `UPDATE observations SET request_body = X'FF06000053327354774F' || X'0102030405060708' WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	stdout, stderr, code := runIn(t, "replay", "--json", "--db", db)
+	var rep app.ReplayReport
+	if code != 1 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Replayed != 62 || rep.Same != 61 || len(rep.Diffs) != 1 {
+		t.Fatalf("replay: exit %d %s\n%s", code, stderr, stdout)
+	}
+	if d := rep.Diffs[0]; d.ObservationID != id || !d.BodyIntact || d.RequestIntact || !strings.Contains(d.Unreadable, "request body: stored body unreadable") || d.Replayed.Verdict != "" {
+		t.Errorf("diff: %+v", d)
+	}
+	stdout, _, _ = runIn(t, "replay", "--db", db)
+	if row := replayTextRow(stdout, id); !strings.HasSuffix(row, "  no              yes") {
+		t.Errorf("text row of observation %d: %q, want REQUEST INTACT no, BODY INTACT yes\n%s", id, row, stdout)
 	}
 }
 

@@ -170,9 +170,11 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 				rep.Truncated++
 				continue
 			}
-			reqBody, body, err := st.ObservationBodies(ctx, o.ID)
-			if storage.IsCorrupt(err) || storage.IsUnreadableBody(err) {
-				// Damaged evidence is a finding: list it and go on.
+			b, err := st.ReadBodies(ctx, o.ID)
+			if storage.IsCorrupt(err) {
+				// SQLite cannot read the row's bodies at all: neither side
+				// is checked. Damaged evidence is a finding: list it and
+				// go on.
 				rep.Replayed++
 				rep.Diffs = append(rep.Diffs, ReplayDiff{ObservationID: o.ID, Target: rt.Target, ProbeID: o.ProbeID, Sample: o.Sample, Stored: verdictOf(o.Result), Unreadable: err.Error()})
 				continue
@@ -180,8 +182,19 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 			if err != nil {
 				return nil, fmt.Errorf("observation %d: %w", o.ID, err)
 			}
-			intact := o.BodyIntact(body)
-			reqIntact := o.RequestFingerprint(reqBody) == o.RequestSHA256
+			// Each side is checked on its own: a damaged response body
+			// says nothing of the stored request, and the other way round.
+			reqIntact := b.RequestErr == nil && o.RequestFingerprint(b.Request) == o.RequestSHA256
+			intact := b.ResponseErr == nil && o.BodyIntact(b.Response)
+			if unreadable := errors.Join(b.RequestErr, b.ResponseErr); unreadable != nil {
+				// Nothing is re-classified from a side that does not read
+				// back; listed, and the replay goes on.
+				rep.Replayed++
+				rep.Diffs = append(rep.Diffs, ReplayDiff{ObservationID: o.ID, Target: rt.Target, ProbeID: o.ProbeID, Sample: o.Sample, Stored: verdictOf(o.Result),
+					BodyIntact: intact, RequestIntact: reqIntact, Unreadable: strings.ReplaceAll(unreadable.Error(), "\n", "; ")})
+				continue
+			}
+			reqBody, body := b.Request, b.Response
 			got := verdictOf(runner.Classify(t.Prober, o.Request(reqBody), &probes.Response{Status: o.HTTPStatus, Body: body, Truncated: o.BodyTruncated}))
 			want := verdictOf(o.Result)
 			rep.Replayed++

@@ -701,7 +701,8 @@ type (
 		// starts its own baseline. Always present, [] when none.
 		Renamed []diff.ProbeRename `json:"renamed"`
 		// Origin is the endpoint the requests went to (scheme://host, or
-		// "sim:embedded"); OriginChange is set when it differs from the
+		// "sim:embedded"; then the account named, if any: " organization=…
+		// project=…"); OriginChange is set when it differs from the
 		// target's previous run's: every baseline restarts.
 		Origin       string             `json:"origin"`
 		OriginChange *diff.OriginChange `json:"origin_change"`
@@ -834,6 +835,12 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 	}
 	for _, e := range evs {
 		status := e.Status
+		if e.Status == diff.StatusReverted && retracted(e) {
+			// Every flip was withdrawn as nondeterministic: nothing went
+			// back, and the provider did not necessarily change anything
+			// (status reverted in JSON, its last update retracted).
+			status = "retracted"
+		}
 		if e.LastRun > e.ConfirmedRun {
 			status = fmt.Sprintf("updated run %d · %s", e.LastRun, status)
 		}
@@ -861,9 +868,12 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, p.Before.String(), movesText(p.ScoreMoves, 3), p.ConfirmedRun)
 			}
 		case diff.KindNondeterminism:
-			// The probe flips on identical bytes: its baseline (if one
-			// ever held), the latest verdict and how often it flipped.
-			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBASELINE\tLATEST\tFLIP_RATE\tMARKED\t")
+			// The probe flips on identical bytes: the two verdicts it was
+			// marked going back and forth between (its baseline, else its
+			// answer in the marking run, first; the row keeps them when
+			// it settles on either later: neither is its latest verdict)
+			// and how often it flipped.
+			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tMARKED BETWEEN\tFLIP_RATE\tMARKED\t")
 			for _, p := range e.Probes {
 				base := p.Before.String()
 				if p.Before.Class == "" {
@@ -875,7 +885,7 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 				if p.ConfirmedRun > p.FirstRun {
 					marked += fmt.Sprintf(" (latest run %d)", p.ConfirmedRun)
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\t%.0f%%\t%s\t\n", p.Target, p.ProbeID, p.RequestSHA256, base, p.After.String(), 100*p.FlipRate, marked)
+				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s ↔ %s\t%.0f%%\t%s\t\n", p.Target, p.ProbeID, p.RequestSHA256, base, p.After.String(), 100*p.FlipRate, marked)
 			}
 		default:
 			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBEFORE\tAFTER\tCONFIRMED\t")
@@ -899,6 +909,17 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 	}
 }
 
+// retracted reports whether every probe of e was withdrawn as
+// nondeterministic (an event that ended so is retracted, not reverted).
+func retracted(e *diff.Event) bool {
+	for _, p := range e.Probes {
+		if !p.Withdrawn {
+			return false
+		}
+	}
+	return len(e.Probes) > 0
+}
+
 // movesText is up to n score moves, "key 0.02→0.32", keys escaped (they
 // are the provider's).
 func movesText(moves []diff.ScoreMove, n int) string {
@@ -919,13 +940,18 @@ func movesText(moves []diff.ScoreMove, n int) string {
 func trimScore(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // categoriesOf names what an event is about: the categories of the
-// verdicts that changed or, for score drift, the scores that moved.
+// verdicts that changed or, for score drift, the normalized categories
+// among the score keys that moved. A score key is the provider's raw
+// signal name (prompt.privacy, self-harm/intent): only one that is itself
+// a normalized category is named here; the probe table shows every key.
 func categoriesOf(e *diff.Event) string {
 	var cats []string
 	for _, p := range e.Probes {
 		if e.Kind == diff.KindScoreDrift {
 			for _, m := range p.ScoreMoves {
-				cats = append(cats, attribution.Clean(wire.Shorten(m.Key, 40)))
+				if probes.ValidCategory(m.Key) {
+					cats = append(cats, m.Key)
+				}
 			}
 			continue
 		}

@@ -85,6 +85,10 @@ var (
 // merge key value, a list used as a key, a tag its value does not fit) is
 // found first, in what the decoder reads (see checkStructure): the value
 // of an unknown field is not read, and the field is reported as unknown.
+// What yaml.v3 reports about aliases without a line, or at the line a
+// flow collection opens (an undefined alias, an alias inside the value it
+// names, a "billion laughs" it refuses to expand), is located at the
+// alias, with its field (see unknownAnchor and aliasProblem).
 //
 // A custom UnmarshalYAML that wants its problem located and collected with
 // the others returns a *yaml.TypeError whose messages read
@@ -191,6 +195,9 @@ func syntaxError(file string, data []byte, err error) error {
 	if line > len(lines) || line == 0 {
 		line = len(lines)
 	}
+	if e := unknownAnchor(file, data, msg, line); e != nil {
+		return List{e}
+	}
 	return List{{File: file, Line: line, Msg: "invalid YAML: " + msg}}
 }
 
@@ -290,6 +297,9 @@ func locate(file string, root *yaml.Node, t reflect.Type, err error, reported ma
 		return dedupe(l), steps()
 	}
 	msg := err.Error()
+	if e := aliasProblem(file, root, t, strings.TrimPrefix(msg, "yaml: ")); e != nil {
+		return List{e}, 0
+	}
 	if g := reLine.FindStringSubmatch(msg); g != nil {
 		n, _ := strconv.Atoi(g[1])
 		return List{{File: file, Line: n, Msg: "invalid YAML: " + g[2]}}, 0

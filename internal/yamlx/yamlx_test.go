@@ -236,7 +236,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"unclosed quote", "database: \"x\ntargets: []\n", []string{"f.yaml:1: invalid YAML: found unexpected end of stream"}},
 		{"bad indentation", "database: x\ntargets:\n  - name: a\n count: 1\n", []string{"f.yaml:4: invalid YAML: did not find expected key"}},
 		{"mapping value in scalar", "database: x\ntargets: a: b\n", []string{"f.yaml:2: invalid YAML: mapping values are not allowed in this context"}},
-		{"unknown anchor", "database: x\ntargets: *nope\n", []string{"f.yaml:2: invalid YAML: unknown anchor 'nope' referenced"}},
+		{"unknown anchor", "database: x\ntargets: *nope\n", []string{"f.yaml:2: targets: invalid YAML: unknown anchor 'nope' referenced (an alias *nope names a value anchored &nope earlier in the file)"}},
 		{"no trailing newline", "database: x\ntargets: [a", []string{"f.yaml:2: invalid YAML: did not find expected ',' or ']'"}},
 		{"second document", "database: x\n---\ndatabase: y\n", []string{"f.yaml:2: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
 		{"third document after an empty second", "database: x\n---\n---\ntargets: []\n", []string{"f.yaml:3: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
@@ -706,6 +706,84 @@ func TestDecodeStructure(t *testing.T) {
 			`f.yaml:1: count: wrong type: decimal number "2.5" where an integer expected (write a whole number, without a decimal point or exponent)`,
 			`f.yaml:2: inner.<<: ` + takes + `string "x"`,
 		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v scalars
+			_, err := Decode("f.yaml", []byte(tt.src), &v)
+			if err == nil {
+				t.Fatalf("no error; decoded %+v", v)
+			}
+			var l List
+			if !errors.As(err, &l) {
+				t.Fatalf("%T is not a List", err)
+			}
+			for _, e := range l {
+				if e.Line == 0 {
+					t.Errorf("no line: %v", e)
+				}
+			}
+			if got, want := err.Error(), strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// laughsDoc returns a "billion laughs" under any: each list holds ten
+// aliases of the one before it, and the last is read at key any.
+func laughsDoc(levels int) string {
+	var b strings.Builder
+	b.WriteString("free:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < levels; i++ {
+		fmt.Fprintf(&b, "  l%d: &l%d [", i, i)
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*l%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	fmt.Fprintf(&b, "any: *l%d\n", levels-1)
+	return b.String()
+}
+
+// What yaml.v3 reports about anchors and aliases without a line (an alias
+// inside the value it names, a document of nested aliases it refuses to
+// expand) or at the wrong line (an undefined alias inside a flow
+// collection written over several lines) is reported at the alias's line
+// with its field.
+func TestDecodeAliases(t *testing.T) {
+	const takes = "a merge key takes a mapping, an alias of one (<<: *name) or a list of them (<<: [*a, *b]), not "
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{"undefined", "name: x\nints: [1, *nope]\n", []string{
+			"f.yaml:2: ints[1]: invalid YAML: unknown anchor 'nope' referenced (an alias *nope names a value anchored &nope earlier in the file)"}},
+		{"undefined, flow over lines", "name: x\ncounts: {a: 1,\n  b: 2,\n  c: *nope}\n", []string{
+			"f.yaml:4: counts.c: invalid YAML: unknown anchor 'nope' referenced (an alias *nope names a value anchored &nope earlier in the file)"}},
+		{"undefined, after a comment and a string naming it", "# *nope is not here\nname: \"*nope\"\ncounts: {a: 1,\n  c: *nope}\n", []string{
+			"f.yaml:4: counts.c: invalid YAML: unknown anchor 'nope' referenced (an alias *nope names a value anchored &nope earlier in the file)"}},
+		{"undefined merge", "inner:\n  <<: *nope\n", []string{
+			"f.yaml:2: inner.<<: invalid YAML: unknown anchor 'nope' referenced (an alias *nope names a value anchored &nope earlier in the file)"}},
+		{"anchored after its alias", "count: *n\nsmall: &n 1\n", []string{
+			"f.yaml:1: count: invalid YAML: unknown anchor 'n' referenced (an alias *n names a value anchored &n earlier in the file)"}},
+		{"undefined in a second document", "name: x\n---\ncount: *nope\n", []string{
+			"f.yaml:3: invalid YAML: unknown anchor 'nope' referenced (an alias *nope names a value anchored &nope earlier in the file)"}},
+		{"contains itself, list", "name: x\nany: &a [1, *a]\n", []string{
+			"f.yaml:2: any[1]: *a is written inside the value it names (&a at line 2): a value cannot contain itself"}},
+		{"contains itself, merge", "inner: &i\n  count: 1\n  <<: *i\n", []string{
+			"f.yaml:3: inner.<<: *i is written inside the value it names (&i at line 1): a value cannot contain itself"}},
+		{"contains itself, nested", "free:\n  a: &a\n    b:\n      - c: *a\n", []string{
+			"f.yaml:4: free.a.b[0].c: *a is written inside the value it names (&a at line 2): a value cannot contain itself"}},
+		{"billion laughs", laughsDoc(9), []string{
+			"f.yaml:11: any: excessive aliasing: *l8 stands for 1111111111 YAML nodes once its aliases are expanded, more than the YAML decoder expands (a \"billion laughs\" document); write the values out, or alias less"}},
+		// Already located: pinned.
+		{"alias of a list for a mapping", "ints: &l [1]\ninner: *l\n", []string{"f.yaml:2: inner: wrong type: list where a mapping expected"}},
+		{"merge of an alias of a scalar", "name: &n x\ninner: {<<: *n}\n", []string{`f.yaml:2: inner.<<: ` + takes + `an alias (*n) of string "x"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

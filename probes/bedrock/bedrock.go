@@ -187,6 +187,7 @@ type Prober struct {
 var (
 	_ probes.Prober     = (*Prober)(nil)
 	_ probes.Authorizer = (*Prober)(nil)
+	_ probes.Generator  = (*Prober)(nil)
 )
 
 var (
@@ -494,3 +495,8 @@ func (p *Prober) scrub(s string) string {
 func (p *Prober) Redact(b []byte) []byte {
 	return wire.RedactBytes(b, p.secrets()...)
 }
+
+// Generates reports whether the requests have a model generate output:
+// not for endpoint guardrail (ApplyGuardrail checks the input; no model
+// runs, and the request carries no maxTokens).
+func (p *Prober) Generates() bool { return p.target.Endpoint != EndpointGuardrail }

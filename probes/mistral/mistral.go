@@ -102,6 +102,7 @@ type Prober struct {
 var (
 	_ probes.Prober     = (*Prober)(nil)
 	_ probes.Authorizer = (*Prober)(nil)
+	_ probes.Generator  = (*Prober)(nil)
 )
 
 // New builds a mistral prober.
@@ -182,3 +183,8 @@ func Normalize(raw string) (string, bool) {
 	}
 	return probes.CatOther, false
 }
+
+// Generates reports false: both endpoints (/v1/moderations and
+// /v1/chat/moderations) classify the input; no model generates output and
+// the requests carry no max_tokens.
+func (p *Prober) Generates() bool { return false }

@@ -35,6 +35,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -97,13 +98,24 @@ func Check(t probes.Target) []probes.FieldError {
 	if err := oaiwire.CheckTokenParam(t.Options[oaiwire.TokenParamOption]); err != nil {
 		errs = append(errs, probes.FieldError{Field: "options." + oaiwire.TokenParamOption, Msg: err.Error()})
 	}
-	for _, k := range []string{"organization", "project"} {
-		if v := t.Options[k]; strings.ContainsAny(v, "\r\n") || strings.TrimSpace(v) != v {
+	for _, k := range accountOptions {
+		v := t.Options[k]
+		switch {
+		case strings.ContainsAny(v, "\r\n") || strings.TrimSpace(v) != v:
 			errs = append(errs, probes.FieldError{Field: "options." + k, Msg: "must be a single token without whitespace around it or line breaks"})
+		case strings.HasPrefix(v, "sk-"):
+			// The id is recorded (the target's origin): a key pasted
+			// here would be stored. The value is not repeated.
+			errs = append(errs, probes.FieldError{Field: "options." + k, Msg: "holds an API key (sk-…), not an " + k + " id: the key belongs in the variable api_key_env names"})
 		}
 	}
 	return errs
 }
+
+// accountOptions are the options naming the account a target speaks for
+// (sent as OpenAI-Organization and OpenAI-Project), in the order
+// AccountScope names them.
+var accountOptions = []string{"organization", "project"}
 
 // Prober renders and reads OpenAI requests for one target.
 type Prober struct {
@@ -114,8 +126,15 @@ type Prober struct {
 }
 
 var (
+<<<<<<< HEAD
+	_ probes.Prober        = (*Prober)(nil)
+	_ probes.Authorizer    = (*Prober)(nil)
+	_ probes.AccountScoper = (*Prober)(nil)
+=======
 	_ probes.Prober     = (*Prober)(nil)
 	_ probes.Authorizer = (*Prober)(nil)
+	_ probes.Generator  = (*Prober)(nil)
+>>>>>>> fix-evidence
 )
 
 // New builds an openai prober.
@@ -146,7 +165,8 @@ func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
 }
 
 // Authorize adds the bearer key and the optional OpenAI-Organization and
-// OpenAI-Project headers. None of them is part of the fingerprint.
+// OpenAI-Project headers. None of them is part of the fingerprint; the
+// organization and project are part of the origin (AccountScope).
 func (p *Prober) Authorize(_ context.Context, r *http.Request) error {
 	if p.target.APIKey != "" {
 		r.Header.Set("Authorization", "Bearer "+p.target.APIKey)
@@ -158,6 +178,21 @@ func (p *Prober) Authorize(_ context.Context, r *http.Request) error {
 		r.Header.Set("OpenAI-Project", v)
 	}
 	return nil
+}
+
+// AccountScope names the organization and project the target speaks for
+// ("organization=org-1 project=proj_2", either alone, or "" for neither):
+// they choose the account's policy and enforcement, and the request
+// fingerprint leaves their headers out, so they are part of the target's
+// origin (probes.AccountScoper). Ids, never the key.
+func (p *Prober) AccountScope() string {
+	var parts []string
+	for _, k := range accountOptions {
+		if v := p.target.Options[k]; v != "" {
+			parts = append(parts, k+"="+url.QueryEscape(v))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // Classify reads one attempt's response.
@@ -172,3 +207,7 @@ func (p *Prober) Classify(_ *probes.Request, resp *probes.Response) probes.Resul
 // text-moderation models: oaiwire.NormalizeModeration); unknown names are
 // "other" with known false.
 func NormalizeModeration(raw string) (string, bool) { return oaiwire.NormalizeModeration(raw) }
+
+// Generates reports whether the requests have a model generate output:
+// not for endpoint moderation, whose requests carry no max_tokens.
+func (p *Prober) Generates() bool { return p.endpoint != EndpointModeration }

@@ -461,3 +461,69 @@ func TestKeyNotEchoed(t *testing.T) {
 		t.Fatalf("key echoed: %+v", res)
 	}
 }
+
+// The organization and project a target names choose the account it
+// speaks for: they are its account scope (part of its origin, so a switch
+// moves the target), escaped so that no two accounts read alike, and
+// never the key. They are not part of the request fingerprint: a target
+// naming neither, or both, renders the same bytes (the golden files pin
+// them) with the same fingerprint.
+func TestAccountScope(t *testing.T) {
+	for _, c := range []struct{ org, project, want string }{
+		{"", "", ""},
+		{"org-test", "", "organization=org-test"},
+		{"", "proj_test", "project=proj_test"},
+		{"org-test", "proj_test", "organization=org-test project=proj_test"},
+		{"x project=y", "", "organization=x+project%3Dy"}, // not organization x with project y
+	} {
+		tg := target(EndpointChat, "")
+		tg.Options = map[string]string{}
+		if c.org != "" {
+			tg.Options["organization"] = c.org
+		}
+		if c.project != "" {
+			tg.Options["project"] = c.project
+		}
+		p, err := New(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := p.(probes.AccountScoper).AccountScope()
+		if got != c.want || strings.Contains(got, secret) {
+			t.Errorf("organization %q, project %q: scope %q, want %q", c.org, c.project, got, c.want)
+		}
+	}
+	for _, ep := range []string{EndpointChat, EndpointModeration} {
+		with := target(ep, "")
+		without := target(ep, "")
+		without.Options = nil
+		var reqs []*probes.Request
+		for _, tg := range []probes.Target{with, without} {
+			p, err := New(tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := p.Render(probestest.Probe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs = append(reqs, req)
+		}
+		if a, b := reqs[0], reqs[1]; a.SHA256() != b.SHA256() || !bytes.Equal(a.Body, b.Body) || a.Path != b.Path || a.PinnedHeaders() != "" || b.PinnedHeaders() != "" {
+			t.Errorf("%s: organization and project changed the request: %s %s vs %s %s", ep, a.Path, a.SHA256(), b.Path, b.SHA256())
+		}
+	}
+	// A key pasted as an id would be recorded with the origin: refused,
+	// without repeating it.
+	for _, k := range []string{"organization", "project"} {
+		tg := target(EndpointChat, "")
+		tg.Options[k] = secret
+		errs := Check(tg)
+		if len(errs) != 1 || errs[0].Field != "options."+k || strings.Contains(errs[0].Msg, secret) || !strings.Contains(errs[0].Msg, "holds an API key") {
+			t.Errorf("%s holding the key: %v", k, errs)
+		}
+		if _, err := New(tg); err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s holding the key: New: %v", k, err)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package diff_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/testenv"
+	"github.com/driftprobe/driftprobe/runner"
+)
+
+// compare warned once per corpus version a side's newer complete runs
+// were on, uncapped: a long-lived database whose corpus was bumped every
+// week floods the text, stderr and the Markdown meant for a PR comment
+// with one warning per version. Past maxRunItems (ten) versions, the older
+// ones are counted in one warning ("and N more", as runs are) and the
+// latest latestRunItems (five) are warned about one each; the JSON keeps
+// the count of every version (newer_corpus_versions) beside
+// newer_runs_total. The newer runs are synthesized from the candidate's
+// real run 3 (rows copied with new ids), each on a version of its own.
+func TestCompareCorpusVersionWarningsCapped(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: cur, provider: sim, model: sim-large}
+  - {name: cand, provider: sim, model: sim-xl}
+`)
+	e.Runs(2)
+	e.Corpus = writeCorpus(t, func(s string) string { return editProbeLines(s, nil, "2026.12.9", nil) })
+	cand := e.Target("cand")
+	sub := *e.Config
+	sub.Targets = []*config.Target{cand.Config}
+	if _, err := app.RunOnce(context.Background(), &sub, e.Corpus, e.Store, []*runner.Target{cand}, app.RunOptions{Sleep: e.Sleep, SubsetRun: true, FullConfig: e.Config}); err != nil {
+		t.Fatal(err)
+	}
+	db := e.Store.SQL()
+	// setVersions gives cand's runs 4 to 3+n a corpus version each
+	// (v4, v5, …), with run 3 on 2026.12.9: n+1 versions.
+	setVersions := func(n int64) {
+		t.Helper()
+		if _, err := db.Exec(`DELETE FROM run_targets WHERE run_id > 3`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`DELETE FROM runs WHERE id > 3`); err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(4); i < 4+n; i++ {
+			if _, err := db.Exec(`INSERT INTO runs (id, started_at, finished_at, status, corpus_name, corpus_version, corpus_hash, config_hash, host, version, note, pruned, detected)
+				SELECT ?, started_at, finished_at, status, corpus_name, 'v' || ?, corpus_hash, config_hash, host, version, note, '', 1 FROM runs WHERE id = 3`, i, i); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(`INSERT INTO run_targets (run_id, target_id, status, observations, verdicts, transient, client_errors, unavailable, breaker_opened, requests, retries, requests_sha256, tokens_in, tokens_out, cost_usd, duration_ms, origin, model)
+				SELECT ?, target_id, status, observations, verdicts, transient, client_errors, unavailable, breaker_opened, requests, retries, requests_sha256, tokens_in, tokens_out, cost_usd, duration_ms, origin, model FROM run_targets WHERE run_id = 3`, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	compare := func() *diff.Comparison {
+		t.Helper()
+		c, err := diff.Compare(context.Background(), e.Store, e.Corpus, "cur", "cand", 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.FromRun != 2 || c.ToRun != 2 {
+			t.Fatalf("compared runs %d and %d, want 2 and 2", c.FromRun, c.ToRun)
+		}
+		return c
+	}
+	const one = "cand has newer complete runs that were not compared: run %d on corpus %s, on which cur has no complete run; this compares cand's older run 2 on corpus 2026.11.1 (run both on one corpus version, e.g. with compare --run, to compare the newest data)"
+
+	// Ten versions: one warning each, as before.
+	setVersions(9)
+	c := compare()
+	if len(c.Warnings) != 10 || c.Warnings[0] != fmt.Sprintf(one, 3, "2026.12.9") || c.Warnings[9] != fmt.Sprintf(one, 12, "v12") {
+		t.Errorf("ten versions: warnings %q, want one per version", c.Warnings)
+	}
+	if c.ToSide.NewerCorpusVersions != 10 {
+		t.Errorf("newer_corpus_versions %d, want 10", c.ToSide.NewerCorpusVersions)
+	}
+
+	// 300 versions: the latest five one warning each, the 295 older ones
+	// counted in one.
+	const n = 299
+	setVersions(n)
+	c = compare()
+	if len(c.Warnings) != 6 {
+		t.Fatalf("%d warnings for %d corpus versions, want 6 (the older ones counted in one, the latest five each):\n%s", len(c.Warnings), n+1, strings.Join(c.Warnings, "\n"))
+	}
+	const summary = "cand has newer complete runs that were not compared on 295 other corpus versions (before the latest five, named one by one), on which cur has no complete run: runs 3–297 on corpus 2026.12.9, v4, v5, v6, v7 and 290 more; this compares cand's older run 2 on corpus 2026.11.1 (run both on one corpus version, e.g. with compare --run, to compare the newest data)"
+	if c.Warnings[0] != summary {
+		t.Errorf("warning 0:\n%s\nwant\n%s", c.Warnings[0], summary)
+	}
+	for i, run := range []int{298, 299, 300, 301, 302} {
+		if want := fmt.Sprintf(one, run, fmt.Sprintf("v%d", run)); c.Warnings[1+i] != want {
+			t.Errorf("warning %d:\n%s\nwant\n%s", 1+i, c.Warnings[1+i], want)
+		}
+	}
+	for _, w := range c.Warnings {
+		if len(w) > 500 {
+			t.Errorf("a warning of %d characters: %.200q", len(w), w)
+		}
+	}
+	// The JSON counts every version and every run.
+	if c.ToSide.NewerCorpusVersions != n+1 || c.ToSide.NewerRunsTotal != n+1 || len(c.ToSide.NewerRuns) != diff.MaxNewerRuns {
+		t.Errorf("newer_corpus_versions %d, newer_runs_total %d, %d newer runs listed; want %d, %d, %d",
+			c.ToSide.NewerCorpusVersions, c.ToSide.NewerRunsTotal, len(c.ToSide.NewerRuns), n+1, n+1, diff.MaxNewerRuns)
+	}
+	b, err := json.Marshal(c)
+	if err != nil || !strings.Contains(string(b), fmt.Sprintf(`"newer_corpus_versions":%d`, n+1)) || !strings.Contains(string(b), `"newer_corpus_versions":0`) {
+		t.Errorf("JSON lacks newer_corpus_versions on both sides (%v): %.300s", err, b)
+	}
+}
