@@ -28,7 +28,8 @@ import (
 const Max = 100
 
 // Readable reports whether err, from yamlx.Decode, leaves the document's
-// other values readable, and returns its problems: each is an unknown
+// other values readable (every problem yamlx.Error.Resumable), and
+// returns its problems: each is an unknown
 // field, a duplicate key (the mapping holding it is not read), a value of
 // the wrong type (it is not read), or a number the strict decoder refuses
 // (a leading zero, one out of range). The decoder has then read the whole
@@ -45,28 +46,11 @@ func Readable(err error) (l yamlx.List, ok bool) {
 		return nil, false
 	}
 	for _, e := range l {
-		if e.Line == 0 || e.Field == "" || !readable(e.Msg) {
+		if e.Line == 0 || e.Field == "" || !e.Resumable {
 			return nil, false
 		}
 	}
 	return append(yamlx.List(nil), l...), true
-}
-
-// readable reports whether msg, a yamlx problem, is one after which the
-// decoder went on (see Readable). It knows yamlx's wording: a message it
-// does not know makes the file unreadable, so a reworded one costs the
-// other problems of the file (tests here and in corpus catch it), never
-// a wrong report.
-func readable(msg string) bool {
-	switch {
-	case strings.HasPrefix(msg, "unknown field"),
-		strings.HasPrefix(msg, "duplicate key"),
-		strings.HasPrefix(msg, "wrong type: "),
-		strings.Contains(msg, " has a leading zero"),
-		strings.HasPrefix(msg, "integer ") && strings.Contains(msg, " out of range ("):
-		return true
-	}
-	return false
 }
 
 // Decode decodes n into v leniently: unknown fields are ignored and a

@@ -126,15 +126,10 @@ type Prober struct {
 }
 
 var (
-<<<<<<< HEAD
 	_ probes.Prober        = (*Prober)(nil)
 	_ probes.Authorizer    = (*Prober)(nil)
 	_ probes.AccountScoper = (*Prober)(nil)
-=======
-	_ probes.Prober     = (*Prober)(nil)
-	_ probes.Authorizer = (*Prober)(nil)
-	_ probes.Generator  = (*Prober)(nil)
->>>>>>> fix-evidence
+	_ probes.Generator     = (*Prober)(nil)
 )
 
 // New builds an openai prober.
