@@ -24,6 +24,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/driftprobe/driftprobe/internal/problems"
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes"
 	"gopkg.in/yaml.v3"
@@ -147,13 +148,34 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 	}
 	var c Corpus
 	root, err := yamlx.Decode(file, data, &c)
-	if err != nil {
+	// An unknown field or a value of the wrong type hides no other
+	// problem: every one of the file is reported at once.
+	decoded, ok := problems.Readable(err)
+	if !ok {
 		return nil, err
 	}
-	col := &yamlx.Collector{File: file, Root: root}
-	if emptyEntries(col, root); len(col.List) > 0 {
-		return nil, col.Err()
+	empty := &yamlx.Collector{File: file, Root: root}
+	emptyEntries(empty, root)
+	if decoded = append(decoded, empty.List...); len(decoded) > 0 {
+		// The decoder dropped the list items it could not read (and the
+		// empty ones): read the values again, each item at its own
+		// index. The corpus is refused: nothing here is hashed.
+		c = readable(root)
 	}
+	col := &yamlx.Collector{File: file, Root: root}
+	c.validate(col)
+	if l := problems.Combine(root, decoded, col.List, promptRelated); len(l) > 0 {
+		return nil, problems.Cap(l)
+	}
+	c.Hash = c.contentHash()
+	c.root = root
+	return &c, nil
+}
+
+// validate adds c's problems to col, and canonicalizes and hashes every
+// probe: a prompt becomes the one user message, tags are sorted and
+// deduplicated.
+func (c *Corpus) validate(col *yamlx.Collector) {
 	if strings.TrimSpace(c.Name) == "" {
 		col.Add("name", "required")
 	} else if !plainText(c.Name) {
@@ -241,18 +263,80 @@ func LoadFS(fsys fs.FS, name string) (*Corpus, error) {
 		p.canonical = p.render()
 		p.SHA256 = hashHex(p.canonical)
 	}
-	if err := col.Err(); err != nil {
-		return nil, err
+}
+
+// promptRelated maps a probe's prompt to its messages for
+// problems.Combine: a prompt is "empty" when the messages given instead
+// could not be read.
+func promptRelated(field string) string {
+	if f, ok := strings.CutSuffix(field, ".prompt"); ok {
+		return f + ".messages"
 	}
-	c.Hash = c.contentHash()
-	c.root = root
-	return &c, nil
+	return field
+}
+
+// readable reads the corpus in root as the decoder does, but one list
+// item at a time (probes, their messages and tags), so that every item
+// keeps the index it is written at: the decoder drops an item it cannot
+// read, or an empty one, and the problems of the items after it would
+// name the wrong entry. An item or value that cannot be read is left
+// empty (nil for a probe written `- ~`); its problem is the decoder's,
+// or emptyEntries'.
+func readable(root *yaml.Node) Corpus {
+	var c Corpus
+	str := func(path string, s *string) {
+		if n := yamlx.Find(root, path); n != nil && !yamlx.IsNull(n) {
+			problems.Decode(n, s)
+		}
+	}
+	items := func(path string) []*yaml.Node {
+		if n := yamlx.Find(root, path); n != nil && n.Kind == yaml.SequenceNode {
+			return n.Content
+		}
+		return nil
+	}
+	str("name", &c.Name)
+	str("version", &c.Version)
+	ps := yamlx.Find(root, "probes")
+	if ps == nil || ps.Kind != yaml.SequenceNode {
+		return c
+	}
+	c.Probes = make([]*Probe, len(ps.Content))
+	for i, item := range ps.Content {
+		if yamlx.IsNull(item) {
+			continue
+		}
+		at := fmt.Sprintf("probes[%d]", i)
+		p := &Probe{}
+		str(at+".id", &p.ID)
+		str(at+".prompt", &p.Prompt)
+		str(at+".expect", &p.Expect)
+		str(at+".role", &p.Role)
+		if ms := items(at + ".messages"); ms != nil {
+			p.Messages = make([]probes.Message, len(ms))
+			for j, m := range ms {
+				if !yamlx.IsNull(m) {
+					problems.Decode(m, &p.Messages[j])
+				}
+			}
+		}
+		if ts := items(at + ".tags"); ts != nil {
+			p.Tags = make([]string, len(ts))
+			for j, t := range ts {
+				if !yamlx.IsNull(t) {
+					problems.Decode(t, &p.Tags[j])
+				}
+			}
+		}
+		c.Probes[i] = p
+	}
+	return c
 }
 
 // emptyEntries reports the empty list items (`- ` or `- ~`) of probes,
 // messages and tags. The decoder keeps an empty probe as nil but drops an
-// empty message or tag, shifting every later index, so they are reported
-// before anything else is checked.
+// empty message or tag, shifting every later index, so the values are
+// then read again item by item (readable) before they are checked.
 func emptyEntries(col *yamlx.Collector, root *yaml.Node) {
 	items := func(path string) []*yaml.Node {
 		if n := yamlx.Find(root, path); n != nil && n.Kind == yaml.SequenceNode {

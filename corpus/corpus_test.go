@@ -280,7 +280,6 @@ func TestLoadBad(t *testing.T) {
 		// Empty entries are located problems, never a crash, and name the
 		// entry as written (the decoder drops an empty message or tag).
 		{"bad-null-probe", `probes\[1\]`, "  - ~", "empty entry: a probe needs id, prompt (or messages), expect and role"},
-		{"bad-null-message", `probes\[0\]\.messages\[0\]`, "- ~", "empty entry: a message needs role and content"},
 		{"bad-null-tag", `probes\[0\]\.tags\[1\]`, "      -\n", "empty entry: want one of hate, harassment"},
 		{"bad-empty-messages", `probes\[0\]\.messages`, "messages: []", "empty list: give the messages (the last from the user), or a prompt"},
 		// Anchors and aliases: located at the alias that causes the

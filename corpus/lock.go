@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/driftprobe/driftprobe/internal/problems"
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"gopkg.in/yaml.v3"
 )
@@ -29,7 +30,10 @@ func readLock(fsys fs.FS, file string) (*Lock, error) {
 	}
 	var l Lock
 	root, err := yamlx.Decode(file, data, &l)
-	if err != nil {
+	// An unknown field hides no damaged hash. The decoder has read what
+	// it reports nothing about (a map drops no other entry).
+	decoded, ok := problems.Readable(err)
+	if !ok {
 		return nil, err
 	}
 	if l.Versions == nil {
@@ -49,8 +53,8 @@ func readLock(fsys fs.FS, file string) (*Lock, error) {
 				Msg: "not a content hash (64 lowercase hex digits): the lock file is damaged; restore it from version control"})
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	if all := problems.Combine(root, decoded, errs, nil); len(all) > 0 {
+		return nil, problems.Cap(all)
 	}
 	l.nameLine = yamlx.Line(root, "name")
 	return &l, nil

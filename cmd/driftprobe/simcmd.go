@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/problems"
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes/sim"
 )
@@ -65,7 +66,9 @@ The run id used for scripted policies comes from the X-Driftprobe-Run header.`,
 
 // loadSimConfig reads a --sim-config file: a sim block's fields at the top
 // level, or a document with a single top-level sim: key holding them.
-// Problems are reported as FILE:LINE: FIELD: problem.
+// Problems are reported as FILE:LINE: FIELD: problem, every one of the
+// file at once: an unknown field or a value of the wrong type hides none
+// of the values validation refuses.
 func loadSimConfig(file string) (*sim.Config, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -88,20 +91,35 @@ func loadSimConfig(file string) (*sim.Config, error) {
 		var doc struct {
 			Sim *sim.Config `yaml:"sim"`
 		}
-		if root, err = yamlx.Decode(file, data, &doc); err != nil {
-			return nil, err
-		}
+		root, err = yamlx.Decode(file, data, &doc)
 		if doc.Sim != nil {
 			cfg = doc.Sim
 		}
 		prefix = "sim."
-	} else if root, err = yamlx.Decode(file, data, cfg); err != nil {
+	} else {
+		root, err = yamlx.Decode(file, data, cfg)
+	}
+	decoded, ok := problems.Readable(err)
+	if !ok {
 		return nil, err
+	}
+	if len(decoded) > 0 {
+		// The decoder drops a policy it cannot read, and every later
+		// policy's problems would name the one before: read each again
+		// at its own index (the file is refused either way).
+		if n := yamlx.Find(root, prefix+"policies"); n != nil && n.Kind == yaml.SequenceNode {
+			cfg.Policies = make([]sim.Policy, len(n.Content))
+			for i, item := range n.Content {
+				if !yamlx.IsNull(item) { // an empty entry: ValidateSim says so
+					problems.Decode(item, &cfg.Policies[i])
+				}
+			}
+		}
 	}
 	col := &yamlx.Collector{File: file, Root: root}
 	config.ValidateSim(col, prefix, cfg)
-	if err := col.Err(); err != nil {
-		return nil, err
+	if l := problems.Combine(root, decoded, col.List, nil); len(l) > 0 {
+		return nil, problems.Cap(l)
 	}
 	return cfg, nil
 }

@@ -27,6 +27,13 @@ type Error struct {
 	Line  int
 	Field string // dotted path, e.g. targets[1].provider
 	Msg   string
+	// Resumable is set on a problem the decoder went on past, the rest of
+	// the document read as written: an unknown field (its value not
+	// read), a duplicate key (the mapping holding it not read), a value
+	// of the wrong type (not read), a number refused for a leading zero
+	// or its range. A caller may then read the document's other values
+	// and report their problems too (internal/problems).
+	Resumable bool
 }
 
 func (e *Error) Error() string {
@@ -253,9 +260,9 @@ func locate(file string, root *yaml.Node, t reflect.Type, err error, reported ma
 				n, _ := strconv.Atoi(g[1])
 				o := next(occurrenceKey{unknown: true, line: n, name: g[2], typ: g[3]})
 				if o != nil {
-					l = append(l, &Error{File: file, Line: n, Field: o.path, Msg: "unknown field" + o.note()})
+					l = append(l, &Error{File: file, Line: n, Field: o.path, Msg: "unknown field" + o.note(), Resumable: true})
 				} else {
-					l = append(l, &Error{File: file, Line: n, Field: keyPath(root, n, g[2]), Msg: "unknown field"})
+					l = append(l, &Error{File: file, Line: n, Field: keyPath(root, n, g[2]), Msg: "unknown field", Resumable: true})
 				}
 				continue
 			}
@@ -265,7 +272,7 @@ func locate(file string, root *yaml.Node, t reflect.Type, err error, reported ma
 				if uerr != nil {
 					key = strings.Trim(g[2], `"`)
 				}
-				l = append(l, &Error{File: file, Line: n, Field: keyPath(root, n, key), Msg: "duplicate key (first at line " + g[3] + ")"})
+				l = append(l, &Error{File: file, Line: n, Field: keyPath(root, n, key), Msg: "duplicate key (first at line " + g[3] + ")", Resumable: true})
 				continue
 			}
 			if g := reType.FindStringSubmatch(m); g != nil {
@@ -280,11 +287,11 @@ func locate(file string, root *yaml.Node, t reflect.Type, err error, reported ma
 					continue // checkScalars has said what to write, where it is first read
 				}
 				if o != nil {
-					l = append(l, &Error{File: file, Line: o.line, Field: o.path, Msg: msg + o.note()})
+					l = append(l, &Error{File: file, Line: o.line, Field: o.path, Msg: msg + o.note(), Resumable: true})
 					continue
 				}
 				path, line := valuePath(root, n, g[2], g[3])
-				l = append(l, &Error{File: file, Line: line, Field: path, Msg: msg})
+				l = append(l, &Error{File: file, Line: line, Field: path, Msg: msg, Resumable: true})
 				continue
 			}
 			if g := reAtLine.FindStringSubmatch(m); g != nil {
@@ -740,7 +747,9 @@ func checkScalars(file string, root *yaml.Node, t reflect.Type) (List, map[scala
 	var l List
 	bad := map[scalarRead]bool{} // the scalars reported, with the type read into
 	add := func(n *yaml.Node, t reflect.Type, line int, path, msg string) {
-		l = append(l, &Error{File: file, Line: line, Field: path, Msg: msg})
+		// A wrong type, a leading zero or a number out of range: the
+		// value is not read, the rest of the document is.
+		l = append(l, &Error{File: file, Line: line, Field: path, Msg: msg, Resumable: true})
 		bad[scalarRead{n, t}] = true
 	}
 	type visit struct {
