@@ -51,14 +51,7 @@ func TestAccountSwitchIsAMoveNotAFlip(t *testing.T) {
 	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
 	run := func(options string) app.RunJSON {
 		t.Helper()
-		if err := os.WriteFile(cfg, []byte("targets:\n  - {name: oa, provider: openai, model: sim-large, base_url: \""+srv.URL+"/v1\", api_key_env: "+keyVar+", options: {"+options+"}}\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		stdout, stderr, code := runIn(t, "run", "--json", "--no-progress", "--config", cfg, "--db", db)
-		var out app.RunJSON
-		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Targets) != 1 {
-			t.Fatalf("run with %s: exit %d: %s\n%s", options, code, stderr, stdout)
-		}
+		out := accountRun(t, cfg, db, srv.URL, keyVar, options)
 		if o := out.Targets[0].Origin; strings.Contains(o, key) || strings.Contains(o, "sk-") {
 			t.Fatalf("run %d: the key is in the origin %q", out.RunID, o)
 		}
@@ -129,17 +122,9 @@ func TestUpgradeAdoptsTheUnnamedAccountOrigin(t *testing.T) {
 	scoped := host + " organization=org-a"
 	dir := t.TempDir()
 	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
-	if err := os.WriteFile(cfg, []byte("targets:\n  - {name: oa, provider: openai, model: sim-large, base_url: \""+srv.URL+"/v1\", api_key_env: "+keyVar+", options: {organization: org-a}}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	run := func() app.RunJSON {
 		t.Helper()
-		stdout, stderr, code := runIn(t, "run", "--json", "--no-progress", "--config", cfg, "--db", db)
-		var out app.RunJSON
-		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Targets) != 1 {
-			t.Fatalf("run: exit %d: %s\n%s", code, stderr, stdout)
-		}
-		return out
+		return accountRun(t, cfg, db, srv.URL, keyVar, "organization: org-a")
 	}
 	events := func() []*diff.Event {
 		t.Helper()
@@ -216,15 +201,7 @@ func TestUpgradeAdoptionIsOnce(t *testing.T) {
 	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
 	run := func(options string) app.TargetJSON {
 		t.Helper()
-		if err := os.WriteFile(cfg, []byte("targets:\n  - {name: oa, provider: openai, model: sim-large, base_url: \""+srv.URL+"/v1\", api_key_env: "+keyVar+", options: {"+options+"}}\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		stdout, stderr, code := runIn(t, "run", "--json", "--no-progress", "--config", cfg, "--db", db)
-		var out app.RunJSON
-		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Targets) != 1 {
-			t.Fatalf("run: exit %d: %s\n%s", code, stderr, stdout)
-		}
-		return out.Targets[0]
+		return accountRun(t, cfg, db, srv.URL, keyVar, options).Targets[0]
 	}
 	run("")
 	run("")
@@ -244,4 +221,20 @@ func TestUpgradeAdoptionIsOnce(t *testing.T) {
 	if tg := run("organization: org-a"); tg.OriginChange == nil || tg.OriginChange.From != host || tg.OriginChange.To != host+" organization=org-a" {
 		t.Errorf("an account named after the upgrade's first run: origin %q, change %+v; want a move", tg.Origin, tg.OriginChange)
 	}
+}
+
+// accountRun runs one OpenAI target named oa at srvURL, with the key in
+// keyVar and options (YAML flow mapping content), into db, writing cfg
+// first; it fails the test unless the run exits 0 with one target.
+func accountRun(t *testing.T, cfg, db, srvURL, keyVar, options string) app.RunJSON {
+	t.Helper()
+	if err := os.WriteFile(cfg, []byte("targets:\n  - {name: oa, provider: openai, model: sim-large, base_url: \""+srvURL+"/v1\", api_key_env: "+keyVar+", options: {"+options+"}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runIn(t, "run", "--json", "--no-progress", "--config", cfg, "--db", db)
+	var out app.RunJSON
+	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Targets) != 1 {
+		t.Fatalf("run with {%s}: exit %d: %s\n%s", options, code, stderr, stdout)
+	}
+	return out
 }

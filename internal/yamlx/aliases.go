@@ -328,17 +328,7 @@ func readAliases(root *yaml.Node, t reflect.Type, fn func(a *yaml.Node, path str
 		if t == nodeType {
 			return // kept as a node, not decoded
 		}
-		for {
-			pt := reflect.PointerTo(t)
-			if n.ShortTag() != "!!null" && (pt.Implements(unmarshalerType) || pt.Implements(obsoleteUnmarshalerType)) {
-				t = anyType
-				break
-			}
-			if t.Kind() != reflect.Pointer {
-				break
-			}
-			t = t.Elem()
-		}
+		t = decodedAs(n, t)
 		if seen[visit{n, t}] {
 			return
 		}

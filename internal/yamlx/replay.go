@@ -382,18 +382,7 @@ func checkStructure(file string, root *yaml.Node, t reflect.Type) List {
 		if t == nodeType {
 			return // kept as a node, not decoded
 		}
-		for {
-			pt := reflect.PointerTo(t)
-			// A null value is decoded as a scalar whatever the type.
-			if n.ShortTag() != "!!null" && (pt.Implements(unmarshalerType) || pt.Implements(obsoleteUnmarshalerType)) {
-				t = anyType
-				break
-			}
-			if t.Kind() != reflect.Pointer {
-				break
-			}
-			t = t.Elem()
-		}
+		t = decodedAs(n, t)
 		if seen[visit{n, t}] {
 			return
 		}
@@ -577,4 +566,20 @@ func tagProblem(n *yaml.Node) string {
 		return fmt.Sprintf("%s %s: the value is not a %s (remove the tag, or fix the value)", n.ShortTag(), quoteShort(n.Value), n.ShortTag())
 	}
 	return ""
+}
+
+// decodedAs is the type the decoder reads n into when its field is of type
+// t: pointers followed, and any type with its own unmarshaler read as
+// anything (a null value is decoded as a scalar whatever the type).
+func decodedAs(n *yaml.Node, t reflect.Type) reflect.Type {
+	for {
+		pt := reflect.PointerTo(t)
+		if n.ShortTag() != "!!null" && (pt.Implements(unmarshalerType) || pt.Implements(obsoleteUnmarshalerType)) {
+			return anyType
+		}
+		if t.Kind() != reflect.Pointer {
+			return t
+		}
+		t = t.Elem()
+	}
 }
