@@ -764,6 +764,11 @@ func (d *detector) observe(obs []*storage.Observation) error {
 //     baseline there, recorded as an input change caused by the origin.
 //   - Another origin in a run that cannot speak for it: states as they are,
 //     untouched (the run confirms nothing there anyway).
+//   - A state recorded before origins named the account (schema 22, the
+//     target listed in origin_scope_unnamed) at this run's endpoint, now
+//     with an account named: the same endpoint and account, now named. Its
+//     first run that speaks for it adopts the state, and the target's event
+//     rows and runs at that endpoint take the named origin; no move.
 //
 // Events are endpoint-scoped through their rows (event_probes.origin): an
 // answer at one endpoint never reverts, withdraws or extends a change seen
@@ -833,8 +838,15 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		}
 		if probes.UnscopedOrigin(prev) == prev && probes.UnscopedOrigin(cur) == prev {
 			d.origin = cur
-			if _, err := d.tx.ExecContext(d.ctx, `UPDATE event_probes SET origin = ? WHERE target_id = ? AND origin = ?`, cur, d.t.ID, prev); err != nil {
-				return nil, false, false, err
+			// The target's runs there, too: evidence, diffs and an
+			// event's last run before its flip compare run origins.
+			for _, q := range []string{
+				`UPDATE event_probes SET origin = ? WHERE target_id = ? AND origin = ?`,
+				`UPDATE run_targets SET origin = ? WHERE target_id = ? AND origin = ?`,
+			} {
+				if _, err := d.tx.ExecContext(d.ctx, q, cur, d.t.ID, prev); err != nil {
+					return nil, false, false, err
+				}
 			}
 			return states, true, false, nil
 		}

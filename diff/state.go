@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/driftprobe/driftprobe/corpus"
+	"github.com/driftprobe/driftprobe/probes"
 )
 
 // State is the detection state of one probe on one target, as exposed to
@@ -490,9 +491,11 @@ func baselinesOf(m map[string]*state) map[string]Baseline {
 }
 
 // BaselinesAt is Baselines of the target's detection state at origin: the
-// current one when it belongs there (or either origin is not known), the
-// one parked there when the target was at origin before, else none (a new
-// endpoint establishes its baselines).
+// current one when it belongs there (or either origin is not known, or it
+// is one recorded before origins named the account, at origin's endpoint,
+// which detection adopts: see moveOrigin), the one parked there when the
+// target was at origin before, else none (a new endpoint establishes its
+// baselines).
 func BaselinesAt(ctx context.Context, db *sql.DB, targetID int64, origin string) (map[string]Baseline, error) {
 	var cur string
 	err := db.QueryRowContext(ctx, `SELECT origin FROM probe_states WHERE target_id = ?`, targetID).Scan(&cur)
@@ -501,6 +504,17 @@ func BaselinesAt(ctx context.Context, db *sql.DB, targetID int64, origin string)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if probes.UnscopedOrigin(cur) == cur && probes.UnscopedOrigin(origin) == cur {
+		// A state recorded before origins named the account, which this
+		// run's detection adopts (moveOrigin) when it is still to adopt.
+		var unnamed bool
+		if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM origin_scope_unnamed WHERE target_id = ?)`, targetID).Scan(&unnamed); err != nil {
+			return nil, err
+		}
+		if unnamed {
+			return Baselines(ctx, db, targetID)
+		}
 	}
 	var blob []byte
 	err = db.QueryRowContext(ctx, `SELECT states FROM parked_states WHERE target_id = ? AND origin = ?`, targetID, origin).Scan(&blob)

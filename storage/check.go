@@ -66,9 +66,10 @@ type CheckReport struct {
 	// FromRun is CheckOptions.FromRun when it limited the evidence check
 	// (Observations then counts those runs' only).
 	FromRun int64 `json:"from_run,omitempty"`
-	// LatestRun is the database's latest run when FromRun is past it (an
-	// incremental check with no new run since the last): nothing was
-	// there to read back.
+	// LatestRun is the database's latest run (0: none yet) when no
+	// observation of runs FromRun and later was there to read back: past
+	// FromRun when no run has happened since (an incremental check with
+	// nothing new), else those runs stored no observation.
 	LatestRun     int64 `json:"latest_run,omitempty"`
 	BodiesChecked int64 `json:"bodies_checked"`
 	BodiesPruned  int64 `json:"bodies_pruned"`
@@ -330,9 +331,7 @@ func (d *DB) checkBodies(ctx context.Context, rep *CheckReport, max int, fromRun
 			if err := d.db.QueryRowContext(ctx, `SELECT MAX(id) FROM runs`).Scan(&latest); err != nil && !IsCorrupt(err) {
 				return fmt.Errorf("check: runs: %w", err)
 			}
-			if latest.Int64 < fromRun {
-				rep.LatestRun = latest.Int64
-			}
+			rep.LatestRun = latest.Int64
 			return nil
 		}
 		start = first.Int64 - 1

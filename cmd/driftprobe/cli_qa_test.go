@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // corpus lint|lock|list on the config's corpus locate a problem with its
@@ -174,6 +177,18 @@ func TestRunIDZeroRefused(t *testing.T) {
 	// Past the latest run (an incremental check with no new run since):
 	// nothing to read back, said so, not an error.
 	expectExit(t, 0, "no run 3 or later yet (the latest is run 2)", append([]string{"db", "check", "--from-run", "3"}, base...)...)
+	// Run 3 exists but stored nothing (killed at once): no "not yet".
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.BeginRun(context.Background(), storage.Run{CorpusName: "default", CorpusVersion: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if out := expectExit(t, 0, "0 observation(s) of runs 3 and later", append([]string{"db", "check", "--from-run", "3"}, base...)...); strings.Contains(out, "yet") {
+		t.Errorf("db check --from-run 3 with run 3 stored empty: %s", out)
+	}
 }
 
 // compare --run --json whose run was degraded for a target prints a JSON
