@@ -3,7 +3,8 @@
 // Loading goes Default(), then Parse (strict YAML: unknown fields and wrong
 // types are errors), then Validate. Every problem is reported as
 // "FILE:LINE: FIELD: what is wrong" (see internal/yamlx) so a user can jump
-// to it. Secrets are never in the file: a target names the environment
+// to it; Load reports every problem of the file at once, the decoder's
+// with validation's, in file order (see internal/problems). Secrets are never in the file: a target names the environment
 // variable holding its key, and Resolve reads it.
 package config
 
@@ -24,6 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/driftprobe/driftprobe/internal/problems"
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/sim"
@@ -281,56 +283,112 @@ func Default() *Config {
 
 // Load reads and validates the file at path. needKeys makes a missing key
 // environment variable an error (commands that send requests need keys;
-// commands that read the database do not).
+// commands that read the database do not). Every problem of the file is
+// reported at once, in file order (see internal/problems): the decoder's
+// (an unknown field, a value of the wrong type), the empty entries and
+// validation's, at most problems.Max of them; a problem after which the
+// document cannot be read (a syntax error) is reported alone.
 func Load(path string, needKeys bool) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &yamlx.Error{File: path, Msg: fmt.Sprintf("cannot read config: %v", errors.Unwrap(err))}
 	}
-	c, err := Parse(path, data)
+	c, decoded, err := decode(path, data)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Validate(needKeys); err != nil {
+	if err := c.validate(needKeys, decoded); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // Parse decodes data strictly and applies defaults, without validating.
+// Its problems (the decoder's and the empty entries) are reported
+// together, in file order.
 func Parse(file string, data []byte) (*Config, error) {
-	var c Config
-	root, err := yamlx.Decode(file, data, &c)
+	c, decoded, err := decode(file, data)
 	if err != nil {
-		var l yamlx.List
-		if errors.As(err, &l) {
-			for _, e := range l {
-				if e.File == "" {
-					e.File = file
-				}
-			}
-		}
 		return nil, err
 	}
-	if err := emptyEntries(file, root); err != nil {
-		return nil, err
+	if len(decoded) > 0 {
+		return nil, problems.Cap(problems.Combine(c.root, decoded, nil, nil))
+	}
+	return c, nil
+}
+
+// decode decodes data strictly and applies defaults. err is a problem
+// after which the document cannot be read (problems.Readable), reported
+// alone; otherwise decoded holds the decoder's problems and the empty
+// entries (see emptyEntries), and c every value that could be read, for
+// validation: when decoded is not empty, the lists the decoder drops
+// items of are read again, each item at the index it is written at
+// (reread). c is refused then, whatever validation says.
+func decode(file string, data []byte) (c *Config, decoded yamlx.List, err error) {
+	c = &Config{}
+	root, err := yamlx.Decode(file, data, c)
+	var l yamlx.List
+	if errors.As(err, &l) {
+		for _, e := range l {
+			if e.File == "" {
+				e.File = file
+			}
+		}
+	}
+	decoded, ok := problems.Readable(err)
+	if !ok {
+		return nil, nil, err
+	}
+	decoded = append(decoded, emptyEntries(file, root)...)
+	if len(decoded) > 0 {
+		c.reread(root)
 	}
 	c.File, c.root = file, root
 	c.applyDefaults()
-	return &c, nil
+	return c, decoded, nil
 }
 
-// emptyEntries reports the empty entries of the document: list items
+// reread reads again, one item at a time (problems.Items), the lists the
+// decoder drops an unreadable or empty item of, so that every item keeps
+// the index it is written at and the problems of the items after it name
+// their own: targets, each target's sim policies, github's labels and
+// kinds. An item that cannot be read is left empty (a zero target), an
+// empty one nil (a target) or zero; its problem is the decoder's, or
+// emptyEntries'.
+func (c *Config) reread(root *yaml.Node) {
+	if l, ok := problems.Items[*Target](root, "targets"); ok {
+		c.Targets = l
+	}
+	for i, t := range c.Targets {
+		if t == nil || t.Sim == nil {
+			continue
+		}
+		if l, ok := problems.Items[sim.Policy](root, fmt.Sprintf("targets[%d].sim.policies", i)); ok {
+			t.Sim.Policies = l
+		}
+	}
+	if g := c.GitHub; g != nil {
+		if l, ok := problems.Items[string](root, "github.labels"); ok {
+			g.Labels = l
+		}
+		if l, ok := problems.Items[string](root, "github.kinds"); ok {
+			g.Kinds = l
+		}
+	}
+}
+
+// emptyEntries returns the empty entries of the document: list items
 // written `- ` or `~`, and values of the free-form mappings (options,
 // thresholds, score_shift) left empty. The decoder would drop a list's
 // empty item (shifting every later index, so later problems would name
-// the wrong entry), keep a target's as nil, and read a threshold's as 0.
-func emptyEntries(file string, root *yaml.Node) error {
+// the wrong entry), keep a target's as nil, and read a threshold's as 0:
+// their values are not read (problems.Combine).
+func emptyEntries(file string, root *yaml.Node) yamlx.List {
 	col := &yamlx.Collector{File: file, Root: root}
 	if len(root.Content) > 0 {
 		walkEmpty(root.Content[0], "", col.Add)
 	}
-	return col.Err()
+	return col.List
 }
 
 // walkEmpty calls add for every empty entry under n, whose dotted path is
@@ -556,8 +614,17 @@ func givenEmpty(root *yaml.Node, path string) bool {
 }
 
 // Validate checks everything Parse cannot: values, references, names and,
-// with needKeys, that every key variable is set.
+// with needKeys, that every key variable is set. Its problems are
+// reported in file order, at most problems.Max of them.
 func (c *Config) Validate(needKeys bool) error {
+	return c.validate(needKeys, nil)
+}
+
+// validate is Validate, with the problems decode found (decoded): they
+// are reported with validation's, which leaves out what it would say of
+// a value the decoder did not read (problems.Combine).
+func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
+	unread := problems.Unread(decoded)
 	col := &yamlx.Collector{File: c.File, Root: c.root}
 	if c.File == "" {
 		col.File = "(built-in config)"
@@ -606,9 +673,15 @@ func (c *Config) Validate(needKeys bool) error {
 			nonNil++
 		}
 	}
+	// A target whose disabled the decoder did not read (`disabled: yes`,
+	// or the whole target) may be the enabled one.
+	disabledRead := true
+	for i := range c.Targets {
+		disabledRead = disabledRead && !unread(fmt.Sprintf("targets[%d].disabled", i))
+	}
 	if len(c.Targets) == 0 {
 		col.Add("targets", "at least one target is required")
-	} else if nonNil > 0 && len(c.Enabled()) == 0 {
+	} else if nonNil > 0 && len(c.Enabled()) == 0 && disabledRead {
 		col.Add("targets", "every target is disabled: at least one must be enabled (a run would probe nothing)")
 	}
 	names := map[string]int{}
@@ -683,7 +756,9 @@ func (c *Config) Validate(needKeys bool) error {
 		// (Bedrock's SigV4 keys) when no api_key_env is named needs them
 		// as much as a key: a problem of the target, located at its
 		// provider. Values are never echoed.
-		if needKeys && t.APIKeyEnv == "" && !t.Disabled && len(info.CredentialEnv) > 0 {
+		// (An api_key_env the decoder did not read is no sign that none
+		// is named.)
+		if needKeys && t.APIKeyEnv == "" && !unread(at+".api_key_env") && !t.Disabled && len(info.CredentialEnv) > 0 {
 			alt := info.CredentialAlt
 			if alt == "" {
 				alt = "an API key variable"
@@ -757,7 +832,10 @@ func (c *Config) Validate(needKeys bool) error {
 	if a := c.Attribution; a != nil {
 		a.validate(col, yamlx.Given(c.root, "attribution.tolerance"))
 	}
-	return col.Err()
+	if l := problems.Combine(c.root, decoded, col.List, nil); len(l) > 0 {
+		return problems.Cap(l)
+	}
+	return nil
 }
 
 // Bounds of the numeric settings. Validate refuses values outside them,
@@ -1135,17 +1213,15 @@ func (c *Config) validateTargetNumbers(col *yamlx.Collector, at string, t *Targe
 // is reported: later ones follow from it (a from_run of 0 is also out of
 // order).
 func ValidateSim(col *yamlx.Collector, prefix string, s *sim.Config) {
-	// Empty entries first (Parse reports them for a config file; a
-	// stand-alone sim file is decoded elsewhere): an empty policy is
-	// dropped by the decoder, so the other problems' indices would be
-	// off, and are left for once it is fixed.
+	// Empty entries first (Parse reports them too for a config file, and
+	// problems.Combine lists them once; a stand-alone sim file is decoded
+	// elsewhere).
 	n := col.Root
 	if p := strings.TrimSuffix(prefix, "."); p != "" {
 		n = yamlx.Find(col.Root, p)
 	} else if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
 	}
-	before := len(col.List)
 	seen := map[string]bool{}
 	if n != nil {
 		walkEmpty(n, strings.TrimSuffix(prefix, "."), func(path, format string, a ...any) {
@@ -1153,12 +1229,23 @@ func ValidateSim(col *yamlx.Collector, prefix string, s *sim.Config) {
 			seen[strings.TrimPrefix(path, prefix)] = true
 		})
 	}
-	for _, e := range col.List[before:] {
-		if strings.HasSuffix(e.Field, "]") { // a policy
-			return
+	// The decoder drops an empty policy (`- ~`): the others are read
+	// again and validated without it, each problem under the index its
+	// policy is written at, from_run compared with the policy before the
+	// empty one.
+	v, index := *s, []int(nil)
+	if pn := yamlx.Find(col.Root, prefix+"policies"); pn != nil && pn.Kind == yaml.SequenceNode && slices.ContainsFunc(pn.Content, yamlx.IsNull) {
+		all, _ := problems.Items[sim.Policy](col.Root, prefix+"policies")
+		v.Policies = nil
+		for i, item := range pn.Content {
+			if !yamlx.IsNull(item) {
+				v.Policies = append(v.Policies, all[i])
+				index = append(index, i)
+			}
 		}
 	}
-	for _, e := range s.Validate() {
+	for _, e := range v.Validate() {
+		e[0] = policyIndex(e[0], index)
 		if seen[e[0]] {
 			continue
 		}
@@ -1182,6 +1269,22 @@ func ValidateSim(col *yamlx.Collector, prefix string, s *sim.Config) {
 			col.Add(prefix+f.name, "0: must be above 0 (omit it for the default %s; a tiny value such as 0.000001 is as good as 0)", f.def)
 		}
 	}
+}
+
+// policyIndex returns field (policies[k].from_run, as sim.Config.Validate
+// names it) with the policy's index k replaced by index[k]; field itself
+// when index is nil or field names no policy.
+func policyIndex(field string, index []int) string {
+	rest, ok := strings.CutPrefix(field, "policies[")
+	if !ok || index == nil {
+		return field
+	}
+	k, tail, ok := strings.Cut(rest, "]")
+	i, err := strconv.Atoi(k)
+	if !ok || err != nil || i < 0 || i >= len(index) {
+		return field
+	}
+	return fmt.Sprintf("policies[%d]%s", index[i], tail)
 }
 
 // simMessage rewrites the sim's unknown-category message on a thresholds

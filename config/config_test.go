@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -226,6 +227,18 @@ func TestLoadInvalid(t *testing.T) {
 		{"alias-wrong-kind", `targets\[0\]\.price`, "price: *p", "wrong type: list where a mapping expected"},
 		{"alias-merge-list", `targets\[1\]\.<<`, "<<: *p", "not an alias (*p) of a list (write the list in place: <<: [*a, *b])"},
 	}
+	// The other problems of a file that has more than one, after "FILE:",
+	// in file order: every problem of a file is reported at once.
+	more := map[string][]string{
+		// The policy after the empty one is validated too, under its
+		// own index (ValidateSim used to stop at the empty one).
+		"sim-policy-null": {"8: targets[0].sim.policies[1].from_run: 0: run ids start at 1"},
+	}
+	for f := range more {
+		if !slices.ContainsFunc(tests, func(tt struct{ file, field, at, msg string }) bool { return tt.file == f }) {
+			t.Errorf("more[%q]: no such row", f)
+		}
+	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Setenv(setKeyVar, "test-key")
@@ -245,15 +258,21 @@ func TestLoadInvalid(t *testing.T) {
 			if !errors.As(err, &l) {
 				t.Fatalf("error %T is not a yamlx.List: %v", err, err)
 			}
-			if len(l) != 1 {
-				t.Fatalf("got %d problems, want exactly 1:\n%v", len(l), err)
+			also := more[tt.file]
+			if len(l) != 1+len(also) {
+				t.Fatalf("got %d problems, want exactly %d:\n%v", len(l), 1+len(also), err)
+			}
+			for i, a := range also {
+				if got := l[1+i].Error(); got != file+":"+a {
+					t.Errorf("problem %d: %q, want %q", 2+i, got, file+":"+a)
+				}
 			}
 			prefix := "^" + regexp.QuoteMeta(file) + `:(\d+): `
 			if tt.field != "" {
 				prefix += tt.field + ": "
 			}
 			re := regexp.MustCompile(prefix)
-			msg := err.Error()
+			msg := l[0].Error()
 			g := re.FindStringSubmatch(msg)
 			if g == nil {
 				t.Fatalf("error %q does not match %q", msg, re)
@@ -278,7 +297,8 @@ func TestLoadInvalid(t *testing.T) {
 	}
 }
 
-// Every testdata/invalid-*.yaml has a row in TestLoadInvalid.
+// Every testdata/invalid-*.yaml has a row in TestLoadInvalid (those with
+// many problems, invalid-every-*, in TestLoadReportsEveryProblem).
 func TestLoadInvalidCoversTestdata(t *testing.T) {
 	files, err := filepath.Glob("testdata/invalid-*.yaml")
 	if err != nil || len(files) == 0 {
@@ -1163,8 +1183,9 @@ func TestOneMessagePerField(t *testing.T) {
 }
 
 // A stand-alone sim file (`driftprobe sim`) is decoded outside Parse:
-// ValidateSim reports its empty policy as such, not a later policy's
-// problem under the empty one's index.
+// ValidateSim reports its empty policy as such, and the policies after
+// it under their own indices (the decoder drops the empty one), compared
+// in order with the policy before it.
 func TestValidateSimEmptyPolicy(t *testing.T) {
 	src := "policies:\n  - ~\n  - from_run: 0\n    thresholds: {hate: ~}\n"
 	var s sim.Config
@@ -1175,7 +1196,22 @@ func TestValidateSimEmptyPolicy(t *testing.T) {
 	col := &yamlx.Collector{File: "s.yaml", Root: root}
 	ValidateSim(col, "", &s)
 	want := "s.yaml:2: policies[0]: empty entry: a policy needs from_run and thresholds\n" +
+		"s.yaml:3: policies[1].from_run: 0: run ids start at 1\n" +
 		"s.yaml:4: policies[1].thresholds.hate: empty: give a threshold from 0 to 1 (above 1 never blocks), or remove the line"
+	if err := col.Err(); err == nil || err.Error() != want {
+		t.Errorf("got\n%v\nwant\n%s", err, want)
+	}
+	// Across an empty entry, from_run is compared with the policy before
+	// it; nothing is said of the empty one's from_run.
+	src = "policies:\n  - from_run: 3\n    thresholds: {hate: 0.5}\n  -\n  - from_run: 2\n    thresholds: {violence: 1.5}\n"
+	s = sim.Config{}
+	if root, err = yamlx.Decode("s.yaml", []byte(src), &s); err != nil {
+		t.Fatal(err)
+	}
+	col = &yamlx.Collector{File: "s.yaml", Root: root}
+	ValidateSim(col, "", &s)
+	want = "s.yaml:4: policies[1]: empty entry: a policy needs from_run and thresholds\n" +
+		"s.yaml:5: policies[2].from_run: 2: policies must be in increasing from_run order"
 	if err := col.Err(); err == nil || err.Error() != want {
 		t.Errorf("got\n%v\nwant\n%s", err, want)
 	}
@@ -1377,10 +1413,11 @@ func TestEmptyStrings(t *testing.T) {
 	if err == nil {
 		err = c.Validate(false)
 	}
+	// In file order: on line 4, base_url is written before endpoint.
 	want := `e.yaml:1: schedule: "": must not be empty (omit the field for its default "@every 1h")
 e.yaml:3: targets[0].base_url: required for azure: the resource endpoint, e.g. https://NAME.openai.azure.com
-e.yaml:4: targets[1].endpoint: "": must not be empty (omit the field for its default chat)
 e.yaml:4: targets[1].base_url: "": must not be empty (omit the field for the embedded simulator)
+e.yaml:4: targets[1].endpoint: "": must not be empty (omit the field for its default chat)
 e.yaml:5: attribution.target_label: "": must not be empty (omit the field for its default target)
 e.yaml:5: attribution.category_label: "": must not be empty (omit the field for its default category)`
 	if err == nil || err.Error() != want {

@@ -19,7 +19,8 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Short: "Validate the configuration (and the corpus it names) without running",
 		Long: `Validate the configuration file strictly: unknown fields, wrong types, duplicate
 target names, unknown providers, bad schedules, and (unless --no-keys) missing
-key environment variables are reported as FILE:LINE: FIELD: problem, exit 2.
+key environment variables are reported as FILE:LINE: FIELD: problem, every
+problem of the file at once, in file order, exit 2.
 Warnings (a plain-http base_url off loopback that would carry a key or token;
 unless --no-keys, a github block whose token variable is unset) go to stderr
 and keep exit 0.`,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestCorpusEveryProblemReported(t *testing.T) {
 // --sim-config reports every problem of its file at once: an unknown
 // field beside an out-of-range value (in the order written, also on one
 // line), a value the decoder cannot read beside the others, and a
-// policy after an unreadable one under its own index.
+// policy after an unreadable or empty one under its own index.
 func TestSimConfigEveryProblem(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range []struct {
@@ -95,6 +96,17 @@ func TestSimConfigEveryProblem(t *testing.T) {
 			`6: seed: "010" has a leading zero: YAML 1.1 reads it as octal 8, YAML 1.2 as 10 (write 10, or 0o10 for octal)`,
 			"7: error_rate: wrong type: list where a number expected",
 		}},
+		// An empty policy hides neither the policies after it (under
+		// their own indices) nor a decoder problem.
+		{"empty-policy.yaml", "policies:\n  - ~\n  - from_run: 0\n    thresholds: {hate: 0.5}\n    colour: red\n", []string{
+			"2: policies[0]: empty entry: a policy needs from_run and thresholds",
+			"3: policies[1].from_run: 0: run ids start at 1",
+			"5: policies[1].colour: unknown field",
+		}},
+		{"empty-policy-only.yaml", "policies:\n  - ~\n  - from_run: 0\n    thresholds: {hate: 0.5}\n", []string{
+			"2: policies[0]: empty entry: a policy needs from_run and thresholds",
+			"3: policies[1].from_run: 0: run ids start at 1",
+		}},
 	} {
 		f := writeFile(t, dir, tt.name, tt.src)
 		_, err := loadSimConfig(f)
@@ -112,5 +124,40 @@ func TestSimConfigEveryProblem(t *testing.T) {
 	out := expectExit(t, 2, "bad.yaml:1: sim.noise: 2: must be between 0 and 1", "sim", "--listen", "127.0.0.1:0", "--sim-config", bad)
 	if !strings.Contains(out, "bad.yaml:1: sim.bogus: unknown field") {
 		t.Errorf("sim --sim-config: the unknown field is not reported:\n%s", out)
+	}
+}
+
+// config check, run and plan report every problem of a config file at
+// once, in file order (exit 2): the QA file's empty threshold hides none
+// of its four other problems, and run creates no database for it.
+func TestConfigEveryProblem(t *testing.T) {
+	file := filepath.Join("..", "..", "config", "testdata", "invalid-every-sim-qa.yaml")
+	lines := []string{
+		file + ":9: targets[0].sim.noise_band: 0: must be above 0",
+		file + ":11: targets[0].sim.policies[0].thresholds.violense: unknown category",
+		file + ":11: targets[0].sim.policies[0].thresholds.hate: empty: give a threshold",
+		file + ":12: targets[0].sim.policies[1].from_run: 1: policies must be in increasing from_run order",
+		file + ":13: targets[0].sim.policies[1].thresholds.violence: -0.1: must be >= 0",
+	}
+	quoted := make([]string, len(lines))
+	for i, l := range lines {
+		quoted[i] = regexp.QuoteMeta(l)
+	}
+	// Each a line of its own, in this order.
+	re := regexp.MustCompile(`(?m)` + strings.Join(quoted, `.*\n`))
+	want := strings.Join(lines, "\n")
+	db := filepath.Join(t.TempDir(), "x.db")
+	for _, args := range [][]string{
+		{"config", "check", "--config", file},
+		{"run", "--no-progress", "--config", file, "--db", db},
+		{"plan", "--config", file, "--db", db},
+	} {
+		_, stderr, code := runIn(t, args...)
+		if code != 2 || !re.MatchString(stderr) {
+			t.Errorf("%v: exit %d (want 2), stderr:\n%s\nwant, in order:\n%s", args, code, stderr, want)
+		}
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run on a refused config created the database: %v", err)
 	}
 }

@@ -6,11 +6,11 @@
 // unknown field, a value of the wrong type, ...) and the caller has no
 // values to validate. Most of those problems leave every other value of
 // the document readable (Readable); the caller then reads the values
-// again, item by item where the decoder drops list items (Decode), and
-// validates them. Combine puts the two lists together, leaving out what
-// validation says about a value the decoder could not read (it is
-// reported once, as written, not again as "required"), and Cap bounds the
-// list.
+// again, item by item where the decoder drops list items (Decode,
+// Items), and validates them. Combine puts the two lists together,
+// leaving out what validation says about a value the decoder could not
+// read (it is reported once, as written, not again as "required"; Unread
+// tells a check reading several fields), and Cap bounds the list.
 package problems
 
 import (
@@ -31,9 +31,11 @@ const Max = 100
 // other values readable (every problem yamlx.Error.Resumable), and
 // returns its problems: each is an unknown
 // field, a duplicate key (the mapping holding it is not read), a value of
-// the wrong type (it is not read), or a number the strict decoder refuses
-// (a leading zero, one out of range). The decoder has then read the whole
-// document, and a value it reports nothing about is what it says. Any
+// the wrong type (it is not read), a number the strict decoder refuses
+// (a leading zero, one out of range), or a value a type decoding itself
+// refused (a duration that does not parse; it is not read). The decoder
+// has then read the whole document, and a value it reports nothing
+// about is what it says. Any
 // other problem (a syntax error, an empty document, a malformed merge key
 // or tag, which the decoder would crash on or report without a line, a
 // second document) is not readable: ok is false and the caller reports
@@ -69,6 +71,28 @@ func Decode(n *yaml.Node, v any) {
 	_ = n.Decode(v)
 }
 
+// Items reads the list at path in root (a dotted path, as yamlx.Find
+// takes it) again, one item at a time (see Decode), each at the index it
+// is written at: the strict decoder drops an item it cannot decode, and
+// an empty one (`- ~`) where the element is no pointer, and every later
+// item would take the index before its own. An item that is empty or
+// cannot be read is left as T's zero value (nil for a pointer), its
+// problem the decoder's (or the caller's, for an empty one). ok is false,
+// and l nil, when path holds no list.
+func Items[T any](root *yaml.Node, path string) (l []T, ok bool) {
+	n := yamlx.Find(root, path)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil, false
+	}
+	l = make([]T, len(n.Content))
+	for i, item := range n.Content {
+		if !yamlx.IsNull(item) {
+			Decode(item, &l[i])
+		}
+	}
+	return l, true
+}
+
 // Combine returns the decoder's problems (decoded: also those found
 // beside it, such as empty list entries) and validation's (checked) in
 // file order: by line, then, on one line (flow style), by the column of
@@ -81,17 +105,9 @@ func Decode(n *yaml.Node, v any) {
 // (a probe's prompt, which is "empty" when its messages could not be
 // read), or returns it unchanged; nil for none. root locates columns.
 func Combine(root *yaml.Node, decoded, checked yamlx.List, related func(field string) string) yamlx.List {
-	unread := make(map[string]bool, len(decoded))
-	for _, e := range decoded {
-		if strings.HasPrefix(e.Msg, "duplicate key") {
-			// The decoder reads nothing of the mapping holding it.
-			unread[parent(e.Field)] = true
-		} else {
-			unread[e.Field] = true
-		}
-	}
+	unread := Unread(decoded)
 	covered := func(f string) bool {
-		return within(f, unread) || related != nil && within(related(f), unread)
+		return unread(f) || related != nil && unread(related(f))
 	}
 	out := append(yamlx.List(nil), decoded...)
 	for _, e := range checked {
@@ -112,6 +128,28 @@ func Combine(root *yaml.Node, decoded, checked yamlx.List, related func(field st
 		return col[out[i]] < col[out[j]]
 	})
 	return out
+}
+
+// Unread returns a test of whether the value of a field (a dotted path)
+// is one the decoder did not read, given its problems (decoded, as
+// Combine takes them): a field it reported (one of the wrong type, an
+// empty entry, an unknown field) and whatever is inside it, and every
+// field of a mapping holding a duplicate key. Combine leaves out
+// validation's problems about those fields; a caller whose check reads
+// other fields than the one it reports on (every target disabled, read
+// from each target's disabled) uses it to leave the check out when one
+// of them was not read.
+func Unread(decoded yamlx.List) func(field string) bool {
+	unread := make(map[string]bool, len(decoded))
+	for _, e := range decoded {
+		if strings.HasPrefix(e.Msg, "duplicate key") {
+			// The decoder reads nothing of the mapping holding it.
+			unread[parent(e.Field)] = true
+		} else {
+			unread[e.Field] = true
+		}
+	}
+	return func(f string) bool { return within(f, unread) }
 }
 
 // within reports whether the field f is one of paths or inside one

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/driftprobe/driftprobe/internal/yamlx"
+	"gopkg.in/yaml.v3"
 )
 
 type item struct {
@@ -17,6 +18,19 @@ type item struct {
 type doc struct {
 	Title string `yaml:"title"`
 	Items []item `yaml:"items"`
+	Wait  wait   `yaml:"wait"`
+}
+
+// wait decodes itself, reporting its problem as a custom unmarshaler
+// does to have it located and collected with the others.
+type wait string
+
+func (w *wait) UnmarshalYAML(n *yaml.Node) error {
+	if !strings.HasSuffix(n.Value, "s") {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q: not a duration", n.Line, n.Value)}}
+	}
+	*w = wait(n.Value)
+	return nil
 }
 
 // The decoder's problems after which it read the rest of the document are
@@ -36,6 +50,7 @@ func TestReadable(t *testing.T) {
 		{"items:\n  - {name: a, count: 2.5}\n", true},
 		{"items:\n  - {name: a, count: 010}\n", true},
 		{"items:\n  - {name: a, count: 99999999999999999999}\n", true},
+		{"wait: soon\ntitle: x\n", true},
 		{"title: [x\n", false},
 		{"", false},
 		{"items:\n  - <<: 3\n    name: a\n", false},
@@ -133,5 +148,62 @@ func TestCap(t *testing.T) {
 	}
 	if !yamlx.IsInputError(got) || len(l) != Max+2 {
 		t.Errorf("Cap changed its input or is no input error")
+	}
+}
+
+// Items reads a list again item by item, each at the index it is written
+// at: an item the decoder could not read, or an empty one, is the zero
+// value (nil for pointers), and the items after it keep their indices.
+func TestItems(t *testing.T) {
+	src := "items:\n  - {name: a, tags: [x]}\n  - just a string\n  - ~\n  - {name: d, count: x, bogus: 1, tags: [[t], u]}\ntitle: t\n"
+	var d doc
+	root, err := yamlx.Decode("f.yaml", []byte(src), &d)
+	if _, ok := Readable(err); !ok || len(d.Items) == 4 {
+		t.Fatalf("want a readable problem and dropped items: %v, %d items", err, len(d.Items))
+	}
+	got, ok := Items[item](root, "items")
+	want := []item{{Name: "a", Tags: []string{"x"}}, {}, {}, {Name: "d", Tags: []string{"u"}}}
+	if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Items = %v, %v; want %v", got, ok, want)
+	}
+	ptrs, ok := Items[*item](root, "items")
+	if !ok || len(ptrs) != 4 || ptrs[0] == nil || ptrs[0].Name != "a" || ptrs[2] != nil || ptrs[3] == nil || ptrs[3].Name != "d" {
+		t.Errorf("Items of pointers = %v, %v", ptrs, ok)
+	}
+	// The inner list too: [t] is no string, u keeps index 1.
+	tags, ok := Items[string](root, "items[3].tags")
+	if !ok || len(tags) != 2 || tags[0] != "" || tags[1] != "u" {
+		t.Errorf("Items of strings = %q, %v", tags, ok)
+	}
+	for _, path := range []string{"title", "nothing", "items[9]"} {
+		if l, ok := Items[string](root, path); ok || l != nil {
+			t.Errorf("%s: Items = %v, %v; want no list", path, l, ok)
+		}
+	}
+}
+
+// Unread says what Combine leaves validation's problems out for: a field
+// the decoder reported and what is inside it, every field of a mapping
+// holding a duplicate key; nothing for no problems.
+func TestUnread(t *testing.T) {
+	src := "title: [x]\nitems:\n  - {name: a, count: x}\n  - name: b\n    name: c\n"
+	var d doc
+	_, err := yamlx.Decode("f.yaml", []byte(src), &d)
+	decoded, ok := Readable(err)
+	if !ok {
+		t.Fatalf("not readable: %v", err)
+	}
+	unread := Unread(decoded)
+	for f, want := range map[string]bool{
+		"title": true, "title.x": true, "titles": false,
+		"items[0].count": true, "items[0].name": false, "items[0]": false, "items": false,
+		"items[1]": true, "items[1].name": true, "items[1].tags[0]": true, "items[10].name": false,
+	} {
+		if got := unread(f); got != want {
+			t.Errorf("unread(%q) = %v, want %v", f, got, want)
+		}
+	}
+	if Unread(nil)("title") {
+		t.Error("no problems: a field unread")
 	}
 }

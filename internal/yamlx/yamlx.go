@@ -31,8 +31,10 @@ type Error struct {
 	// the document read as written: an unknown field (its value not
 	// read), a duplicate key (the mapping holding it not read), a value
 	// of the wrong type (not read), a number refused for a leading zero
-	// or its range. A caller may then read the document's other values
-	// and report their problems too (internal/problems).
+	// or its range, a value a custom UnmarshalYAML refused with a
+	// *yaml.TypeError (not read: a duration that does not parse). A
+	// caller may then read the document's other values and report their
+	// problems too (internal/problems).
 	Resumable bool
 }
 
@@ -99,7 +101,9 @@ var (
 //
 // A custom UnmarshalYAML that wants its problem located and collected with
 // the others returns a *yaml.TypeError whose messages read
-// "line N: problem"; the field is found from the line.
+// "line N: problem"; the field is found from the line. The decoder goes
+// on past it, as past its own type problems: it is Resumable. Any other
+// error stops the decoder.
 func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -295,8 +299,11 @@ func locate(file string, root *yaml.Node, t reflect.Type, err error, reported ma
 				continue
 			}
 			if g := reAtLine.FindStringSubmatch(m); g != nil {
+				// A custom UnmarshalYAML's problem (yaml.v3 collects a
+				// *yaml.TypeError's messages with its own and goes on):
+				// the value is not read, the rest of the document is.
 				n, _ := strconv.Atoi(g[1])
-				l = append(l, &Error{File: file, Line: n, Field: PathAt(root, n), Msg: g[2]})
+				l = append(l, &Error{File: file, Line: n, Field: PathAt(root, n), Msg: g[2], Resumable: true})
 				continue
 			}
 			l = append(l, &Error{File: file, Msg: m})

@@ -330,6 +330,17 @@ func TestDecodeCustomUnmarshalers(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
 	}
+	// The decoder collects a *yaml.TypeError's problems and goes on: each
+	// is resumable, the rest of the document read.
+	var l List
+	if !errors.As(err, &l) {
+		t.Fatalf("%T is no List", err)
+	}
+	for _, e := range l {
+		if !e.Resumable {
+			t.Errorf("%v: not resumable", e)
+		}
+	}
 
 	var w struct {
 		X struct {
@@ -339,6 +350,10 @@ func TestDecodeCustomUnmarshalers(t *testing.T) {
 	_, err = Decode("g.yaml", []byte("x:\n  y: z\n"), &w)
 	if err == nil || err.Error() != "g.yaml:2: x.y: not allowed" {
 		t.Errorf("got %v", err)
+	}
+	// An *Error stops the decoder: nothing after it was read.
+	if errors.As(err, &l) && len(l) > 0 && l[0].Resumable {
+		t.Errorf("%v: resumable", l[0])
 	}
 }
 
