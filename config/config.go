@@ -4,8 +4,9 @@
 // types are errors), then Validate. Every problem is reported as
 // "FILE:LINE: FIELD: what is wrong" (see internal/yamlx) so a user can jump
 // to it; Load reports every problem of the file at once, the decoder's
-// with validation's, in file order (see internal/problems). Secrets are never in the file: a target names the environment
-// variable holding its key, and Resolve reads it.
+// with validation's, in file order (see internal/problems). Secrets are
+// never in the file: a target names the environment variable holding its
+// key, and Resolve reads it.
 package config
 
 import (

@@ -289,12 +289,6 @@ func readable(root *yaml.Node) Corpus {
 			problems.Decode(n, s)
 		}
 	}
-	items := func(path string) []*yaml.Node {
-		if n := yamlx.Find(root, path); n != nil && n.Kind == yaml.SequenceNode {
-			return n.Content
-		}
-		return nil
-	}
 	str("name", &c.Name)
 	str("version", &c.Version)
 	ps := yamlx.Find(root, "probes")
@@ -312,22 +306,8 @@ func readable(root *yaml.Node) Corpus {
 		str(at+".prompt", &p.Prompt)
 		str(at+".expect", &p.Expect)
 		str(at+".role", &p.Role)
-		if ms := items(at + ".messages"); ms != nil {
-			p.Messages = make([]probes.Message, len(ms))
-			for j, m := range ms {
-				if !yamlx.IsNull(m) {
-					problems.Decode(m, &p.Messages[j])
-				}
-			}
-		}
-		if ts := items(at + ".tags"); ts != nil {
-			p.Tags = make([]string, len(ts))
-			for j, t := range ts {
-				if !yamlx.IsNull(t) {
-					problems.Decode(t, &p.Tags[j])
-				}
-			}
-		}
+		p.Messages, _ = problems.Items[probes.Message](root, at+".messages")
+		p.Tags, _ = problems.Items[string](root, at+".tags")
 		c.Probes[i] = p
 	}
 	return c

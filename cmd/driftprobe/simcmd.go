@@ -107,13 +107,9 @@ func loadSimConfig(file string) (*sim.Config, error) {
 		// The decoder drops a policy it cannot read, and every later
 		// policy's problems would name the one before: read each again
 		// at its own index (the file is refused either way).
-		if n := yamlx.Find(root, prefix+"policies"); n != nil && n.Kind == yaml.SequenceNode {
-			cfg.Policies = make([]sim.Policy, len(n.Content))
-			for i, item := range n.Content {
-				if !yamlx.IsNull(item) { // an empty entry: ValidateSim says so
-					problems.Decode(item, &cfg.Policies[i])
-				}
-			}
+		// An empty entry stays zero: ValidateSim says so.
+		if l, ok := problems.Items[sim.Policy](root, prefix+"policies"); ok {
+			cfg.Policies = l
 		}
 	}
 	col := &yamlx.Collector{File: file, Root: root}
