@@ -1187,9 +1187,13 @@ func text(b []byte) string {
 // spans, the request body fenced).
 func WriteMarkdown(w io.Writer, r *Record) {
 	e := r.Event
+	status := code(e.Status)
+	if e.RevertedRun != 0 && r.withdrawn() > 0 && r.withdrawn() == len(r.Probes) {
+		status += " (retracted)" // the stored status; the line below says why
+	}
 	fmt.Fprintf(w, "# driftprobe evidence: event %d\n\n", e.ID)
 	fmt.Fprintf(w, "- kind: %s, direction: %s, status: %s\n- targets: %s (provider %s)\n- runs: first seen %d, confirmed %d\n- corpus: %s (sha256 %s)\n- model: %s → %s\n- new categories: %s\n",
-		code(e.Kind), code(e.Direction), code(e.Status), codes(e.Targets), code(e.Provider), e.FirstRun, e.ConfirmedRun, code(e.CorpusVersion), code(e.CorpusHash),
+		code(e.Kind), code(e.Direction), status, codes(e.Targets), code(e.Provider), e.FirstRun, e.ConfirmedRun, code(e.CorpusVersion), code(e.CorpusHash),
 		model(e.ModelBefore), model(e.ModelAfter), codes(e.NewCategories))
 	if e.RevertedRun != 0 {
 		switch withdrawn := r.withdrawn(); {

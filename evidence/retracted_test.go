@@ -62,6 +62,9 @@ func TestRetractedEventIsNotCalledReverted(t *testing.T) {
 	if !strings.Contains(out, want) || !strings.Contains(out, "the provider did not necessarily change anything") {
 		t.Errorf("evidence text lacks %q and the retracted wording:\n%s", want, out)
 	}
+	if !strings.Contains(out, "status: `reverted` (retracted)") {
+		t.Errorf("the status line does not say retracted beside the stored status:\n%s", out)
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
