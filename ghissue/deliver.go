@@ -31,16 +31,23 @@
 //     issue's comments are checked for it.
 //
 // Failures never drop a row: the row keeps attempts, last_error and
-// next_attempt_at. Outages (5xx, timeouts) back off exponentially; primary
-// rate limits wait until x-ratelimit-reset, secondary limits for
-// retry-after, else a minute, doubling as they recur (secondaryUntil);
-// a stated wait is capped at an hour from the failure (maxGitHubWait);
-// configuration problems (no token or app key, unknown
-// repository, no permission) are recorded with a clear message and retried
-// on the next call. Rate limits and outages are GitHub's, not a row's:
-// the pass stops, records "GitHub not before T" (github_holds, see
-// hold.go: a rate limit for the credential on that GitHub, an outage for
-// the host) and raises every pending row's next attempt to at least T;
+// next_attempt_at. Outages (5xx, no answer in time on a connection GitHub
+// took) and an unreachable GitHub (no HTTP answer: DNS, connection, TLS,
+// no connection in time) back off exponentially; primary rate limits wait
+// until x-ratelimit-reset, secondary limits for retry-after, else a
+// minute, doubling as they recur (secondaryUntil); a stated wait is capped
+// at an hour from the failure (maxGitHubWait); configuration problems
+// (unknown repository, no permission) are recorded with a clear message
+// and retried on the next call. No usable credential in this process's
+// environment (the token's or the app key's variable) is no fact about
+// the rows: an attended pass (outbox --send) reports it and leaves them,
+// an unattended one (serve, run) notes it on each due row, naming the
+// process and keeping the row's error (envNote). Rate limits, outages and
+// an unreachable GitHub are not a row's: the pass stops, records "GitHub
+// not before T" (github_holds, see hold.go: a rate limit for the
+// credential on that GitHub, an outage or an unreachable GitHub for the
+// host; only a rate limit is worded as GitHub asking to wait, HoldPhrase)
+// and raises every pending row's next attempt to at least T;
 // every pass (this process's or another's, on this database) reads the
 // holds before its first request and before each row, and sends nothing
 // while one lasts (Result.HeldUntil). An outage's backoff counts its
@@ -91,12 +98,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
@@ -153,6 +162,21 @@ type Options struct {
 	// call, a slow pass) lets another process take the row; the first
 	// process then leaves the row to it (see Result.Lost).
 	ClaimFor time.Duration
+	// Caller names the command delivering ("driftprobe serve",
+	// "driftprobe run", "driftprobe outbox --send"; default "driftprobe"):
+	// with this process's pid and host it is what the rows and holds
+	// record of who met a problem of its own environment or could not
+	// reach GitHub (processName).
+	Caller string
+	// Attended is set when a person runs the pass and reads its Result
+	// (outbox --send). A problem of this process's own environment (the
+	// credential's variable unset or blank, or holding no usable key) is
+	// then reported in Result only: the rows keep what they recorded, since
+	// an operator's shell says nothing of the prober's environment. A pass
+	// nobody attends (serve's, run's: the rows and the log are all it
+	// leaves) records it on every due row, naming the process, the row's
+	// own last_error kept after it (envNote).
+	Attended bool
 }
 
 // Result summarizes one Deliver pass.
@@ -173,7 +197,7 @@ type Result struct {
 	ClaimedElsewhere int `json:"claimed_elsewhere"`
 	// HeldBack counts deferred rows behind an earlier row of their event
 	// that this pass did not deliver (not due, claimed elsewhere, failed,
-	// left after a failure or while GitHub asked to wait, or made pending
+	// left after a failure or while a GitHub wait was in force, or made pending
 	// again by outbox --unskip): an event's rows go out in order.
 	HeldBack int `json:"held_back"`
 	// Stopped counts deferred rows that were due but not attempted after a
@@ -182,7 +206,8 @@ type Result struct {
 	Stopped int `json:"stopped"`
 	// HeldByGitHub counts deferred rows that were due but not sent because
 	// a GitHub wait recorded earlier (by this process or another; see
-	// HeldUntil) was in force.
+	// HeldUntil and HeldKind: a rate limit, an outage's or an unreachable
+	// GitHub's backoff) was in force.
 	HeldByGitHub int `json:"held_by_github"`
 	// Skipped counts rows recorded done without being sent in this pass
 	// because their event's open row was skipped (outbox --skip) and the
@@ -199,11 +224,13 @@ type Result struct {
 	// an error of the pass.
 	Lost int `json:"lost"`
 	// HeldUntil is set when the pass sent nothing from some point on
-	// because GitHub asked driftprobe to wait (a rate limit, an outage; see
-	// github_holds): no request to GitHub before it. Errors says why when
-	// that kept rows that were due from going out (HeldByGitHub), else
-	// Notes.
+	// because a GitHub wait was in force (see github_holds): no request to
+	// GitHub before it. HeldKind says what the wait is for: GitHub asked
+	// driftprobe to wait (HoldRateLimit), GitHub failing (HoldOutage), or
+	// GitHub not reached at all (HoldUnreachable). Errors says why when that
+	// kept rows that were due from going out (HeldByGitHub), else Notes.
 	HeldUntil *time.Time `json:"held_until,omitempty"`
+	HeldKind  string     `json:"held_kind,omitempty"`
 	// Errors holds the failures of the pass: each failed attempt, a
 	// configuration problem that stopped it, and GitHub's wait when it
 	// kept due rows from going out.
@@ -357,6 +384,9 @@ type deliverer struct {
 	key     holdKey
 	held    hold
 	cleared bool
+	// who names this process (processName): an unreachable GitHub's
+	// message says from where it was not reached.
+	who string
 }
 
 // Deliver sends pending outbox rows to GitHub in order and records the
@@ -404,24 +434,41 @@ func Deliver(ctx context.Context, db *storage.DB, cfg *config.Config, opts Optio
 	g := cfg.GitHub
 	now := opts.Now() // which rows are due; claims and retry times read the clock when they happen
 	owner, repo, _ := strings.Cut(g.Repo, "/")
-	client, auth, red, msg, whoami := newClient(g, opts.HTTPClient, opts.Getenv)
-	if msg != "" {
-		// A configuration problem: nothing is sent, every row says why.
-		log.Warn("github delivery skipped", "reason", msg, "pending", len(rows))
-		if err := noteAll(ctx, db, rows, msg, time.Time{}, now); err != nil {
-			return res, err
+	who := processName(opts.Caller)
+	client, auth, red, problem, whoami := newClient(g, opts.HTTPClient, opts.Getenv)
+	if problem != nil {
+		// Nothing is sent: the pass stops before any request.
+		log.Warn("github delivery skipped", "reason", problem.msg, "pending", len(rows), "process", who, "own_environment", problem.env)
+		switch {
+		case problem.env && opts.Attended:
+			// An operator's shell without the prober's credential: the
+			// rows' errors (GitHub's answers, the prober's own notes)
+			// stay what the next reader of `driftprobe outbox` sees.
+			res.Notes = append(res.Notes, fmt.Sprintf("the rows keep what they recorded: a problem of the environment of %s only, which says nothing of the prober's (serve and run read their own, and say so on the rows when theirs lacks the credential)", who))
+		case problem.env:
+			// The prober's own environment: every due row says so, and
+			// which process, its own error kept after it.
+			if err := noteRows(ctx, db, rows, func(prev string) string { return envNote(who, problem.msg, prev) }, time.Time{}, now); err != nil {
+				return res, err
+			}
+		default:
+			// The configuration's (github.base_url): every row says why.
+			if err := noteAll(ctx, db, rows, problem.msg, time.Time{}, now); err != nil {
+				return res, err
+			}
 		}
 		res.Stopped += res.leave(rows, map[int64]bool{}, now)
-		res.Errors = append(res.Errors, msg)
+		res.Errors = append(res.Errors, problem.msg)
 		return res, nil
 	}
 	d := &deliverer{db: db, cfg: g, gh: client, owner: owner, repo: repo, opts: opts, log: log, auth: auth, red: red,
 		index: map[string]*github.Issue{}, seen: map[int]map[int64][]seenComment{}, claims: map[int64]string{},
 		authors: map[int]string{}, self: map[string]bool{}, titles: map[int]string{}, labels: map[int][]string{}, closed: map[int]bool{}, whoami: whoami,
-		checked: map[string]int{}, key: holdKey{api: originOf(client.BaseURL), credential: credentialKey(g)}}
-	// GitHub's wait first: while a rate limit or an outage recorded by an
-	// earlier pass (or another process) lasts, nothing is sent at all,
-	// whatever row is due; the rows say why.
+		checked: map[string]int{}, key: holdKey{api: originOf(client.BaseURL), credential: credentialKey(g)}, who: who}
+	// The wait in force first: while a rate limit, an outage's or an
+	// unreachable GitHub's backoff recorded by an earlier pass (or another
+	// process) lasts, nothing is sent at all, whatever row is due; the rows
+	// say why.
 	if d.held, err = readHold(ctx, db, d.key); err != nil {
 		return res, err
 	}
@@ -823,9 +870,16 @@ func (d *deliverer) fail(ctx context.Context, r row, f failure) (recorded bool, 
 // last_error carries claimMark (its deliverer was killed, the claim ran
 // out) gets msg, like any due row.
 func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until, now time.Time) error {
+	return noteRows(ctx, db, rows, func(string) string { return msg }, until, now)
+}
+
+// noteRows is noteAll with each row's note made from its stored
+// last_error (envNote keeps it).
+func noteRows(ctx context.Context, db *storage.DB, rows []row, noteOf func(lastError string) string, until, now time.Time) error {
 	return db.Tx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
 		for _, r := range rows {
-			next, note := r.NextAttempt, msg
+			next := r.NextAttempt
+			var note string
 			if next != "" && storage.ParseTime(next).After(now) {
 				if until.IsZero() || !storage.ParseTime(next).Before(until) || claimedBy(r.LastError) {
 					continue
@@ -833,6 +887,9 @@ func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until,
 				if !strings.HasPrefix(r.LastError, "not attempted: ") {
 					note = r.LastError // waiting on its own failure: only its wait moves
 				}
+			}
+			if note == "" {
+				note = noteOf(r.LastError)
 			}
 			if !until.IsZero() && (next == "" || storage.ParseTime(next).Before(until)) {
 				next = ts(until)
@@ -845,24 +902,68 @@ func noteAll(ctx context.Context, db *storage.DB, rows []row, msg string, until,
 	})
 }
 
-// deferred records in res that the pass sends nothing more because GitHub
-// asked to wait (d.held), the rows rest left (counted as leave does, held
-// the events already held back; the due ones in HeldByGitHub), and logs
-// it. The wait is an error of the pass only when it kept due rows from
-// going out; else (every row waits anyway: on its own failure, or on the
-// wait's end, where the pass that met the failure moved it) a note.
+// envNotePrefix starts the note a pass records on a due row when its own
+// environment lacks the GitHub credential (envNote); envNoteBefore
+// introduces the row's own last_error, kept after it.
+const (
+	envNotePrefix = "not attempted by "
+	envNoteBefore = "; before: "
+)
+
+// envNote is what an unattended pass (serve's, run's) whose own
+// environment lacks the GitHub credential (problem) records on a due row
+// whose stored last_error is prev: the process (who) and the problem,
+// then the row's own error, kept. A note an earlier such pass left is
+// replaced, its kept error carried over, so notes never pile up.
+func envNote(who, problem, prev string) string {
+	prev, _ = unmarked(prev)
+	if strings.HasPrefix(prev, envNotePrefix) {
+		// who and problem are driftprobe's own words, never envNoteBefore:
+		// the first one is the earlier note's.
+		_, prev, _ = strings.Cut(prev, envNoteBefore)
+	}
+	note := envNotePrefix + who + ", whose environment has no usable GitHub credential: " + problem
+	if prev != "" {
+		note += envNoteBefore + prev
+	}
+	return note
+}
+
+// processName names this process for what rows and holds record of it:
+// the command (caller, default "driftprobe"), its pid and its host.
+func processName(caller string) string {
+	if caller == "" {
+		caller = "driftprobe"
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown host"
+	}
+	return fmt.Sprintf("%s (pid %d on %s)", caller, os.Getpid(), host)
+}
+
+// deferred records in res that the pass sends nothing more because a
+// GitHub wait is in force (d.held: GitHub asked to wait, or driftprobe
+// backs off from an outage or an unreachable GitHub, worded by its kind),
+// the rows rest left (counted as leave does, held the events already held
+// back; the due ones in HeldByGitHub), and logs it. The wait is an error
+// of the pass only when it kept due rows from going out; else (every row
+// waits anyway: on its own failure, or on the wait's end, where the pass
+// that met the failure moved it) a note.
 func (d *deliverer) deferred(res *Result, rest []row, held map[int64]bool, now time.Time) {
 	until := d.held.until
 	res.HeldUntil = &until
+	res.HeldKind = d.held.kind
 	due := res.leave(rest, held, now)
 	res.HeldByGitHub += due
-	msg := fmt.Sprintf("GitHub asked driftprobe to wait: no request before %s (%s); %d row(s) left queued", ts(until), d.held.reason, len(rest))
+	phrase := HoldPhrase(d.held.kind)
+	msg := fmt.Sprintf("%s: no request before %s (%s); %d row(s) left queued", phrase, ts(until), d.held.reason, len(rest))
 	if due > 0 {
 		res.Errors = append(res.Errors, fmt.Sprintf("%s, %d of them due", msg, due))
 	} else {
 		res.Notes = append(res.Notes, msg+", none of them due yet")
 	}
-	d.log.Info("github delivery deferred: GitHub asked driftprobe to wait", "until", ts(until), "reason", d.held.reason, "deferred", len(rest), "due", due)
+	d.log.Info("github delivery deferred: "+phrase, "kind", d.held.kind, "until", ts(until), "reason", d.held.reason, "deferred", len(rest), "due", due)
 }
 
 // answered deletes, once per pass, the holds of d.key that are over: a
@@ -1031,15 +1132,28 @@ func credential(h string) string {
 	return h
 }
 
-// newClient builds the GitHub client for g's auth mode. It returns who
-// authenticates (for messages), the redactor holding the secrets to keep
-// out of every message (the configured token or key now, each credential
-// as it is sent), and, instead of a client, a configuration problem to
-// record on the rows.
-// newClient returns the client delivery calls GitHub with, who it calls as
-// (for messages), the credentials to redact, a configuration problem ("" if
-// none), and whoami, which asks GitHub for the login the client posts as.
-func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (client *github.Client, auth string, red *redactor, problem string, whoami func(context.Context) (string, error)) {
+// setupProblem is what stops a pass before any request to GitHub.
+type setupProblem struct {
+	msg string
+	// env is set for a problem of this process's own environment: the
+	// credential's variable (github.token_env, github.private_key_env)
+	// unset, blank, or holding no usable key. Another process on the same
+	// database (serve, with its own environment) need not share it, so it
+	// never replaces what a row recorded (see Options.Attended, envNote).
+	// Unset: the configuration's (github.base_url), every process's.
+	env bool
+}
+
+// newClient builds the GitHub client for g's auth mode. It returns the
+// client delivery calls GitHub with, who authenticates (for messages), the
+// redactor holding the secrets to keep out of every message (the
+// configured token or key now, each credential as it is sent), whoami,
+// which asks GitHub for the login the client posts as, and, instead of a
+// client, the problem that stops the pass (nil if none).
+func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (client *github.Client, auth string, red *redactor, problem *setupProblem, whoami func(context.Context) (string, error)) {
+	envProblem := func(format string, args ...any) *setupProblem {
+		return &setupProblem{msg: fmt.Sprintf(format, args...), env: true}
+	}
 	red = &redactor{}
 	if hc == nil {
 		hc = &http.Client{}
@@ -1059,14 +1173,14 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		auth = fmt.Sprintf("GitHub App installation %d (app_id %d)", g.InstallationID, g.AppID)
 		raw := getenv(g.PrivateKeyEnv)
 		if raw == "" {
-			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) is not set", g.PrivateKeyEnv), nil
+			return nil, auth, red, envProblem("GitHub App private key missing: environment variable %s (github.private_key_env) is not set", g.PrivateKeyEnv), nil
 		}
 		// Without surrounding white space (see the token below): a
 		// one-line key read from a file ends in a real newline, which
 		// must not stop the literal \n from being taken for line breaks.
 		key := strings.TrimSpace(raw)
 		if key == "" {
-			return nil, auth, red, fmt.Sprintf("GitHub App private key missing: environment variable %s (github.private_key_env) holds only white space", g.PrivateKeyEnv), nil
+			return nil, auth, red, envProblem("GitHub App private key missing: environment variable %s (github.private_key_env) holds only white space", g.PrivateKeyEnv), nil
 		}
 		red.add(key)
 		if !strings.Contains(key, "\n") && strings.Contains(key, `\n`) {
@@ -1077,12 +1191,12 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		// Neither message quotes the parser's error: nothing of the key
 		// may reach a row or a log.
 		if blk, _ := pem.Decode([]byte(key)); blk == nil {
-			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: environment variable %s (github.private_key_env) does not hold a PEM-encoded private key (-----BEGIN RSA PRIVATE KEY-----)", g.PrivateKeyEnv), nil
+			return nil, auth, red, envProblem("GitHub App private key invalid: environment variable %s (github.private_key_env) does not hold a PEM-encoded private key (-----BEGIN RSA PRIVATE KEY-----)", g.PrivateKeyEnv), nil
 		}
 		var err error
 		appKey = key
 		if itr, err = ghinstallation.New(rec, g.AppID, g.InstallationID, []byte(key)); err != nil {
-			return nil, auth, red, fmt.Sprintf("GitHub App private key invalid: the PEM in environment variable %s (github.private_key_env) is not an RSA private key (PKCS#1 or PKCS#8)", g.PrivateKeyEnv), nil
+			return nil, auth, red, envProblem("GitHub App private key invalid: the PEM in environment variable %s (github.private_key_env) is not an RSA private key (PKCS#1 or PKCS#8)", g.PrivateKeyEnv), nil
 		}
 		// The token requests' own client (ghinstallation may send them
 		// through it) follows the same rule.
@@ -1095,7 +1209,7 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		auth = "the token in $" + g.TokenEnv
 		raw := getenv(g.TokenEnv)
 		if raw == "" {
-			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv), nil
+			return nil, auth, red, envProblem("GitHub token missing: environment variable %s (github.token_env) is not set", g.TokenEnv), nil
 		}
 		// Without surrounding white space, like a provider key
 		// (config.Target.Key): a token read from a file (a Kubernetes
@@ -1104,7 +1218,7 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 		// what is redacted (it is inside the raw value too).
 		token := strings.TrimSpace(raw)
 		if token == "" {
-			return nil, auth, red, fmt.Sprintf("GitHub token missing: environment variable %s (github.token_env) holds only white space", g.TokenEnv), nil
+			return nil, auth, red, envProblem("GitHub token missing: environment variable %s (github.token_env) holds only white space", g.TokenEnv), nil
 		}
 		red.add(token)
 		hc2 := *hc
@@ -1115,7 +1229,7 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 	if g.BaseURL != "" {
 		var err error
 		if client, err = client.WithEnterpriseURLs(g.BaseURL, g.BaseURL); err != nil {
-			return nil, auth, red, red.redact(fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err)), nil
+			return nil, auth, red, &setupProblem{msg: red.redact(fmt.Sprintf("github.base_url %q: %v", g.BaseURL, err))}, nil
 		}
 		if itr != nil {
 			// Installation tokens come from the same API root:
@@ -1144,15 +1258,38 @@ func newClient(g *config.GitHub, hc *http.Client, getenv func(string) string) (c
 			return u.GetLogin(), err
 		}
 	}
-	return client, auth, red, "", whoami
+	return client, auth, red, nil, whoami
 }
 
-// call bounds one GitHub call by the per-call timeout.
+// call bounds one GitHub call by the per-call timeout. A call that timed
+// out before any connection to the API root was made (GitHub's or the
+// installation token's: a firewall dropping packets, a DNS server that
+// does not answer, a TLS handshake that never ends) fails with a
+// *noConnError: GitHub was not reached, which classify words as such, not
+// as GitHub answering nothing in time.
 func (d *deliverer) call(ctx context.Context, fn func(ctx context.Context) error) error {
 	cctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
-	return fn(cctx)
+	var connected atomic.Bool
+	cctx = httptrace.WithClientTrace(cctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
+	err := fn(cctx)
+	if err != nil && ctx.Err() == nil && !connected.Load() && isTimeout(err) {
+		return &noConnError{err: err}
+	}
+	return err
 }
+
+// isTimeout reports whether err is a call's timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// noConnError is a call that timed out without a connection to GitHub.
+type noConnError struct{ err error }
+
+func (e *noConnError) Error() string { return e.err.Error() }
+func (e *noConnError) Unwrap() error { return e.err }
 
 // send is call for a call that creates or edits something on GitHub. When
 // the pass's own context ends while it is in flight (a signal), its
@@ -2215,13 +2352,20 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			return failure{msg: fmt.Sprintf("GitHub refused the request (%d %s %v)", st, msg, er.Errors), until: until}
 		}
 	}
-	var ne net.Error
+	// No HTTP answer: GitHub was not reached (an unreachable host, named
+	// with the error and where from: waiting does not fix a wrong base_url
+	// or blocked egress), or it took the connection and answered nothing
+	// in time (GitHub failing, as a 5xx). The hold and its backoff are the
+	// same; its kind is read from the message (holdKind).
+	var nc *noConnError
 	var ue *url.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		return failure{msg: fmt.Sprintf("GitHub call timed out (limit %s)", d.opts.Timeout), until: now.Add(backoff(global)), global: true, hold: holdHost}
+	case errors.As(err, &nc):
+		return failure{msg: fmt.Sprintf("%s from %s: no connection to %s within %s (the call's limit); %s", unreachablePrefix, d.who, d.key.api, d.opts.Timeout, UnreachableHint), until: now.Add(backoff(global)), global: true, hold: holdHost}
+	case isTimeout(err):
+		return failure{msg: fmt.Sprintf("GitHub call timed out (limit %s): connected to %s, no answer came in time", d.opts.Timeout, d.key.api), until: now.Add(backoff(global)), global: true, hold: holdHost}
 	case errors.As(err, &ue):
-		return failure{msg: fmt.Sprintf("GitHub unreachable (%v)", ue.Err), until: now.Add(backoff(global)), global: true, hold: holdHost}
+		return failure{msg: fmt.Sprintf("%s from %s: no HTTP answer from %s (%v); %s", unreachablePrefix, d.who, d.key.api, ue.Err, UnreachableHint), until: now.Add(backoff(global)), global: true, hold: holdHost}
 	}
 	return failure{msg: err.Error(), until: now.Add(backoff(attempts))}
 }

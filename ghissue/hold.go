@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/driftprobe/driftprobe/config"
@@ -17,14 +18,65 @@ type holdScope int
 
 const (
 	holdNone holdScope = iota // no wait recorded beyond the row's own (a configuration problem, one row's failure)
-	// holdHost: an outage (5xx, a timeout, GitHub unreachable) — every
-	// credential on the GitHub host waits.
+	// holdHost: an outage (5xx, a timeout) or GitHub unreachable (no HTTP
+	// answer) — every credential on the GitHub host waits.
 	holdHost
 	// holdCredential: a primary or secondary rate limit — GitHub limits
 	// the caller (a token's user, an App installation), not a
 	// repository or a row: that credential waits on that host.
 	holdCredential
 )
+
+// Hold kinds (Hold.Kind, Result.HeldKind): what a wait is for, so what it
+// is called. Only a rate limit is GitHub asking driftprobe to wait; the
+// others are driftprobe's own backoff (the same, 1 minute doubling to an
+// hour, by failures in a row).
+const (
+	// HoldRateLimit: a primary or secondary rate limit of the credential
+	// (scope "credential"): GitHub asked driftprobe to wait.
+	HoldRateLimit = "rate_limit"
+	// HoldOutage: GitHub failing: it answered 5xx, or took the connection
+	// and answered nothing within the call's limit (scope "host").
+	HoldOutage = "outage"
+	// HoldUnreachable: no HTTP answer came (scope "host"): a DNS failure,
+	// a refused or reset connection, a TLS failure, no connection within
+	// the call's limit. GitHub said nothing; waiting does not fix a wrong
+	// github.base_url or blocked egress.
+	HoldUnreachable = "unreachable"
+)
+
+// unreachablePrefix starts the message of every failure that got no HTTP
+// answer (classify), as it did in earlier releases ("GitHub unreachable
+// (dial tcp …)"): a host hold's kind is read from its reason (holdKind),
+// so a hold an older driftprobe recorded is worded right too.
+const unreachablePrefix = "GitHub unreachable"
+
+// UnreachableHint ends what driftprobe says of an unreachable GitHub.
+const UnreachableHint = "waiting does not fix a wrong github.base_url or blocked egress (DNS, firewall, proxy, TLS)"
+
+// holdKind is the kind of the github_holds row of credential and reason.
+func holdKind(credential, reason string) string {
+	switch {
+	case credential != "":
+		return HoldRateLimit
+	case strings.HasPrefix(reason, unreachablePrefix):
+		return HoldUnreachable
+	}
+	return HoldOutage
+}
+
+// HoldPhrase says what a wait of kind means for delivery, for the texts
+// that report one ("<phrase>: no request before T", "… not sent while
+// <phrase>").
+func HoldPhrase(kind string) string {
+	switch kind {
+	case HoldRateLimit:
+		return "GitHub asked driftprobe to wait"
+	case HoldUnreachable:
+		return "driftprobe backs off after GitHub could not be reached"
+	}
+	return "driftprobe backs off from a GitHub outage"
+}
 
 // holdKey names the holds a pass obeys: its API root's origin, and its
 // credential (credentialKey).
@@ -48,6 +100,7 @@ func credentialKey(g *config.GitHub) string {
 type hold struct {
 	until    time.Time // the latest until of the pass's holds (zero: none recorded)
 	reason   string    // the failure that set it
+	kind     string    // its kind (holdKind)
 	failures int       // global failures in a row in the pass's scopes (the most of its holds)
 }
 
@@ -57,20 +110,20 @@ func (h hold) active(now time.Time) bool { return h.until.After(now) }
 // readHold returns the holds of k merged: the host's (an outage) and the
 // credential's (a rate limit).
 func readHold(ctx context.Context, db *storage.DB, k holdKey) (hold, error) {
-	rows, err := db.SQL().QueryContext(ctx, `SELECT until, failures, reason FROM github_holds WHERE api = ? AND credential IN ('', ?)`, k.api, k.credential)
+	rows, err := db.SQL().QueryContext(ctx, `SELECT credential, until, failures, reason FROM github_holds WHERE api = ? AND credential IN ('', ?)`, k.api, k.credential)
 	if err != nil {
 		return hold{}, fmt.Errorf("github holds: %w", err)
 	}
 	defer rows.Close()
 	var h hold
 	for rows.Next() {
-		var until, reason string
+		var cred, until, reason string
 		var failures int
-		if err := rows.Scan(&until, &failures, &reason); err != nil {
+		if err := rows.Scan(&cred, &until, &failures, &reason); err != nil {
 			return hold{}, fmt.Errorf("github holds: %w", err)
 		}
 		if t := storage.ParseTime(until); t.After(h.until) {
-			h.until, h.reason = t, reason
+			h.until, h.reason, h.kind = t, reason, holdKind(cred, reason)
 		}
 		h.failures = max(h.failures, failures)
 	}
@@ -155,9 +208,12 @@ func clearHolds(ctx context.Context, db *storage.DB, k holdKey, now time.Time) e
 // scope sends anything to GitHub before Until.
 type Hold struct {
 	API string `json:"api"` // the API root's origin
-	// Scope is "host" (an outage: every credential on API) or
-	// "credential" (a rate limit of Credential on API).
-	Scope      string    `json:"scope"`
+	// Scope is "host" (an outage or GitHub unreachable: every credential
+	// on API) or "credential" (a rate limit of Credential on API).
+	Scope string `json:"scope"`
+	// Kind is what the wait is for (HoldRateLimit: GitHub asked to wait;
+	// HoldOutage: GitHub failing; HoldUnreachable: GitHub not reached).
+	Kind       string    `json:"kind"`
 	Credential string    `json:"credential,omitempty"` // who called, never a secret; '' for a host hold
 	Until      time.Time `json:"until"`
 	Reason     string    `json:"reason"` // the failure that set it
@@ -196,6 +252,7 @@ func listHolds(ctx context.Context, q querier) ([]Hold, error) {
 		if h.Credential == "" {
 			h.Scope = "host"
 		}
+		h.Kind = holdKind(h.Credential, h.Reason)
 		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {

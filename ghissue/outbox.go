@@ -133,7 +133,7 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 // beforeClaim says what a claimed row recorded before its claim: le, its
 // last_error, an earlier attempt's error or a pass's note.
 func beforeClaim(le string) string {
-	if strings.HasPrefix(le, "not attempted: ") || le == UnskipNote {
+	if strings.HasPrefix(le, "not attempted: ") || strings.HasPrefix(le, envNotePrefix) || le == UnskipNote {
 		return "noted before the claim: " + le
 	}
 	return "its previous attempt failed: " + le
@@ -146,6 +146,14 @@ func beforeClaim(le string) string {
 // failures are recorded on the rows and logged, never returned: the error
 // is non-nil only for database errors.
 func AfterRun(ctx context.Context, db *storage.DB, cfg *config.Config, log *slog.Logger, dryRun io.Writer) (sent int, err error) {
+	return AfterRunAs(ctx, db, cfg, log, dryRun, "")
+}
+
+// AfterRunAs is AfterRun for the command caller ("driftprobe serve",
+// "driftprobe run"; see Options.Caller): an unattended delivery, so a
+// problem of this process's own environment (no usable GitHub credential)
+// is recorded on the rows, naming the process.
+func AfterRunAs(ctx context.Context, db *storage.DB, cfg *config.Config, log *slog.Logger, dryRun io.Writer, caller string) (sent int, err error) {
 	if cfg == nil {
 		return 0, nil
 	}
@@ -164,7 +172,7 @@ func AfterRun(ctx context.Context, db *storage.DB, cfg *config.Config, log *slog
 		_, err = RenderEvents(ctx, db, nil, evs, runID, dryRun, "")
 		return 0, err
 	}
-	res, err := Deliver(ctx, db, cfg, Options{Logger: log, DryRun: dryRun})
+	res, err := Deliver(ctx, db, cfg, Options{Logger: log, DryRun: dryRun, Caller: caller})
 	if res != nil {
 		sent = res.Sent
 		if log != nil && (res.Sent > 0 || res.Failed > 0 || res.Lost > 0 || res.Skipped > 0) {

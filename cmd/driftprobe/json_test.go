@@ -76,7 +76,7 @@ func TestAfterRunHookQuietOnShutdown(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	afterRunHook(nil, log)(ctx, nil, nil, nil)
+	afterRunHook(nil, log, "driftprobe serve")(ctx, nil, nil, nil)
 	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "shutting down") {
 		t.Fatalf("logs: %s", logs.String())
 	}

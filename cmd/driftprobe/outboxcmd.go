@@ -38,8 +38,10 @@ queued with their error and next attempt time.
   driftprobe outbox --json       the same as a JSON array
   driftprobe outbox --send       deliver what is due now, then list what is left
                                  (exit 3 when a row failed, or a failure or
-                                 GitHub's wait kept due rows from going out;
-                                 rows not due yet are no failure)
+                                 a recorded wait kept due rows from going
+                                 out; rows not due yet are no failure; a
+                                 shell without the GitHub credential says so
+                                 and leaves the rows' errors as they are)
   driftprobe outbox --dry-run    print the issue and comment bodies that would be
                                  sent, sending nothing (--dir D: one file each).
                                  Without a github block, or with --all, renders
@@ -61,17 +63,22 @@ queued with their error and next attempt time.
                                  in order. Only rows skipped with --skip.
   driftprobe outbox --clear-holds
                                  delete every recorded GitHub wait ("no request
-                                 before T", after a rate limit or an outage)
-                                 and say which; the rows they deferred are due
+                                 before T", after a rate limit, an outage or
+                                 GitHub unreachable) and say which; the rows
+                                 they deferred are due
                                  again (with --send: delivered now). For a wait
                                  that is wrong; GitHub's real one is recorded
                                  again by the next request it refuses.
 
 A row that fails waits (backing off) and holds back the later rows of its
 event, never those of other events; a repository-wide problem (token, rate
-limit, outage) defers every row, and records a wait (at most an hour from
-the failure, whatever GitHub stated) during which nothing is sent; the listing
-shows the waits in force.
+limit, outage, GitHub unreachable) defers every row, and a rate limit, an
+outage or an unreachable GitHub records a wait (at most an hour from the
+failure, whatever GitHub stated) during which nothing is sent; the listing
+shows the waits in force and what each is: GitHub asked driftprobe to wait
+(a rate limit), or driftprobe backs off from GitHub failing (an outage) or
+not reached at all (unreachable: no HTTP answer; waiting does not fix a
+wrong github.base_url or blocked egress).
 
 The token comes from the environment variable named by github.token_env
 (default GITHUB_TOKEN), or a GitHub App installation authenticates
@@ -238,7 +245,9 @@ variable named by github.private_key_env).`,
 			}
 			var res *ghissue.Result
 			if send {
-				if res, err = ghissue.Deliver(ctx, st, cfg, ghissue.Options{Logger: log}); err != nil {
+				// Attended: a shell without the prober's credential
+				// reports it here and leaves the rows' errors as they are.
+				if res, err = ghissue.Deliver(ctx, st, cfg, ghissue.Options{Logger: log, Caller: "driftprobe outbox --send", Attended: true}); err != nil {
 					return err
 				}
 			}
@@ -362,14 +371,14 @@ variable named by github.private_key_env).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred (and why: not_due, claimed_elsewhere, held_back, stopped, held_by_github), skipped, rendered (dry runs only: 0), lost, held_until (when GitHub asked to wait), errors, notes, pending and holds (the GitHub waits in force); with --backfill also backfilled, the events queued)")
+	c.Flags().BoolVar(&asJSON, "json", false, "JSON output (an array of pending rows; with --send an object with sent, failed, deferred (and why: not_due, claimed_elsewhere, held_back, stopped, held_by_github), skipped, rendered (dry runs only: 0), lost, held_until and held_kind (when a GitHub wait was in force: rate_limit, outage or unreachable), errors, notes, pending and holds (the GitHub waits in force, each with its kind); with --backfill also backfilled, the events queued)")
 	c.Flags().BoolVar(&send, "send", false, "deliver pending rows that are due now")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "render what would be sent instead of sending")
 	c.Flags().StringVar(&dir, "dir", "", "with --dry-run: write one markdown file per issue/comment into this directory")
 	c.Flags().BoolVar(&all, "all", false, "with --dry-run: render every event's issue and comments, not just pending deliveries")
 	c.Flags().Int64SliceVar(&skip, "skip", nil, "give up these pending outbox rows (ids from the listing; repeatable or comma-separated): recorded done without being sent, so their events' later rows go out in turn")
 	c.Flags().Int64SliceVar(&unskip, "unskip", nil, "undo --skip of these outbox rows (repeatable or comma-separated): pending again, delivered in turn; an open row brings back the later rows of its event skipped because it was")
-	c.Flags().BoolVar(&clearHolds, "clear-holds", false, "delete every recorded GitHub wait (rate limit, outage) and say which; the rows they deferred are due again (with --send, delivered now)")
+	c.Flags().BoolVar(&clearHolds, "clear-holds", false, "delete every recorded GitHub wait (rate limit, outage, GitHub unreachable) and say which; the rows they deferred are due again (with --send, delivered now)")
 	c.Flags().BoolVar(&backfill, "backfill", false, "queue an issue for every open event that has none (recorded before the github block was configured); with --send, deliver them now")
 	return c
 }
@@ -383,7 +392,7 @@ func deferredWhy(res *ghissue.Result) []string {
 		what string
 	}{
 		{res.Stopped, "not attempted after a failure that stopped the pass"},
-		{res.HeldByGitHub, "due but not sent while GitHub asked driftprobe to wait"},
+		{res.HeldByGitHub, "due but not sent while " + ghissue.HoldPhrase(res.HeldKind)},
 		{res.NotDue, "not due yet"},
 		{res.ClaimedElsewhere, "claimed by another delivery"},
 		{res.HeldBack, "held back behind an earlier row of their event"},
@@ -408,9 +417,16 @@ func incomplete(res *ghissue.Result, queued int) error {
 		why = append(why, fmt.Sprintf("%d due row(s) not attempted after a failure that stopped the pass", res.Stopped))
 	}
 	if res.HeldByGitHub > 0 {
-		w := fmt.Sprintf("%d due row(s) not sent while GitHub asked driftprobe to wait", res.HeldByGitHub)
+		w := fmt.Sprintf("%d due row(s) not sent while %s", res.HeldByGitHub, ghissue.HoldPhrase(res.HeldKind))
+		var when []string
 		if res.HeldUntil != nil {
-			w += " (no request before " + res.HeldUntil.UTC().Format(time.RFC3339Nano) + ")"
+			when = append(when, "no request before "+res.HeldUntil.UTC().Format(time.RFC3339Nano))
+		}
+		if res.HeldKind == ghissue.HoldUnreachable {
+			when = append(when, ghissue.UnreachableHint)
+		}
+		if len(when) > 0 {
+			w += " (" + strings.Join(when, "; ") + ")"
 		}
 		why = append(why, w)
 	}
@@ -461,22 +477,39 @@ func activeHolds(ctx context.Context, st *storage.DB) ([]ghissue.Hold, error) {
 }
 
 // noteHolds writes to w the GitHub waits in force (holds), which keep
-// every delivery from sending anything, and the escape.
+// every delivery from sending anything, what they are (GitHub asked to
+// wait, or driftprobe backs off from an outage or an unreachable GitHub),
+// and the escape.
 func noteHolds(w io.Writer, holds []ghissue.Hold, now time.Time) {
 	if len(holds) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "GitHub asked driftprobe to wait: nothing is sent before the end of %d recorded wait(s) (`driftprobe outbox --clear-holds` deletes them, if one is wrong):\n", len(holds))
+	var why []string
+	for _, h := range holds {
+		if p := ghissue.HoldPhrase(h.Kind); !slices.Contains(why, p) {
+			why = append(why, p)
+		}
+	}
+	fmt.Fprintf(w, "%s: nothing is sent before the end of %d recorded wait(s) (`driftprobe outbox --clear-holds` deletes them, if one is wrong):\n", strings.Join(why, "; "), len(holds))
 	for _, h := range holds {
 		fmt.Fprintf(w, "  %s\n", termtext.Safe(holdLine(h, now)))
 	}
 }
 
-// holdLine is one wait: until, scope, reason.
+// holdLine is one wait: until, scope and kind, reason.
 func holdLine(h ghissue.Hold, now time.Time) string {
-	scope := "every credential on " + h.API + " (outage)"
-	if h.Scope != "host" {
+	var scope string
+	switch h.Kind {
+	case ghissue.HoldRateLimit:
 		scope = h.Credential + " on " + h.API + " (rate limit)"
+	case ghissue.HoldUnreachable:
+		scope = "every credential on " + h.API + " (unreachable: no HTTP answer came"
+		if !strings.Contains(h.Reason, ghissue.UnreachableHint) {
+			scope += "; " + ghissue.UnreachableHint // recorded by an older driftprobe
+		}
+		scope += ")"
+	default:
+		scope = "every credential on " + h.API + " (outage)"
 	}
 	left := "over"
 	if h.Active(now) {

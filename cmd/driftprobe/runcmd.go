@@ -89,7 +89,7 @@ unreachable provider) is stored and printed, and exits 3.`,
 				return err
 			}
 			app.ObserveRun(m, res)
-			afterRunHook(g, log)(ctx, cfg, st, res)
+			afterRunHook(g, log, "driftprobe run")(ctx, cfg, st, res)
 			if res.Detection != nil {
 				// Re-read events: delivery may have linked issues.
 				if ids := res.Detection.EventIDs(); len(ids) > 0 {

@@ -57,7 +57,7 @@ with HTTP 500 (Prometheus records up == 0) and is logged.`,
 				hup = c
 			}
 			d, err := app.NewDaemon(ctx, app.DaemonOptions{ConfigPath: g.config, DBOverride: g.db, Logger: log, RunAtStart: !noInitial, Runtime: true, Listen: listen,
-				AfterRun: afterRunHook(g, log)})
+				AfterRun: afterRunHook(g, log, "driftprobe serve")})
 			if err != nil {
 				return err
 			}
