@@ -102,6 +102,15 @@ type TargetStats struct {
 	// request fingerprint, which leaves hosts out, cannot tell. Callers
 	// should log it.
 	OriginChange *OriginChange `json:"origin_change,omitempty"`
+	// StateLost is set when the detection state the target had (at the
+	// endpoint of this run) was missing: removed from the database (the
+	// row db check tells to delete when it no longer decodes) or lost,
+	// though an earlier run had established it (stateEstablished). Every
+	// probe's baseline restarted, recorded as input changes with cause
+	// state (counted in InputChanges). With OriginChange, the target moved
+	// back to an endpoint whose parked state was missing. Callers should
+	// log it.
+	StateLost bool `json:"state_lost,omitempty"`
 }
 
 // OriginChange is a target's endpoint moving between two runs
@@ -330,6 +339,7 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 // observe and settle, then extend, then report.
 type detector struct {
 	origin    string // the endpoint this run answered at (run_targets.origin; "" when not known)
+	noState   bool   // the target had no detection state (probe_states row) when this run's detection began
 	model     string // model the target reports now (id|fingerprint)
 	prevModel string // the one before it
 	tx        *sql.Tx
@@ -728,6 +738,30 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			}
 		}
 	}
+	if d.noState && len(states) > 0 {
+		// The target's first detection state is written below. When an
+		// earlier run established one, it was removed or lost since: every
+		// probe's baseline restarts, as at an input change (a provider
+		// change at this moment is absorbed into the new baselines), and
+		// is recorded as one (cause state) for each probe this run sent,
+		// its old request bytes unknown (''). A run that answers no probe
+		// with a verdict writes no state, and records nothing: the first
+		// one that does records it, once.
+		lost, err := d.stateEstablished("")
+		if err != nil {
+			return err
+		}
+		if lost {
+			stats.StateLost = true
+			for _, pid := range order {
+				if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256, cause) VALUES (?, ?, ?, '', ?, 'state')`,
+					run, d.t.ID, pid, byProbe[pid][0].RequestSHA256); err != nil {
+					return err
+				}
+				stats.InputChanges++
+			}
+		}
+	}
 	stats.Renamed = renames(states, byProbe)
 	for _, st := range states {
 		if st.nondeterministic && st.absentSince == 0 {
@@ -761,7 +795,9 @@ func (d *detector) observe(obs []*storage.Observation) error {
 //     (parked_states, pending candidates included: the next answer at
 //     that endpoint continues them), and the states parked at the new origin, if
 //     it was visited before, resume; otherwise every probe starts a new
-//     baseline there, recorded as an input change caused by the origin.
+//     baseline there, recorded as an input change caused by the origin
+//     (by the state, when the target was there before and the state it
+//     left there is missing: removed or lost, see stateEstablished).
 //   - Another origin in a run that cannot speak for it: states as they are,
 //     untouched (the run confirms nothing there anyway).
 //   - A state recorded before origins named the account (schema 22, the
@@ -784,6 +820,7 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 	if err != nil && !noState {
 		return nil, false, false, err
 	}
+	d.noState = noState
 	// Unless the target moves below, this run's detection is the state's:
 	// its event rows are those at the state's origin.
 	d.origin = prev
@@ -898,6 +935,20 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, false, false, err
 	}
+	// No state parked here: every probe starts a new baseline. The
+	// target was never here (cause origin), or it was and the state it
+	// left here is missing: removed from the database (the parked_states
+	// row db check tells to delete when it no longer decodes) or lost
+	// (cause state).
+	cause := "origin"
+	lost, err := d.stateEstablished(cur)
+	if err != nil {
+		return nil, false, false, err
+	}
+	if lost {
+		cause = "state"
+		stats.StateLost = true
+	}
 	now := map[string]string{} // this run's request fingerprint per probe
 	for _, o := range obs {
 		if o.Sample == 0 {
@@ -915,13 +966,53 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		if !ok {
 			sha = old
 		}
-		if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256, cause) VALUES (?, ?, ?, ?, ?, 'origin')`,
-			d.in.RunID, d.t.ID, id, old, sha); err != nil {
+		if _, err := d.tx.ExecContext(d.ctx, `INSERT INTO input_changes (run_id, target_id, probe_id, old_sha256, new_sha256, cause) VALUES (?, ?, ?, ?, ?, ?)`,
+			d.in.RunID, d.t.ID, id, old, sha, cause); err != nil {
 			return nil, false, false, err
 		}
 		stats.InputChanges++
 	}
 	return map[string]*state{}, true, false, nil
+}
+
+// stateEstablished reports whether an earlier run of the target
+// established a detection state (at origin, when not ""), which detection
+// finds missing now: it was removed from the database (db check tells the
+// operator to delete a row that no longer decodes) or lost, and every
+// probe's baseline restarts (input changes with cause state), where a
+// target's first run restarts nothing (and its first at an endpoint is a
+// move: cause origin).
+//
+// Detection writes a target's state in every detected run in which it
+// answered a probe with a verdict other than account-level enforcement
+// (degraded runs too: they start no candidate, but record the bytes), so
+// such an earlier run is the proof: a finished run (complete or partial)
+// marked detected, whose run_targets row counts more verdicts than the
+// abuse_block answers among its first samples. At an origin, the run must
+// also have spoken for it (the target complete there, see moveOrigin): only
+// such a run moves the state to that endpoint, to be parked there when the
+// target leaves. It is asked only when there is no state to go on with, so
+// once per target (its first run, a first run at an endpoint, or the run
+// after a removal): a new target has no earlier run to read.
+//
+// Known limits, both erring towards a ticket: a run whose detection was
+// given up is marked detected too (storage.GiveUpDetection), and a run
+// whose observations retention deleted counts its verdicts whatever they
+// were; and an endpoint left before states were parked there (schema 17)
+// reads as one whose state is missing.
+func (d *detector) stateEstablished(origin string) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM run_targets rt JOIN runs r ON r.id = rt.run_id
+		WHERE rt.target_id = ? AND rt.run_id < ? AND r.status IN ('complete', 'partial') AND r.detected = 1 AND rt.verdicts > 0`
+	args := []any{d.t.ID, d.in.RunID}
+	if origin != "" {
+		q += ` AND rt.origin = ? AND rt.status = 'complete'`
+		args = append(args, origin)
+	}
+	q += ` AND rt.verdicts > (SELECT COUNT(*) FROM observations o
+			WHERE o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.sample = 0 AND o.class = 'abuse_block'))`
+	var ok bool
+	err := d.tx.QueryRowContext(d.ctx, q, args...).Scan(&ok)
+	return ok, err
 }
 
 // accountNamed records that the target's detection state now belongs to

@@ -544,8 +544,9 @@ type Baseline struct {
 // parked at an endpoint a target left, and returns a message for each that
 // does not decode (detection of that target, or its return to that
 // endpoint, fails until the row is removed: the target then establishes
-// its baselines again). A database of a schema without the table (an old
-// backup, a first run interrupted in its migrations) has none to check.
+// its baselines again, recorded as input changes with cause state). A
+// database of a schema without the table (an old backup, a first run
+// interrupted in its migrations) has none to check.
 func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 	var out []string
 	check := func(query, what string) error {
@@ -567,7 +568,7 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 				if origin != "" {
 					where = " at " + origin
 				}
-				out = append(out, fmt.Sprintf("%s of target %d%s: %v (its detection fails until the row is removed; the target then establishes its baselines again)", what, target, where, err))
+				out = append(out, fmt.Sprintf("%s of target %d%s: %v (its detection fails until the row is removed; the target then establishes its baselines again, recorded as input changes with cause state)", what, target, where, err))
 			}
 		}
 		return rows.Err()

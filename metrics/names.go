@@ -92,6 +92,7 @@ const (
 const (
 	InputCauseRequest = "request" // the probe's request bytes changed: a target parameter, the corpus, the adapter (also every row recorded before schema 15)
 	InputCauseOrigin  = "origin"  // the target moved to another endpoint (base_url, region, gateway) or account (OpenAI organization, project) with no state parked there to resume
+	InputCauseState   = "state"   // the target's detection state was missing though earlier runs had established it (its probe_states row, or the parked_states row of the endpoint it returned to, removed or lost): every probe's baseline restarts
 )
 
 // Outcomes of driftprobe_last_run_probes, driftprobe_previous_run_probes and

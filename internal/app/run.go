@@ -506,8 +506,11 @@ func logDetection(logger *slog.Logger, run int64, det *diff.Result) {
 		}
 		if oc := ts.OriginChange; oc != nil {
 			msg := "target moved to another endpoint: detection there starts over, every probe's baseline restarts (an input change, never a flip); detection at the old endpoint is kept for a return, and its open events stay open"
-			if oc.Resumed {
+			switch {
+			case oc.Resumed:
 				msg = "target moved back to an endpoint it was at before: detection there resumes where it was; detection at the endpoint it left is kept for a return, and its open events stay open"
+			case ts.StateLost:
+				msg = "target moved back to an endpoint it was at before, but the detection state it left there is missing (its parked_states row was removed, or lost): detection there starts over, every probe's baseline restarts (an input change, never a flip); detection at the endpoint it left is kept for a return"
 			}
 			logger.Warn(msg, "target", ts.Target, "from", oc.From, "to", oc.To, "last_run_at_from", oc.FromRun, "input_changes", ts.InputChanges, "run", run)
 		}
@@ -515,7 +518,10 @@ func logDetection(logger *slog.Logger, run int64, det *diff.Result) {
 			logger.Warn("this driftprobe's classifier reads some stored baseline answers differently: their verdicts (or scores) were re-read from the stored answers before comparing, so the same answers read anew are no flip",
 				"target", ts.Target, "probes", ts.Reread, "run", run)
 		}
-		if ts.InputChanges > 0 && ts.OriginChange == nil {
+		if ts.StateLost && ts.OriginChange == nil {
+			logger.Warn("detection state missing though earlier runs had established it (its probe_states row was removed, or lost): every probe's baseline restarts (an input change, never a flip); a provider change at this moment is absorbed into the new baselines",
+				"target", ts.Target, "probes", ts.InputChanges, "run", run)
+		} else if ts.InputChanges > 0 && ts.OriginChange == nil {
 			logger.Warn("request bytes changed: these probes' baselines restart (nothing is compared across the change)",
 				"target", ts.Target, "probes", ts.InputChanges, "run", run)
 		}
@@ -688,8 +694,9 @@ type (
 		CostUSD        float64        `json:"cost_usd"`
 		// InputChanges counts probes whose answers are not comparable
 		// with their baseline: their request bytes differ (corpus or
-		// target parameters changed), or the target's endpoint moved
-		// (OriginChange). Their baselines restart.
+		// target parameters changed), the target's endpoint moved
+		// (OriginChange), or its detection state was missing
+		// (StateLost). Their baselines restart.
 		InputChanges int `json:"input_changes"`
 		// Reread counts probes whose stored baseline (or candidate)
 		// verdict, or baseline scores, this driftprobe's classifier read
@@ -706,6 +713,12 @@ type (
 		// target's previous run's: every baseline restarts.
 		Origin       string             `json:"origin"`
 		OriginChange *diff.OriginChange `json:"origin_change"`
+		// StateLost is true when the target's detection state (at the
+		// endpoint it went to) was missing though an earlier run had
+		// established it: removed from the database (the row db check
+		// tells to delete when it no longer decodes) or lost. Every
+		// baseline restarted (input_changes, cause state).
+		StateLost bool `json:"state_lost"`
 	}
 )
 
@@ -726,6 +739,7 @@ func (r *RunResult) JSON() RunJSON {
 	}
 	renamed := r.renamed()
 	originChanges := r.originChanges()
+	stateLost := r.stateLost()
 	for _, t := range s.Targets {
 		v := map[string]int{}
 		for _, c := range probes.Classes {
@@ -734,7 +748,7 @@ func (r *RunResult) JSON() RunJSON {
 		out.Targets = append(out.Targets, TargetJSON{Target: t.Target, Provider: t.Provider, Status: t.Status, Observations: t.Observations,
 			Verdicts: v, RequestsSHA256: t.RequestsSHA256, Requests: t.Requests, Retries: t.Retries, BreakerOpened: t.BreakerOpened,
 			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target], Reread: reread[t.Target], Renamed: renamed[t.Target],
-			Origin: t.Origin, OriginChange: originChanges[t.Target]})
+			Origin: t.Origin, OriginChange: originChanges[t.Target], StateLost: stateLost[t.Target]})
 		if out.Targets[len(out.Targets)-1].Renamed == nil {
 			out.Targets[len(out.Targets)-1].Renamed = []diff.ProbeRename{}
 		}
@@ -748,6 +762,18 @@ func (r *RunResult) originChanges() map[string]*diff.OriginChange {
 	if r.Detection != nil {
 		for _, ts := range r.Detection.Stats {
 			out[ts.Target] = ts.OriginChange
+		}
+	}
+	return out
+}
+
+// stateLost returns the targets whose detection state detection found
+// missing (diff.TargetStats.StateLost).
+func (r *RunResult) stateLost() map[string]bool {
+	out := map[string]bool{}
+	if r.Detection != nil {
+		for _, ts := range r.Detection.Stats {
+			out[ts.Target] = ts.StateLost
 		}
 	}
 	return out
@@ -789,7 +815,7 @@ func WriteSummary(w io.Writer, r *RunResult) {
 			c[probes.Transient], c[probes.ClientError], c[probes.FilterUnavailable], t.Requests, t.CostUSD)
 	}
 	tw.Flush()
-	inputChanges, renamed, originChanges := r.inputChanges(), r.renamed(), r.originChanges()
+	inputChanges, renamed, originChanges, stateLost := r.inputChanges(), r.renamed(), r.originChanges(), r.stateLost()
 	for _, t := range s.Targets {
 		var notes []string
 		if t.BreakerOpened {
@@ -804,6 +830,11 @@ func WriteSummary(w io.Writer, r *RunResult) {
 		if oc := originChanges[t.Target]; oc != nil && oc.Resumed {
 			notes = append(notes, fmt.Sprintf("moved from endpoint %s (run %d) back to %s: detection there resumes where it was",
 				termtext.Safe(oc.From), oc.FromRun, termtext.Safe(oc.To)))
+		} else if oc != nil && stateLost[t.Target] {
+			notes = append(notes, fmt.Sprintf("moved from endpoint %s (run %d) back to %s, whose detection state is missing (removed or lost): %d probe baseline(s) restart there (an input change, never a flip)",
+				termtext.Safe(oc.From), oc.FromRun, termtext.Safe(oc.To), inputChanges[t.Target]))
+		} else if stateLost[t.Target] {
+			notes = append(notes, fmt.Sprintf("detection state missing (removed or lost; earlier runs had established it): %d probe baseline(s) restart (an input change, never a flip)", inputChanges[t.Target]))
 		} else if oc != nil {
 			notes = append(notes, fmt.Sprintf("moved from endpoint %s (run %d) to %s: %d probe baseline(s) restart there (an input change, never a flip)",
 				termtext.Safe(oc.From), oc.FromRun, termtext.Safe(oc.To), inputChanges[t.Target]))

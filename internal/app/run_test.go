@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -236,6 +237,34 @@ targets:
 	e.Run()
 	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 0 {
 		t.Errorf("still undetected: %v", ids)
+	}
+	// The row removed, sim-b's baselines restarted: the first detection
+	// to write its state again (the missed run's, bad+2) recorded every
+	// probe as an input change caused by the lost state, which
+	// DriftprobeBaselinesRestarted tickets on; sim-a restarted nothing.
+	byCause := func(target string) map[string]int {
+		t.Helper()
+		out := map[string]int{}
+		rows, err := e.Store.SQL().Query(`SELECT ic.cause || ' ' || ic.run_id, COUNT(*) FROM input_changes ic JOIN targets t ON t.id = ic.target_id WHERE t.name = ? GROUP BY 1`, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			var n int
+			if err := rows.Scan(&k, &n); err != nil {
+				t.Fatal(err)
+			}
+			out[k] = n
+		}
+		return out
+	}
+	if got, want := byCause("sim-b"), fmt.Sprintf("state %d", bad+2); len(got) != 1 || got[want] != len(e.Corpus.Probes) {
+		t.Errorf("sim-b input changes %v, want %d of %q", got, len(e.Corpus.Probes), want)
+	}
+	if got := byCause("sim-a"); len(got) != 0 {
+		t.Errorf("sim-a input changes %v, want none", got)
 	}
 
 	// A target removed since: the missed run is detected for the others.
