@@ -135,7 +135,54 @@ type ProbeRename struct {
 // Result is what Apply did.
 type Result struct {
 	Changes []Change
-	Stats   []TargetStats
+	// Stats has one entry per target detected (none for a target in
+	// Failed).
+	Stats []TargetStats
+	// Failed lists the targets whose detection failed in this run because
+	// their detection state, or the state parked at the endpoint they
+	// returned to, does not decode (DamagedStateError): each target's
+	// writes of this run were rolled back and its answers of this run are
+	// not detected (they never will be: the run is marked detected with the
+	// other targets'), until the damaged row is removed (then its baselines
+	// restart, input changes with cause state). The other targets of the
+	// run were detected as if it were not in it. Callers must report them:
+	// the run did not do its work for these targets.
+	Failed []TargetFailure
+}
+
+// TargetFailure is a target whose detection failed in a run (Result.Failed).
+type TargetFailure struct {
+	Target string `json:"target"`
+	// Err says what failed and how to recover: which row does not decode
+	// and the statement that removes it (as db check says).
+	Err string `json:"error"`
+}
+
+// DamagedStateError is a target's detection failing because its detection
+// state (probe_states) or the state parked at the endpoint it returned to
+// (parked_states) does not decode: Apply leaves that target out of the run
+// (Result.Failed) and detects the others. Its message names the row and
+// how to remove it.
+type DamagedStateError struct {
+	TargetID int64
+	// Origin is the endpoint of a parked state; "" for the target's
+	// detection state.
+	Origin string
+	Err    error // wraps errCorruptState
+	msg    string
+}
+
+func (e *DamagedStateError) Error() string { return e.msg }
+func (e *DamagedStateError) Unwrap() error { return e.Err }
+
+// damagedState wraps a decoding failure (errCorruptState) of the target's
+// state (origin "") or of the state parked at origin.
+func damagedState(target int64, origin string, err error) error {
+	what := "detection state"
+	if origin != "" {
+		what = "parked detection state"
+	}
+	return &DamagedStateError{TargetID: target, Origin: origin, Err: err, msg: damagedStateMessage(what, target, origin, err)}
 }
 
 // EventIDs returns the distinct events changed, in order.
@@ -251,6 +298,14 @@ var (
 
 // Apply runs detection for one stored run in a single transaction: state
 // updates, events, and outbox rows commit together or not at all.
+//
+// A target whose detection state (or the state parked at the endpoint it
+// returns to) does not decode is left out: its part of the first phase
+// runs in a savepoint, rolled back when it fails so (a parking done before
+// the parked state failed to decode is undone too), and it takes no part
+// in the later phases; it is listed in Result.Failed, and the run is
+// detected (and marked so) for the other targets. Any other error fails
+// the whole run's detection, as before: nothing is written.
 func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 	p := in.Params
 	if p.ConfirmRuns < 1 {
@@ -288,13 +343,35 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 		// events, target by target. An event every probe of which flipped
 		// back in this run is closed before any target's flips of this run
 		// could join it, whichever target's name sorts first.
-		ds := make([]*detector, len(in.Targets))
+		//
+		// Each target's first phase runs in a savepoint: a target whose
+		// detection state does not decode (errCorruptState) is rolled back
+		// to it and left out of the later phases (Result.Failed), so that a
+		// damaged row stops that target's detection, not every target's.
+		ds := make([]*detector, 0, len(in.Targets))
 		for i, t := range in.Targets {
-			ds[i] = &detector{tx: tx, ctx: ctx, in: &in, p: p, t: t, now: now, res: res}
-			if err := ds[i].observe(obsOf[i]); err != nil {
+			d := &detector{tx: tx, ctx: ctx, in: &in, p: p, t: t, now: now, res: res}
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT detect_target`); err != nil {
 				return fmt.Errorf("detect %s: %w", t.Name, err)
 			}
-			if err := ds[i].settle(); err != nil {
+			changes := len(res.Changes)
+			err := d.observe(obsOf[i])
+			if err == nil {
+				err = d.settle()
+			}
+			if err != nil && !errors.Is(err, errCorruptState) {
+				return fmt.Errorf("detect %s: %w", t.Name, err)
+			}
+			if err != nil {
+				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO detect_target`); rerr != nil {
+					return fmt.Errorf("detect %s: %w (rolling back its detection: %w)", t.Name, err, rerr)
+				}
+				res.Changes = res.Changes[:changes]
+				res.Failed = append(res.Failed, TargetFailure{Target: t.Name, Err: err.Error()})
+			} else {
+				ds = append(ds, d)
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE detect_target`); err != nil {
 				return fmt.Errorf("detect %s: %w", t.Name, err)
 			}
 		}
@@ -466,6 +543,9 @@ type otherAnswer struct {
 func (d *detector) observe(obs []*storage.Observation) error {
 	run := d.in.RunID
 	states, err := loadStates(d.ctx, d.tx, d.t.ID)
+	if errors.Is(err, errCorruptState) {
+		return damagedState(d.t.ID, "", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -914,7 +994,7 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 	case err == nil:
 		resumed, err := decodeStates(blob)
 		if err != nil {
-			return nil, false, false, fmt.Errorf("parked state of target %d at %s: %w", d.t.ID, cur, err)
+			return nil, false, false, damagedState(d.t.ID, cur, err)
 		}
 		if _, err := d.tx.ExecContext(d.ctx, `DELETE FROM parked_states WHERE target_id = ? AND origin = ?`, d.t.ID, cur); err != nil {
 			return nil, false, false, err

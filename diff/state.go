@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/driftprobe/driftprobe/corpus"
 	"github.com/driftprobe/driftprobe/probes"
@@ -564,11 +565,7 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 				continue
 			}
 			if _, err := decodeStates(blob); err != nil {
-				where := ""
-				if origin != "" {
-					where = " at " + origin
-				}
-				out = append(out, fmt.Sprintf("%s of target %d%s: %v (its detection fails until the row is removed; the target then establishes its baselines again, recorded as input changes with cause state)", what, target, where, err))
+				out = append(out, damagedStateMessage(what, target, origin, err))
 			}
 		}
 		return rows.Err()
@@ -585,6 +582,21 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// damagedStateMessage says that the detection state of target (what:
+// "detection state", the probe_states row; "parked detection state", the
+// parked_states row at origin) does not decode (err), what that stops and
+// how to recover: db check lists it so, and a run whose detection fails on
+// it (DamagedStateError) says the same.
+func damagedStateMessage(what string, target int64, origin string, err error) string {
+	where := ""
+	del := fmt.Sprintf("DELETE FROM probe_states WHERE target_id = %d", target)
+	if origin != "" {
+		where = " at " + origin
+		del = fmt.Sprintf("DELETE FROM parked_states WHERE target_id = %d AND origin = '%s'", target, strings.ReplaceAll(origin, "'", "''"))
+	}
+	return fmt.Sprintf("%s of target %d%s: %v (its detection fails until the row is removed: %s; the target then establishes its baselines again, recorded as input changes with cause state)", what, target, where, err, del)
 }
 
 // stateTables are where detection states are kept, each with a query

@@ -32,7 +32,9 @@ requests_sha256, and events). Exit 0 when the run completed, even if events
 were found. SIGINT/SIGTERM stop the run cleanly, mark it aborted and exit 3.
 A run in which no target answered a single probe with a verdict (every
 answer transient, a client error or an unavailable filter: a revoked key, an
-unreachable provider) is stored and printed, and exits 3.`,
+unreachable provider) is stored and printed, and exits 3; so is a run whose
+detection failed for a target whose detection state does not decode (the
+other targets are detected; db check names the row to remove).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Checked before anything is sent: a bad URL found after the run
@@ -122,10 +124,11 @@ unreachable provider) is stored and printed, and exits 3.`,
 				// Interrupted: what was stored is kept, but the run did not complete.
 				return fmt.Errorf("run %d aborted (interrupted); observations so far are stored, nothing was confirmed", res.Summary.RunID)
 			}
-			if err := app.MeasuredNothing(res.Summary); err != nil {
-				return err
-			}
-			return nil
+			// A run that measured nothing, or whose detection failed for a
+			// target (a damaged detection state: the other targets were
+			// detected, their events recorded and delivered above), is
+			// stored and printed, and exits 3.
+			return errors.Join(app.MeasuredNothing(res.Summary), app.DetectionFailed(res))
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (the run contract) on stdout")

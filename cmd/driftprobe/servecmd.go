@@ -39,7 +39,9 @@ at the configured path removed or replaced: it runs nothing until serve is
 restarted, and /readyz fails (also when the file cannot be read); /healthz
 does not (see the RUNBOOK's DriftprobeRunFailed). A run in which no target
 measured anything (every answer transient, a client error or an unavailable
-filter) is a failed run too. A metrics collection that fails answers /metrics
+filter) is a failed run too, and so is one whose detection failed for a target
+whose detection state does not decode (the other targets are detected, their
+events delivered; the log names the target and the row to remove). A metrics collection that fails answers /metrics
 with HTTP 500 (Prometheus records up == 0) and is logged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

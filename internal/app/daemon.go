@@ -407,10 +407,12 @@ func (d *Daemon) tick(context.Context) {
 		d.log.Error("run failed", "err", err)
 	default:
 		// A run in which no target answered a single probe with a
-		// verdict (a provider outage, a revoked key, no network) is
-		// stored and detected, and delivery still runs, but it is a
-		// failed run, as `driftprobe run` exits 3 on it.
-		err = MeasuredNothing(res.Summary)
+		// verdict (a provider outage, a revoked key, no network), or
+		// whose detection failed for a target (a detection state that
+		// does not decode: the other targets were detected), is stored
+		// and detected, and delivery still runs, but it is a failed run,
+		// as `driftprobe run` exits 3 on it.
+		err = errors.Join(MeasuredNothing(res.Summary), DetectionFailed(res))
 		if err != nil {
 			d.failures.Inc()
 			d.log.Error("run failed", "err", err, "run", res.Summary.RunID, "status", res.Summary.Status)

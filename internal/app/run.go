@@ -99,7 +99,11 @@ func checkCorpusHash(ctx context.Context, st *storage.DB, cp *corpus.Corpus) err
 // configured retention and, with an attribution block, attributes
 // production changes from Prometheus and stores the report
 // (AttributeAfterRun). Neither a failed prune nor a failed attribution
-// fails the run.
+// fails the run. A run whose detection failed for some of its targets (a
+// detection state that does not decode: diff.Result.Failed, logged here)
+// is returned without an error, detected for the others: callers report
+// it as failed with DetectionFailed, as they do MeasuredNothing. Any other
+// failed detection is a *runner.RunError (the run recorded, not detected).
 //
 // A run that never started because another process holds the lease
 // returns an error matching storage.ErrLocked. A run that lost its lease
@@ -283,6 +287,45 @@ func MeasuredNothing(s *runner.Summary) error {
 		e.Unavailable += t.Unavailable
 	}
 	return e
+}
+
+// ErrDetectionFailed is matched (errors.Is) by DetectionFailed's error.
+var ErrDetectionFailed = errors.New("detection failed")
+
+// DetectionFailedError is a run whose detection failed for some of its
+// targets (diff.Result.Failed): their detection state, or the state parked
+// at the endpoint they returned to, does not decode. Their answers of this
+// run are not detected; the other targets' are (their events recorded and
+// queued), and the run is marked detected.
+type DetectionFailedError struct {
+	RunID  int64
+	Failed []diff.TargetFailure
+}
+
+func (e *DetectionFailedError) Error() string {
+	parts := make([]string, len(e.Failed))
+	for i, f := range e.Failed {
+		parts[i] = fmt.Sprintf("target %s: %s", f.Target, f.Err)
+	}
+	return fmt.Sprintf("run %d: detection failed for %d target(s), whose answers of this run are not detected (the run's other targets, if any, were detected; the run is stored): %s; `driftprobe db check` lists every damaged state",
+		e.RunID, len(e.Failed), strings.Join(parts, "; "))
+}
+
+func (e *DetectionFailedError) Is(target error) bool { return target == ErrDetectionFailed }
+
+// DetectionFailed returns a *DetectionFailedError for a run whose
+// detection failed for a target (a detection state that does not decode:
+// diff.Result.Failed), nil otherwise. Such a run is stored and detected for
+// its other targets, whose events are recorded and delivered, but it did
+// not do its work for those targets, with every run until the damaged row
+// is removed: `run` exits 3 on it, and serve counts it as a failed run
+// (driftprobe_run_failures_total, a `run failed` log line), as for a run
+// that measured nothing.
+func DetectionFailed(r *RunResult) error {
+	if r == nil || r.Detection == nil || len(r.Detection.Failed) == 0 {
+		return nil
+	}
+	return &DetectionFailedError{RunID: r.Summary.RunID, Failed: r.Detection.Failed}
 }
 
 // attributionBudget bounds the attribution after a run (both Prometheus
@@ -498,6 +541,10 @@ func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, targe
 func logDetection(logger *slog.Logger, run int64, det *diff.Result) {
 	if logger == nil {
 		return
+	}
+	for _, f := range det.Failed {
+		logger.Error("detection failed for a target: its answers of this run are not detected (the other targets' are), and every run's until the damaged row is removed; `driftprobe db check` lists it",
+			"target", f.Target, "run", run, "err", f.Err)
 	}
 	for _, ts := range det.Stats {
 		for _, rn := range ts.Renamed {
@@ -719,6 +766,12 @@ type (
 		// tells to delete when it no longer decodes) or lost. Every
 		// baseline restarted (input_changes, cause state).
 		StateLost bool `json:"state_lost"`
+		// DetectionError is null, or why the target's detection failed in
+		// this run (diff.Result.Failed: its detection state, or the state
+		// parked at the endpoint it returned to, does not decode; the
+		// message names the row and the statement that removes it): its
+		// answers of this run are not detected, and the run exits 3.
+		DetectionError *string `json:"detection_error"`
 	}
 )
 
@@ -740,6 +793,7 @@ func (r *RunResult) JSON() RunJSON {
 	renamed := r.renamed()
 	originChanges := r.originChanges()
 	stateLost := r.stateLost()
+	failed := r.detectionFailed()
 	for _, t := range s.Targets {
 		v := map[string]int{}
 		for _, c := range probes.Classes {
@@ -749,6 +803,9 @@ func (r *RunResult) JSON() RunJSON {
 			Verdicts: v, RequestsSHA256: t.RequestsSHA256, Requests: t.Requests, Retries: t.Retries, BreakerOpened: t.BreakerOpened,
 			TokensIn: t.TokensIn, TokensOut: t.TokensOut, CostUSD: t.CostUSD, InputChanges: inputChanges[t.Target], Reread: reread[t.Target], Renamed: renamed[t.Target],
 			Origin: t.Origin, OriginChange: originChanges[t.Target], StateLost: stateLost[t.Target]})
+		if msg, ok := failed[t.Target]; ok {
+			out.Targets[len(out.Targets)-1].DetectionError = &msg
+		}
 		if out.Targets[len(out.Targets)-1].Renamed == nil {
 			out.Targets[len(out.Targets)-1].Renamed = []diff.ProbeRename{}
 		}
@@ -774,6 +831,18 @@ func (r *RunResult) stateLost() map[string]bool {
 	if r.Detection != nil {
 		for _, ts := range r.Detection.Stats {
 			out[ts.Target] = ts.StateLost
+		}
+	}
+	return out
+}
+
+// detectionFailed returns, by target, why its detection failed in the run
+// (diff.Result.Failed).
+func (r *RunResult) detectionFailed() map[string]string {
+	out := map[string]string{}
+	if r.Detection != nil {
+		for _, f := range r.Detection.Failed {
+			out[f.Target] = f.Err
 		}
 	}
 	return out
@@ -816,8 +885,12 @@ func WriteSummary(w io.Writer, r *RunResult) {
 	}
 	tw.Flush()
 	inputChanges, renamed, originChanges, stateLost := r.inputChanges(), r.renamed(), r.originChanges(), r.stateLost()
+	failed := r.detectionFailed()
 	for _, t := range s.Targets {
 		var notes []string
+		if msg, ok := failed[t.Target]; ok {
+			notes = append(notes, "DETECTION FAILED: its answers of this run are not detected: "+termtext.SafeLong(msg))
+		}
 		if t.BreakerOpened {
 			notes = append(notes, "circuit breaker opened")
 		}

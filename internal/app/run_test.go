@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -193,7 +195,11 @@ func TestReplayOfKilledRun(t *testing.T) {
 
 // A missed run whose detection fails now (the very failure that may have
 // left it undetected) is given up, never blocking every later run; a
-// missed run is detected only for the targets still configured.
+// missed run is detected only for the targets still configured. A
+// target whose detection state does not decode stops that target's
+// detection only: the missed run, and every run after it, is detected for
+// the other targets (not given up), the damaged target reported failed in
+// each (logged, DetectionFailed), until its row is removed.
 func TestUndetectedRunThatFailsIsGivenUp(t *testing.T) {
 	e := testenv.New(t, `
 targets:
@@ -211,36 +217,50 @@ targets:
 		return sum.RunID
 	}
 	bad := missed()
-	// sim-b's detection state is damaged: detecting any run fails on it,
-	// the missed one first. Runs go on probing all the same (each
-	// recorded, its own detection failing), the missed one given up.
+	// sim-b's detection state is damaged: detecting any run fails for it,
+	// the missed one first, and for it alone. Runs go on probing all the
+	// same (each recorded and detected for sim-a), the missed one detected
+	// for sim-a too, not given up.
 	if _, err := e.Store.SQL().Exec(`UPDATE probe_states SET states = x'ff' WHERE target_id = (SELECT id FROM targets WHERE name = 'sim-b')`); err != nil {
 		t.Fatal(err)
 	}
 	for i := int64(1); i <= 2; i++ {
-		_, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep})
-		if err == nil || !strings.Contains(err.Error(), "detection") {
-			t.Fatalf("run with damaged state: %v, want its detection to fail", err)
+		var logs bytes.Buffer
+		res, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatalf("run with sim-b's state damaged: %v, want it detected for sim-a", err)
 		}
-		if id, _ := e.Store.LatestRunID(ctx); id != bad+i {
-			t.Fatalf("latest run %d, want %d: a missed run that cannot be detected blocked the next run", id, bad+i)
+		if id := res.Summary.RunID; id != bad+i {
+			t.Fatalf("run %d, want %d: a missed run that cannot be detected blocked the next run", id, bad+i)
+		}
+		if err := app.DetectionFailed(res); !errors.Is(err, app.ErrDetectionFailed) || !strings.Contains(err.Error(), "target sim-b: detection state of target 2: corrupt probe state") ||
+			!strings.Contains(err.Error(), "DELETE FROM probe_states WHERE target_id = 2") {
+			t.Errorf("run %d: DetectionFailed %v, want sim-b's failure with its remedy", res.Summary.RunID, err)
+		}
+		if len(res.Detection.Stats) != 1 || res.Detection.Stats[0].Target != "sim-a" {
+			t.Errorf("run %d: detected %+v, want sim-a", res.Summary.RunID, res.Detection.Stats)
+		}
+		l := logs.String()
+		if !strings.Contains(l, `level=ERROR msg="detection failed for a target`) || !strings.Contains(l, "target=sim-b run="+fmt.Sprint(bad+i)) || !strings.Contains(l, "DELETE FROM probe_states WHERE target_id = 2") {
+			t.Errorf("run %d: log, want an ERROR naming sim-b and the row to remove:\n%s", res.Summary.RunID, l)
+		}
+		if i == 1 && (!strings.Contains(l, "detected now") || !strings.Contains(l, "target=sim-b run="+fmt.Sprint(bad)) || strings.Contains(l, "given up")) {
+			t.Errorf("log, want the missed run %d detected now (sim-b's failure logged), not given up:\n%s", bad, l)
 		}
 	}
-	// Each failed once more in the next run's recovery and was given up;
-	// only the latest run's own failed detection is left to retry.
-	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 1 || ids[0] != bad+2 {
-		t.Errorf("undetected runs %v, want only run %d", ids, bad+2)
+	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 0 {
+		t.Errorf("undetected runs %v, want none", ids)
 	}
 	if _, err := e.Store.SQL().Exec(`DELETE FROM probe_states WHERE target_id = (SELECT id FROM targets WHERE name = 'sim-b')`); err != nil {
 		t.Fatal(err)
 	}
-	e.Run()
-	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 0 {
-		t.Errorf("still undetected: %v", ids)
+	res := e.Run()
+	if err := app.DetectionFailed(res); err != nil {
+		t.Errorf("the row removed: %v", err)
 	}
 	// The row removed, sim-b's baselines restarted: the first detection
-	// to write its state again (the missed run's, bad+2) recorded every
-	// probe as an input change caused by the lost state, which
+	// to write its state again (this run's) recorded every probe as an
+	// input change caused by the lost state, which
 	// DriftprobeBaselinesRestarted tickets on; sim-a restarted nothing.
 	byCause := func(target string) map[string]int {
 		t.Helper()
@@ -260,11 +280,30 @@ targets:
 		}
 		return out
 	}
-	if got, want := byCause("sim-b"), fmt.Sprintf("state %d", bad+2); len(got) != 1 || got[want] != len(e.Corpus.Probes) {
+	if got, want := byCause("sim-b"), fmt.Sprintf("state %d", res.Summary.RunID); len(got) != 1 || got[want] != len(e.Corpus.Probes) {
 		t.Errorf("sim-b input changes %v, want %d of %q", got, len(e.Corpus.Probes), want)
 	}
 	if got := byCause("sim-a"); len(got) != 0 {
 		t.Errorf("sim-a input changes %v, want none", got)
+	}
+
+	// A missed run whose detection fails otherwise (a damaged observation
+	// row of sim-b: detection never reads it as a verdict) fails whole, and
+	// is given up by the next run, which goes on.
+	gone := missed()
+	if _, err := e.Store.SQL().Exec(`UPDATE observations SET http_status = 'x' WHERE id = (SELECT MIN(o.id) FROM observations o JOIN targets t ON t.id = o.target_id WHERE o.run_id = ? AND t.name = 'sim-b')`, gone); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	res, err := app.RunOnce(ctx, e.Config, e.Corpus, e.Store, e.Targets, app.RunOptions{Sleep: e.Sleep, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil || res.Summary.RunID != gone+1 || app.DetectionFailed(res) != nil {
+		t.Fatalf("the run after a missed run that cannot be detected: %v", err)
+	}
+	if l := logs.String(); !strings.Contains(l, "given up") || !strings.Contains(l, fmt.Sprintf("run=%d", gone)) {
+		t.Errorf("log, want missed run %d given up:\n%s", gone, l)
+	}
+	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 0 {
+		t.Errorf("still undetected: %v", ids)
 	}
 
 	// A target removed since: the missed run is detected for the others.
@@ -274,8 +313,9 @@ targets:
 	}
 	only := *e.Config
 	only.Targets = []*config.Target{e.Config.Target("sim-a")}
-	if _, err := app.RunOnce(ctx, &only, e.Corpus, e.Store, e.Targets[:1], app.RunOptions{Sleep: e.Sleep}); err != nil {
-		t.Fatalf("run: %v", err)
+	res, err = app.RunOnce(ctx, &only, e.Corpus, e.Store, e.Targets[:1], app.RunOptions{Sleep: e.Sleep})
+	if err != nil || app.DetectionFailed(res) != nil {
+		t.Fatalf("run: %v, %v", err, app.DetectionFailed(res))
 	}
 	if ids, _ := e.Store.UndetectedRuns(ctx); len(ids) != 0 {
 		t.Errorf("still undetected: %v", ids)
