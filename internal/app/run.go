@@ -813,27 +813,27 @@ func (r *RunResult) JSON() RunJSON {
 	return out
 }
 
-// originChanges returns, by target, the endpoint changes detection found.
-func (r *RunResult) originChanges() map[string]*diff.OriginChange {
-	out := map[string]*diff.OriginChange{}
+// byTarget returns f of each target's detection stats, by target name
+// (empty without detection).
+func byTarget[T any](r *RunResult, f func(diff.TargetStats) T) map[string]T {
+	out := map[string]T{}
 	if r.Detection != nil {
 		for _, ts := range r.Detection.Stats {
-			out[ts.Target] = ts.OriginChange
+			out[ts.Target] = f(ts)
 		}
 	}
 	return out
 }
 
+// originChanges returns, by target, the endpoint changes detection found.
+func (r *RunResult) originChanges() map[string]*diff.OriginChange {
+	return byTarget(r, func(ts diff.TargetStats) *diff.OriginChange { return ts.OriginChange })
+}
+
 // stateLost returns the targets whose detection state detection found
 // missing (diff.TargetStats.StateLost).
 func (r *RunResult) stateLost() map[string]bool {
-	out := map[string]bool{}
-	if r.Detection != nil {
-		for _, ts := range r.Detection.Stats {
-			out[ts.Target] = ts.StateLost
-		}
-	}
-	return out
+	return byTarget(r, func(ts diff.TargetStats) bool { return ts.StateLost })
 }
 
 // detectionFailed returns, by target, why its detection failed in the run
@@ -850,25 +850,13 @@ func (r *RunResult) detectionFailed() map[string]string {
 
 // renamed returns, by target, the likely renames detection reported.
 func (r *RunResult) renamed() map[string][]diff.ProbeRename {
-	out := map[string][]diff.ProbeRename{}
-	if r.Detection != nil {
-		for _, ts := range r.Detection.Stats {
-			out[ts.Target] = ts.Renamed
-		}
-	}
-	return out
+	return byTarget(r, func(ts diff.TargetStats) []diff.ProbeRename { return ts.Renamed })
 }
 
 // inputChanges returns, by target, how many probes detection found with
 // other request bytes than their baseline.
 func (r *RunResult) inputChanges() map[string]int {
-	out := map[string]int{}
-	if r.Detection != nil {
-		for _, ts := range r.Detection.Stats {
-			out[ts.Target] = ts.InputChanges
-		}
-	}
-	return out
+	return byTarget(r, func(ts diff.TargetStats) int { return ts.InputChanges })
 }
 
 // WriteSummary prints a human summary of a run.
