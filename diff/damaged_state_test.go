@@ -247,3 +247,44 @@ targets:
 		t.Errorf("gw: input changes %v, want %d of cause state", byCause, n)
 	}
 }
+
+// ReadableStates reads every state that decodes and lists the targets
+// whose probe_states row does not (what the metrics collector exports as
+// damaged) instead of failing; AllStates still fails on it. A database
+// that cannot be read fails both.
+func TestReadableStatesListsDamagedTargets(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: a, provider: sim, model: m}
+  - {name: b, provider: sim, model: m}
+`)
+	ctx := context.Background()
+	e.Runs(1)
+	a, b := targetID(t, e, "a"), targetID(t, e, "b")
+	want, err := diff.States(ctx, e.Store.SQL(), a)
+	if err != nil || len(want) == 0 {
+		t.Fatalf("a's states: %d, %v", len(want), err)
+	}
+	if _, err := e.Store.SQL().Exec(`UPDATE probe_states SET states = x'00ff00ff' WHERE target_id = ?`, b); err != nil {
+		t.Fatal(err)
+	}
+	all, damaged, err := diff.ReadableStates(ctx, e.Store.SQL())
+	if err != nil {
+		t.Fatalf("ReadableStates: %v", err)
+	}
+	if len(damaged) != 1 || damaged[0] != b {
+		t.Errorf("damaged %v, want [%d]", damaged, b)
+	}
+	if _, ok := all[b]; ok || len(all) != 1 || len(all[a]) != len(want) {
+		t.Errorf("states of %d targets (a: %d probes, b listed: %v), want only a's %d", len(all), len(all[a]), ok, len(want))
+	}
+	if _, err := diff.AllStates(ctx, e.Store.SQL()); err == nil || !strings.Contains(err.Error(), "corrupt probe state") {
+		t.Errorf("AllStates with b's state damaged: %v, want corrupt probe state", err)
+	}
+	if _, err := e.Store.SQL().Exec(`DROP TABLE probe_states`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := diff.ReadableStates(ctx, e.Store.SQL()); err == nil {
+		t.Error("ReadableStates without its table: no error")
+	}
+}

@@ -413,9 +413,30 @@ func States(ctx context.Context, db *sql.DB, targetID int64) ([]State, error) {
 	return out, nil
 }
 
-// AllStates returns the states of every target, keyed by target id.
+// AllStates returns the states of every target, keyed by target id. A
+// target's state that does not decode fails it (see ReadableStates).
 func AllStates(ctx context.Context, db *sql.DB) (map[int64][]State, error) {
-	rows, err := db.QueryContext(ctx, `SELECT target_id FROM probe_states`)
+	return allStates(ctx, db, nil)
+}
+
+// ReadableStates returns the states of every target whose detection state
+// decodes, keyed by target id, and the ids of the targets whose
+// probe_states row does not (errCorruptState: detection leaves such a
+// target out, DamagedStateError, until the row is removed), in id order.
+// Any other error (the database unreadable) fails it, as AllStates.
+func ReadableStates(ctx context.Context, db *sql.DB) (map[int64][]State, []int64, error) {
+	damaged := []int64{}
+	out, err := allStates(ctx, db, &damaged)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, damaged, nil
+}
+
+// allStates reads every target's states; with damaged non-nil a state
+// that does not decode is listed there instead of failing the read.
+func allStates(ctx context.Context, db *sql.DB, damaged *[]int64) (map[int64][]State, error) {
+	rows, err := db.QueryContext(ctx, `SELECT target_id FROM probe_states ORDER BY target_id`)
 	if err != nil {
 		return nil, err
 	}
@@ -429,11 +450,20 @@ func AllStates(ctx context.Context, db *sql.DB) (map[int64][]State, error) {
 		ids = append(ids, id)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
 	out := map[int64][]State{}
 	for _, id := range ids {
-		if out[id], err = States(ctx, db, id); err != nil {
+		sts, err := States(ctx, db, id)
+		if damaged != nil && errors.Is(err, errCorruptState) {
+			*damaged = append(*damaged, id)
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
+		out[id] = sts
 	}
 	return out, nil
 }

@@ -392,7 +392,7 @@ type DBCollector struct {
 	newCategory, prevRunProbes, overdue                                                    *prometheus.Desc
 	probeCount, breakerRuns                                                                *prometheus.Desc
 	inputAt, inputProbes                                                                   *prometheus.Desc
-	holdUntil                                                                              *prometheus.Desc
+	holdUntil, damaged                                                                     *prometheus.Desc
 
 	cache  runCache
 	inputs inputCache
@@ -434,6 +434,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		inputProbes:   prometheus.NewDesc(InputChangeProbes, "Probes whose baselines (held or still being established) the run of driftprobe_input_change_timestamp_seconds restarted on the target for this cause: for request the probes whose bytes changed, for origin every probe the target had state for at the endpoint it left, for state every probe the run sent (or, back at an endpoint whose state is missing, every probe the target had state for at the endpoint it left).", []string{"target", "cause"}, nil),
 		breakerRuns:   prometheus.NewDesc(BreakerOpenedRuns, "How many of the target's latest finished (not aborted) runs in a row opened its circuit breaker: 0 when the latest did not (counted up to 24). Held between runs, in every deployment, unlike driftprobe_breaker_open.", []string{"target"}, nil),
 		holdUntil:     prometheus.NewDesc(GitHubHoldUntil, "When the GitHub wait in force ends (unix time): after a rate limit or an outage driftprobe records \"no request to GitHub before T\" and sends nothing there (no issue, no comment) before T, every pending outbox row waiting; `driftprobe outbox` lists the waits, `driftprobe outbox --clear-holds` deletes a wrong one. api is the GitHub API root's origin (scheme://host:port); scope is host for an outage (every credential on that host waits) or credential for a rate limit of the credential that called (which credential is not exported; `driftprobe outbox` names it). The latest end per api and scope. A wait is at most an hour from the failure that set it. Absent when no wait is in force at the scrape: a wait that has ended is not exported, even before the next delivery deletes its record. A textfile or Pushgateway copy keeps what its run saw: compare with time().", []string{"api", "scope"}, nil),
+		damaged:       prometheus.NewDesc(DetectionStateDamaged, "1 while the target's detection state (its probe_states row) does not decode: its detection has stopped (each run reports it failed, the other targets are detected), and it has no driftprobe_probe_verdicts, driftprobe_probes or driftprobe_category_active series meanwhile. `driftprobe db check` names the row and the statement that removes it (DELETE FROM probe_states WHERE target_id = N); the target's baselines then restart (input changes with cause state). Absent otherwise.", []string{"target"}, nil),
 	}
 }
 
@@ -466,7 +467,7 @@ func (c *DBCollector) WithClock(now func() time.Time) *DBCollector {
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.unknown, c.degraded, c.dbSize, c.dbFree,
 		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration,
-		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns, c.inputAt, c.inputProbes, c.holdUntil} {
+		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns, c.inputAt, c.inputProbes, c.holdUntil, c.damaged} {
 		ch <- d
 	}
 }
@@ -503,10 +504,18 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	rows.Close()
 	c.collectAttribution(ctx, ch, names)
-	all, err := diff.AllStates(ctx, c.db)
+	// A target whose state does not decode is left out of the
+	// state-derived series and exported as damaged; any other error fails
+	// the collection (HTTP 500), as every query does.
+	all, damaged, err := diff.ReadableStates(ctx, c.db)
 	if err != nil {
 		fail(c.verdicts, err)
 		return
+	}
+	for _, id := range damaged {
+		if t, ok := names[id]; ok {
+			ch <- prometheus.MustNewConstMetric(c.damaged, prometheus.GaugeValue, 1, t)
+		}
 	}
 	for id, sts := range all {
 		t, ok := names[id]

@@ -74,6 +74,13 @@ const (
 	// request to GitHub before T", and every pending outbox row waits for
 	// T. Absent when no wait is in force.
 	GitHubHoldUntil = "driftprobe_github_hold_until_timestamp_seconds" // gauge {api,scope}: when the latest wait in force of the scope on that GitHub API origin ends
+
+	// DetectionStateDamaged is a target whose detection state
+	// (probe_states row) does not decode: its detection stops (each run
+	// reports it failed) and it is left out of the state-derived series
+	// (verdicts, probes, active categories); the other targets' are
+	// exported as usual. Absent otherwise.
+	DetectionStateDamaged = "driftprobe_detection_state_damaged" // gauge {target} 1: the target's probe_states row does not decode (db check names it and the DELETE)
 )
 
 // Scopes of driftprobe_github_hold_until_timestamp_seconds: what a
@@ -115,7 +122,7 @@ var Exported = []string{
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
 	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp, RunOverdue,
 	Probes, BreakerOpenedRuns, RunFailuresTotal, UnknownSignals, InputChangeTimestamp, InputChangeProbes,
-	GitHubHoldUntil,
+	GitHubHoldUntil, DetectionStateDamaged,
 }
 
 // BreakerRunsCap is the most consecutive runs driftprobe_breaker_opened_runs

@@ -56,10 +56,14 @@ targets:
 		if got != float64(run-2) {
 			t.Errorf("tick %d: %s = %v, want %d", run, metrics.RunFailuresTotal, got, run-2)
 		}
-		// While the row is damaged the collector fails too (it reads every
-		// target's state): /metrics answers HTTP 500, DriftprobeMetricsDown.
-		if gerr == nil || !strings.Contains(gerr.Error(), "corrupt probe state") {
-			t.Errorf("tick %d: collection error %v, want the damaged state", run, gerr)
+		// While the row is damaged /metrics still answers: b is left out
+		// of the state-derived series and exported as damaged
+		// (DriftprobeDetectionStateDamaged), a's series are there.
+		if gerr != nil {
+			t.Errorf("tick %d: collection error %v, want b left out, the rest collected", run, gerr)
+		}
+		if got := stateSeriesOf(t, h.d); got["b"] != metrics.DetectionStateDamaged || got["a"] != metrics.Probes {
+			t.Errorf("tick %d: series by target %v, want b damaged, a's probes", run, got)
 		}
 	}
 	if l := logs.String(); !strings.Contains(l, `level=ERROR msg="run failed"`) || !strings.Contains(l, "DELETE FROM probe_states WHERE target_id = 2") ||
@@ -81,4 +85,35 @@ targets:
 	if got, err := runFailures(t, h.d); got != 2 || err != nil {
 		t.Errorf("after the row's removal: %s = %v (%v), want still 2, collected", metrics.RunFailuresTotal, got, err)
 	}
+	if got := stateSeriesOf(t, h.d); got["b"] != metrics.Probes || got["a"] != metrics.Probes {
+		t.Errorf("after the row's removal and a run: series by target %v, want a's and b's probes, none damaged", got)
+	}
+}
+
+// stateSeriesOf returns, per target, driftprobe_detection_state_damaged
+// when the daemon's registry exports it at 1 for the target, else
+// driftprobe_probes when it exports that, else nothing.
+func stateSeriesOf(t *testing.T, d *app.Daemon) map[string]string {
+	t.Helper()
+	mfs, _ := d.Registry().Gather()
+	out := map[string]string{}
+	for _, mf := range mfs {
+		name := mf.GetName()
+		if name != metrics.DetectionStateDamaged && name != metrics.Probes {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "target" {
+					continue
+				}
+				if name == metrics.DetectionStateDamaged && m.GetGauge().GetValue() == 1 {
+					out[l.GetValue()] = name
+				} else if out[l.GetValue()] == "" && name == metrics.Probes {
+					out[l.GetValue()] = name
+				}
+			}
+		}
+	}
+	return out
 }
