@@ -1075,11 +1075,15 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 // once per target (its first run, a first run at an endpoint, or the run
 // after a removal): a new target has no earlier run to read.
 //
-// Known limits, both erring towards a ticket: a run whose detection was
-// given up is marked detected too (storage.GiveUpDetection), and a run
-// whose observations retention deleted counts its verdicts whatever they
-// were; and an endpoint left before states were parked there (schema 17)
-// reads as one whose state is missing.
+// Known limits, all erring towards a ticket: "detected" is the run's,
+// not each target's, so a run detected without this target — its
+// detection given up (storage.GiveUpDetection), the target left out of
+// it (disabled when a missed run was detected late, or its state damaged:
+// Result.Failed) — counts as having established its state; a run whose
+// observations retention deleted counts its verdicts whatever they were;
+// and an endpoint left before states were parked there (schema 17) reads
+// as one whose state is missing. A per-target detected flag would remove
+// the first.
 func (d *detector) stateEstablished(origin string) (bool, error) {
 	q := `SELECT EXISTS (SELECT 1 FROM run_targets rt JOIN runs r ON r.id = rt.run_id
 		WHERE rt.target_id = ? AND rt.run_id < ? AND r.status IN ('complete', 'partial') AND r.detected = 1 AND rt.verdicts > 0`
