@@ -403,8 +403,15 @@ func Apply(ctx context.Context, db *storage.DB, in Input) (*Result, error) {
 			}
 		}
 		// With the state and events: a run is never left finished but
-		// undetected (storage.UndetectedRuns) once this commits.
-		return storage.MarkDetected(ctx, tx, in.RunID)
+		// undetected (storage.UndetectedRuns) once this commits. Its
+		// targets detected are marked so (run_targets.detected), those
+		// in Result.Failed are not: their answers of this run established
+		// nothing (stateEstablished).
+		detected := make([]int64, len(ds))
+		for i, d := range ds {
+			detected[i] = d.t.ID
+		}
+		return storage.MarkDetected(ctx, tx, in.RunID, detected)
 	})
 	if err != nil {
 		return nil, err
@@ -1063,30 +1070,33 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 // target's first run restarts nothing (and its first at an endpoint is a
 // move: cause origin).
 //
-// Detection writes a target's state in every detected run in which it
-// answered a probe with a verdict other than account-level enforcement
+// Detection writes a target's state in every run detected for it in which
+// it answered a probe with a verdict other than account-level enforcement
 // (degraded runs too: they start no candidate, but record the bytes), so
 // such an earlier run is the proof: a finished run (complete or partial)
-// marked detected, whose run_targets row counts more verdicts than the
-// abuse_block answers among its first samples. At an origin, the run must
-// also have spoken for it (the target complete there, see moveOrigin): only
-// such a run moves the state to that endpoint, to be parked there when the
-// target leaves. It is asked only when there is no state to go on with, so
-// once per target (its first run, a first run at an endpoint, or the run
-// after a removal): a new target has no earlier run to read.
+// marked detected (runs.detected) whose detection read this target's
+// answers (run_targets.detected, schema 23: not when the target was left
+// out of it — its state damaged, Result.Failed; disabled or removed when a
+// missed run was detected late — nor when the run's detection was given
+// up, storage.GiveUpDetection), whose run_targets row counts more verdicts
+// than the abuse_block answers among its first samples. At an origin, the
+// run must also have spoken for it (the target complete there, see
+// moveOrigin): only such a run moves the state to that endpoint, to be
+// parked there when the target leaves. It is asked only when there is no
+// state to go on with, so once per target (its first run, a first run at
+// an endpoint, or the run after a removal): a new target has no earlier
+// run to read.
 //
-// Known limits, all erring towards a ticket: "detected" is the run's,
-// not each target's, so a run detected without this target — its
-// detection given up (storage.GiveUpDetection), the target left out of
-// it (disabled when a missed run was detected late, or its state damaged:
-// Result.Failed) — counts as having established its state; a run whose
-// observations retention deleted counts its verdicts whatever they were;
-// and an endpoint left before states were parked there (schema 17) reads
-// as one whose state is missing. A per-target detected flag would remove
-// the first.
+// Known limits, all erring towards a ticket: a run detected before schema
+// 23 has run_targets.detected 1 for each of its targets (which were left
+// out was not recorded: the run's flag decides for it, as it did for every
+// run before), so one detected without this target counts as having
+// established its state; a run whose observations retention deleted counts
+// its verdicts whatever they were; and an endpoint left before states were
+// parked there (schema 17) reads as one whose state is missing.
 func (d *detector) stateEstablished(origin string) (bool, error) {
 	q := `SELECT EXISTS (SELECT 1 FROM run_targets rt JOIN runs r ON r.id = rt.run_id
-		WHERE rt.target_id = ? AND rt.run_id < ? AND r.status IN ('complete', 'partial') AND r.detected = 1 AND rt.verdicts > 0`
+		WHERE rt.target_id = ? AND rt.run_id < ? AND r.status IN ('complete', 'partial') AND r.detected = 1 AND rt.detected = 1 AND rt.verdicts > 0`
 	args := []any{d.t.ID, d.in.RunID}
 	if origin != "" {
 		q += ` AND rt.origin = ? AND rt.status = 'complete'`

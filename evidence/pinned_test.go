@@ -178,6 +178,7 @@ func TestSchema9EvidenceVerifiesAfterMigration(t *testing.T) {
 	exec(t, e, `ALTER TABLE run_targets DROP COLUMN model`)
 	exec(t, e, `DROP TABLE github_holds`)
 	exec(t, e, `DROP TABLE origin_scope_unnamed`)
+	exec(t, e, `ALTER TABLE run_targets DROP COLUMN detected`)
 	exec(t, e, `PRAGMA user_version = 9`)
 	e.Close()
 

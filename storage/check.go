@@ -566,7 +566,7 @@ var typedTables = []typedTable{
 	{"targets", nil, []column{{"name", colText}, {"provider", colText}, {"model", colText}, {"endpoint", colText}, {"first_seen", colText}}},
 	{"run_targets", nil, []column{{"run_id", colInt}, {"target_id", colInt}, {"status", colText}, {"observations", colInt}, {"verdicts", colInt}, {"transient", colInt},
 		{"client_errors", colInt}, {"unavailable", colInt}, {"breaker_opened", colBool}, {"requests", colInt}, {"retries", colInt}, {"requests_sha256", colText},
-		{"tokens_in", colInt}, {"tokens_out", colInt}, {"cost_usd", colReal}, {"duration_ms", colReal}, {"origin", colText}, {"model", colText}}},
+		{"tokens_in", colInt}, {"tokens_out", colInt}, {"cost_usd", colReal}, {"duration_ms", colReal}, {"origin", colText}, {"model", colText}, {"detected", colBool}}},
 	{"probes", []string{"sha256"}, []column{{"sha256", colText}, {"probe_id", colText}, {"corpus_version", colText}, {"role", colText}, {"expect", colText}, {"tags", colText}, {"canonical", colText}}},
 	{"probe_states", nil, []column{{"states", colBlob}, {"probes", colInt}, {"updated_run", colInt}, {"origin", colText}}},
 	{"target_categories", []string{"target_id", "category"}, []column{{"target_id", colInt}, {"category", colText}, {"first_run", colInt}}},

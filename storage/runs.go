@@ -197,10 +197,15 @@ func (d *DB) UndetectedRuns(ctx context.Context) ([]int64, error) {
 }
 
 // MarkDetected records, inside detection's transaction tx, that run's
-// detection committed. A run detected already (by another process that
-// took over the lease while this one stalled) is ErrAlreadyDetected: the
-// caller rolls back, so no run's flips are ever counted twice.
-func MarkDetected(ctx context.Context, tx *sql.Tx, run int64) error {
+// detection committed (runs.detected), and for which of its targets:
+// targets are those whose answers detection read into their detection
+// state (run_targets.detected, schema 23). A target of the run not among
+// them (left out: its state damaged, or not configured when the run was
+// detected late) keeps run_targets.detected 0, as FinishRun wrote it. A
+// run detected already (by another process that took over the lease while
+// this one stalled) is ErrAlreadyDetected: the caller rolls back, so no
+// run's flips are ever counted twice.
+func MarkDetected(ctx context.Context, tx *sql.Tx, run int64, targets []int64) error {
 	res, err := tx.ExecContext(ctx, `UPDATE runs SET detected = 1 WHERE id = ? AND detected = 0`, run)
 	if err != nil {
 		return err
@@ -211,11 +216,18 @@ func MarkDetected(ctx context.Context, tx *sql.Tx, run int64) error {
 		}
 		return err
 	}
+	for _, t := range targets {
+		if _, err := tx.ExecContext(ctx, `UPDATE run_targets SET detected = 1 WHERE run_id = ? AND target_id = ?`, run, t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // GiveUpDetection marks run detected without detecting it: its detection
-// failed where the next run would retry it forever.
+// failed where the next run would retry it forever. Its targets' rows keep
+// run_targets.detected 0: no target's detection read its answers (see
+// MarkDetected).
 func (d *DB) GiveUpDetection(ctx context.Context, run int64) error {
 	_, err := d.db.ExecContext(ctx, `UPDATE runs SET detected = 1 WHERE id = ?`, run)
 	return err
@@ -238,8 +250,10 @@ func (d *DB) FinishRun(ctx context.Context, runID int64, status string, rts []Ru
 			return fmt.Errorf("finish run %d: %w (it is %s)", runID, ErrRunFinished, cur)
 		}
 		for _, rt := range rts {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO run_targets (run_id, target_id, status, observations, verdicts, transient, client_errors, unavailable, breaker_opened, requests, retries, requests_sha256, tokens_in, tokens_out, cost_usd, duration_ms, origin, model)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			// detected 0: MarkDetected sets it, in detection's
+			// transaction, for the targets detection reads.
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO run_targets (run_id, target_id, status, observations, verdicts, transient, client_errors, unavailable, breaker_opened, requests, retries, requests_sha256, tokens_in, tokens_out, cost_usd, duration_ms, origin, model, detected)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
 				runID, rt.TargetID, rt.Status, rt.Observations, rt.Verdicts, rt.Transient, rt.ClientErrors, rt.Unavailable, b2i(rt.BreakerOpened),
 				rt.Requests, rt.Retries, rt.RequestsSHA256, rt.TokensIn, rt.TokensOut, rt.CostUSD, float64(rt.Duration)/1e6, rt.Origin, rt.Model); err != nil {
 				return fmt.Errorf("finish run: %w", err)

@@ -376,7 +376,7 @@ func schema7(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `ALTER TABLE event_updates DROP COLUMN kind`, `ALTER TABLE run_targets DROP COLUMN origin`, `ALTER TABLE input_changes DROP COLUMN cause`, `ALTER TABLE probe_states DROP COLUMN origin`, `DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `ALTER TABLE run_targets DROP COLUMN model`, `DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `PRAGMA user_version = 7`} {
+	for _, q := range []string{`ALTER TABLE event_probes DROP COLUMN score_moves`, `ALTER TABLE observations DROP COLUMN request_pinned`, `ALTER TABLE event_updates DROP COLUMN target_id`, `ALTER TABLE event_probes DROP COLUMN withdrawn`, `ALTER TABLE runs DROP COLUMN detected`, `ALTER TABLE event_updates DROP COLUMN kind`, `ALTER TABLE run_targets DROP COLUMN origin`, `ALTER TABLE input_changes DROP COLUMN cause`, `ALTER TABLE probe_states DROP COLUMN origin`, `DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `ALTER TABLE run_targets DROP COLUMN model`, `DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `PRAGMA user_version = 7`} {
 		if _, err := st.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}

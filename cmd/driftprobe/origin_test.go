@@ -516,7 +516,7 @@ func TestSchema16EventRowsTakeTheStateOrigin(t *testing.T) {
 	}
 	// As schema 16 left it: runs confirmed before run origins were kept,
 	// the state's origin known.
-	for _, q := range []string{`DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `UPDATE run_targets SET origin = ''`, `ALTER TABLE run_targets DROP COLUMN model`, `DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `PRAGMA user_version = 16`} {
+	for _, q := range []string{`DROP TABLE parked_states`, `ALTER TABLE event_probes DROP COLUMN origin`, `UPDATE run_targets SET origin = ''`, `ALTER TABLE run_targets DROP COLUMN model`, `DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `PRAGMA user_version = 16`} {
 		if _, err := st.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}

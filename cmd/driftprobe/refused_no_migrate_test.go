@@ -24,7 +24,7 @@ func TestRefusedWriteCommandsNeverMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A schema-20 database: before migration 0021 (github_holds).
-	for _, q := range []string{`DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `PRAGMA user_version = 20`} {
+	for _, q := range []string{`DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `PRAGMA user_version = 20`} {
 		if _, err := st.SQL().Exec(q); err != nil {
 			t.Fatal(err)
 		}
