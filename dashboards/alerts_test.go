@@ -43,6 +43,7 @@ var wantAlerts = map[string]string{
 	"DriftprobeConfigReloadFailed":    "ticket",
 	"DriftprobeMetricsDown":           "ticket",
 	"DriftprobeDetectionStateDamaged": "ticket",
+	"DriftprobeParkedStateDamaged":    "ticket",
 
 	"DriftprobeProductionShiftProvider": "warning",
 	"DriftprobeProductionShiftTraffic":  "info",

@@ -177,7 +177,7 @@ func (e *DamagedStateError) Unwrap() error { return e.Err }
 
 // damagedState wraps a decoding failure (errCorruptState) of the target's
 // state (origin "") or of the state parked at origin.
-func damagedState(target int64, origin string, err error) error {
+func damagedState(target int64, origin string, err error) *DamagedStateError {
 	what := "detection state"
 	if origin != "" {
 		what = "parked detection state"

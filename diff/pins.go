@@ -3,8 +3,10 @@ package diff
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -22,10 +24,46 @@ type Pins struct {
 	// Runs: the latest complete run of each target on each corpus version,
 	// which compare reads.
 	Runs []int64
+	// Targets are kept whole (storage.PruneOptions.KeepTargets): every
+	// observation of theirs, in every run, bodies included. A target is
+	// here while its detection state (probe_states), or a state parked at
+	// an endpoint it left (parked_states), does not decode: what that
+	// state pins cannot be known, so nothing of the target is pruned until
+	// the row is removed (db check names it and the DELETE); the first
+	// prune after that prunes the target as its age says. The other
+	// targets' pins are read as usual. By target id, ascending.
+	Targets []TargetPin
+}
+
+// TargetPin is a target whose observations are all kept (Pins.Targets).
+type TargetPin struct {
+	TargetID int64
+	// Damaged are the target's rows that do not decode, its detection
+	// state's first (Origin ""), then its parked states' by origin; each
+	// names the row and the statement that removes it.
+	Damaged []*DamagedStateError
+}
+
+// Reason says why the target's observations are kept, naming each row
+// and the statement that removes it (what prune reports).
+func (p TargetPin) Reason() string {
+	parts := make([]string, len(p.Damaged))
+	for i, e := range p.Damaged {
+		what := "detection state"
+		if e.Origin != "" {
+			what = "parked detection state at " + e.Origin
+		}
+		parts[i] = fmt.Sprintf("its %s does not decode (%v; %s removes the row, as db check says)", what, e.Err, deleteStateSQL(e.TargetID, e.Origin))
+	}
+	return strings.Join(parts, "; ") + ": what it pins cannot be read, so every observation of the target is kept until the row is removed"
 }
 
 // LoadPins reads the pins of every target. Call it while holding the run
-// lease, so that no run moves a baseline in between.
+// lease, so that no run moves a baseline in between. A target whose
+// detection state, or a state parked at an endpoint it left, does not
+// decode (errCorruptState) is kept whole (Pins.Targets) and the others'
+// pins are read as usual; any other error (the database unreadable, ctx
+// done) fails it.
 func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 	var p Pins
 	q := db.SQL()
@@ -37,9 +75,14 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 	if err != nil {
 		return p, fmt.Errorf("pins: %w", err)
 	}
+	damaged := map[int64][]*DamagedStateError{}
 	obs := evidence
 	for _, t := range targets {
 		states, err := loadStates(ctx, q, t)
+		if errors.Is(err, errCorruptState) {
+			damaged[t] = append(damaged[t], damagedState(t, "", err))
+			continue
+		}
 		if err != nil {
 			return p, fmt.Errorf("pins: target %d: %w", t, err)
 		}
@@ -51,19 +94,25 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 	}
 	// States parked at endpoints a target moved away from resume on its
 	// return: their baselines stay evidence.
-	rows, err := q.QueryContext(ctx, `SELECT states FROM parked_states`)
+	rows, err := q.QueryContext(ctx, `SELECT target_id, origin, states FROM parked_states ORDER BY target_id, origin`)
 	if err != nil {
 		return p, fmt.Errorf("pins: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var t int64
+		var origin string
 		var blob []byte
-		if err := rows.Scan(&blob); err != nil {
+		if err := rows.Scan(&t, &origin, &blob); err != nil {
 			return p, fmt.Errorf("pins: %w", err)
 		}
 		states, err := decodeStates(blob)
+		if errors.Is(err, errCorruptState) {
+			damaged[t] = append(damaged[t], damagedState(t, origin, err))
+			continue
+		}
 		if err != nil {
-			return p, fmt.Errorf("pins: parked state: %w", err)
+			return p, fmt.Errorf("pins: parked state of target %d: %w", t, err)
 		}
 		for _, s := range states {
 			for _, c := range s.cites() {
@@ -79,7 +128,12 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 	if err != nil {
 		return p, fmt.Errorf("pins: %w", err)
 	}
-	return Pins{Observations: sortedIDs(obs), Runs: sortedIDs(runs)}, nil
+	var kept []TargetPin
+	for t, errs := range damaged {
+		kept = append(kept, TargetPin{TargetID: t, Damaged: errs})
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].TargetID < kept[j].TargetID })
+	return Pins{Observations: sortedIDs(obs), Runs: sortedIDs(runs), Targets: kept}, nil
 }
 
 // queryInts returns the cols integer columns of every row, flattened.

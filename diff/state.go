@@ -433,6 +433,35 @@ func ReadableStates(ctx context.Context, db *sql.DB) (map[int64][]State, []int64
 	return out, damaged, nil
 }
 
+// DamagedParkedStates returns, by target id, how many of the states
+// parked at endpoints the target left (parked_states rows) do not decode
+// (errCorruptState): the target's detection at its current endpoint is
+// unaffected, but its return to such an endpoint fails its detection
+// (DamagedStateError), and retention keeps every observation of it
+// (Pins.Targets), until the row is removed. Targets with none are absent.
+// Any other error (the database unreadable) fails it.
+func DamagedParkedStates(ctx context.Context, db *sql.DB) (map[int64]int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT target_id, states FROM parked_states`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var blob []byte
+		if err := rows.Scan(&id, &blob); err != nil {
+			return nil, err
+		}
+		if _, err := decodeStates(blob); errors.Is(err, errCorruptState) {
+			out[id]++
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return out, rows.Err()
+}
+
 // allStates reads every target's states; with damaged non-nil a state
 // that does not decode is listed there instead of failing the read.
 func allStates(ctx context.Context, db *sql.DB, damaged *[]int64) (map[int64][]State, error) {
@@ -621,12 +650,19 @@ func CheckStates(ctx context.Context, db *sql.DB) ([]string, error) {
 // it (DamagedStateError) says the same.
 func damagedStateMessage(what string, target int64, origin string, err error) string {
 	where := ""
-	del := fmt.Sprintf("DELETE FROM probe_states WHERE target_id = %d", target)
 	if origin != "" {
 		where = " at " + origin
-		del = fmt.Sprintf("DELETE FROM parked_states WHERE target_id = %d AND origin = '%s'", target, strings.ReplaceAll(origin, "'", "''"))
 	}
-	return fmt.Sprintf("%s of target %d%s: %v (its detection fails until the row is removed: %s; the target then establishes its baselines again, recorded as input changes with cause state)", what, target, where, err, del)
+	return fmt.Sprintf("%s of target %d%s: %v (its detection fails until the row is removed: %s; the target then establishes its baselines again, recorded as input changes with cause state)", what, target, where, err, deleteStateSQL(target, origin))
+}
+
+// deleteStateSQL is the statement that removes the target's detection
+// state (origin "": its probe_states row) or the state parked at origin.
+func deleteStateSQL(target int64, origin string) string {
+	if origin == "" {
+		return fmt.Sprintf("DELETE FROM probe_states WHERE target_id = %d", target)
+	}
+	return fmt.Sprintf("DELETE FROM parked_states WHERE target_id = %d AND origin = '%s'", target, strings.ReplaceAll(origin, "'", "''"))
 }
 
 // stateTables are where detection states are kept, each with a query

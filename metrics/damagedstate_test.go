@@ -2,12 +2,15 @@ package metrics_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/metrics"
+	"github.com/driftprobe/driftprobe/probes"
+	"github.com/driftprobe/driftprobe/probes/sim"
 )
 
 // stateSeries are the families the collector derives from detection
@@ -91,4 +94,77 @@ targets:
 		t.Errorf("after the DELETE: %v, want no %s series", got, metrics.DetectionStateDamaged)
 	}
 	diffLines(t, "a's state series after the DELETE", ofTarget(gathered(t, reg, stateSeries...), "a"), ofTarget(before, "a"))
+}
+
+// A state a target parked at an endpoint it left (parked_states row) that
+// does not decode has a gauge of its own,
+// driftprobe_parked_state_damaged{target}, counting such rows: the target's
+// detection at its current endpoint goes on, so its state series stay as
+// they were and driftprobe_detection_state_damaged (detection stopped) is
+// not exported for it. Configured, enabled targets only; gone once the rows
+// are removed. Real runs on the simulator, the targets moved from one
+// endpoint to another.
+func TestDamagedParkedStateHasItsOwnGauge(t *testing.T) {
+	srvA := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer srvA.Close()
+	srvB := httptest.NewServer(sim.NewServer(sim.Config{}))
+	defer srvB.Close()
+	e := testenv.New(t, `
+confirm_runs: 2
+targets:
+  - {name: a, provider: sim, model: m}
+  - {name: gw, provider: sim, model: m, base_url: "`+srvA.URL+`"}
+  - {name: off, provider: sim, model: m, base_url: "`+srvA.URL+`"}
+`)
+	e.Runs(2) // baselines at A
+	for _, name := range []string{"gw", "off"} {
+		e.Config.Target(name).BaseURL = srvB.URL
+	}
+	cp := e.Corpus
+	e.Reload()
+	e.Corpus = cp
+	e.Runs(2) // A's states parked; baselines at B
+	set := &metrics.TargetSet{}
+	set.Set([]string{"a", "gw"}, t0) // off disabled since
+	reg := collectorRegistry(metrics.NewDBCollector(e.Store.SQL()).OnlyTargets(set))
+	before := gathered(t, reg, stateSeries...)
+	if len(ofTarget(before, "gw")) == 0 {
+		t.Fatalf("before: no state series for gw:\n%s", strings.Join(before, "\n"))
+	}
+	if got := gathered(t, reg, metrics.ParkedStateDamaged); len(got) != 0 {
+		t.Errorf("before any damage: %v, want no %s series", got, metrics.ParkedStateDamaged)
+	}
+	sqlExec := func(q string, args ...any) int64 {
+		t.Helper()
+		r, err := e.Store.SQL().Exec(q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := r.RowsAffected()
+		return n
+	}
+	if n := sqlExec(`UPDATE parked_states SET states = x'00ff00ff' WHERE origin = ?`, probes.URLOrigin(srvA.URL)); n != 2 {
+		t.Fatalf("damaged %d parked rows, want gw's and off's", n)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("collection with gw's parked state damaged failed: %v", err)
+	}
+	diffLines(t, "parked damaged", gathered(t, reg, metrics.ParkedStateDamaged),
+		[]string{metrics.ParkedStateDamaged + "{target=gw} 1"})
+	if got := gathered(t, reg, metrics.DetectionStateDamaged); len(got) != 0 {
+		t.Errorf("gw's parked state damaged: %v, want no %s series (its detection goes on)", got, metrics.DetectionStateDamaged)
+	}
+	diffLines(t, "state series with gw's parked state damaged", gathered(t, reg, stateSeries...), before)
+
+	// A second endpoint's parked state of gw that does not decode counts.
+	sqlExec(`INSERT INTO parked_states (target_id, origin, states, parked_run)
+		SELECT target_id, 'https://c.example', states, parked_run FROM parked_states WHERE target_id = (SELECT id FROM targets WHERE name = 'gw')`)
+	diffLines(t, "two parked rows damaged", gathered(t, reg, metrics.ParkedStateDamaged),
+		[]string{metrics.ParkedStateDamaged + "{target=gw} 2"})
+
+	// The rows removed (db check's DELETEs): the gauge goes.
+	sqlExec(`DELETE FROM parked_states WHERE target_id = (SELECT id FROM targets WHERE name = 'gw')`)
+	if got := gathered(t, reg, metrics.ParkedStateDamaged); len(got) != 0 {
+		t.Errorf("after the DELETE: %v, want no %s series", got, metrics.ParkedStateDamaged)
+	}
 }

@@ -392,7 +392,7 @@ type DBCollector struct {
 	newCategory, prevRunProbes, overdue                                                    *prometheus.Desc
 	probeCount, breakerRuns                                                                *prometheus.Desc
 	inputAt, inputProbes                                                                   *prometheus.Desc
-	holdUntil, damaged                                                                     *prometheus.Desc
+	holdUntil, damaged, parkedDamaged                                                      *prometheus.Desc
 
 	cache  runCache
 	inputs inputCache
@@ -434,7 +434,8 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		inputProbes:   prometheus.NewDesc(InputChangeProbes, "Probes whose baselines (held or still being established) the run of driftprobe_input_change_timestamp_seconds restarted on the target for this cause: for request the probes whose bytes changed, for origin every probe the target had state for at the endpoint it left, for state every probe the run sent (or, back at an endpoint whose state is missing, every probe the target had state for at the endpoint it left).", []string{"target", "cause"}, nil),
 		breakerRuns:   prometheus.NewDesc(BreakerOpenedRuns, "How many of the target's latest finished (not aborted) runs in a row opened its circuit breaker: 0 when the latest did not (counted up to 24). Held between runs, in every deployment, unlike driftprobe_breaker_open.", []string{"target"}, nil),
 		holdUntil:     prometheus.NewDesc(GitHubHoldUntil, "When the GitHub wait in force ends (unix time): after a rate limit or an outage driftprobe records \"no request to GitHub before T\" and sends nothing there (no issue, no comment) before T, every pending outbox row waiting; `driftprobe outbox` lists the waits, `driftprobe outbox --clear-holds` deletes a wrong one. api is the GitHub API root's origin (scheme://host:port); scope is host for an outage (every credential on that host waits) or credential for a rate limit of the credential that called (which credential is not exported; `driftprobe outbox` names it). The latest end per api and scope. A wait is at most an hour from the failure that set it. Absent when no wait is in force at the scrape: a wait that has ended is not exported, even before the next delivery deletes its record. A textfile or Pushgateway copy keeps what its run saw: compare with time().", []string{"api", "scope"}, nil),
-		damaged:       prometheus.NewDesc(DetectionStateDamaged, "1 while the target's detection state (its probe_states row) does not decode: its detection has stopped (each run reports it failed, the other targets are detected), and it has no driftprobe_probe_verdicts, driftprobe_probes or driftprobe_category_active series meanwhile. `driftprobe db check` names the row and the statement that removes it (DELETE FROM probe_states WHERE target_id = N); the target's baselines then restart (input changes with cause state). Absent otherwise.", []string{"target"}, nil),
+		damaged:       prometheus.NewDesc(DetectionStateDamaged, "1 while the target's detection state (its probe_states row) does not decode: its detection has stopped (each run reports it failed, the other targets are detected), it has no driftprobe_probe_verdicts, driftprobe_probes or driftprobe_category_active series, and retention keeps every observation of it, meanwhile. `driftprobe db check` names the row and the statement that removes it (DELETE FROM probe_states WHERE target_id = N); the target's baselines then restart (input changes with cause state). Absent otherwise.", []string{"target"}, nil),
+		parkedDamaged: prometheus.NewDesc(ParkedStateDamaged, "How many of the detection states the target parked at endpoints it left (its parked_states rows) do not decode: its detection at its current endpoint goes on (its series are exported as usual), but a return to such an endpoint fails its detection there (each run reports it failed), and retention keeps every observation of the target, until the row is removed. `driftprobe db check` names each row and the statement that removes it (DELETE FROM parked_states WHERE target_id = N AND origin = '…'); a return there then restarts its baselines (input changes with cause state). Absent otherwise.", []string{"target"}, nil),
 	}
 }
 
@@ -467,7 +468,7 @@ func (c *DBCollector) WithClock(now func() time.Time) *DBCollector {
 func (c *DBCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.verdicts, c.active, c.events, c.open, c.runs, c.lastRun, c.outbox, c.abuse, c.unknown, c.degraded, c.dbSize, c.dbFree,
 		c.changes, c.uncovered, c.attrTime, c.attrOK, c.lastEvent, c.lastRunProbes, c.probes, c.requests, c.retries, c.tokens, c.cost, c.duration,
-		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns, c.inputAt, c.inputProbes, c.holdUntil, c.damaged} {
+		c.newCategory, c.prevRunProbes, c.overdue, c.probeCount, c.breakerRuns, c.inputAt, c.inputProbes, c.holdUntil, c.damaged, c.parkedDamaged} {
 		ch <- d
 	}
 }
@@ -515,6 +516,16 @@ func (c *DBCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, id := range damaged {
 		if t, ok := names[id]; ok {
 			ch <- prometheus.MustNewConstMetric(c.damaged, prometheus.GaugeValue, 1, t)
+		}
+	}
+	parked, err := diff.DamagedParkedStates(ctx, c.db)
+	if err != nil {
+		fail(c.parkedDamaged, err)
+		return
+	}
+	for id, n := range parked {
+		if t, ok := names[id]; ok {
+			ch <- prometheus.MustNewConstMetric(c.parkedDamaged, prometheus.GaugeValue, float64(n), t)
 		}
 	}
 	for id, sts := range all {

@@ -81,6 +81,15 @@ const (
 	// (verdicts, probes, active categories); the other targets' are
 	// exported as usual. Absent otherwise.
 	DetectionStateDamaged = "driftprobe_detection_state_damaged" // gauge {target} 1: the target's probe_states row does not decode (db check names it and the DELETE)
+
+	// ParkedStateDamaged counts, per target, the states it parked at
+	// endpoints it left (parked_states rows) that do not decode: its
+	// detection at its current endpoint goes on (its series are exported),
+	// but a return to such an endpoint fails its detection, and retention
+	// keeps every observation of the target meanwhile. Not
+	// DetectionStateDamaged, whose 1 means the target's detection has
+	// stopped. Absent otherwise.
+	ParkedStateDamaged = "driftprobe_parked_state_damaged" // gauge {target}: how many of the target's parked_states rows do not decode (db check names each and its DELETE)
 )
 
 // Scopes of driftprobe_github_hold_until_timestamp_seconds: what a
@@ -122,7 +131,7 @@ var Exported = []string{
 	LastEventTimestamp, LastRunProbes, RecordedProbes, RecordedRequests, RecordedRetries, RecordedTokens, RecordedCostUSD,
 	RecordedRunDuration, PreviousRunProbes, NewCategoryTimestamp, RunOverdue,
 	Probes, BreakerOpenedRuns, RunFailuresTotal, UnknownSignals, InputChangeTimestamp, InputChangeProbes,
-	GitHubHoldUntil, DetectionStateDamaged,
+	GitHubHoldUntil, DetectionStateDamaged, ParkedStateDamaged,
 }
 
 // BreakerRunsCap is the most consecutive runs driftprobe_breaker_opened_runs

@@ -29,11 +29,26 @@ type PruneOptions struct {
 	// KeepRuns are runs whose observations are never touched (the latest
 	// complete run of each target, which compare reads).
 	KeepRuns []int64
+	// KeepTargets are targets whose observations are never touched, in
+	// any run, bodies included: what pins them cannot be known (see
+	// diff.Pins.Targets: a detection state that does not decode). Each is
+	// reported in PruneResult.KeptTargets, with its Reason. Their rows in
+	// runs pruned meanwhile are listed with the pinned ones and re-checked
+	// by every prune, so the first prune after a target leaves this list
+	// prunes them as their age says.
+	KeepTargets []KeepTarget
 	// DryRun counts what would be pruned and changes nothing.
 	DryRun bool
 	// Batch is how many rows one transaction changes (default 2000), so a
 	// run waiting for the database waits at most one batch.
 	Batch int
+}
+
+// KeepTarget is a target whose observations Prune keeps whole
+// (PruneOptions.KeepTargets), and why.
+type KeepTarget struct {
+	ID     int64  // targets.id
+	Reason string // why, as PruneResult.KeptTargets reports it
 }
 
 // PruneResult is what Prune removed (or, with DryRun, would remove).
@@ -44,6 +59,20 @@ type PruneResult struct {
 	StoredBytes         int64 `json:"stored_bytes"`         // stored body bytes removed
 	PinnedKept          int64 `json:"pinned_kept"`          // observations kept only because they are pinned
 	DryRun              bool  `json:"dry_run"`
+	// KeptTargets lists every target of PruneOptions.KeepTargets, in its
+	// order: all their observations were kept ([] when none).
+	KeptTargets []KeptTarget `json:"kept_targets"`
+}
+
+// KeptTarget is a target whose observations a prune kept whole.
+type KeptTarget struct {
+	TargetID int64  `json:"target_id"`
+	Target   string `json:"target"` // its name ("" when the targets table has none)
+	Reason   string `json:"reason"` // why (KeepTarget.Reason)
+	// Observations of the target this prune kept that it would otherwise
+	// have pruned (deleted, or their bodies dropped), pinned ones aside
+	// (counted in PinnedKept).
+	Observations int64 `json:"observations"`
 }
 
 // Prune levels, as runs.pruned (Run.Pruned) records them.
@@ -73,17 +102,31 @@ func pruneRank(level string) int {
 // A run is scanned once per level: its observations are walked in id
 // order a batch at a time (a range of the table's own key), each batch its
 // own transaction, and when the walk is done the run is marked pruned to
-// that level and the pinned observations it kept are listed in
-// pruned_kept. Later prunes skip marked runs and only re-check the kept
-// observations against the current pins, so an hourly prune costs the
-// runs that aged past a cutoff since the last one, not the history. An
-// interrupted prune leaves a consistent database; the next one rescans
-// the unmarked run and finishes it.
+// that level and the observations it kept (pinned, or of a target kept
+// whole) are listed in pruned_kept. Later prunes skip marked runs and only
+// re-check the kept observations against the current pins and kept
+// targets, so an hourly prune costs the runs that aged past a cutoff since
+// the last one, not the history (plus, while a target is kept whole, its
+// rows kept so far). An interrupted prune leaves a consistent database;
+// the next one rescans the unmarked run and finishes it.
 //
 // The caller should hold the run lease (a run's detection must not read
 // observations being pruned); scheduled runs are skipped meanwhile.
 func (d *DB) Prune(ctx context.Context, o PruneOptions) (PruneResult, error) {
-	res := PruneResult{DryRun: o.DryRun}
+	res := PruneResult{DryRun: o.DryRun, KeptTargets: make([]KeptTarget, 0, len(o.KeepTargets))}
+	k := keep{pinned: make(map[int64]bool, len(o.Pinned)), targets: map[int64]int{}}
+	for _, t := range o.KeepTargets {
+		if _, dup := k.targets[t.ID]; dup {
+			continue
+		}
+		k.targets[t.ID] = len(res.KeptTargets)
+		var name string
+		err := d.db.QueryRowContext(ctx, `SELECT name FROM targets WHERE id = ?`, t.ID).Scan(&name)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return res, fmt.Errorf("prune: %w", err)
+		}
+		res.KeptTargets = append(res.KeptTargets, KeptTarget{TargetID: t.ID, Target: name, Reason: t.Reason})
+	}
 	if o.BodiesBefore.IsZero() && o.ObservationsBefore.IsZero() {
 		return res, nil
 	}
@@ -94,25 +137,53 @@ func (d *DB) Prune(ctx context.Context, o PruneOptions) (PruneResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("prune: %w", err)
 	}
-	pinned := make(map[int64]bool, len(o.Pinned))
 	for _, id := range o.Pinned {
-		pinned[id] = true
+		k.pinned[id] = true
 	}
 	touched := map[int64]bool{}
 	rescanned := map[int64]bool{}
 	for _, r := range runs {
 		rescanned[r.id] = true
 	}
-	if err := d.pruneKept(ctx, o, pinned, rescanned, touched, &res); err != nil {
+	if err := d.pruneKept(ctx, o, k, rescanned, touched, &res); err != nil {
 		return res, err
 	}
 	for _, r := range runs {
-		if err := d.pruneRun(ctx, o, r, pinned, touched, &res); err != nil {
+		if err := d.pruneRun(ctx, o, r, k, touched, &res); err != nil {
 			return res, err
 		}
 	}
 	res.Runs = len(touched)
 	return res, nil
+}
+
+// keep is what a prune must not touch: the pinned observations, and every
+// observation of the targets kept whole (by target id: the index of the
+// target in PruneResult.KeptTargets).
+type keep struct {
+	pinned  map[int64]bool
+	targets map[int64]int
+}
+
+// kept reports whether the observation id of target must be kept, and
+// counts it in res (PinnedKept, or the target's KeptTargets entry).
+func (k keep) kept(id, target int64, res *PruneResult) bool {
+	if k.pinned[id] {
+		res.PinnedKept++
+		return true
+	}
+	if i, ok := k.targets[target]; ok {
+		res.KeptTargets[i].Observations++
+		return true
+	}
+	return false
+}
+
+// targetIDSQL reads an observation's target_id (column), or -1 when the
+// row's column does not hold an integer (a damaged row: no reader returns
+// it as an observation, so it pins nothing and is pruned as its age says).
+func targetIDSQL(column string) string {
+	return `COALESCE(CASE WHEN typeof(` + column + `) = 'integer' THEN ` + column + ` END, -1)`
 }
 
 type pruneRun struct {
@@ -129,7 +200,7 @@ func (r pruneRun) level() string {
 
 // pruneRun walks one run's observations and prunes the unpinned ones, then
 // marks the run and lists what it kept.
-func (d *DB) pruneRun(ctx context.Context, o PruneOptions, r pruneRun, pinned, touched map[int64]bool, res *PruneResult) error {
+func (d *DB) pruneRun(ctx context.Context, o PruneOptions, r pruneRun, k keep, touched map[int64]bool, res *PruneResult) error {
 	var lo, hi sql.NullInt64
 	if err := d.db.QueryRowContext(ctx, `SELECT MIN(id), MAX(id) FROM observations WHERE run_id = ?`, r.id).Scan(&lo, &hi); err != nil {
 		return fmt.Errorf("prune run %d: %w", r.id, err)
@@ -139,12 +210,11 @@ func (d *DB) pruneRun(ctx context.Context, o PruneOptions, r pruneRun, pinned, t
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("prune interrupted (what was pruned is consistent; run it again): %w", err)
 		}
-		ids, k, bytes, seen, last, err := d.pruneBatch(ctx, r, after, hi.Int64, o.Batch, pinned)
+		ids, kb, bytes, seen, last, err := d.pruneBatch(ctx, r, after, hi.Int64, o.Batch, k, res)
 		if err != nil {
 			return fmt.Errorf("prune run %d: %w", r.id, err)
 		}
-		kept = append(kept, k...)
-		res.PinnedKept += int64(len(k))
+		kept = append(kept, kb...)
 		if len(ids) > 0 {
 			touched[r.id] = true
 			res.StoredBytes += bytes
@@ -191,15 +261,15 @@ func (d *DB) pruneRun(ctx context.Context, o PruneOptions, r pruneRun, pinned, t
 }
 
 // pruneBatch reads up to batch observations of run r with ids in
-// (after, hi] and returns those to prune and the pinned ones it keeps (only
-// those that had something to prune), the stored body bytes of the first,
-// how many rows it read and the last id. "+run_id" keeps the planner on the
-// table's own key: the id range, in order, without a sort. A damaged
-// bodies_pruned (not 0 or 1: see ErrDamagedRow) reads as not pruned, so
-// the row is pruned as its age says (db check lists what else is damaged
-// in it).
-func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after, hi int64, batch int, pinned map[int64]bool) (ids, kept []int64, bytes int64, seen int, last int64, err error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT id, `+prunedFlag("bodies_pruned")+`, body IS NOT NULL OR request_body IS NOT NULL,
+// (after, hi] and returns those to prune and those it keeps (pinned, or of
+// a target kept whole: only those that had something to prune; counted in
+// res), the stored body bytes of the first, how many rows it read and the
+// last id. "+run_id" keeps the planner on the table's own key: the id
+// range, in order, without a sort. A damaged bodies_pruned (not 0 or 1:
+// see ErrDamagedRow) reads as not pruned, so the row is pruned as its age
+// says (db check lists what else is damaged in it).
+func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after, hi int64, batch int, k keep, res *PruneResult) (ids, kept []int64, bytes int64, seen int, last int64, err error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, `+targetIDSQL("target_id")+`, `+prunedFlag("bodies_pruned")+`, body IS NOT NULL OR request_body IS NOT NULL,
 		COALESCE(LENGTH(body), 0) + COALESCE(LENGTH(request_body), 0)
 		FROM observations WHERE id > ? AND id <= ? AND +run_id = ? ORDER BY id LIMIT ?`, after, hi, r.id, batch)
 	if err != nil {
@@ -207,16 +277,16 @@ func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after, hi int64, batch 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, n int64
+		var id, target, n int64
 		var done, hasBodies bool
-		if err := rows.Scan(&id, &done, &hasBodies, &n); err != nil {
+		if err := rows.Scan(&id, &target, &done, &hasBodies, &n); err != nil {
 			return nil, nil, 0, 0, 0, err
 		}
 		seen, last = seen+1, id
 		if !r.delete && (done || !hasBodies) {
 			continue // nothing left to drop
 		}
-		if pinned[id] {
+		if k.kept(id, target, res) {
 			kept = append(kept, id)
 			continue
 		}
@@ -227,10 +297,10 @@ func (d *DB) pruneBatch(ctx context.Context, r pruneRun, after, hi int64, batch 
 }
 
 // pruneKept re-checks the observations earlier prunes kept because they
-// were pinned, in runs not rescanned now: those no longer pinned are pruned
-// to their run's level.
-func (d *DB) pruneKept(ctx context.Context, o PruneOptions, pinned, rescanned, touched map[int64]bool, res *PruneResult) error {
-	rows, err := d.db.QueryContext(ctx, `SELECT k.observation_id, k.run_id, r.pruned, o.id IS NOT NULL,
+// were pinned (or their target kept whole), in runs not rescanned now:
+// those no longer kept are pruned to their run's level.
+func (d *DB) pruneKept(ctx context.Context, o PruneOptions, k keep, rescanned, touched map[int64]bool, res *PruneResult) error {
+	rows, err := d.db.QueryContext(ctx, `SELECT k.observation_id, k.run_id, r.pruned, o.id IS NOT NULL, `+targetIDSQL("o.target_id")+`,
 		COALESCE(`+prunedFlag("o.bodies_pruned")+`, 0), COALESCE(o.body IS NOT NULL OR o.request_body IS NOT NULL, 0),
 		COALESCE(LENGTH(o.body), 0) + COALESCE(LENGTH(o.request_body), 0)
 		FROM pruned_kept k JOIN runs r ON r.id = k.run_id LEFT JOIN observations o ON o.id = k.observation_id ORDER BY k.observation_id`)
@@ -239,10 +309,10 @@ func (d *DB) pruneKept(ctx context.Context, o PruneOptions, pinned, rescanned, t
 	}
 	var del, drop, gone []int64
 	for rows.Next() {
-		var id, run, n int64
+		var id, run, target, n int64
 		var level string
 		var exists, done, hasBodies bool
-		if err := rows.Scan(&id, &run, &level, &exists, &done, &hasBodies, &n); err != nil {
+		if err := rows.Scan(&id, &run, &level, &exists, &target, &done, &hasBodies, &n); err != nil {
 			rows.Close()
 			return fmt.Errorf("prune: %w", err)
 		}
@@ -251,8 +321,7 @@ func (d *DB) pruneKept(ctx context.Context, o PruneOptions, pinned, rescanned, t
 			// its run is walked again below
 		case !exists || (level == prunedBodies && (done || !hasBodies)):
 			gone = append(gone, id)
-		case pinned[id]:
-			res.PinnedKept++
+		case k.kept(id, target, res):
 		case level == prunedObservations:
 			del = append(del, id)
 			res.ObservationsDeleted++

@@ -3,9 +3,11 @@ package storage
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,18 @@ func pruneFixture(t *testing.T) (d *DB, runs []int64, obs map[int64][]*Observati
 	return d, runs, obs, day0
 }
 
+// sameResult reports whether two prune results are equal, an empty
+// KeptTargets list as none.
+func sameResult(a, b PruneResult) bool {
+	if len(a.KeptTargets) == 0 {
+		a.KeptTargets = nil
+	}
+	if len(b.KeptTargets) == 0 {
+		b.KeptTargets = nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
 func countObs(t *testing.T, d *DB, run int64) (rows, withBodies int) {
 	t.Helper()
 	if err := d.db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(body IS NOT NULL OR request_body IS NOT NULL), 0) FROM observations WHERE run_id = ?`, run).Scan(&rows, &withBodies); err != nil {
@@ -83,7 +97,7 @@ func TestPrune(t *testing.T) {
 	}
 	bytesWanted := got.StoredBytes
 	got.StoredBytes, want.DryRun = 0, true
-	if got != want {
+	if !sameResult(got, want) {
 		t.Errorf("dry run: %+v, want %+v", got, want)
 	}
 	for _, r := range runs {
@@ -101,7 +115,7 @@ func TestPrune(t *testing.T) {
 		t.Errorf("stored bytes %d, dry run said %d", got.StoredBytes, bytesWanted)
 	}
 	got.StoredBytes = 0
-	if got != want {
+	if !sameResult(got, want) {
 		t.Errorf("prune: %+v, want %+v", got, want)
 	}
 	for i, w := range [][2]int{{1, 1}, {0, 0}, {4, 1}, {4, 4}, {4, 4}, {4, 4}} {
@@ -127,7 +141,7 @@ func TestPrune(t *testing.T) {
 		t.Errorf("pinned observation: %+v %v, want BodiesPruned unset", o, err)
 	}
 	// Again: nothing left to do.
-	if got, err := d.Prune(ctx, opts); err != nil || got != (PruneResult{PinnedKept: 2}) {
+	if got, err := d.Prune(ctx, opts); err != nil || !sameResult(got, PruneResult{PinnedKept: 2}) {
 		t.Errorf("second prune: %+v %v, want only the pinned counted", got, err)
 	}
 	// Runs and everything else stay.
@@ -365,7 +379,7 @@ func TestPruneMarksRunsAndRechecksKept(t *testing.T) {
 	if _, err := d.db.ExecContext(ctx, `UPDATE runs SET status = ? WHERE id = ?`, status, runs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := d.Prune(ctx, opts); err != nil || got != (PruneResult{PinnedKept: 2}) {
+	if got, err := d.Prune(ctx, opts); err != nil || !sameResult(got, PruneResult{PinnedKept: 2}) {
 		t.Fatalf("second prune: %+v %v, want nothing but the two pinned re-checked", got, err)
 	}
 	if _, b, _ := d.ObservationBodies(ctx, stray.ID); b == nil {
@@ -400,5 +414,146 @@ func TestPruneMarksRunsAndRechecksKept(t *testing.T) {
 	var kept int
 	if err := d.db.QueryRow(`SELECT COUNT(*) FROM pruned_kept`).Scan(&kept); err != nil || kept != 0 {
 		t.Errorf("pruned_kept holds %d rows (%v), want none", kept, err)
+	}
+}
+
+// A target kept whole (KeepTargets: diff.Pins.Targets, a detection state
+// that does not decode) keeps every observation, bodies included, in every
+// run, and is reported with its reason and how many of its rows it kept;
+// the other target is pruned as usual. Its rows in pruned runs are listed
+// in pruned_kept and re-checked, so once it is no longer kept the next
+// prune prunes them as their age says. A row whose target_id is damaged
+// (no reader returns it) is pruned as its age says.
+func TestPruneKeepsTargetsWhole(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	day0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	kept, err := d.EnsureTarget(ctx, TargetRow{Name: "kept", Provider: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := d.EnsureTarget(ctx, TargetRow{Name: "other", Provider: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []int64
+	byTarget := map[int64][]int64{}
+	for i := 0; i < 4; i++ {
+		at := day0.Add(time.Duration(i) * 24 * time.Hour)
+		id, err := d.BeginRun(ctx, Run{StartedAt: at, CorpusName: "c", CorpusVersion: "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, id)
+		var batch []*Observation
+		for _, tgt := range []int64{kept, other} {
+			for p := 0; p < 2; p++ {
+				batch = append(batch, &Observation{RunID: id, TargetID: tgt, ProbeID: fmt.Sprintf("p%d", p), RequestSHA256: "r",
+					RequestBody: []byte(`{"model":"m"}`), Body: []byte(`{"x":1}`), BodySHA256: "b", ObservedAt: at})
+			}
+		}
+		if err := d.InsertObservations(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range batch {
+			byTarget[o.TargetID] = append(byTarget[o.TargetID], o.ID)
+		}
+		if err := d.FinishRun(ctx, id, RunComplete, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A row of run 0 whose target_id does not hold an integer.
+	stray := &Observation{RunID: runs[0], TargetID: kept, ProbeID: "stray", RequestSHA256: "r", Body: []byte(`{"x":1}`), BodySHA256: "b", ObservedAt: day0}
+	// (InsertObservations refuses a finished run: reopen it for the insert.)
+	if _, err := d.db.ExecContext(ctx, `UPDATE runs SET status = 'running' WHERE id = ?`, runs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.InsertObservations(ctx, []*Observation{stray}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`PRAGMA foreign_keys = OFF`, `UPDATE observations SET target_id = 'x' WHERE id = ` + fmt.Sprint(stray.ID),
+		`PRAGMA foreign_keys = ON`, `UPDATE runs SET status = 'complete' WHERE id = ` + fmt.Sprint(runs[0])} {
+		if _, err := d.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// state is every observation of target: whether it is there, and with
+	// its bodies.
+	state := func(target int64) string {
+		t.Helper()
+		var b strings.Builder
+		for _, id := range byTarget[target] {
+			var bodies bool
+			err := d.db.QueryRow(`SELECT body IS NOT NULL AND request_body IS NOT NULL FROM observations WHERE id = ?`, id).Scan(&bodies)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				b.WriteString("-")
+			case err != nil:
+				t.Fatal(err)
+			case bodies:
+				b.WriteString("B")
+			default:
+				b.WriteString("o")
+			}
+		}
+		return b.String()
+	}
+	whole := strings.Repeat("B", 8)
+	pinned := byTarget[other][0] // run 0's first
+	keep := []KeepTarget{{ID: kept, Reason: "its detection state does not decode"}}
+	keptOnly := func(n int64) []KeptTarget {
+		return []KeptTarget{{TargetID: kept, Target: "kept", Reason: "its detection state does not decode", Observations: n}}
+	}
+	opts := PruneOptions{BodiesBefore: day0.Add(36 * time.Hour), Pinned: []int64{pinned}, KeepTargets: keep, Batch: 1} // runs 0 and 1
+
+	dry := opts
+	dry.DryRun = true
+	got, err := d.Prune(ctx, dry)
+	if err != nil || !sameResult(got, PruneResult{Runs: 2, BodiesDropped: 4, StoredBytes: got.StoredBytes, PinnedKept: 1, DryRun: true, KeptTargets: keptOnly(4)}) {
+		t.Fatalf("dry run: %+v %v, want other's 3 unpinned bodies and the stray row's dropped, kept's 4 rows kept", got, err)
+	}
+	if state(kept) != whole || state(other) != whole {
+		t.Fatalf("a dry run changed rows: kept %s, other %s", state(kept), state(other))
+	}
+	got, err = d.Prune(ctx, opts)
+	if err != nil || !sameResult(got, PruneResult{Runs: 2, BodiesDropped: 4, StoredBytes: got.StoredBytes, PinnedKept: 1, KeptTargets: keptOnly(4)}) {
+		t.Fatalf("prune: %+v %v", got, err)
+	}
+	if s := state(kept); s != whole {
+		t.Errorf("kept target's rows after the prune: %s, want %s", s, whole)
+	}
+	if s := state(other); s != "BoooBBBB" {
+		t.Errorf("other target's rows after the prune: %s, want BoooBBBB", s)
+	}
+	if _, b, err := d.ObservationBodies(ctx, stray.ID); err != nil || b != nil {
+		t.Errorf("the row with a damaged target_id: body %q (%v), want it dropped", b, err)
+	}
+	// Again: the marked runs are not walked, their kept rows re-checked
+	// and counted again.
+	if got, err := d.Prune(ctx, opts); err != nil || !sameResult(got, PruneResult{PinnedKept: 1, KeptTargets: keptOnly(4)}) {
+		t.Fatalf("second prune: %+v %v, want only kept rows counted", got, err)
+	}
+	// Run 0 ages past the observations cutoff: walked again; kept's rows
+	// stay whole there too.
+	opts.ObservationsBefore = day0.Add(12 * time.Hour)
+	if got, err := d.Prune(ctx, opts); err != nil || !sameResult(got, PruneResult{Runs: 1, ObservationsDeleted: 2, PinnedKept: 1, KeptTargets: keptOnly(4)}) {
+		t.Fatalf("prune past the observations cutoff: %+v %v", got, err)
+	}
+	if s, o := state(kept), state(other); s != whole || o != "B-ooBBBB" {
+		t.Errorf("after run 0's observations went: kept %s, other %s; want %s, B-ooBBBB", s, o, whole)
+	}
+	// No longer kept (the damaged row removed): the next prune prunes its
+	// rows as their runs' age says, from pruned_kept alone.
+	opts.KeepTargets = nil
+	got, err = d.Prune(ctx, opts)
+	if err != nil || !sameResult(got, PruneResult{Runs: 2, ObservationsDeleted: 2, BodiesDropped: 2, StoredBytes: got.StoredBytes, PinnedKept: 1}) || got.KeptTargets == nil {
+		t.Fatalf("prune once the target is no longer kept: %+v %v", got, err)
+	}
+	if s := state(kept); s != "--ooBBBB" {
+		t.Errorf("kept target's rows once no longer kept: %s, want --ooBBBB", s)
+	}
+	var listed int
+	if err := d.db.QueryRow(`SELECT COUNT(*) FROM pruned_kept`).Scan(&listed); err != nil || listed != 1 {
+		t.Errorf("pruned_kept holds %d rows (%v), want the pinned one", listed, err)
 	}
 }

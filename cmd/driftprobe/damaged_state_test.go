@@ -129,3 +129,103 @@ github: {repo: o/r, base_url: "http://127.0.0.1:1/"}
 		}
 	}
 }
+
+// db prune with a target whose detection state does not decode: it prunes
+// the other target as usual, keeps every observation of the damaged one
+// and says so (a `kept whole:` line naming the target, the row and the
+// DELETE; --json's kept_targets), exit 0. Once the row is removed, the
+// next prune prunes that target too (kept_targets: []).
+func TestDBPruneKeepsDamagedTargetWhole(t *testing.T) {
+	dir := t.TempDir()
+	db, cfg := filepath.Join(dir, "d.db"), filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte(`targets:
+  - {name: a, provider: sim, model: sim-large}
+  - {name: b, provider: sim, model: sim-large}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if stdout, stderr, code := runIn(t, "run", "--no-progress", "--config", cfg, "--db", db); code != 0 {
+			t.Fatalf("run %d: exit %d\n%s%s", i+1, code, stdout, stderr)
+		}
+	}
+	ctx := context.Background()
+	// count is the observations of each target, and those with bodies.
+	count := func() map[string][2]int {
+		t.Helper()
+		st, err := storage.Open(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		rows, err := st.SQL().Query(`SELECT t.name, COUNT(*), SUM(o.body IS NOT NULL) FROM observations o JOIN targets t ON t.id = o.target_id GROUP BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string][2]int{}
+		for rows.Next() {
+			var name string
+			var n, bodies int
+			if err := rows.Scan(&name, &n, &bodies); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = [2]int{n, bodies}
+		}
+		return out
+	}
+	exec := func(q string) {
+		t.Helper()
+		st, err := storage.Open(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.SQL().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := st.TargetByName(ctx, "b")
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(fmt.Sprintf(`UPDATE probe_states SET states = x'00ff00ff' WHERE target_id = %d`, tb.ID))
+	remedy := fmt.Sprintf("DELETE FROM probe_states WHERE target_id = %d", tb.ID)
+	before := count()
+
+	stdout, stderr, code := runIn(t, "db", "prune", "--bodies", "1ns", "--config", cfg, "--db", db)
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("kept whole: target b (id %d), ", tb.ID)) ||
+		!strings.Contains(stdout, "detection state does not decode") || !strings.Contains(stdout, remedy) {
+		t.Fatalf("db prune --bodies, b's state damaged: exit %d, want b named as kept whole with its row:\n%s%s", code, stdout, stderr)
+	}
+	after := count()
+	if after["b"] != before["b"] || after["a"][0] != before["a"][0] || after["a"][1] >= before["a"][1] {
+		t.Errorf("db prune --bodies: observations and bodies %v, before %v; want a's bodies dropped, b's kept", after, before)
+	}
+
+	stdout, stderr, code = runIn(t, "db", "prune", "--observations", "1ns", "--json", "--config", cfg, "--db", db)
+	var res storage.PruneResult
+	if code != 0 || json.Unmarshal([]byte(stdout), &res) != nil || len(res.KeptTargets) != 1 || res.ObservationsDeleted == 0 {
+		t.Fatalf("db prune --observations --json: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	if k := res.KeptTargets[0]; k.Target != "b" || k.TargetID != tb.ID || k.Observations == 0 || !strings.Contains(k.Reason, remedy) {
+		t.Errorf("db prune --json: kept_targets %+v, want b with its row", res.KeptTargets)
+	}
+	if got := count(); got["b"] != before["b"] || got["a"][0] >= before["a"][0] {
+		t.Errorf("db prune --observations: %v, before %v; want a's deleted, b's kept", got, before)
+	}
+
+	exec(remedy)
+	stdout, stderr, code = runIn(t, "db", "prune", "--observations", "1ns", "--json", "--config", cfg, "--db", db)
+	if code != 0 || !strings.Contains(stdout, `"kept_targets": []`) {
+		t.Fatalf("db prune after the DELETE: exit %d, want kept_targets []:\n%s%s", code, stdout, stderr)
+	}
+	if got := count(); got["b"][0] >= before["b"][0] {
+		t.Errorf("db prune after the DELETE: %v, before %v; want b's observations deleted", got, before)
+	}
+}

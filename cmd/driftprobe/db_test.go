@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestDBCommands(t *testing.T) {
 	}
 	got := prune("--bodies", "1ns")
 	got.DryRun = dry.DryRun
-	if got != dry {
+	if !reflect.DeepEqual(got, dry) {
 		t.Fatalf("prune %+v, dry run said %+v", got, dry)
 	}
 	after := stats()

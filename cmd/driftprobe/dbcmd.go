@@ -13,6 +13,7 @@ import (
 	"github.com/driftprobe/driftprobe/config"
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -84,15 +85,20 @@ Kept whatever their age: the observations events cite as evidence (before and
 after each flip), the observations detection state points at (each probe's
 baseline and pending candidate), and the latest complete run of each target on
 each corpus version (compare reads it). Runs, events and detection state are
-never pruned.
+never pruned. A target whose detection state, or a state parked at an
+endpoint it left, does not decode keeps every observation, bodies included:
+what that state pins cannot be read. The output names it, the row and the
+DELETE that removes it (as db check does); the other targets are pruned as
+usual, and the first prune after the row is removed prunes the target too.
 
 It takes the run lease, so it runs when no run does, and a run scheduled
 meanwhile is skipped (serve counts it in driftprobe_run_lock_skips_total). Each
 run is walked once per level and marked; later prunes only re-check what was
-kept because it was pinned. Each batch is its own transaction, so an
-interrupted prune leaves a consistent database and the next prune finishes the
-job. Freed pages are reused by later runs; --vacuum also shrinks the file (it
-needs as much free disk as the database, and holds the lease while it runs).`,
+kept because it was pinned (or its target kept whole). Each batch is its own
+transaction, so an interrupted prune leaves a consistent database and the next
+prune finishes the job. Freed pages are reused by later runs; --vacuum also
+shrinks the file (it needs as much free disk as the database, and holds the
+lease while it runs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -179,6 +185,14 @@ func printPrune(w io.Writer, res storage.PruneResult, r config.Retention, vacuum
 	fmt.Fprintf(w, "retention: bodies %s, observations %s\n", keepText(r.Bodies), keepText(r.Observations))
 	fmt.Fprintf(w, "%s %d runs: %d observations deleted, %d observations' bodies dropped, %s of stored bodies; %d pinned observations kept (event evidence, detection baselines)\n",
 		verb, res.Runs, res.ObservationsDeleted, res.BodiesDropped, bytesText(res.StoredBytes), res.PinnedKept)
+	for _, k := range res.KeptTargets {
+		name := k.Target
+		if name == "" {
+			name = "(no name)"
+		}
+		fmt.Fprintf(w, "kept whole: target %s (id %d), %d observations that would have been pruned: %s\n",
+			termtext.Clean(name), k.TargetID, k.Observations, termtext.SafeLong(k.Reason))
+	}
 	if vacuumed {
 		fmt.Fprintln(w, "vacuumed: the file now holds only what is kept")
 	}

@@ -221,6 +221,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 			if o.Logger != nil && (pr.ObservationsDeleted > 0 || pr.BodiesDropped > 0) {
 				o.Logger.Info("pruned", "runs", pr.Runs, "observations_deleted", pr.ObservationsDeleted, "bodies_dropped", pr.BodiesDropped, "stored_bytes", pr.StoredBytes)
 			}
+			LogKeptTargets(o.Logger, pr)
 		}
 	}
 	switch {
@@ -610,13 +611,19 @@ func detectRun(ctx context.Context, cfg *config.Config, st *storage.DB, id int64
 }
 
 // Prune prunes the store as r says, keeping what detection, evidence and
-// compare need (diff.LoadPins). The caller holds the run lease.
+// compare need (diff.LoadPins). A target whose detection state (or a state
+// parked at an endpoint it left) does not decode is kept whole, every
+// observation of it, and listed in the result's KeptTargets with why; the
+// other targets are pruned as usual. The caller holds the run lease.
 func Prune(ctx context.Context, st *storage.DB, r config.Retention, dryRun bool) (storage.PruneResult, error) {
 	pins, err := diff.LoadPins(ctx, st)
 	if err != nil {
 		return storage.PruneResult{}, err
 	}
 	o := storage.PruneOptions{Pinned: pins.Observations, KeepRuns: pins.Runs, DryRun: dryRun}
+	for _, t := range pins.Targets {
+		o.KeepTargets = append(o.KeepTargets, storage.KeepTarget{ID: t.TargetID, Reason: t.Reason()})
+	}
 	now := st.Now()
 	if r.Bodies > 0 {
 		o.BodiesBefore = now.Add(-r.Bodies.D())
@@ -625,6 +632,19 @@ func Prune(ctx context.Context, st *storage.DB, r config.Retention, dryRun bool)
 		o.ObservationsBefore = now.Add(-r.Observations.D())
 	}
 	return st.Prune(ctx, o)
+}
+
+// LogKeptTargets logs, at WARN, each target a prune kept whole (pr's
+// KeptTargets): which, how many of its observations were kept that would
+// have been pruned, and why.
+func LogKeptTargets(logger *slog.Logger, pr storage.PruneResult) {
+	if logger == nil {
+		return
+	}
+	for _, k := range pr.KeptTargets {
+		logger.Warn("prune kept every observation of a target: its detection state (or a state parked at an endpoint it left) does not decode, so what it pins cannot be read; its observations are kept until the row is removed",
+			"target", k.Target, "target_id", k.TargetID, "observations_kept", k.Observations, "reason", k.Reason)
+	}
 }
 
 // DetectionParams derives detection parameters from the config.
