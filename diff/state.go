@@ -653,7 +653,11 @@ func damagedStateMessage(what string, target int64, origin string, err error) st
 	if origin != "" {
 		where = " at " + origin
 	}
-	return fmt.Sprintf("%s of target %d%s: %v (its detection fails until the row is removed: %s; the target then establishes its baselines again, recorded as input changes with cause state)", what, target, where, err, deleteStateSQL(target, origin))
+	fails := "its detection fails"
+	if origin != "" {
+		fails = "its detection fails on a return there"
+	}
+	return fmt.Sprintf("%s of target %d%s: %v (%s, and retention keeps every observation of the target, until the row is removed: %s; the target then establishes its baselines again, recorded as input changes with cause state)", what, target, where, err, fails, deleteStateSQL(target, origin))
 }
 
 // deleteStateSQL is the statement that removes the target's detection
