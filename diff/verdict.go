@@ -4,7 +4,8 @@
 // nondeterminism, score drift, events with kinds and directions, the
 // per-run diff between two runs, and the model-upgrade comparison.
 //
-// Detection rules (docs/ARCHITECTURE.md has the long form):
+// Detection rules (docs/ARCHITECTURE.md lists them, docs/DESIGN-NOTES.md
+// has the long form):
 //   - A verdict is class + sorted normalized categories. It is compared only
 //     with the baseline of the same target on the same request SHA-256; a
 //     new fingerprint is an input change that resets the baseline.
