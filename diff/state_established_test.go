@@ -230,7 +230,7 @@ targets:
 	e.Runs(2)
 	r3 := missedRun(t, e) // not detected when the database is upgraded
 	// The database as a schema-22 driftprobe left it.
-	for _, q := range []string{`ALTER TABLE run_targets DROP COLUMN detected`, `PRAGMA user_version = 22`} {
+	for _, q := range []string{`ALTER TABLE run_targets DROP COLUMN detected`, `ALTER TABLE github_holds DROP COLUMN kind`, `PRAGMA user_version = 22`} {
 		if _, err := e.Store.SQL().Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -31,9 +31,11 @@
 //     issue's comments are checked for it.
 //
 // Failures never drop a row: the row keeps attempts, last_error and
-// next_attempt_at. Outages (5xx, no answer in time on a connection GitHub
-// took) and an unreachable GitHub (no HTTP answer: DNS, connection, TLS,
-// no connection in time) back off exponentially; primary rate limits wait
+// next_attempt_at. Outages (a 5xx GitHub answered, no answer in time on
+// a connection GitHub took) and an unreachable GitHub (no HTTP answer:
+// DNS, connection, TLS, no connection in time; or a 5xx without GitHub's
+// request id, from a proxy or load balancer on the way: fromGitHub) back
+// off exponentially; primary rate limits wait
 // until x-ratelimit-reset, secondary limits for retry-after, else a
 // minute, doubling as they recur (secondaryUntil); a stated wait is capped
 // at an hour from the failure (maxGitHubWait); configuration problems
@@ -814,8 +816,8 @@ func (d *deliverer) markSent(ctx context.Context, r row) (sentOutcome, error) {
 // false in both cases; release tells them apart).
 func (d *deliverer) markSkipped(ctx context.Context, r row, se *skippedIssueError) (recorded bool, err error) {
 	res, err := d.db.SQL().ExecContext(context.WithoutCancel(ctx), `UPDATE outbox SET sent_at = ?, last_error = ?, next_attempt_at = '' WHERE id = ? AND sent_at = '' AND next_attempt_at = ?
-		AND EXISTS (SELECT 1 FROM outbox o WHERE o.id = ? AND o.sent_at != '' AND o.last_error = ?)`,
-		ts(d.opts.Now()), se.Error(), r.ID, d.claims[r.ID], se.open, SkipNote)
+		AND EXISTS (SELECT 1 FROM outbox o WHERE o.id = ? AND o.sent_at != '' AND o.last_error IN (?, ?))`,
+		ts(d.opts.Now()), se.Error(), r.ID, d.claims[r.ID], se.open, SkipNote, skipNoteClaimed)
 	if err != nil {
 		return false, fmt.Errorf("outbox record skip: %w", err)
 	}
@@ -1852,11 +1854,11 @@ func (d *deliverer) checkMapping(ctx context.Context, ev *diff.Event) (int, erro
 }
 
 // skippedOpen returns the id of event's open row when the operator gave it
-// up (driftprobe outbox --skip, SkipNote), else 0.
+// up (driftprobe outbox --skip: SkipNote, or skipNoteClaimed), else 0.
 func skippedOpen(ctx context.Context, db *storage.DB, event int64) (int64, error) {
 	var id int64
-	err := db.SQL().QueryRowContext(ctx, `SELECT id FROM outbox WHERE event_id = ? AND action = ? AND sent_at != '' AND last_error = ? ORDER BY id LIMIT 1`,
-		event, ActionOpen, SkipNote).Scan(&id)
+	err := db.SQL().QueryRowContext(ctx, `SELECT id FROM outbox WHERE event_id = ? AND action = ? AND sent_at != '' AND last_error IN (?, ?) ORDER BY id LIMIT 1`,
+		event, ActionOpen, SkipNote, skipNoteClaimed).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -2248,10 +2250,14 @@ type failure struct {
 	msg    string
 	until  time.Time // next attempt; zero: on the next call
 	global bool      // stop the pass and defer every pending row
-	// hold, for a global failure with an until, is what GitHub's wait
-	// applies to: the pass records it (github_holds) and every pass of
-	// that scope sends nothing before until, whichever row is due.
-	hold holdScope
+	// kind, for a global failure with an until, is what the wait is for
+	// (HoldRateLimit, HoldOutage, HoldUnreachable), classified here from
+	// the error and the answer, never from msg: the pass records the wait
+	// with it (writeHold, github_holds: a rate limit for the credential,
+	// the others for the host), every pass of that scope sends nothing
+	// before until, whichever row is due, and the texts that report the
+	// wait are worded by it (HoldPhrase). '': no wait beyond the row's own.
+	kind string
 }
 
 // backoff is the wait after the n-th failed attempt: 1m, 2m, 4m … 1h.
@@ -2295,12 +2301,14 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			_ = ie.Response.Body.Close()
 		}
 		switch {
+		case st >= 500 && !fromGitHub(ie.Response):
+			return d.notGitHub(ie.Response, now, global, " while fetching the installation token of "+d.auth)
 		case st >= 500:
 			until := now.Add(backoff(global))
-			return failure{msg: fmt.Sprintf("GitHub unavailable (%d) while fetching the installation token of %s", st, d.auth), until: until, global: true, hold: holdHost}
+			return failure{msg: fmt.Sprintf("GitHub unavailable (%d) while fetching the installation token of %s", st, d.auth), until: until, global: true, kind: HoldOutage}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (ie.Response.Header.Get("Retry-After") != "" || ie.Response.Header.Get("X-Ratelimit-Remaining") == "0")):
 			until, note := d.secondaryUntil(ie.Response, now, global)
-			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s%s while fetching the installation token of %s", st, ts(until), note, d.auth), until: until, global: true, hold: holdCredential}
+			return failure{msg: fmt.Sprintf("GitHub rate limit (%d) until %s%s while fetching the installation token of %s", st, ts(until), note, d.auth), until: until, global: true, kind: HoldRateLimit}
 		case st == http.StatusUnauthorized:
 			return failure{msg: fmt.Sprintf("GitHub rejected the app's JWT for %s (401): check github.app_id and that $%s holds that app's current private key", d.auth, d.cfg.PrivateKeyEnv), global: true}
 		case st == http.StatusNotFound:
@@ -2315,10 +2323,10 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 		} else if until.After(now.Add(maxGitHubWait)) {
 			until, note = d.capped(now, "x-ratelimit-reset "+ts(until))
 		}
-		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s%s: %s", ts(until), note, rle.Message), until: until, global: true, hold: holdCredential}
+		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s%s: %s", ts(until), note, rle.Message), until: until, global: true, kind: HoldRateLimit}
 	case errors.As(err, &are):
 		until, note := d.secondaryUntil(are.Response, now, global)
-		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s%s: %s", ts(until), note, are.Message), until: until, global: true, hold: holdCredential}
+		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s%s: %s", ts(until), note, are.Message), until: until, global: true, kind: HoldRateLimit}
 	case errors.As(err, &er) && er.Response != nil:
 		st := er.Response.StatusCode
 		h := er.Response.Header
@@ -2334,13 +2342,15 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 					until, note = u, n
 				}
 			}
-			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s%s: %s", st, ts(until), note, msg), until: until, global: true, hold: holdCredential}
+			return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (%d, x-ratelimit-remaining: 0) until %s%s: %s", st, ts(until), note, msg), until: until, global: true, kind: HoldRateLimit}
 		case st == http.StatusTooManyRequests || (st == http.StatusForbidden && (h.Get("Retry-After") != "" || strings.Contains(strings.ToLower(msg), "rate limit"))):
 			until, note := d.secondaryUntil(er.Response, now, global)
-			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s%s: %s", st, ts(until), note, msg), until: until, global: true, hold: holdCredential}
+			return failure{msg: fmt.Sprintf("GitHub secondary rate limit (%d) until %s%s: %s", st, ts(until), note, msg), until: until, global: true, kind: HoldRateLimit}
+		case st >= 500 && !fromGitHub(er.Response):
+			return d.notGitHub(er.Response, now, global, "")
 		case st >= 500:
 			until := now.Add(backoff(global))
-			return failure{msg: fmt.Sprintf("GitHub unavailable (%d %s)", st, msg), until: until, global: true, hold: holdHost}
+			return failure{msg: fmt.Sprintf("GitHub unavailable (%d %s)", st, msg), until: until, global: true, kind: HoldOutage}
 		case st == http.StatusUnauthorized:
 			return failure{msg: fmt.Sprintf("GitHub rejected %s (401 %s): check that it is valid and not expired", d.auth, msg), global: true}
 		case st == http.StatusForbidden:
@@ -2356,18 +2366,56 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 	// with the error and where from: waiting does not fix a wrong base_url
 	// or blocked egress), or it took the connection and answered nothing
 	// in time (GitHub failing, as a 5xx). The hold and its backoff are the
-	// same; its kind is read from the message (holdKind).
+	// same; only its kind differs.
 	var nc *noConnError
 	var ue *url.Error
 	switch {
 	case errors.As(err, &nc):
-		return failure{msg: fmt.Sprintf("%s from %s: no connection to %s within %s (the call's limit); %s", unreachablePrefix, d.who, d.key.api, d.opts.Timeout, UnreachableHint), until: now.Add(backoff(global)), global: true, hold: holdHost}
+		return failure{msg: fmt.Sprintf("%s from %s: no connection to %s within %s (the call's limit); %s", unreachablePrefix, d.who, d.key.api, d.opts.Timeout, UnreachableHint), until: now.Add(backoff(global)), global: true, kind: HoldUnreachable}
 	case isTimeout(err):
-		return failure{msg: fmt.Sprintf("GitHub call timed out (limit %s): connected to %s, no answer came in time", d.opts.Timeout, d.key.api), until: now.Add(backoff(global)), global: true, hold: holdHost}
+		return failure{msg: fmt.Sprintf("GitHub call timed out (limit %s): connected to %s, no answer came in time", d.opts.Timeout, d.key.api), until: now.Add(backoff(global)), global: true, kind: HoldOutage}
 	case errors.As(err, &ue):
-		return failure{msg: fmt.Sprintf("%s from %s: no HTTP answer from %s (%v); %s", unreachablePrefix, d.who, d.key.api, ue.Err, UnreachableHint), until: now.Add(backoff(global)), global: true, hold: holdHost}
+		return failure{msg: fmt.Sprintf("%s from %s: no HTTP answer from %s (%v); %s", unreachablePrefix, d.who, d.key.api, ue.Err, UnreachableHint), until: now.Add(backoff(global)), global: true, kind: HoldUnreachable}
 	}
 	return failure{msg: err.Error(), until: now.Add(backoff(attempts))}
+}
+
+// githubRequestID is the header every answer of GitHub's REST API
+// carries (github.com's and GitHub Enterprise Server's), errors and 5xx
+// included: GitHub's id of the request, which its support asks for.
+const githubRequestID = "X-GitHub-Request-Id"
+
+// fromGitHub reports whether r is GitHub's own answer: it carries
+// GitHub's request id. One without it came from something on the way
+// that answered in GitHub's place: an egress proxy, a load balancer or a
+// gateway in front of a GitHub Enterprise host (a 502 Bad Gateway page
+// of its own, none of GitHub's headers).
+func fromGitHub(r *http.Response) bool {
+	return strings.TrimSpace(r.Header.Get(githubRequestID)) != ""
+}
+
+// notGitHub is the failure of a 5xx answer that did not come from GitHub
+// (fromGitHub): not GitHub failing (an outage) but GitHub not reached, as
+// far as driftprobe can tell (HoldUnreachable: the host's wait and
+// backoff, as for no HTTP answer at all). The message names what
+// answered (the host called), its status and the process that called
+// (the path to GitHub is that host's); during is what the call was for
+// when not a delivery call (" while fetching …").
+func (d *deliverer) notGitHub(r *http.Response, now time.Time, global int, during string) failure {
+	host := ""
+	if r.Request != nil && r.Request.URL != nil {
+		host = r.Request.URL.Host
+	}
+	if host == "" {
+		host = strings.TrimPrefix(strings.TrimPrefix(d.key.api, "https://"), "http://")
+	}
+	status := strconv.Itoa(r.StatusCode)
+	if text := http.StatusText(r.StatusCode); text != "" {
+		status += " " + text
+	}
+	msg := fmt.Sprintf("no answer from GitHub: %s answered %s without GitHub's request id (a proxy or load balancer on the way?)%s; called from %s; %s",
+		host, status, during, d.who, UnreachableHint)
+	return failure{msg: msg, until: now.Add(backoff(global)), global: true, kind: HoldUnreachable}
 }
 
 // maxGitHubWait bounds every wait GitHub states (a Retry-After, an

@@ -119,6 +119,10 @@ type fault struct {
 	header map[string]string
 	body   string
 	bodyFn func(reqs []fakeReq) string
+	// notGitHub: something on the way answers in GitHub's place (an
+	// egress proxy, a load balancer): its own HTML page, none of GitHub's
+	// headers (no X-GitHub-Request-Id).
+	notGitHub bool
 }
 
 func newFakeGitHub(t testing.TB, owner, repo, token string) *fakeGitHub {
@@ -255,6 +259,20 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if ft != nil && ft.bodyFn != nil {
 		ft.body = ft.bodyFn(append(append([]fakeReq(nil), f.reqs...), rec))
+	}
+	if ft == nil || !ft.notGitHub {
+		// Every answer of GitHub's API carries its request id, errors
+		// and 5xx included (its format: hex fields and colons).
+		w.Header().Set("X-GitHub-Request-Id", fmt.Sprintf("0D3A:%X:%X:%X:6650A1B2", len(f.reqs)+1, 0x1BCC6E+len(f.reqs), 0xB442C))
+	}
+	if ft != nil && ft.notGitHub {
+		rec.Status = ft.status
+		f.reqs = append(f.reqs, rec)
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Server", "proxy")
+		w.WriteHeader(ft.status)
+		_, _ = io.WriteString(w, ft.body)
+		return
 	}
 	if ft != nil && !ft.after {
 		rec.Status = ft.status
@@ -647,8 +665,18 @@ func secondaryRateLimit(status int, retryAfter int) fault {
 	}, body: `{"message":"You have exceeded a secondary rate limit and have been temporarily blocked from content creation. Please retry your request again later. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222:3333.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`}
 }
 
+// outage is GitHub failing: its 5xx answer (with its request id, as
+// every answer of GitHub's).
 func outage(status int) fault {
 	return fault{status: status, body: `{"message":"Server Error"}`}
+}
+
+// proxyError is a 5xx that did not come from GitHub: an egress proxy or a
+// load balancer on the way answers with its own page, without GitHub's
+// request id (or any of its headers).
+func proxyError(status int) fault {
+	return fault{status: status, notGitHub: true, body: fmt.Sprintf("<html><head><title>%d %s</title></head><body><center><h1>%d %s</h1></center><hr><center>proxy</center></body></html>\n",
+		status, http.StatusText(status), status, http.StatusText(status))}
 }
 
 // timeoutTransport fails scripted requests with a network timeout, without

@@ -12,51 +12,62 @@ import (
 	"github.com/driftprobe/driftprobe/storage"
 )
 
-// holdScope says what a global failure's wait applies to (the
-// github_holds table, migration 0021).
-type holdScope int
-
-const (
-	holdNone holdScope = iota // no wait recorded beyond the row's own (a configuration problem, one row's failure)
-	// holdHost: an outage (5xx, a timeout) or GitHub unreachable (no HTTP
-	// answer) — every credential on the GitHub host waits.
-	holdHost
-	// holdCredential: a primary or secondary rate limit — GitHub limits
-	// the caller (a token's user, an App installation), not a
-	// repository or a row: that credential waits on that host.
-	holdCredential
-)
-
-// Hold kinds (Hold.Kind, Result.HeldKind): what a wait is for, so what it
-// is called. Only a rate limit is GitHub asking driftprobe to wait; the
+// Hold kinds (Hold.Kind, Result.HeldKind, failure.kind, the kind column
+// of github_holds): what a wait is for, so what it is called and what it
+// applies to. Only a rate limit is GitHub asking driftprobe to wait; the
 // others are driftprobe's own backoff (the same, 1 minute doubling to an
-// hour, by failures in a row).
+// hour, by failures in a row). classify gives every global failure its
+// kind where it has the facts (the error's type, the answer's status and
+// headers), and writeHold records it beside the reason: no kind is read
+// back from a message (except a row an older driftprobe recorded, see
+// storedKind).
 const (
 	// HoldRateLimit: a primary or secondary rate limit of the credential
-	// (scope "credential"): GitHub asked driftprobe to wait.
+	// (scope "credential": GitHub limits the caller, a token's user or an
+	// App installation, not a repository or a row): GitHub asked
+	// driftprobe to wait.
 	HoldRateLimit = "rate_limit"
-	// HoldOutage: GitHub failing: it answered 5xx, or took the connection
-	// and answered nothing within the call's limit (scope "host").
+	// HoldOutage: GitHub failing (scope "host"): GitHub answered 5xx (the
+	// answer carries GitHub's request id, fromGitHub), or took the
+	// connection and answered nothing within the call's limit.
 	HoldOutage = "outage"
-	// HoldUnreachable: no HTTP answer came (scope "host"): a DNS failure,
-	// a refused or reset connection, a TLS failure, no connection within
-	// the call's limit. GitHub said nothing; waiting does not fix a wrong
-	// github.base_url or blocked egress.
+	// HoldUnreachable: no answer from GitHub (scope "host"): no HTTP
+	// answer came (a DNS failure, a refused or reset connection, a TLS
+	// failure, no connection within the call's limit), or what answered
+	// was not GitHub (a 5xx without GitHub's request id: an egress proxy
+	// or a load balancer on the way answered for it). GitHub said
+	// nothing; waiting does not fix a wrong github.base_url or blocked
+	// egress.
 	HoldUnreachable = "unreachable"
 )
 
-// unreachablePrefix starts the message of every failure that got no HTTP
-// answer (classify), as it did in earlier releases ("GitHub unreachable
-// (dial tcp …)"): a host hold's kind is read from its reason (holdKind),
-// so a hold an older driftprobe recorded is worded right too.
+// holdScopeHost reports whether a wait of kind applies to every
+// credential on the GitHub host (github_holds.credential empty): an outage,
+// or GitHub not reached; a rate limit applies to its credential alone.
+func holdScopeHost(kind string) bool { return kind != HoldRateLimit }
+
+// unreachablePrefix starts the message of a failure that got no HTTP
+// answer at all (classify), as it did in earlier releases ("GitHub
+// unreachable (dial tcp …)"). It is wording only: the kind is carried by
+// the failure (failure.kind) and recorded with the hold; only a hold an
+// older driftprobe recorded, without a kind, is read by it (storedKind).
 const unreachablePrefix = "GitHub unreachable"
 
 // UnreachableHint ends what driftprobe says of an unreachable GitHub.
 const UnreachableHint = "waiting does not fix a wrong github.base_url or blocked egress (DNS, firewall, proxy, TLS)"
 
-// holdKind is the kind of the github_holds row of credential and reason.
-func holdKind(credential, reason string) string {
+// storedKind is the kind of a github_holds row: its kind column, recorded
+// from the failure's classification (writeHold). A row recorded before
+// that column (schema 24) has none (empty): an older driftprobe recorded no
+// kind, so its row is read as that release read it, by its credential (a
+// rate limit's row names one) and its reason (every unreachable message
+// of that release started with unreachablePrefix, an outage's never).
+// This text reading is for such rows only: a hold lasts an hour at most,
+// and a database migrated to schema 24 is written by no older driftprobe.
+func storedKind(credential, kind, reason string) string {
 	switch {
+	case kind != "":
+		return kind
 	case credential != "":
 		return HoldRateLimit
 	case strings.HasPrefix(reason, unreachablePrefix):
@@ -100,7 +111,7 @@ func credentialKey(g *config.GitHub) string {
 type hold struct {
 	until    time.Time // the latest until of the pass's holds (zero: none recorded)
 	reason   string    // the failure that set it
-	kind     string    // its kind (holdKind)
+	kind     string    // its kind (storedKind)
 	failures int       // global failures in a row in the pass's scopes (the most of its holds)
 }
 
@@ -110,20 +121,20 @@ func (h hold) active(now time.Time) bool { return h.until.After(now) }
 // readHold returns the holds of k merged: the host's (an outage) and the
 // credential's (a rate limit).
 func readHold(ctx context.Context, db *storage.DB, k holdKey) (hold, error) {
-	rows, err := db.SQL().QueryContext(ctx, `SELECT credential, until, failures, reason FROM github_holds WHERE api = ? AND credential IN ('', ?)`, k.api, k.credential)
+	rows, err := db.SQL().QueryContext(ctx, `SELECT credential, until, failures, reason, kind FROM github_holds WHERE api = ? AND credential IN ('', ?)`, k.api, k.credential)
 	if err != nil {
 		return hold{}, fmt.Errorf("github holds: %w", err)
 	}
 	defer rows.Close()
 	var h hold
 	for rows.Next() {
-		var cred, until, reason string
+		var cred, until, reason, kind string
 		var failures int
-		if err := rows.Scan(&cred, &until, &failures, &reason); err != nil {
+		if err := rows.Scan(&cred, &until, &failures, &reason, &kind); err != nil {
 			return hold{}, fmt.Errorf("github holds: %w", err)
 		}
 		if t := storage.ParseTime(until); t.After(h.until) {
-			h.until, h.reason, h.kind = t, reason, holdKind(cred, reason)
+			h.until, h.reason, h.kind = t, reason, storedKind(cred, kind, reason)
 		}
 		h.failures = max(h.failures, failures)
 	}
@@ -133,34 +144,37 @@ func readHold(ctx context.Context, db *storage.DB, k holdKey) (hold, error) {
 	return h, nil
 }
 
-// writeHold records f's wait in its scope: no request before f.until
-// there. A later until already recorded (another process's, a longer
-// limit) is kept; failures counts one more global failure in a row.
+// writeHold records f's wait in its scope (by its kind: the credential's
+// for a rate limit, else the host's): no request before f.until there,
+// with f's reason and kind. A later until already recorded (another
+// process's, a longer limit) is kept, with its reason and kind; failures
+// counts one more global failure in a row.
 func writeHold(ctx context.Context, db *storage.DB, k holdKey, f failure, at time.Time) error {
-	if f.hold == holdNone || f.until.IsZero() {
+	if f.kind == "" || f.until.IsZero() {
 		return nil
 	}
 	cred := k.credential
-	if f.hold == holdHost {
+	if holdScopeHost(f.kind) {
 		cred = ""
 	}
 	ctx = context.WithoutCancel(ctx) // recorded even when the pass is being cancelled
 	return db.Tx(ctx, func(tx *sql.Tx) error {
-		var until, reason string
+		var until, reason, kind string
 		var failures int
-		err := tx.QueryRowContext(ctx, `SELECT until, failures, reason FROM github_holds WHERE api = ? AND credential = ?`, k.api, cred).Scan(&until, &failures, &reason)
+		err := tx.QueryRowContext(ctx, `SELECT until, failures, reason, kind FROM github_holds WHERE api = ? AND credential = ?`, k.api, cred).Scan(&until, &failures, &reason, &kind)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("github hold: %w", err)
 		}
 		next := f.until
 		if t := storage.ParseTime(until); until != "" && t.After(next) {
-			next = t // a longer wait stands, with its reason
+			next = t // a longer wait stands, with its reason and kind
+			kind = storedKind(cred, kind, reason)
 		} else {
-			reason = f.msg
+			reason, kind = f.msg, f.kind
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO github_holds (api, credential, until, failures, reason, at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (api, credential) DO UPDATE SET until = excluded.until, failures = excluded.failures, reason = excluded.reason, at = excluded.at`,
-			k.api, cred, ts(next), failures+1, reason, ts(at))
+		_, err = tx.ExecContext(ctx, `INSERT INTO github_holds (api, credential, until, failures, reason, at, kind) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (api, credential) DO UPDATE SET until = excluded.until, failures = excluded.failures, reason = excluded.reason, at = excluded.at, kind = excluded.kind`,
+			k.api, cred, ts(next), failures+1, reason, ts(at), kind)
 		if err != nil {
 			return fmt.Errorf("github hold: %w", err)
 		}
@@ -212,7 +226,9 @@ type Hold struct {
 	// on API) or "credential" (a rate limit of Credential on API).
 	Scope string `json:"scope"`
 	// Kind is what the wait is for (HoldRateLimit: GitHub asked to wait;
-	// HoldOutage: GitHub failing; HoldUnreachable: GitHub not reached).
+	// HoldOutage: GitHub failing; HoldUnreachable: no answer from GitHub,
+	// none at all or another server's in its place), as recorded with it
+	// (storedKind).
 	Kind       string    `json:"kind"`
 	Credential string    `json:"credential,omitempty"` // who called, never a secret; '' for a host hold
 	Until      time.Time `json:"until"`
@@ -235,7 +251,7 @@ type querier interface {
 }
 
 func listHolds(ctx context.Context, q querier) ([]Hold, error) {
-	rows, err := q.QueryContext(ctx, `SELECT api, credential, until, reason, failures, at FROM github_holds ORDER BY until DESC, api, credential`)
+	rows, err := q.QueryContext(ctx, `SELECT api, credential, until, reason, failures, at, kind FROM github_holds ORDER BY until DESC, api, credential`)
 	if err != nil {
 		return nil, fmt.Errorf("github holds: %w", err)
 	}
@@ -243,8 +259,8 @@ func listHolds(ctx context.Context, q querier) ([]Hold, error) {
 	out := []Hold{}
 	for rows.Next() {
 		var h Hold
-		var until, at string
-		if err := rows.Scan(&h.API, &h.Credential, &until, &h.Reason, &h.Failures, &at); err != nil {
+		var until, at, kind string
+		if err := rows.Scan(&h.API, &h.Credential, &until, &h.Reason, &h.Failures, &at, &kind); err != nil {
 			return nil, fmt.Errorf("github holds: %w", err)
 		}
 		h.Until, h.At = storage.ParseTime(until), storage.ParseTime(at)
@@ -252,7 +268,7 @@ func listHolds(ctx context.Context, q querier) ([]Hold, error) {
 		if h.Credential == "" {
 			h.Scope = "host"
 		}
-		h.Kind = holdKind(h.Credential, h.Reason)
+		h.Kind = storedKind(h.Credential, kind, h.Reason)
 		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {

@@ -54,10 +54,10 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 	// its revert), else the event's.
 	rows, err := db.SQL().QueryContext(ctx, `SELECT o.id, o.event_id, e.fingerprint, COALESCE(ut.name, t.name), e.kind, o.update_id, COALESCE(u.run_id, 0), COALESCE(u.change, ''),
 		o.action, e.issue_number, e.issue_url, o.created_at, o.attempts, o.last_error, o.next_attempt_at,
-		COALESCE((SELECT MIN(s.id) FROM outbox s WHERE s.event_id = o.event_id AND s.action = ? AND s.sent_at != '' AND s.last_error = ?), 0)
+		COALESCE((SELECT MIN(s.id) FROM outbox s WHERE s.event_id = o.event_id AND s.action = ? AND s.sent_at != '' AND s.last_error IN (?, ?)), 0)
 		FROM outbox o JOIN events e ON e.id = o.event_id JOIN targets t ON t.id = e.target_id LEFT JOIN event_updates u ON u.id = o.update_id
 		LEFT JOIN targets ut ON ut.id = u.target_id AND u.target_id != 0
-		WHERE o.sent_at = '' ORDER BY o.id`, ActionOpen, SkipNote)
+		WHERE o.sent_at = '' ORDER BY o.id`, ActionOpen, SkipNote, skipNoteClaimed)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
@@ -130,10 +130,16 @@ func Pending(ctx context.Context, db *storage.DB) ([]PendingRow, error) {
 	return out, rows.Err()
 }
 
-// beforeClaim says what a claimed row recorded before its claim: le, its
-// last_error, an earlier attempt's error or a pass's note.
+// beforeClaim says what a claimed row recorded besides its claim: le, its
+// last_error, an earlier attempt's error or a pass's note. UnskipNote is
+// said as it is: the skip may have been undone before the claim or, for
+// a row skipped and unskipped while a delivery had it (Unskip keeps the
+// claim), after it.
 func beforeClaim(le string) string {
-	if strings.HasPrefix(le, "not attempted: ") || strings.HasPrefix(le, envNotePrefix) || le == UnskipNote {
+	switch {
+	case le == UnskipNote:
+		return le
+	case strings.HasPrefix(le, "not attempted: ") || strings.HasPrefix(le, envNotePrefix):
 		return "noted before the claim: " + le
 	}
 	return "its previous attempt failed: " + le
@@ -379,8 +385,22 @@ func unfiled(ctx context.Context, q interface {
 	return ids, rows.Err()
 }
 
-// SkipNote is what a skipped row records as its last error.
+// SkipNote is what a skipped row records as its last error; after
+// claimMark when a delivery had the row claimed as it was skipped
+// (skipNoteClaimed).
 const SkipNote = "skipped by the operator (driftprobe outbox --skip): never delivered"
+
+// skipNoteClaimed is the last error of a row skipped while a delivery had
+// it claimed (Skip): SkipNote, the claim's mark kept before it, so that
+// Unskip gives the row back under that claim, marked as claimed (Pending,
+// noteAll) and not as waiting on a note. Every reader that asks whether a
+// row was skipped by the operator takes either (isSkipNote, and the SQL
+// "last_error IN (SkipNote, skipNoteClaimed)").
+const skipNoteClaimed = claimMark + SkipNote
+
+// isSkipNote reports whether le, a done row's last_error, says the
+// operator skipped it (outbox --skip), claimed then or not.
+func isSkipNote(le string) bool { return le == SkipNote || le == skipNoteClaimed }
 
 // Skip gives up pending outbox rows ids: each is recorded done (sent_at
 // set, last_error SkipNote) without being sent, so the later rows of its
@@ -391,16 +411,34 @@ const SkipNote = "skipped by the operator (driftprobe outbox --skip): never deli
 // of the event exists (mapped, or found by its marker), which they update
 // as usual. A row being
 // delivered by another pass at that moment may still reach GitHub; its
-// outcome is then not recorded over the skip. It returns the rows
-// skipped; ids that are not pending (unknown or delivered) are not.
-// Unskip undoes it.
+// outcome is then not recorded over the skip (every outcome a pass writes
+// requires the row pending). Such a row, claimed as Pending reads it (its
+// last_error marked with claimMark, or empty with its next attempt
+// ahead: the claim's end), records skipNoteClaimed, the claim's mark kept,
+// so that Unskip gives the claim back whole; its next attempt time stays,
+// as every row's does. It returns the rows skipped; ids that are not
+// pending (unknown or delivered) are not. Unskip undoes it.
 func Skip(ctx context.Context, db *storage.DB, ids []int64) ([]int64, error) {
 	var done []int64
 	err := db.Tx(ctx, func(tx *sql.Tx) error {
 		done = nil
-		now := ts(db.Now())
+		now := db.Now()
 		for _, id := range ids {
-			res, err := tx.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, last_error = ? WHERE id = ? AND sent_at = ''`, now, SkipNote, id)
+			// Read and written in this (immediate, write-locked)
+			// transaction: no delivery claims or records the row between.
+			var le, next string
+			err := tx.QueryRowContext(ctx, `SELECT last_error, next_attempt_at FROM outbox WHERE id = ? AND sent_at = ''`, id).Scan(&le, &next)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			note := SkipNote
+			if _, marked := unmarked(le); marked || (le == "" && next != "" && storage.ParseTime(next).After(now)) {
+				note = skipNoteClaimed
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE outbox SET sent_at = ?, last_error = ? WHERE id = ? AND sent_at = ''`, ts(now), note, id)
 			if err != nil {
 				return err
 			}
@@ -429,6 +467,11 @@ type Unskipped struct {
 	// skipped because this open row was skipped (skippedIssueNote), made
 	// pending again with it: the event's issue is opened and they follow.
 	Later []int64 `json:"later,omitempty"`
+	// ClaimedUntil is set when the row was skipped while a delivery had
+	// it claimed and that claim still runs: the row is pending again
+	// under it (being delivered by that delivery, whose outcome is
+	// recorded on it), and no other delivery takes it before then.
+	ClaimedUntil *time.Time `json:"claimed_until,omitempty"`
 }
 
 // NotUnskipped is an id Unskip left as it was, and why.
@@ -438,12 +481,16 @@ type NotUnskipped struct {
 }
 
 // Unskip undoes Skip (outbox --unskip): each row of ids recorded skipped
-// by the operator (sent_at set, last_error SkipNote) is pending again
-// (sent_at cleared, last_error UnskipNote), with the attempts and the
-// next attempt time it had when it was skipped (Skip leaves them, and no
-// delivery writes to a row once it is done): a row skipped while a pass
-// had it claimed keeps that claim, so the pass's outcome is recorded as
-// for any claimed row and no other pass sends it meanwhile; a row skipped
+// by the operator (sent_at set, last_error SkipNote or skipNoteClaimed)
+// is pending again (sent_at cleared, last_error UnskipNote), with the
+// attempts and the next attempt time it had when it was skipped (Skip
+// leaves them, and no delivery writes to a row once it is done): a row
+// skipped while a pass had it claimed keeps that claim, its mark included
+// (last_error claimMark before UnskipNote, as claim writes it), so the
+// pass's outcome is recorded as for any claimed row, no other pass sends
+// it meanwhile, it is listed as being delivered (Pending: Claimed), and
+// no other pass's note of a GitHub wait moves its claim's end (noteAll
+// leaves a claimed row alone); a row skipped
 // while it waited on its own failure waits as it did; any other is due at
 // once. For an event's open row, the event's later rows that delivery
 // recorded skipped because that open row was (skippedIssueNote naming it)
@@ -477,13 +524,13 @@ func Unskip(ctx context.Context, db *storage.DB, ids []int64) (done []Unskipped,
 			}
 		}
 		type outboxRow struct {
-			event            int64
-			action, sent, le string
-			found            bool
+			event                  int64
+			action, sent, le, next string
+			found                  bool
 		}
 		read := func(id int64) (outboxRow, error) {
 			var r outboxRow
-			err := tx.QueryRowContext(ctx, `SELECT event_id, action, sent_at, last_error FROM outbox WHERE id = ?`, id).Scan(&r.event, &r.action, &r.sent, &r.le)
+			err := tx.QueryRowContext(ctx, `SELECT event_id, action, sent_at, last_error, next_attempt_at FROM outbox WHERE id = ?`, id).Scan(&r.event, &r.action, &r.sent, &r.le, &r.next)
 			if errors.Is(err, sql.ErrNoRows) {
 				return r, nil
 			}
@@ -491,9 +538,15 @@ func Unskip(ctx context.Context, db *storage.DB, ids []int64) (done []Unskipped,
 			return r, err
 		}
 		// restore makes row id, read done with note as its last error in
-		// this (write-locked) transaction, pending again.
+		// this (write-locked) transaction, pending again: UnskipNote, after
+		// the claim's mark when it was skipped under a claim
+		// (skipNoteClaimed), which it keeps.
 		restore := func(id int64, note string) error {
-			res, err := tx.ExecContext(ctx, `UPDATE outbox SET sent_at = '', last_error = ? WHERE id = ? AND sent_at != '' AND last_error = ?`, UnskipNote, id, note)
+			back := UnskipNote
+			if _, marked := unmarked(note); marked {
+				back = claimMark + UnskipNote
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE outbox SET sent_at = '', last_error = ? WHERE id = ? AND sent_at != '' AND last_error = ?`, back, id, note)
 			if err != nil {
 				return err
 			}
@@ -511,15 +564,18 @@ func Unskip(ctx context.Context, db *storage.DB, ids []int64) (done []Unskipped,
 			if err != nil {
 				return err
 			}
-			if !r.found || r.sent == "" || r.le != SkipNote {
+			if !r.found || r.sent == "" || !isSkipNote(r.le) {
 				rest = append(rest, id)
 				continue
 			}
-			if err := restore(id, SkipNote); err != nil {
+			if err := restore(id, r.le); err != nil {
 				return err
 			}
 			back[id] = true
 			u := Unskipped{ID: id, EventID: r.event, Action: r.action}
+			if t := storage.ParseTime(r.next); r.le == skipNoteClaimed && r.next != "" && t.After(db.Now()) {
+				u.ClaimedUntil = &t
+			}
 			if r.action == ActionOpen {
 				later, err := laterSkipped(ctx, tx, r.event, id)
 				if err != nil {
@@ -566,7 +622,7 @@ func Unskip(ctx context.Context, db *storage.DB, ids []int64) (done []Unskipped,
 			if err := tx.QueryRowContext(ctx, `SELECT sent_at, last_error FROM outbox WHERE id = ?`, open).Scan(&openSent, &openErr); err != nil {
 				return err
 			}
-			if openSent != "" && openErr == SkipNote {
+			if openSent != "" && isSkipNote(openErr) {
 				not = append(not, NotUnskipped{id, fmt.Sprintf("recorded skipped because its event's open row %d was skipped (no issue of the event): unskip row %d, which makes this row pending again with it", open, open)})
 				continue
 			}

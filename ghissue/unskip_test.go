@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/ghissue"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // eventRows returns the outbox rows of event, in order: its open row and
@@ -496,3 +497,119 @@ func readBody(r *http.Request) string {
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return string(b)
 }
+
+// TestUnskipOfAClaimedRowKeepsTheClaimMark: process A's create of event
+// 1's issue is in flight when the operator, with a store of its own on
+// the same database (process B), skips event 1's open row and undoes the
+// skip. The row is pending again under A's claim, marked as claimed: B's
+// listing says it is being delivered (Claimed, its last_error the unskip
+// note), not waiting on that note; and a pass of B that meets a rate
+// limit lasting past A's claim, which moves every row waiting for less
+// to the limit's end, leaves the claimed row alone, so A's delivery is
+// recorded under its own claim (no "lost" outcome, no second issue).
+func TestUnskipOfAClaimedRowKeepsTheClaimMark(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	open, _ := eventRows(t, s, 1)
+	b, err := storage.Open(ctx, s.cfg.Database) // the operator's process
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.SetClock(c.Now)
+
+	var claim string
+	var resB *ghissue.Result
+	hook := &hookTransport{inner: http.DefaultTransport, before: func(r *http.Request) error {
+		if resB != nil || !isCreate(r) || !strings.Contains(readBody(r), ghissue.EventMarker(events(t, s)[0].Fingerprint)) {
+			return nil
+		}
+		claim = readRow(t, s, open).next
+		if claim == "" {
+			t.Fatal("event 1's open row is not claimed while its create is in flight")
+		}
+		if done, err := ghissue.Skip(ctx, b, []int64{open}); err != nil || len(done) != 1 {
+			t.Errorf("skip: %v %v", done, err)
+		}
+		done, not, err := ghissue.Unskip(ctx, b, []int64{open})
+		if err != nil || len(done) != 1 || len(not) != 0 || done[0].ClaimedUntil == nil || ts(*done[0].ClaimedUntil) != claim {
+			t.Errorf("unskip: done %+v, not %+v, %v; want the row back under A's claim until %s", done, not, err, claim)
+		}
+		if r := readRow(t, s, open); r.next != claim || r.lastError != "[being delivered] "+ghissue.UnskipNote || r.sentAt != "" {
+			t.Errorf("row %d after --skip and --unskip: %+v; want it pending under A's claim, marked", open, r)
+		}
+		p, err := ghissue.Pending(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) == 0 || p[0].ID != open || !p[0].Claimed || p[0].LastError != ghissue.UnskipNote ||
+			!strings.HasPrefix(p[0].Reason, "being delivered (claimed until ") || strings.Contains(p[0].Reason, "waiting") {
+			t.Errorf("B's listing of row %d while A delivers it: %+v; want it claimed, being delivered", open, p)
+		}
+		// B delivers too, and meets a primary rate limit that ends after
+		// A's claim: every row waiting for less moves to its end, but not
+		// a row another delivery has claimed.
+		limit := primaryRateLimit(c.Now().Add(30 * time.Minute))
+		limit.match = isCreate // B's: A's create is not at the server yet
+		f.addFault(limit)
+		if resB, err = ghissue.Deliver(ctx, b, s.cfg, ghissue.Options{Now: c.Now, Getenv: env}); err != nil {
+			t.Errorf("B's pass: %v", err)
+		} else if resB.Failed != 1 || resB.Sent != 0 {
+			t.Errorf("B's pass: %+v; want its create refused by the rate limit", resB)
+		}
+		if r := readRow(t, s, open); r.next != claim {
+			t.Errorf("row %d after B's rate limit: next attempt %s, want A's claim %s kept", open, r.next, claim)
+		}
+		return nil
+	}}
+	resA := deliver(t, s, c, ghissue.Options{HTTPClient: &http.Client{Transport: hook}})
+	if resB == nil {
+		t.Fatal("A never created event 1's issue")
+	}
+	if resA.Lost != 0 || resA.Sent < 1 {
+		t.Errorf("A's pass: %+v; want its delivery of row %d recorded under its own claim, nothing lost", resA, open)
+	}
+	if r := readRow(t, s, open); r.sentAt == "" || r.attempts != 1 || r.lastError != "" {
+		t.Errorf("row %d after A's pass: %+v, want it delivered", open, r)
+	}
+	if n := len(issuesWithMarker(f, events(t, s)[0])); n != 1 {
+		t.Errorf("event 1: %d issues, want 1", n)
+	}
+}
+
+// TestUnskipOfAWaitingRowIsNoClaim: a row skipped while it waited on its
+// own failure (no delivery had it) comes back waiting as it did, not as
+// claimed: only a claim's mark survives the skip.
+func TestUnskipOfAWaitingRowIsNoClaim(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	s.st.SetClock(c.Now)
+	open, _ := eventRows(t, s, 1)
+	next := ts(c.Now().Add(5 * time.Minute))
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET attempts = 1, last_error = 'GitHub refused the request (422 Validation Failed [])', next_attempt_at = ? WHERE id = ?`, next, open); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := ghissue.Skip(ctx, s.st, []int64{open}); err != nil || len(done) != 1 {
+		t.Fatalf("skip: %v %v", done, err)
+	}
+	if r := readRow(t, s, open); r.lastError != ghissue.SkipNote {
+		t.Errorf("skipped row: %+v, want last_error %q", r, ghissue.SkipNote)
+	}
+	done, _, err := ghissue.Unskip(ctx, s.st, []int64{open})
+	if err != nil || len(done) != 1 || done[0].ClaimedUntil != nil {
+		t.Fatalf("unskip: %+v %v; want it back, not claimed", done, err)
+	}
+	if r := readRow(t, s, open); r.lastError != ghissue.UnskipNote || r.next != next || r.attempts != 1 {
+		t.Errorf("row %d after --unskip: %+v", open, r)
+	}
+	if p := pending(t, s); len(p) == 0 || p[0].ID != open || p[0].Claimed || !strings.HasPrefix(p[0].Reason, "waiting until ") {
+		t.Errorf("pending after --unskip: %+v; want row %d waiting, not claimed", p, open)
+	}
+}
+
+// ts formats t as the outbox stores times.
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -587,7 +587,7 @@ var typedTables = []typedTable{
 	{"run_lock", nil, []column{{"holder", colText}, {"host", colText}, {"pid", colInt}, {"command", colText}, {"acquired_at", colText}, {"expires_at", colText}}},
 	{"pruned_kept", nil, []column{{"run_id", colInt}}},
 	{"attribution_reports", nil, []column{{"run_id", colInt}, {"created_at", colText}, {"report", colTextOrNull}, {"error", colText}}},
-	{"github_holds", []string{"api", "credential"}, []column{{"api", colText}, {"credential", colText}, {"until", colText}, {"failures", colInt}, {"reason", colText}, {"at", colText}}},
+	{"github_holds", []string{"api", "credential"}, []column{{"api", colText}, {"credential", colText}, {"until", colText}, {"failures", colInt}, {"reason", colText}, {"at", colText}, {"kind", colText}}},
 	{"origin_scope_unnamed", []string{"target_id"}, []column{{"target_id", colInt}}},
 }
 

@@ -72,7 +72,7 @@ func TestAdoptedTargetEvidenceAfterUpgrade(t *testing.T) {
 	for _, q := range []string{
 		`UPDATE probe_states SET origin = '` + host + `'`,
 		`UPDATE run_targets SET origin = '` + host + `'`,
-		`DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`,
+		`DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `ALTER TABLE github_holds DROP COLUMN kind`,
 		`PRAGMA user_version = 21`,
 	} {
 		if _, err := sdb.Exec(q); err != nil {

@@ -160,7 +160,7 @@ func TestUpgradeAdoptsTheUnnamedAccountOrigin(t *testing.T) {
 		`UPDATE probe_states SET origin = '` + host + `'`,
 		`UPDATE run_targets SET origin = '` + host + `'`,
 		`UPDATE event_probes SET origin = '` + host + `'`,
-		`DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`,
+		`DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `ALTER TABLE github_holds DROP COLUMN kind`,
 		`PRAGMA user_version = 21`,
 	} {
 		if _, err := sdb.Exec(q); err != nil {
@@ -209,7 +209,7 @@ func TestUpgradeAdoptionIsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `PRAGMA user_version = 21`} {
+	for _, q := range []string{`DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `ALTER TABLE github_holds DROP COLUMN kind`, `PRAGMA user_version = 21`} {
 		if _, err := sdb.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

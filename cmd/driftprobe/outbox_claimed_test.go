@@ -34,6 +34,7 @@ func TestOutboxListsAClaimedRowAsBeingDelivered(t *testing.T) {
 			<-release
 		})
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-GitHub-Request-Id", "0D3A:1BCC6E:B442C:C99F5:6650A1B2") // GitHub's own 503
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte(`{"message":"Server Error"}`))
 	}))

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +101,74 @@ func TestOutboxClearHolds(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &sent); code != 3 || err != nil || len(sent.Holds) != 1 || sent.Holds[0].Scope != "host" ||
 		sent.Holds[0].Until.After(time.Now().Add(time.Hour)) || !strings.Contains(sent.Holds[0].Reason, "GitHub unreachable") || len(sent.Pending) == 0 {
 		t.Errorf("--send --json after --clear-holds: exit %d, %v\n%s%s", code, err, stdout, stderr)
+	}
+}
+
+// On-call: a 502 Bad Gateway from a proxy or load balancer in front of
+// GitHub (its own HTML page, none of GitHub's headers: no
+// X-GitHub-Request-Id) is no GitHub outage: `outbox --send` and the
+// listing's waits say that no answer came from GitHub, what answered, its
+// status, and that waiting does not fix the path to GitHub; the wait is
+// the host's, kind unreachable in --json. The same 502 with GitHub's
+// request id is GitHub's outage.
+func TestOutboxProxyErrorIsNoGitHubOutage(t *testing.T) {
+	for _, tc := range []struct {
+		name, requestID, kind string
+		want                  []string
+	}{
+		{"proxy", "", "unreachable", []string{"no answer from GitHub: 127.0.0.1:", " answered 502 Bad Gateway without GitHub's request id (a proxy or load balancer on the way?)",
+			"driftprobe backs off after GitHub could not be reached", "(unreachable: no answer from GitHub)", "waiting does not fix a wrong github.base_url or blocked egress"}},
+		{"GitHub", "0D3A:1BCC6E:B442C:C99F5:6650A1B2", "outage", []string{"GitHub unavailable (502 Server Error)", "driftprobe backs off from a GitHub outage", "(outage)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, db, withGH, _ := outboxConfigs(t)
+			for i := 0; i < 4; i++ {
+				runIn(t, "run", "--config", withGH, "--db", db, "--no-progress")
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.requestID == "" {
+					w.Header().Set("Content-Type", "text/html")
+					w.WriteHeader(http.StatusBadGateway)
+					w.Write([]byte("<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>\n"))
+					return
+				}
+				w.Header().Set("X-GitHub-Request-Id", tc.requestID)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadGateway)
+				w.Write([]byte(`{"message":"Server Error"}`))
+			}))
+			t.Cleanup(srv.Close)
+			fake := filepath.Join(dir, "fake.yaml")
+			targets := "targets:\n  - name: sim-a\n    provider: sim\n    model: sim-large\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.01}}]}\n"
+			if err := os.WriteFile(fake, []byte(targets+"github: {repo: o/r, base_url: \""+srv.URL+"/\"}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, code := runIn(t, "outbox", "--config", fake, "--db", db, "--clear-holds"); code != 0 {
+				t.Fatalf("--clear-holds: exit %d", code)
+			}
+			stdout, stderr, code := runIn(t, "outbox", "--config", fake, "--db", db, "--send")
+			if code != 3 {
+				t.Errorf("--send: exit %d, want 3\n%s%s", code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("--send: stdout lacks %q\n%s%s", w, stdout, stderr)
+				}
+			}
+			if tc.kind == "unreachable" && (strings.Contains(stdout, "GitHub unavailable") || strings.Contains(stdout, "outage") || strings.Contains(stdout, "<html")) {
+				t.Errorf("--send: a proxy's 502 worded as GitHub's outage, or its page quoted\n%s", stdout)
+			}
+			stdout, stderr, code = runIn(t, "outbox", "--config", fake, "--db", db, "--send", "--json")
+			var res struct {
+				Holds []struct {
+					Scope  string `json:"scope"`
+					Kind   string `json:"kind"`
+					Reason string `json:"reason"`
+				} `json:"holds"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Holds) != 1 || res.Holds[0].Kind != tc.kind || res.Holds[0].Scope != "host" {
+				t.Errorf("--send --json: exit %d, %v: want one %s hold of the host\n%s%s", code, err, tc.kind, stdout, stderr)
+			}
+		})
 	}
 }

@@ -1,11 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/driftprobe/driftprobe/ghissue"
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 // outbox --unskip undoes --skip: the row is pending again, listed with
@@ -78,5 +87,105 @@ func TestOutboxUnskip(t *testing.T) {
 	}
 	if stdout, _, _ := runIn(t, "outbox", "--help"); !strings.Contains(stdout, "--unskip") {
 		t.Errorf("outbox --help does not mention --unskip:\n%s", stdout)
+	}
+}
+
+// outbox --skip and --unskip of a row an `outbox --send` of another
+// process is delivering (its call in flight): the row is pending again
+// under that delivery's claim, and `outbox` lists it as being delivered
+// (`--json`: claimed, last_error the unskip note), never as waiting on
+// the unskip note; --unskip says the delivery still has it (exit 0). The
+// delivery's outcome (GitHub's 503) is then recorded on the row as for
+// any claimed row: --send exits 3 for its failed row.
+func TestOutboxUnskipOfARowBeingDelivered(t *testing.T) {
+	dir, db, withGH, _ := outboxConfigs(t)
+	for i := 0; i < 4; i++ {
+		runIn(t, "run", "--config", withGH, "--db", db, "--no-progress")
+	}
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() {
+			close(inFlight)
+			<-release
+		})
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-GitHub-Request-Id", "0D3A:1BCC6E:B442C:C99F5:6650A1B2")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"message":"Server Error"}`))
+	}))
+	t.Cleanup(srv.Close)
+	var released sync.Once
+	unblock := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before srv.Close: a hung handler would block it
+	fake := filepath.Join(dir, "fake.yaml")
+	targets := "targets:\n  - name: sim-a\n    provider: sim\n    model: sim-large\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.01}}]}\n"
+	if err := os.WriteFile(fake, []byte(targets+"github: {repo: o/r, base_url: \""+srv.URL+"/\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.SQL().ExecContext(ctx, `UPDATE outbox SET next_attempt_at = '' WHERE id = 1`) // due
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type sendOut struct {
+		stdout, stderr string
+		code           int
+	}
+	done := make(chan sendOut, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		code := Run(ctx, []string{"outbox", "--config", fake, "--db", db, "--send"}, &out, &errb)
+		done <- sendOut{out.String(), errb.String(), code}
+	}()
+	select {
+	case <-inFlight:
+	case s := <-done:
+		t.Fatalf("outbox --send ended without calling GitHub: exit %d\n%s%s", s.code, s.stdout, s.stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("outbox --send never called GitHub")
+	}
+
+	if _, stderr, code := runIn(t, "outbox", "--config", fake, "--db", db, "--skip", "1"); code != 0 {
+		t.Fatalf("--skip 1 while it is being delivered: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code := runIn(t, "outbox", "--config", fake, "--db", db, "--unskip", "1")
+	if code != 0 || !strings.Contains(stdout, "outbox row 1 (event 1, open) is pending again: its skip is undone; still being delivered by the delivery that had it claimed when it was skipped (claimed until ") {
+		t.Errorf("--unskip 1 while it is being delivered: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "being delivered (claimed until ") || strings.Contains(stdout, "waiting until") {
+		t.Errorf("--unskip 1's listing: the row is not listed as being delivered\n%s", stdout)
+	}
+	stdout, stderr, code = runIn(t, "outbox", "--config", fake, "--db", db, "--json")
+	var rows []struct {
+		ID        int64      `json:"id"`
+		Claimed   bool       `json:"claimed"`
+		LastError string     `json:"last_error"`
+		Next      *time.Time `json:"next_attempt_at"`
+		Reason    string     `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil || code != 0 || len(rows) != 1 {
+		t.Fatalf("outbox --json after --unskip: exit %d, %v\n%s%s", code, err, stdout, stderr)
+	}
+	if r := rows[0]; !r.Claimed || r.LastError != ghissue.UnskipNote || r.Next == nil || !r.Next.After(time.Now().Add(9*time.Minute)) ||
+		r.Reason != "being delivered (claimed until "+r.Next.UTC().Format(time.RFC3339Nano)+"; "+ghissue.UnskipNote+")" {
+		t.Errorf("outbox --json after --unskip of the row being delivered: %+v; want it claimed (for 10 minutes), the unskip note its last_error", r)
+	}
+
+	unblock()
+	s := <-done
+	if s.code != 3 || !strings.Contains(s.stderr, "1 row(s) failed") || strings.Contains(s.stdout, "left to another process") {
+		t.Errorf("outbox --send (GitHub answered 503): exit %d, want its failure recorded\n%s%s", s.code, s.stdout, s.stderr)
+	}
+	stdout, _, _ = runIn(t, "outbox", "--config", fake, "--db", db, "--json")
+	rows = nil
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil || len(rows) != 1 || rows[0].Claimed || !strings.HasPrefix(rows[0].LastError, "GitHub unavailable (503") {
+		t.Errorf("after the failed attempt: %v\n%s", err, stdout)
 	}
 }

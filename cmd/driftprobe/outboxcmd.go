@@ -76,9 +76,11 @@ limit, outage, GitHub unreachable) defers every row, and a rate limit, an
 outage or an unreachable GitHub records a wait (at most an hour from the
 failure, whatever GitHub stated) during which nothing is sent; the listing
 shows the waits in force and what each is: GitHub asked driftprobe to wait
-(a rate limit), or driftprobe backs off from GitHub failing (an outage) or
-not reached at all (unreachable: no HTTP answer; waiting does not fix a
-wrong github.base_url or blocked egress).
+(a rate limit), or driftprobe backs off from GitHub failing (an outage: a
+5xx GitHub answered, or no answer in time on a connection it took) or not
+reached at all (unreachable: no answer from GitHub, either no HTTP answer
+or a 5xx without GitHub's request id, which a proxy or load balancer on the
+way sent; waiting does not fix a wrong github.base_url or blocked egress).
 
 The token comes from the environment variable named by github.token_env
 (default GITHUB_TOKEN), or a GitHub App installation authenticates
@@ -183,6 +185,12 @@ variable named by github.private_key_env).`,
 					fmt.Fprintf(w, "outbox row %d (event %d, %s) is pending again: its skip is undone", u.ID, u.EventID, u.Action)
 					if len(u.Later) > 0 {
 						fmt.Fprintf(w, ", with the event's later row(s) %s, recorded skipped because it was", idList(u.Later))
+					}
+					if u.ClaimedUntil != nil {
+						// Skipped while a delivery had it: that delivery
+						// still has it, and its outcome is recorded.
+						fmt.Fprintf(w, "; still being delivered by the delivery that had it claimed when it was skipped (claimed until %s)\n", u.ClaimedUntil.UTC().Format(time.RFC3339))
+						continue
 					}
 					fmt.Fprintln(w, "; delivered in turn (after the next run, or now with --send)")
 				}
@@ -503,7 +511,7 @@ func holdLine(h ghissue.Hold, now time.Time) string {
 	case ghissue.HoldRateLimit:
 		scope = h.Credential + " on " + h.API + " (rate limit)"
 	case ghissue.HoldUnreachable:
-		scope = "every credential on " + h.API + " (unreachable: no HTTP answer came"
+		scope = "every credential on " + h.API + " (unreachable: no answer from GitHub"
 		if !strings.Contains(h.Reason, ghissue.UnreachableHint) {
 			scope += "; " + ghissue.UnreachableHint // recorded by an older driftprobe
 		}
