@@ -34,7 +34,7 @@ func qaSemEnv(t *testing.T, targets string) *testenv.Env {
 	return testenv.New(t, "corpus: "+dir+"\ntargets:\n"+targets)
 }
 
-// README "How it decides": "Within a run every target's flips back are
+// docs/DETECTION.md ("How it decides"): "Within a run every target's flips back are
 // applied first, then flips extending each target's own event, then joins
 // and new events, so the events do not depend on the targets' names."
 // (ARCHITECTURE rule 6: "so results do not depend on target names").
@@ -75,7 +75,7 @@ func TestQAProviderWideGroupingDependsOnTargetNames(t *testing.T) {
 	}
 }
 
-// README "How it decides": "Candidates that go back and disagreeing
+// docs/DETECTION.md ("How it decides"): "Candidates that go back and disagreeing
 // samples count toward nondeterminism" and "A candidate replaced by a new
 // verdict without going back to the baseline ... is no revert"; DESIGN:
 // "A probe whose verdict changes back and forth on identical bytes is

@@ -1,7 +1,7 @@
 package diff_test
 
 // Review of the provider-wide grouping (groupProviderWide) and the
-// establishing rule of f535985. Each test names the sentence of README.md
+// establishing rule of f535985. Each test names the sentence of docs/DETECTION.md
 // ("How it decides") or docs/ARCHITECTURE.md it checks.
 
 import (

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// README CLI reference: `serve [--listen 127.0.0.1:9464]`: the daemon's
+// docs/CLI.md: `serve [--listen 127.0.0.1:9464]`: the daemon's
 // endpoints default to loopback, and empty values of the other path and
 // address flags are refused as usage errors (`--config ""`, `--db ""`:
 // exit 2, "give a file, or leave the flag out for the default"). An empty

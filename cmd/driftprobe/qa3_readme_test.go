@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// README (CLI reference, db check): "exit 2 for an empty file, another
+// docs/CLI.md (db check): "exit 2 for an empty file, another
 // program's database". A file that is not SQLite at all is refused by
 // every other command as "not a driftprobe database (not an SQLite
 // database: another program's file, or a damaged one — driftprobe db

@@ -730,7 +730,7 @@ func MaxExtraSamples(cfg *config.Config, tc *config.Target) int {
 	return max(tc.ConfirmSamples, cfg.Detection.ScreenSamples, 0)
 }
 
-// JSON shapes of `run --json` (the output contract in README.md).
+// JSON shapes of `run --json` (the output contract in docs/CLI.md).
 type (
 	RunJSON struct {
 		RunID         int64         `json:"run_id"`

@@ -10,8 +10,8 @@ import (
 	"github.com/driftprobe/driftprobe/probes/probestest"
 )
 
-// OpenRouter (a gateway this adapter explicitly supports: README §
-// Providers, openai_compatible) answers HTTP 200 once generation started
+// OpenRouter (a gateway this adapter explicitly supports: docs/PROVIDERS.md,
+// openai_compatible) answers HTTP 200 once generation started
 // and reports a failure during generation in the body: the choice's
 // normalized finish_reason is "error" ("error if the model finishes the
 // request with an error") and the choice carries error: ErrorResponse
