@@ -202,7 +202,11 @@ func validIDs(states map[string]*state) bool {
 // driftModel, a format 4 blob is read as b33ff0d wrote it (see there).
 func decodeStatesVariant(b []byte, absent, driftModel bool) (map[string]*state, error) {
 	if len(b) == 0 {
-		return map[string]*state{}, nil
+		// encodeStates always writes the format byte, even for no probes,
+		// and a target without a state has no row at all: an empty (or
+		// NULL) blob is damage, never "no state", which would restart
+		// every baseline silently, with no input change recorded.
+		return nil, fmt.Errorf("%w: empty", errCorruptState)
 	}
 	format := b[0]
 	if format < 2 || format > stateFormat {
