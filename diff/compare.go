@@ -1147,8 +1147,14 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 			return nil, fmt.Errorf("run %d: target %s: %w", id, target, err)
 		}
 		tstatus[id], origin[id] = ts, org
-		if r.Pruned == storage.PrunedObservations {
-			return nil, fmt.Errorf("run %d: retention deleted its observations (only those events and detection pin are left), so a diff would miss what changed; events and evidence keep the flips", id)
+		// Per target: a target retention kept whole keeps every row even
+		// in a run marked pruned to observations.
+		deleted, err := db.TargetRowsPruned(ctx, id, t.ID)
+		if err != nil {
+			return nil, fmt.Errorf("run %d: target %s: %w", id, target, err)
+		}
+		if deleted {
+			return nil, fmt.Errorf("run %d: retention deleted its observations of target %s (only those events and detection pin are left), so a diff would miss what changed; events and evidence keep the flips", id, target)
 		}
 	}
 	a, err := db.Observations(ctx, from, t.ID)

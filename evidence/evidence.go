@@ -461,7 +461,8 @@ func (b *builder) pick(ep diff.EventProbe, name string, cited int64, claim diff.
 
 // find returns the latest stored answer of ep's request bytes on its target
 // in runs lo..ep.ConfirmedRun that carries verdict v (side.out nil: none),
-// and whether retention deleted observations of any of those runs.
+// and whether retention deleted observations of the target in any of those
+// runs (storage.TargetRowsPruned).
 func (b *builder) find(ep diff.EventProbe, v diff.Verdict) (s side, lo int64, pruned bool, err error) {
 	lo = max(1, ep.ConfirmedRun-searchRuns)
 	tid, ok, err := b.targetID(ep.Target)
@@ -511,11 +512,33 @@ func (b *builder) find(ep diff.EventProbe, v diff.Verdict) (s side, lo int64, pr
 		s.out.VerdictMatches = &match
 		return s, lo, false, nil
 	}
-	var n int
-	if err := b.db.SQL().QueryRowContext(b.ctx, `SELECT COUNT(*) FROM runs WHERE id BETWEEN ? AND ? AND pruned = 'observations'`, lo, ep.ConfirmedRun).Scan(&n); err != nil {
+	// Per target: in a run marked pruned to observations, a target
+	// retention kept whole (its detection state did not decode) kept every
+	// row, so the answer's absence there is not retention's doing.
+	marked, err := b.db.SQL().QueryContext(b.ctx, `SELECT id FROM runs WHERE id BETWEEN ? AND ? AND pruned = ?`, lo, ep.ConfirmedRun, storage.PrunedObservations)
+	if err != nil {
 		return side{}, lo, false, err
 	}
-	return side{}, lo, n > 0, nil
+	var runs []int64
+	for marked.Next() {
+		var id int64
+		if err := marked.Scan(&id); err != nil {
+			marked.Close()
+			return side{}, lo, false, err
+		}
+		runs = append(runs, id)
+	}
+	marked.Close()
+	if err := marked.Err(); err != nil {
+		return side{}, lo, false, err
+	}
+	for _, run := range runs {
+		deleted, err := b.db.TargetRowsPruned(b.ctx, run, tid)
+		if err != nil || deleted {
+			return side{}, lo, deleted, err
+		}
+	}
+	return side{}, lo, false, nil
 }
 
 func request(o *storage.Observation, body []byte) Request {

@@ -87,6 +87,53 @@ const (
 	PrunedObservations = prunedObservations
 )
 
+// TargetRowsPruned reports whether retention deleted any observation of
+// target in run: the run is marked pruned to PrunedObservations and the
+// target's rows of it are not all still there. A run marked so keeps only
+// what was pinned, and every row of a target kept whole
+// (PruneOptions.KeepTargets); for such a target it reads false until a
+// later prune deletes its rows. A run never pruned, or pruned to
+// PrunedBodies only, reads false (its rows are all there; whether their
+// bodies are is Observation.BodiesPruned).
+//
+// "All still there" is judged against what the run recorded for the
+// target in run_targets: as many first answers (sample 0) as its
+// observations, and the attempts of all its rows (extra samples, each
+// sent at least once, included) adding up to its requests. A run with no
+// run_targets row for the target (its process died before recording them)
+// has nothing to judge against and reads true when marked. A row not
+// counted because its run_id, target_id, sample or attempts column is
+// damaged also reads as deleted: the answer errs towards "deleted", as
+// every reader did from the run's mark alone before.
+func (d *DB) TargetRowsPruned(ctx context.Context, run, target int64) (bool, error) {
+	var level string
+	if err := d.db.QueryRowContext(ctx, `SELECT pruned FROM runs WHERE id = ?`, run).Scan(&level); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, fmt.Errorf("run %d: %w", run, ErrNotFound)
+		}
+		return false, fmt.Errorf("run %d: %w", run, err)
+	}
+	if level != prunedObservations {
+		return false, nil
+	}
+	var recorded, requests, first, attempts sql.NullInt64
+	err := d.db.QueryRowContext(ctx, `SELECT CASE WHEN typeof(rt.observations) = 'integer' THEN rt.observations END,
+		CASE WHEN typeof(rt.requests) = 'integer' THEN rt.requests END,
+		(SELECT COUNT(*) FROM observations o WHERE o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.sample = 0),
+		(SELECT COALESCE(SUM(CASE WHEN typeof(o.attempts) = 'integer' THEN o.attempts END), 0) FROM observations o WHERE o.run_id = rt.run_id AND o.target_id = rt.target_id)
+		FROM run_targets rt WHERE rt.run_id = ? AND rt.target_id = ?`, run, target).Scan(&recorded, &requests, &first, &attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("run %d, target %d: %w", run, target, err)
+	}
+	if !recorded.Valid || !requests.Valid {
+		return true, nil // a damaged run_targets row: nothing to judge against
+	}
+	return first.Int64 < recorded.Int64 || attempts.Int64 < requests.Int64, nil
+}
+
 func pruneRank(level string) int {
 	switch level {
 	case prunedBodies:

@@ -79,8 +79,13 @@ type ReplayReport struct {
 	Damaged int `json:"damaged"`
 	// RunPruned says how far retention pruned the run: "" (not), "bodies"
 	// or "observations" (only what events and detection pin is left).
-	RunPruned string       `json:"run_pruned"`
-	Diffs     []ReplayDiff `json:"diffs"`
+	RunPruned string `json:"run_pruned"`
+	// ObservationsDeleted names the targets replayed whose observations of
+	// the run retention deleted (all but what events and detection pin):
+	// in a run marked "observations", a target retention kept whole (its
+	// detection state did not decode) keeps every row and is not named.
+	ObservationsDeleted []string     `json:"observations_deleted"`
+	Diffs               []ReplayDiff `json:"diffs"`
 	// Unconfigured names the run's targets the configuration no longer has
 	// (or has with another provider): their observations are not replayed.
 	Unconfigured []string `json:"unconfigured"`
@@ -132,7 +137,7 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 	for _, t := range targets {
 		byName[t.Config.Name] = t
 	}
-	rep := &ReplayReport{RunID: runID, RunPruned: run.Pruned, Diffs: []ReplayDiff{}, Unconfigured: []string{}}
+	rep := &ReplayReport{RunID: runID, RunPruned: run.Pruned, ObservationsDeleted: []string{}, Diffs: []ReplayDiff{}, Unconfigured: []string{}}
 	found := false
 	for _, rt := range rts {
 		if only != "" && rt.Target != only {
@@ -143,6 +148,13 @@ func Replay(ctx context.Context, st *storage.DB, runID int64, targets []*runner.
 		if t == nil || t.Config.Provider != provider[rt.TargetID] {
 			rep.Unconfigured = append(rep.Unconfigured, rt.Target)
 			continue
+		}
+		deleted, err := st.TargetRowsPruned(ctx, runID, rt.TargetID)
+		if err != nil {
+			return nil, err
+		}
+		if deleted {
+			rep.ObservationsDeleted = append(rep.ObservationsDeleted, rt.Target)
 		}
 		obs, damaged, err := st.ObservationsWithDamage(ctx, runID, rt.TargetID)
 		if err != nil {
@@ -241,8 +253,8 @@ func (r *ReplayReport) String() string {
 	if r.Truncated > 0 {
 		fmt.Fprintf(&b, ", %d stored truncated to max_body_bytes (classified whole; not replayable)", r.Truncated)
 	}
-	if r.RunPruned == storage.PrunedObservations {
-		b.WriteString("; retention deleted this run's observations, except those events and detection pin")
+	if len(r.ObservationsDeleted) > 0 {
+		fmt.Fprintf(&b, "; retention deleted this run's observations of %s, except those events and detection pin", strings.Join(r.ObservationsDeleted, ", "))
 	}
 	if len(r.Unconfigured) > 0 {
 		fmt.Fprintf(&b, "; not in the config (not replayed): %s", strings.Join(r.Unconfigured, ", "))

@@ -511,7 +511,10 @@ func Vacuum(held context.Context, st *storage.DB) error {
 // state no longer matters). The caller holds the run lease. It never
 // stops the run that follows: a missed run whose detection fails (the
 // very failure that may have left it undetected) is logged and given up
-// — marked detected — so it cannot block every later run.
+// — marked detected — so it cannot block every later run. One another
+// process detected meanwhile (storage.ErrAlreadyDetected: it took the
+// lease over and detected the run first) was detected: logged at INFO,
+// never given up.
 func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, targets []*runner.Target, logger *slog.Logger) {
 	ids, err := st.UndetectedRuns(ctx)
 	if err != nil {
@@ -521,11 +524,20 @@ func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, targe
 		return
 	}
 	for _, id := range ids {
+		if beforeMissedDetection != nil {
+			beforeMissedDetection(st, id)
+		}
 		det, err := detectRun(ctx, cfg, st, id, targets)
 		switch {
 		case err == nil && logger != nil:
 			logger.Warn("a finished run was never detected (its process ended or its detection failed): detected now", "run", id, "events", len(det.EventIDs()))
 			logDetection(logger, id, det)
+		case errors.Is(err, storage.ErrAlreadyDetected):
+			// Another process (one that took the lease over meanwhile)
+			// detected it first: its flips were counted there.
+			if logger != nil {
+				logger.Info("a missed run was detected by another process (its flips are counted)", "run", id)
+			}
 		case err != nil:
 			if logger != nil {
 				logger.Error("a finished run was never detected, and detecting it now failed: given up (its flips are not counted)", "run", id, "err", err)
@@ -536,6 +548,10 @@ func detectMissed(ctx context.Context, cfg *config.Config, st *storage.DB, targe
 		}
 	}
 }
+
+// beforeMissedDetection, when set (tests), is called by detectMissed
+// before it detects each missed run.
+var beforeMissedDetection func(st *storage.DB, run int64)
 
 // logDetection logs what detection of run found that needs a person's
 // attention beyond events: likely renames, endpoint moves, input changes.
