@@ -126,7 +126,7 @@ func TestQAChangeWhileEstablishingCountsAsNoise(t *testing.T) {
 }
 
 // DESIGN "Detection semantics": "The same probes flipping on several
-// targets of one provider at once form a provider-wide event"; README: a
+// targets of one provider at once form a provider-wide event"; docs/DETECTION.md: a
 // target joins another's event "when at least half of the smaller side ...
 // are the same probes moving in the same direction", and the join's update
 // says the target "changed the same way".

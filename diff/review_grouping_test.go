@@ -109,7 +109,7 @@ func TestReviewGroupingIndependentOfNames(t *testing.T) {
 	perm(0)
 }
 
-// README: "the groups with the most such probes in common merge first ...
+// docs/DETECTION.md: "the groups with the most such probes in common merge first ...
 // (only a tie between equally good merges is broken by name, and the opener
 // of a new event among equals)"; ARCHITECTURE rule 6: "results do not
 // depend on target names (ties aside)".
@@ -137,7 +137,7 @@ func TestReviewGroupingTieFollowsInputOrder(t *testing.T) {
 	}
 }
 
-// README: a target joins "as one provider-wide change" and its update says
+// docs/DETECTION.md: a target joins "as one provider-wide change" and its update says
 // it "changed the same way (N probes, M of them moved as the event's
 // did)".
 //
@@ -175,7 +175,7 @@ func TestReviewChainedJoinCountsNothingTheSame(t *testing.T) {
 }
 
 // Pre-existing (the old providerWide read the same rows), kept by
-// groupProviderWide: README "Candidates that go back ...: the probe is
+// groupProviderWide: docs/DETECTION.md "Candidates that go back ...: the probe is
 // marked nondeterministic ...; its flips are never policy evidence — flips
 // it already contributed to an open policy or model event are withdrawn
 // from it".

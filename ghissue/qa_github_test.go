@@ -21,7 +21,7 @@ import (
 // another GitHub host (a GitHub Enterprise server before a move to
 // github.com, or the reverse: same owner/name, github.base_url changed)
 // keeps events.issue_url = https://OLD-HOST/acme/llm-drift/issues/1. The
-// README says "A mapping into another repository (github.repo changed) does
+// docs/GITHUB.md says "A mapping into another repository (github.repo changed) does
 // not count: the issue is looked up in this one"; ensureIssue only checks
 // that the stored URL contains "/owner/repo/issues/", not its host, so the
 // old number is used as is on the new host: driftprobe comments on, retitles
@@ -72,7 +72,7 @@ func TestQAMappingOnAnotherHostIsNotReused(t *testing.T) {
 	}
 }
 
-// TestQARestoredMappingWithoutLabelsOpensNoSecondIssue: the README promises
+// TestQARestoredMappingWithoutLabelsOpensNoSecondIssue: docs/GITHUB.md promises
 // "A lost answer, a crash between send and record, a restart or a lost
 // database mapping never opens a second issue or comment", and that a
 // backup which already holds the event reuses its issue. With a token
@@ -187,7 +187,7 @@ func TestQASkippedOpenRowStillOpensTheIssue(t *testing.T) {
 	}
 }
 
-// TestQAProviderWideTitleKeepsItsStatus: the README says the title "names
+// TestQAProviderWideTitleKeepsItsStatus: docs/GITHUB.md says the title "names
 // the target, kind, direction and categories" and "ends [reverted]" once
 // no probe holds. Title puts every target of a provider-wide event in
 // front (where) and then cuts the whole title at 250 runes, so with eight

@@ -15,7 +15,7 @@ import (
 // github.base_url moved (the case the commit guards) driftprobe comments
 // on that number's issue here whatever it is. Here event 1's stored number
 // is 2, which on this GitHub is event 2's issue (another marker): event
-// 1's updates land on it. The README says "driftprobe never comments on,
+// 1's updates land on it. docs/GITHUB.md says "driftprobe never comments on,
 // retitles or closes an issue without the event's marker".
 func TestReviewMappingWithoutURLIsTrustedOnAnyHost(t *testing.T) {
 	f := newFakeGitHub(t, "acme", "llm-drift", testToken)

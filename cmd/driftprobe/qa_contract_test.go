@@ -23,7 +23,7 @@ probes:
     role: benign_control
 `
 
-// README:390 / DESIGN.md:188: `corpus lint --json` reports the corpus; a
+// docs/CLI.md (corpus lint) / DESIGN.md:188: `corpus lint --json` reports the corpus; a
 // list-valued field must be a JSON list, [] when empty, like every other
 // list in the JSON outputs (tags, warnings, renamed, events...). For a
 // corpus whose probes carry no tags, "categories" is null
@@ -49,10 +49,10 @@ func TestQAContractCorpusLintJSONCategoriesIsAList(t *testing.T) {
 	}
 }
 
-// README:359-364: a run refuses a corpus whose bytes changed under an
+// README (corpus lock): a run refuses a corpus whose bytes changed under an
 // unchanged version when the database's earlier runs recorded another
 // hash (a lost corpus.lock). Bad input must leave an existing database as
-// it was (README:376 "exit 2, the file untouched"; a config error and a
+// it was (docs/CLI.md "exit 2, the file untouched"; a config error and a
 // lock-file refusal both leave the file byte-identical). This refusal is
 // made only after the run took its lease, abandoned stale runs and
 // detected missed runs (internal/app/run.go:76-114), so the file changes.

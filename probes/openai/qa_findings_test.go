@@ -51,12 +51,12 @@ func TestQAProvEchoedKeyNotCutBeforeRedaction(t *testing.T) {
 	}
 }
 
-// Doc mismatch (cosmetic): the package doc and README say a moderation
+// Doc mismatch (cosmetic): the package doc and docs/PROVIDERS.md say a moderation
 // result "with neither flagged nor categories" is transient
 // "malformed_response"; it is reported as "no_categories".
 func TestQAProvModerationEmptyResultReason(t *testing.T) {
 	r := qaProvDo(t, EndpointModeration, probestest.Case{Body: `{"id":"modr-1","model":"omni-moderation-latest","results":[{}]}`})
 	if r.Class != probes.Transient || r.Reason != "malformed_response" {
-		t.Fatalf("got %s reason %q, want transient malformed_response (README § Providers, openai)", r.Class, r.Reason)
+		t.Fatalf("got %s reason %q, want transient malformed_response (docs/PROVIDERS.md, openai)", r.Class, r.Reason)
 	}
 }

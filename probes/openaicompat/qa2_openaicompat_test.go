@@ -76,7 +76,7 @@ func TestQA2CompatProviderContentBlocksAreInputBlocks(t *testing.T) {
 // "Organization has been restricted. Please reach out to support if you
 // believe this was in error.","type":"invalid_request_error","param":"",
 // "code":"organization_restricted"}} (songquanpeng/one-api#1764, fixed in
-// #1822 by disabling the channel). The README: "account-level enforcement
+// #1822 by disabling the channel). docs/PROVIDERS.md: "account-level enforcement
 // (suspended organisation or key, abuse monitoring), which may arrive as
 // an ordinary 400/403, becomes abuse_block" — which pages on its own. The
 // adapter reads it as an ordinary client_error: every probe of the target
