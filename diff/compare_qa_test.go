@@ -30,9 +30,7 @@ func setErrors(t *testing.T, e *testenv.Env, name string, rate float64, status i
 		tc.Sim = &sim.Config{}
 	}
 	tc.Sim.ErrorRate, tc.Sim.ErrorStatus = rate, status
-	cp := e.Corpus
-	e.Reload()
-	e.Corpus = cp
+	e.Rebuild()
 }
 
 // ndSet is the probes known nondeterministic on a target, read the way a

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/probes"
-	"github.com/driftprobe/driftprobe/probes/sim"
 )
 
 // targetID is the id of the target name in e's database.
@@ -155,30 +153,26 @@ targets:
 // other target of the run is detected. Once the parked row is removed, the
 // return restarts its baselines there (cause state).
 func TestDamagedParkedStateRollsBackItsTarget(t *testing.T) {
-	srvA := httptest.NewServer(sim.NewServer(sim.Config{}))
-	defer srvA.Close()
-	srvB := httptest.NewServer(sim.NewServer(sim.Config{}))
-	defer srvB.Close()
+	urlA := testenv.SimServer(t)
+	urlB := testenv.SimServer(t)
 	e := testenv.New(t, `
 confirm_runs: 2
 targets:
   - {name: a, provider: sim, model: m}
-  - {name: gw, provider: sim, model: m, base_url: "`+srvA.URL+`"}
+  - {name: gw, provider: sim, model: m, base_url: "`+urlA+`"}
 `)
 	ctx := context.Background()
 	n := len(e.Corpus.Probes)
 	moveTo := func(url string) {
 		t.Helper()
 		e.Config.Target("gw").BaseURL = url
-		cp := e.Corpus
-		e.Reload()
-		e.Corpus = cp
+		e.Rebuild()
 	}
-	e.Runs(2)        // gw's baselines at A
-	moveTo(srvB.URL) // A's state parked
-	e.Runs(2)        // gw's baselines at B
+	e.Runs(2)    // gw's baselines at A
+	moveTo(urlB) // A's state parked
+	e.Runs(2)    // gw's baselines at B
 	gw := targetID(t, e, "gw")
-	originA, originB := probes.URLOrigin(srvA.URL), probes.URLOrigin(srvB.URL)
+	originA, originB := probes.URLOrigin(urlA), probes.URLOrigin(urlB)
 	if _, err := e.Store.SQL().Exec(`UPDATE parked_states SET states = x'00ff00ff' WHERE target_id = ? AND origin = ?`, gw, originA); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +210,7 @@ targets:
 		t.Fatalf("gw's detection rows before the return:\n%s", before)
 	}
 
-	moveTo(srvA.URL) // back to A, whose parked state does not decode
+	moveTo(urlA) // back to A, whose parked state does not decode
 	r := runOnce(t, e, "the return to A")
 	msg := failedOf(r, "gw")
 	if len(r.Detection.Failed) != 1 || !strings.Contains(msg, fmt.Sprintf("parked detection state of target %d at %s: corrupt probe state", gw, originA)) ||

@@ -37,9 +37,7 @@ func rtDetected(t *testing.T, e *testenv.Env, run int64, target string) int {
 func setDisabled(t *testing.T, e *testenv.Env, target string, off bool) {
 	t.Helper()
 	e.Config.Target(target).Disabled = off
-	cp := e.Corpus
-	e.Reload()
-	e.Corpus = cp
+	e.Rebuild()
 }
 
 // damageStateOf gives target, before its first run, a detection state row

@@ -87,9 +87,7 @@ targets:
 	// c answers now; d runs for the first time.
 	setErrors(t, e, "c", 0, 0)
 	e.Config.Target("d").Disabled = false
-	cp := e.Corpus
-	e.Reload()
-	e.Corpus = cp
+	e.Rebuild()
 	r3 := e.Run()
 	if s := statsOf(r3, "b"); s.InputChanges != n || !s.StateLost {
 		t.Errorf("run 3, b: input changes %d, state lost %v; want %d, true", s.InputChanges, s.StateLost, n)

@@ -2,7 +2,6 @@ package metrics_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/metrics"
 	"github.com/driftprobe/driftprobe/probes"
-	"github.com/driftprobe/driftprobe/probes/sim"
 )
 
 // stateSeries are the families the collector derives from detection
@@ -105,24 +103,20 @@ targets:
 // are removed. Real runs on the simulator, the targets moved from one
 // endpoint to another.
 func TestDamagedParkedStateHasItsOwnGauge(t *testing.T) {
-	srvA := httptest.NewServer(sim.NewServer(sim.Config{}))
-	defer srvA.Close()
-	srvB := httptest.NewServer(sim.NewServer(sim.Config{}))
-	defer srvB.Close()
+	urlA := testenv.SimServer(t)
+	urlB := testenv.SimServer(t)
 	e := testenv.New(t, `
 confirm_runs: 2
 targets:
   - {name: a, provider: sim, model: m}
-  - {name: gw, provider: sim, model: m, base_url: "`+srvA.URL+`"}
-  - {name: off, provider: sim, model: m, base_url: "`+srvA.URL+`"}
+  - {name: gw, provider: sim, model: m, base_url: "`+urlA+`"}
+  - {name: off, provider: sim, model: m, base_url: "`+urlA+`"}
 `)
 	e.Runs(2) // baselines at A
 	for _, name := range []string{"gw", "off"} {
-		e.Config.Target(name).BaseURL = srvB.URL
+		e.Config.Target(name).BaseURL = urlB
 	}
-	cp := e.Corpus
-	e.Reload()
-	e.Corpus = cp
+	e.Rebuild()
 	e.Runs(2) // A's states parked; baselines at B
 	set := &metrics.TargetSet{}
 	set.Set([]string{"a", "gw"}, t0) // off disabled since
@@ -143,7 +137,7 @@ targets:
 		n, _ := r.RowsAffected()
 		return n
 	}
-	if n := sqlExec(`UPDATE parked_states SET states = x'00ff00ff' WHERE origin = ?`, probes.URLOrigin(srvA.URL)); n != 2 {
+	if n := sqlExec(`UPDATE parked_states SET states = x'00ff00ff' WHERE origin = ?`, probes.URLOrigin(urlA)); n != 2 {
 		t.Fatalf("damaged %d parked rows, want gw's and off's", n)
 	}
 	if _, err := reg.Gather(); err != nil {

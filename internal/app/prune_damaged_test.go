@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/probes"
-	"github.com/driftprobe/driftprobe/probes/sim"
 	"github.com/driftprobe/driftprobe/storage"
 )
 
@@ -232,28 +230,24 @@ targets:
 // pruned; once the parked row is removed, the next prune prunes the target
 // as usual (its current state's pins kept).
 func TestPruneKeepsTargetWithDamagedParkedStateWhole(t *testing.T) {
-	srvA := httptest.NewServer(sim.NewServer(sim.Config{}))
-	defer srvA.Close()
-	srvB := httptest.NewServer(sim.NewServer(sim.Config{}))
-	defer srvB.Close()
+	urlA := testenv.SimServer(t)
+	urlB := testenv.SimServer(t)
 	e := testenv.New(t, `
 confirm_runs: 2
 targets:
   - {name: a, provider: sim, model: m}
-  - {name: gw, provider: sim, model: m, base_url: "`+srvA.URL+`"}
+  - {name: gw, provider: sim, model: m, base_url: "`+urlA+`"}
 `)
 	ctx := context.Background()
 	e.Runs(2) // gw's baselines at A
-	e.Config.Target("gw").BaseURL = srvB.URL
-	cp := e.Corpus
-	e.Reload()
-	e.Corpus = cp
+	e.Config.Target("gw").BaseURL = urlB
+	e.Rebuild()
 	e.Runs(2) // A's state parked; gw's baselines at B
 	gw, err := e.Store.TargetByName(ctx, "gw")
 	if err != nil {
 		t.Fatal(err)
 	}
-	originA := probes.URLOrigin(srvA.URL)
+	originA := probes.URLOrigin(urlA)
 	r, err := e.Store.SQL().Exec(`UPDATE parked_states SET states = x'00ff00ff' WHERE target_id = ? AND origin = ?`, gw.ID, originA)
 	if n, _ := r.RowsAffected(); err != nil || n != 1 {
 		t.Fatalf("damage gw's parked state at A: %d rows, %v", n, err)

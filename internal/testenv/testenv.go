@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -68,6 +69,26 @@ func (e *Env) Reload() {
 	if e.Targets, e.close, err = app.BuildTargets(e.Config); err != nil {
 		e.T.Fatalf("targets: %v", err)
 	}
+}
+
+// Rebuild applies a change made to e.Config (a target's base_url, sim
+// settings, disabled) as a restarted process would (Reload), keeping the
+// corpus loaded: the same probes, so only what the config changed differs.
+func (e *Env) Rebuild() {
+	e.T.Helper()
+	cp := e.Corpus
+	e.Reload()
+	e.Corpus = cp
+}
+
+// SimServer starts an embedded simulator with default settings on
+// loopback for the test's lifetime and returns its URL: an endpoint a
+// target's base_url can name, or move to.
+func SimServer(t testing.TB) string {
+	t.Helper()
+	srv := httptest.NewServer(sim.NewServer(sim.Config{}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // Close releases everything.
