@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -48,7 +49,9 @@ func benchSetup(b *testing.B, n int) (*config.Config, *corpus.Corpus, []*runner.
 }
 
 // benchSetupLatency is benchSetup with a sim that holds each answer back
-// for latency.
+// for latency. With DRIFTPROBE_BENCH_SIM_URL set (e.g.
+// http://127.0.0.1:8089), the target is the sim already listening there
+// instead of an in-process one.
 func benchSetupLatency(b *testing.B, n int, latency time.Duration) (*config.Config, *corpus.Corpus, []*runner.Target, func()) {
 	b.Helper()
 	cfg := config.Default()
@@ -61,6 +64,15 @@ func benchSetupLatency(b *testing.B, n int, latency time.Duration) (*config.Conf
 		}
 		sc.Latency = latency
 		cfg.Targets[0].Sim = &sc
+	}
+	if u := os.Getenv("DRIFTPROBE_BENCH_SIM_URL"); u != "" {
+		if latency > 0 {
+			b.Skip("DRIFTPROBE_BENCH_SIM_URL: the external sim's latency is its own --sim-config's")
+		}
+		// A sim in its own process (driftprobe sim --listen), as a
+		// provider is: its work no longer shares this process's heap
+		// and garbage collector with the run's.
+		cfg.Targets[0].BaseURL = u
 	}
 	cp := bigCorpus(b, n)
 	targets, closeT, err := app.BuildTargets(cfg)
