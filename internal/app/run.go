@@ -972,7 +972,15 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 		if e.LastRun > e.ConfirmedRun {
 			status = fmt.Sprintf("updated run %d · %s", e.LastRun, status)
 		}
-		fmt.Fprintf(w, "\nevent %d [%s] %s %s on %s (%s) · runs %d→%d · %s\n", e.ID, strings.ToUpper(e.Kind), e.Direction, categoriesOf(e),
+		// An event without a direction or categories (a model change, a
+		// nondeterminism mark) leaves no gap where they would be.
+		what := "[" + strings.ToUpper(e.Kind) + "]"
+		for _, s := range []string{e.Direction, categoriesOf(e)} {
+			if s != "" {
+				what += " " + s
+			}
+		}
+		fmt.Fprintf(w, "\nevent %d %s on %s (%s) · runs %d→%d · %s\n", e.ID, what,
 			strings.Join(e.Targets, ", "), e.Provider, e.FirstRun, e.ConfirmedRun, status)
 		for _, c := range byEvent[e.ID] {
 			fmt.Fprintf(w, "  %s: %s\n", c.Change, termtext.SafeLong(c.Detail)) // probe lists are long

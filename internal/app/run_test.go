@@ -321,3 +321,26 @@ targets:
 		t.Errorf("still undetected: %v", ids)
 	}
 }
+
+// An event's heading names only what it has: a model change without a
+// direction or categories leaves no double space where they would be,
+// and a policy change shows both.
+func TestWriteEventsHeadingHasNoGaps(t *testing.T) {
+	var b strings.Builder
+	app.WriteEvents(&b, []*diff.Event{
+		{ID: 1, Kind: diff.KindModel, Targets: []string{"t"}, Provider: "openai", FirstRun: 2, ConfirmedRun: 3, Status: "open"},
+		{ID: 2, Kind: diff.KindPolicy, Direction: "tightened", Targets: []string{"t"}, Provider: "openai", FirstRun: 4, ConfirmedRun: 5, Status: "open",
+			Probes: []diff.EventProbe{{Target: "t", ProbeID: "p", After: diff.Verdict{Class: "blocked_input", Categories: []string{"violence"}}}}},
+	}, nil)
+	out := b.String()
+	for _, want := range []string{"event 1 [MODEL_CHANGE] on t (openai)", "event 2 [POLICY_CHANGE] tightened (violence) on t (openai)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("events text lacks %q:\n%s", want, out)
+		}
+	}
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "event ") && strings.Contains(line, "  ") {
+			t.Errorf("event heading has a gap: %q", line)
+		}
+	}
+}
