@@ -84,7 +84,10 @@
 //   - Errors {error:{code,message,status,details}} (also wrapped in a JSON
 //     array, as Google sometimes sends): 429 RESOURCE_EXHAUSTED, 500 INTERNAL,
 //     503 UNAVAILABLE, 504 and other 5xx are transient, with the wait from
-//     Retry-After or a google.rpc.RetryInfo retryDelay; 400, 401, 403, 404
+//     Retry-After or a google.rpc.RetryInfo retryDelay, except a 429 on a
+//     quota that will not clear within a run (a limit of 0, or a per-day
+//     quota used up: see readDetails), a client error
+//     "...:quota_exhausted" like OpenAI's insufficient_quota; 400, 401, 403, 404
 //     are client errors unless the error says the key, project or account
 //     was suspended (ErrorInfo reason CONSUMER_SUSPENDED, "Your project has
 //     been denied access", or wire.IsAbuse), which is an account-stage
@@ -140,6 +143,7 @@ func init() {
 			"plain-text refusal in candidates[0].content.parts[].text (heuristic)",
 			"403 PERMISSION_DENIED with ErrorInfo CONSUMER_SUSPENDED or a suspension message (abuse)",
 			"429 RESOURCE_EXHAUSTED, 500 INTERNAL, 503 UNAVAILABLE with Retry-After / RetryInfo.retryDelay",
+			"429 on a quota of 0 (ErrorInfo quota_limit_value, QuotaFailure quotaValue) or a per-day QuotaFailure: client_error quota_exhausted, not retried",
 		},
 		Input: true, Output: true, Scores: true,
 		RequestID: "x-goog-request-id header (fallback: body responseId)",
@@ -718,7 +722,7 @@ func classifyError(r probes.Result, resp *probes.Response, e *apiError, status i
 		e = &apiError{}
 	}
 	r.Message = e.Message
-	reason, retryDelay := readDetails(e.Details)
+	reason, retryDelay, exhausted := readDetails(e.Details)
 	r.Reason = strconv.Itoa(status)
 	if e.Status != "" {
 		r.Reason += ":" + e.Status
@@ -732,6 +736,13 @@ func classifyError(r probes.Result, resp *probes.Response, e *apiError, status i
 	switch {
 	case status >= 400 && status < 500 && status != 429 && isAbuse(e.Status, reason, e.Message):
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
+	case status == 429 && exhausted:
+		// A quota of zero, or a daily one used up, does not clear within
+		// a run: waiting and retrying only spends the run's time (and
+		// opens the breaker on an account problem). Like OpenAI's
+		// insufficient_quota, it is the operator's to fix.
+		r.Class = probes.ClientError
+		r.Reason += ":quota_exhausted"
 	default:
 		r.Class = wire.StatusClass(status)
 	}
@@ -755,21 +766,42 @@ func isAbuse(status, reason, message string) bool {
 	return wire.IsAbuse(status, reason, message)
 }
 
-// readDetails reads google.rpc detail entries: the ErrorInfo reason and a
-// RetryInfo retryDelay ("37s", "0.5s").
-func readDetails(details []json.RawMessage) (reason string, delay time.Duration) {
+// readDetails reads google.rpc detail entries: the ErrorInfo reason, a
+// RetryInfo retryDelay ("37s", "0.5s"), and whether a quota named is one
+// that will not clear within a run: an ErrorInfo quota_limit_value or a
+// QuotaFailure violation's quotaValue of "0" (no quota at all), or a
+// QuotaFailure violation on a per-day quota (quotaId ...PerDay...).
+func readDetails(details []json.RawMessage) (reason string, delay time.Duration, exhausted bool) {
 	for _, raw := range details {
 		var d struct {
 			Type       string `json:"@type"`
 			Reason     string `json:"reason"`
 			RetryDelay string `json:"retryDelay"`
+			Metadata   struct {
+				QuotaLimitValue string `json:"quota_limit_value"`
+			} `json:"metadata"`
+			Violations []struct {
+				QuotaID    string `json:"quotaId"`
+				QuotaValue string `json:"quotaValue"`
+			} `json:"violations"`
 		}
 		if json.Unmarshal(raw, &d) != nil {
 			continue
 		}
 		switch {
-		case strings.HasSuffix(d.Type, "google.rpc.ErrorInfo") && reason == "":
-			reason = d.Reason
+		case strings.HasSuffix(d.Type, "google.rpc.ErrorInfo"):
+			if reason == "" {
+				reason = d.Reason
+			}
+			if strings.TrimSpace(d.Metadata.QuotaLimitValue) == "0" {
+				exhausted = true
+			}
+		case strings.HasSuffix(d.Type, "google.rpc.QuotaFailure"):
+			for _, v := range d.Violations {
+				if strings.TrimSpace(v.QuotaValue) == "0" || strings.Contains(v.QuotaID, "PerDay") {
+					exhausted = true
+				}
+			}
 		case strings.HasSuffix(d.Type, "google.rpc.RetryInfo"):
 			if s, ok := strings.CutSuffix(strings.TrimSpace(d.RetryDelay), "s"); ok {
 				if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 {
@@ -778,7 +810,7 @@ func readDetails(details []json.RawMessage) (reason string, delay time.Duration)
 			}
 		}
 	}
-	return reason, delay
+	return reason, delay, exhausted
 }
 
 func classifyOK(r probes.Result, obj json.RawMessage, gr *generateResponse) probes.Result {

@@ -62,6 +62,20 @@ func TestConformanceGeminiAPI(t *testing.T) {
 			Want: probestest.Want{Class: probes.ClientError, Reason: "400:INVALID_ARGUMENT:API_KEY_INVALID"}},
 		{Name: "429_quota", Fixture: "developer_api_429_resource_exhausted_observed.json", Status: 429,
 			Want: probestest.Want{Class: probes.Transient, Reason: "429:RESOURCE_EXHAUSTED"}},
+		// The variant gemini-cli logged (google-gemini/gemini-cli#8437,
+		// quoted in the fixture's notes): a QuotaFailure on the free
+		// tier's per-day quota, which holds until the day resets whatever
+		// RetryInfo says; and a per-minute one, which a retry outlasts.
+		{Name: "429_quota_per_day", Status: 429,
+			Body: `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[` +
+				`{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaDimensions":{"location":"global","model":"gemini-2.5-pro"},"quotaValue":"100"}]},` +
+				`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}`,
+			Want: probestest.Want{Class: probes.ClientError, Reason: "429:RESOURCE_EXHAUSTED:quota_exhausted"}},
+		{Name: "429_quota_per_minute", Status: 429,
+			Body: `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[` +
+				`{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier","quotaValue":"5"}]},` +
+				`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}`,
+			Want: probestest.Want{Class: probes.Transient, Reason: "429:RESOURCE_EXHAUSTED", RetryAfter: 37 * time.Second}},
 		{Name: "503_unavailable_retry_after", Fixture: "developer_api_503_unavailable_observed.json", Status: 503,
 			Header: map[string]string{"Retry-After": "30"}, // synthesized: the observed report shows no headers
 			Want:   probestest.Want{Class: probes.Transient, Reason: "503:UNAVAILABLE", RetryAfter: 30 * time.Second}},
@@ -201,7 +215,15 @@ func TestConformanceVertex(t *testing.T) {
 			Want: probestest.Want{Class: probes.ClientError, Reason: "400:INVALID_ARGUMENT"}},
 		{Name: "403_iam_permission_denied", Fixture: "vertex_403_permission_denied.json", Status: 403,
 			Want: probestest.Want{Class: probes.ClientError, Reason: "403:PERMISSION_DENIED:IAM_PERMISSION_DENIED"}},
-		{Name: "429_rate_limit", Fixture: "vertex_429_resource_exhausted.json", Status: 429, Header: map[string]string{"Retry-After": "12"},
+		// Its ErrorInfo says quota_limit_value "0": no request under that
+		// quota can succeed, so waiting 12s and retrying would not help.
+		{Name: "429_quota_limit_zero", Fixture: "vertex_429_resource_exhausted.json", Status: 429, Header: map[string]string{"Retry-After": "12"},
+			Want: probestest.Want{Class: probes.ClientError, Reason: "429:RESOURCE_EXHAUSTED:RATE_LIMIT_EXCEEDED:quota_exhausted"}},
+		// The same error on a per-minute quota that has room is a rate
+		// limit: transient, with the wait asked for.
+		{Name: "429_rate_limit", Status: 429, Header: map[string]string{"Retry-After": "12"},
+			Body: `{"error":{"code":429,"message":"Quota exceeded for quota metric 'Generate Content API requests per minute'","status":"RESOURCE_EXHAUSTED",` +
+				`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","metadata":{"quota_limit_value":"60","quota_limit":"GenerateContentRequestsPerMinutePerProjectPerRegion"}}]}}`,
 			Want: probestest.Want{Class: probes.Transient, Reason: "429:RESOURCE_EXHAUSTED:RATE_LIMIT_EXCEEDED", RetryAfter: 12 * time.Second}},
 	}
 	probestest.Conformance(t, func(t *testing.T, base string) probes.Prober { return newTestProber(t, base, vertexOpts, nil) }, probestest.Probe, cases)
