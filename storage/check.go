@@ -44,8 +44,21 @@ type CheckReport struct {
 	// driftprobe's other tables whose typed columns do not hold what the
 	// schema means ("event_probes row (event_id 1, …): column before_obs
 	// holds text \"x\", not an integer"; at most MaxProblems per table).
+	// SQLite and SQLiteCheckOK tell SQLite's verdict from driftprobe's
+	// findings.
 	Structure []string `json:"structure"`
-	Full      bool     `json:"full"`
+	// SQLiteCheckOK is true when SQLite's own check (quick_check, or with
+	// Full integrity_check) answered "ok": SQLite finds the file sound,
+	// whatever driftprobe's own checks found.
+	SQLiteCheckOK bool `json:"sqlite_check_ok"`
+	// SQLite lists the messages of Structure that are SQLite's own: those
+	// of quick_check (integrity_check), or what stopped it, and what
+	// stopped a later part of the check on a damaged page
+	// (SQLITE_CORRUPT). Structure's other messages are driftprobe's own
+	// findings: rows whose typed columns do not hold what the schema
+	// means, detection states that do not decode.
+	SQLite []string `json:"sqlite"`
+	Full   bool     `json:"full"`
 	// ForeignKeys lists rows whose parent row is missing.
 	ForeignKeys []ForeignKeyProblem `json:"foreign_keys"`
 	// Citations lists observations an event or a detection state cites
@@ -164,7 +177,7 @@ func (d *DB) check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
 	}
-	rep := &CheckReport{Full: opts.Full, Structure: []string{}, ForeignKeys: []ForeignKeyProblem{}, Citations: []string{}, Problems: []BodyProblem{}, BodiesSkipped: opts.SkipBodies}
+	rep := &CheckReport{Full: opts.Full, Structure: []string{}, SQLite: []string{}, ForeignKeys: []ForeignKeyProblem{}, Citations: []string{}, Problems: []BodyProblem{}, BodiesSkipped: opts.SkipBodies}
 	schema, err := d.SchemaVersion(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("check: schema version: %w", err)
@@ -182,16 +195,18 @@ func (d *DB) check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 	case IsCorrupt(err) && newer:
 		return nil, d.newerUnreadable(schema, err)
 	case IsCorrupt(err):
-		rep.Structure = append(rep.Structure, fmt.Sprintf("%s stopped: %v", pragma, err))
+		rep.sqlite(fmt.Sprintf("%s stopped: %v", pragma, err))
 	case err != nil:
 		return nil, fmt.Errorf("check: %s: %w", pragma, err)
 	case len(msgs) != 1 || msgs[0] != "ok":
-		rep.Structure = msgs
+		rep.sqlite(msgs...)
+	default:
+		rep.SQLiteCheckOK = true
 	}
 	rep.ForeignKeys, err = d.foreignKeyProblems(ctx)
 	switch {
 	case IsCorrupt(err):
-		rep.Structure = append(rep.Structure, fmt.Sprintf("foreign key check stopped: %v", err))
+		rep.sqlite(fmt.Sprintf("foreign key check stopped: %v", err))
 	case err != nil:
 		return nil, err
 	}
@@ -210,13 +225,26 @@ func (d *DB) check(ctx context.Context, opts CheckOptions) (*CheckReport, error)
 		err := d.checkBodies(ctx, rep, opts.MaxProblems, opts.FromRun)
 		switch {
 		case IsCorrupt(err):
-			rep.Structure = append(rep.Structure, fmt.Sprintf("reading observations stopped: %v", err))
+			rep.sqlite(fmt.Sprintf("reading observations stopped: %v", err))
 		case err != nil:
 			return nil, err
 		}
 	}
 	rep.OK = len(rep.Structure) == 0 && len(rep.ForeignKeys) == 0 && rep.ProblemCount == 0
 	return rep, nil
+}
+
+// sqlite adds messages of SQLite's own (see CheckReport.SQLite) to the
+// report's structure messages.
+func (r *CheckReport) sqlite(msgs ...string) {
+	r.Structure = append(r.Structure, msgs...)
+	r.SQLite = append(r.SQLite, msgs...)
+}
+
+// OwnFindings is how many of Structure's messages are driftprobe's own
+// findings rather than SQLite's (see SQLite).
+func (r *CheckReport) OwnFindings() int {
+	return len(r.Structure) - len(r.SQLite)
 }
 
 func (d *DB) strings(ctx context.Context, q string) ([]string, error) {
@@ -420,7 +448,7 @@ func (d *DB) skipUnreadable(ctx context.Context, one string, last int64, read fu
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
 			}
-			rep.Structure = append(rep.Structure, fmt.Sprintf("reading observations stopped after observation %d: neither the table nor its index %s can be read past it (%v)", last, obsKeyIndex, err))
+			rep.sqlite(fmt.Sprintf("reading observations stopped after observation %d: neither the table nor its index %s can be read past it (%v)", last, obsKeyIndex, err))
 			return 0, nil
 		}
 		if len(ids) == 0 {
@@ -444,7 +472,7 @@ func (d *DB) skipUnreadable(ctx context.Context, one string, last int64, read fu
 			}
 			last = id
 			if failed++; failed == skipLimit {
-				rep.Structure = append(rep.Structure, fmt.Sprintf("reading observations stopped after observation %d: the %d rows before it cannot be read; the rest were not checked", id, skipLimit))
+				rep.sqlite(fmt.Sprintf("reading observations stopped after observation %d: the %d rows before it cannot be read; the rest were not checked", id, skipLimit))
 				return 0, nil
 			}
 		}
@@ -653,7 +681,7 @@ func (d *DB) checkTypes(ctx context.Context, rep *CheckReport, max int) error {
 		q := `SELECT ` + strings.Join(keySel, ", ") + `, ` + strings.Join(sel, ", ") + ` FROM ` + quoteIdent(t.name) + ` WHERE ` + strings.Join(where, " OR ")
 		if err := d.typedRows(ctx, q, t.name, key, cols, rep, max); err != nil {
 			if IsCorrupt(err) {
-				rep.Structure = append(rep.Structure, fmt.Sprintf("reading %s stopped: %v", t.name, err))
+				rep.sqlite(fmt.Sprintf("reading %s stopped: %v", t.name, err))
 				continue
 			}
 			return fmt.Errorf("check: %s: %w", t.name, err)

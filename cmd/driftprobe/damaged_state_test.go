@@ -116,6 +116,17 @@ github: {repo: o/r, base_url: "http://127.0.0.1:1/"}
 	if code != 1 || json.Unmarshal([]byte(stdout), &rep) != nil || !strings.Contains(strings.Join(rep.Structure, "\n"), failed[:strings.Index(failed, " (")]) {
 		t.Errorf("db check: exit %d, structure %q; want b's state named as run named it (%q)", code, rep.Structure, failed)
 	}
+	// SQLite finds the file sound: the state is driftprobe's finding, and
+	// neither the JSON nor the text says SQLite's quick_check failed.
+	if !rep.SQLiteCheckOK || len(rep.SQLite) != 0 || rep.OwnFindings() == 0 {
+		t.Errorf("db check --json: sqlite_check_ok %v, sqlite %q; want quick_check ok and b's state driftprobe's finding", rep.SQLiteCheckOK, rep.SQLite)
+	}
+	stdout, stderr, code = runIn(t, "db", "check", "--no-bodies", "--db", db)
+	if line := lineWith(stdout, "structure "); code != 1 || strings.Contains(stdout, "DAMAGED") || strings.Contains(stdout, "quick_check failed") ||
+		!strings.Contains(line, "SQLite's quick_check ok") || !strings.Contains(line, "driftprobe's own checks found 1 problem(s)") ||
+		strings.Contains(stdout, "\nsqlite: ") || !strings.Contains(stdout, "\nstructure: ") || !strings.Contains(stderr, "quick_check ok") {
+		t.Errorf("db check, b's state damaged: exit %d; want SQLite's quick_check ok and driftprobe's finding apart, not DAMAGED:\n%s%s", code, stdout, stderr)
+	}
 
 	sql(remedy)
 	stdout, stderr, code = run("--json")

@@ -293,8 +293,12 @@ func newDBCheckCmd(g *globals) *cobra.Command {
 		Short: "Verify the database: structure, foreign keys, and the stored evidence against its fingerprints",
 		Long: `Verifies the database without changing it:
 
-  structure     SQLite's quick_check (--full: integrity_check, which also checks
-                every index entry against its table; slower)
+  structure     SQLite's own quick_check (--full: integrity_check, which also
+                checks every index entry against its table; slower), listed as
+                "sqlite:", and apart from it driftprobe's own findings: typed
+                columns that do not hold what the schema means, detection
+                states that do not decode ("structure:"); the structure line
+                says whether SQLite's check passed
   foreign keys  every row's parent row exists
   evidence      every stored request and response body decompresses, the request
                 bytes (method, path, body, pinned headers) hash to its request_sha256
@@ -377,8 +381,8 @@ cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 				return err
 			}
 			if !rep.OK {
-				return &gateError{fmt.Sprintf("db check: %s does not verify: %d structure message(s), %d foreign key problem(s), %d missing cited observation(s), %d observation(s) whose evidence does not verify",
-					sess.Store.Path(), len(rep.Structure), len(rep.ForeignKeys), len(rep.Citations), rep.ProblemCount)}
+				return &gateError{fmt.Sprintf("db check: %s does not verify: %d message(s) of SQLite's own check (%s), %d structure finding(s) of driftprobe's, %d foreign key problem(s), %d missing cited observation(s), %d observation(s) whose evidence does not verify",
+					sess.Store.Path(), len(rep.SQLite), sqliteVerdict(rep), rep.OwnFindings(), len(rep.ForeignKeys), len(rep.Citations), rep.ProblemCount)}
 			}
 			return nil
 		},
@@ -399,11 +403,7 @@ func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
 	if rep.Full {
 		check = "integrity_check"
 	}
-	if len(rep.Structure) == 0 {
-		fmt.Fprintf(tw, "structure\tok (%s)\n", check)
-	} else {
-		fmt.Fprintf(tw, "structure\tDAMAGED (%s): %d message(s) below\n", check, len(rep.Structure))
-	}
+	fmt.Fprintf(tw, "structure\t%s\n", structureText(rep, check))
 	if len(rep.ForeignKeys) == 0 {
 		fmt.Fprintf(tw, "foreign keys\tok\n")
 	} else {
@@ -436,7 +436,12 @@ func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, m := range rep.Structure {
+	// SQLite's own messages first, then driftprobe's findings.
+	sqlite, own := splitStructure(rep)
+	for _, m := range sqlite {
+		fmt.Fprintf(w, "\nsqlite: %s", m)
+	}
+	for _, m := range own {
 		fmt.Fprintf(w, "\nstructure: %s", m)
 	}
 	if len(rep.Structure) > 0 {
@@ -474,6 +479,61 @@ func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
 		}
 	}
 	return nil
+}
+
+// structureText is db check's structure line: SQLite's own verdict
+// (check: quick_check or integrity_check) kept apart from driftprobe's
+// findings (column types, detection states), so that a finding of
+// driftprobe's is never read as SQLite calling the file damaged.
+func structureText(rep *storage.CheckReport, check string) string {
+	own := rep.OwnFindings()
+	if len(rep.Structure) == 0 {
+		return fmt.Sprintf("ok (SQLite's %s ok, and no finding of driftprobe's)", check)
+	}
+	var sqlite string
+	switch {
+	case !rep.SQLiteCheckOK:
+		sqlite = fmt.Sprintf("DAMAGED: SQLite's %s failed (%d message(s))", check, len(rep.SQLite))
+	case len(rep.SQLite) > 0:
+		sqlite = fmt.Sprintf("DAMAGED: SQLite's %s ok, but SQLite found a damaged page while reading (%d message(s))", check, len(rep.SQLite))
+	default:
+		sqlite = fmt.Sprintf("SQLite's %s ok (SQLite finds the file sound)", check)
+	}
+	switch {
+	case own == 0:
+		return sqlite + ", below"
+	case len(rep.SQLite) == 0:
+		return fmt.Sprintf("%s; driftprobe's own checks found %d problem(s) (column types, detection states), below", sqlite, own)
+	}
+	return fmt.Sprintf("%s; driftprobe's own checks found %d more problem(s), below", sqlite, own)
+}
+
+// sqliteVerdict names SQLite's own check and its answer.
+func sqliteVerdict(rep *storage.CheckReport) string {
+	check := "quick_check"
+	if rep.Full {
+		check = "integrity_check"
+	}
+	if rep.SQLiteCheckOK {
+		return check + " ok"
+	}
+	return check + " failed"
+}
+
+// splitStructure returns the report's structure messages that are
+// SQLite's own (rep.SQLite, added in the same order) and the others,
+// driftprobe's findings.
+func splitStructure(rep *storage.CheckReport) (sqlite, own []string) {
+	j := 0
+	for _, m := range rep.Structure {
+		if j < len(rep.SQLite) && m == rep.SQLite[j] {
+			sqlite = append(sqlite, m)
+			j++
+			continue
+		}
+		own = append(own, m)
+	}
+	return sqlite, own
 }
 
 func bytesText(n int64) string {
