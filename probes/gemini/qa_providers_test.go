@@ -117,7 +117,9 @@ func TestQAEnumFixture(t *testing.T) {
 	blockedOut := func(reason string, cats ...string) want {
 		return want{probes.BlockedOutput, probes.StageOutput, reason, cats}
 	}
-	empty := func(reason string) want { return want{probes.Transient, probes.StageNone, "empty_candidate:" + reason, nil} }
+	empty := func(reason string) want {
+		return want{probes.Transient, probes.StageNone, "empty_candidate:" + reason, nil}
+	}
 	finishExpect := map[string]struct{ text, noText want }{
 		"STOP":                    {allowed("STOP"), empty("STOP")},
 		"MAX_TOKENS":              {allowed("MAX_TOKENS"), allowed("MAX_TOKENS")},
