@@ -66,8 +66,15 @@
 // Message). Throttling, ServiceUnavailable, InternalServer, ModelNotReady
 // and ModelTimeout exceptions are transient (Retry-After honoured); other
 // 4xx are client errors unless the message reads as account enforcement
-// (wire.IsAbuse), which is abuse_block at stage account; anything else
-// follows wire.StatusClass.
+// (wire.IsAbuse), which is abuse_block at stage account, or is Bedrock's
+// content filter (contentFilterStage): a ValidationException whose message
+// opens with "This request has been blocked by our content filters" is
+// blocked_input, reason "content_filter_input", and one opening with "The
+// generated text has been blocked by our content filters" is
+// blocked_output, reason "content_filter_output" (no category named, the
+// message kept, never retried; account enforcement wins over both, and the
+// wording under any other error type is not read as a filter); anything
+// else follows wire.StatusClass.
 //
 // Credentials. By default requests are signed with SigV4 (service
 // "bedrock", the target's region) from AWS_ACCESS_KEY_ID,
@@ -153,6 +160,7 @@ func init() {
 			"plain-text refusal (heuristic)",
 			"x-amzn-ErrorType: Throttling/ServiceUnavailable/InternalServer/ModelNotReady/ModelTimeout (transient, Retry-After)",
 			"account-enforcement wording in an error message (abuse)",
+			"ValidationException \"This request has been blocked by our content filters…\" (input, content_filter_input) / \"The generated text has been blocked by our content filters.\" (output, content_filter_output)",
 		},
 		Input: true, Output: true, Scores: true,
 		RequestID: "x-amzn-RequestId header",

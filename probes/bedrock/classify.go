@@ -381,12 +381,23 @@ func (p *Prober) classify(resp *probes.Response) probes.Result {
 	typ := errorType(resp.Header, e)
 	r.Message = e.Message
 	r.Reason = strings.TrimSuffix(strconv.Itoa(resp.Status)+":"+typ, ":")
+	filter := contentFilterStage(typ, e.Message)
 	switch {
 	case transientErrors[typ], typ == "ModelErrorException" && e.modelFailed():
 		r.Class = probes.Transient
 		r.RetryAfter = wire.RetryAfter(resp.Header, p.now())
 	case resp.Status >= 400 && resp.Status < 500 && wire.IsAbuse(typ, "", e.Message):
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
+	case filter != probes.StageNone:
+		// Bedrock's own content filter refused the prompt or withheld the
+		// generated text: a verdict (never retried), with no category
+		// named. Account enforcement above wins over it.
+		r.Stage = filter
+		r.Class, r.Reason = probes.BlockedInput, "content_filter_input"
+		if filter == probes.StageOutput {
+			r.Class, r.Reason = probes.BlockedOutput, "content_filter_output"
+		}
+		r.Categories = []string{}
 	case clientErrors[typ]:
 		r.Class = probes.ClientError
 	default:
@@ -399,6 +410,38 @@ func (p *Prober) classify(resp *probes.Response) probes.Result {
 		}
 	}
 	return r
+}
+
+// Bedrock's content-filter wordings, lower case. Amazon's models (Titan,
+// Nova) answer a prompt their filter flags with a 400 ValidationException
+// "This request has been blocked by our content filters. Our filters
+// automatically flagged this prompt because it may conflict our AUP or AWS
+// Responsible AI Policy. Please adjust your text prompt to submit a new
+// request.", and withhold flagged output with "The generated text has been
+// blocked by our content filters.".
+const (
+	filterInputPrefix  = "this request has been blocked by our content filters"
+	filterOutputPrefix = "the generated text has been blocked by our content filters"
+)
+
+// contentFilterStage reports the stage at which Bedrock's content filter
+// blocked a request, read from a ValidationException's message: input when
+// the message opens with the request wording, output when it opens with the
+// generated-text wording, StageNone otherwise — and always for any other
+// error type (the wording alone, in a body of another type, proves
+// nothing). The message is compared without case and surrounding space.
+func contentFilterStage(typ, message string) probes.Stage {
+	if typ != "ValidationException" {
+		return probes.StageNone
+	}
+	m := strings.ToLower(strings.TrimSpace(message))
+	switch {
+	case strings.HasPrefix(m, filterInputPrefix):
+		return probes.StageInput
+	case strings.HasPrefix(m, filterOutputPrefix):
+		return probes.StageOutput
+	}
+	return probes.StageNone
 }
 
 func malformed(resp *probes.Response, r probes.Result) probes.Result {

@@ -117,6 +117,13 @@ func (r *Replay) Last() Captured {
 	return r.last
 }
 
+// Requests returns how many requests the server has received.
+func (r *Replay) Requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
 // Do renders p with pr, sends it over real HTTP (authorizing as the runner
 // does) and classifies the answer.
 func Do(t testing.TB, pr probes.Prober, p probes.Probe) (*probes.Request, probes.Result) {
