@@ -74,7 +74,11 @@
 // blocked_output, reason "content_filter_output" (no category named, the
 // message kept, never retried; account enforcement wins over both, and the
 // wording under any other error type is not read as a filter); anything
-// else follows wire.StatusClass.
+// else follows wire.StatusClass. Amazon's models withhold flagged output
+// in a successful answer (Nova's "RAI output deflection", no exception):
+// a Converse answer whose whole text is "The generated text has been
+// blocked by our content filters." is blocked_output at stage output,
+// reason "content_filter_output_text", heuristic (read from the text).
 //
 // Credentials. By default requests are signed with SigV4 (service
 // "bedrock", the target's region) from AWS_ACCESS_KEY_ID,
@@ -161,6 +165,7 @@ func init() {
 			"x-amzn-ErrorType: Throttling/ServiceUnavailable/InternalServer/ModelNotReady/ModelTimeout (transient, Retry-After)",
 			"account-enforcement wording in an error message (abuse)",
 			"ValidationException \"This request has been blocked by our content filters…\" (input, content_filter_input) / \"The generated text has been blocked by our content filters.\" (output, content_filter_output)",
+			"Converse answer whose whole text is \"The generated text has been blocked by our content filters.\" (output, content_filter_output_text, heuristic)",
 		},
 		Input: true, Output: true, Scores: true,
 		RequestID: "x-amzn-RequestId header",

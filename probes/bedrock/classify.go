@@ -414,11 +414,15 @@ func (p *Prober) classify(resp *probes.Response) probes.Result {
 
 // Bedrock's content-filter wordings, lower case. Amazon's models (Titan,
 // Nova) answer a prompt their filter flags with a 400 ValidationException
-// "This request has been blocked by our content filters. Our filters
-// automatically flagged this prompt because it may conflict our AUP or AWS
-// Responsible AI Policy. Please adjust your text prompt to submit a new
-// request.", and withhold flagged output with "The generated text has been
-// blocked by our content filters.".
+// "This request has been blocked by our content filters. …" (Nova's user
+// guide, "Error handling": "RAI input deflection"; the rest of the message
+// varies: "Please adjust your text prompt to submit a new request.", or
+// "Our filters automatically flagged this prompt because it may conflict
+// our AUP or AWS Responsible AI Policy. …"). Flagged output is withheld in
+// a successful answer carrying "The generated text has been blocked by our
+// content filters." ("RAI output deflection": no exception; through
+// Converse, as the answer's whole text: isFilterNotice); the same wording
+// in a ValidationException is read as an output block too.
 const (
 	filterInputPrefix  = "this request has been blocked by our content filters"
 	filterOutputPrefix = "the generated text has been blocked by our content filters"
@@ -442,6 +446,16 @@ func contentFilterStage(typ, message string) probes.Stage {
 		return probes.StageOutput
 	}
 	return probes.StageNone
+}
+
+// isFilterNotice reports whether an answer's whole text is the output
+// filter's notice, "The generated text has been blocked by our content
+// filters." (compared without case, surrounding space or the final
+// period). A longer answer that merely contains it is not one: the model
+// may be quoting it.
+func isFilterNotice(text string) bool {
+	t := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(text)), ".")
+	return t == filterOutputPrefix
 }
 
 func malformed(resp *probes.Response, r probes.Result) probes.Result {
@@ -628,6 +642,16 @@ func (p *Prober) classifyConverse(resp *probes.Response, r probes.Result) probes
 	}
 	if !knownStop[cr.StopReason] {
 		r.Unknown = append(r.Unknown, "stop_reason:"+cr.StopReason)
+	}
+	if isFilterNotice(text.String()) {
+		// Amazon's models withhold flagged output in a successful answer
+		// whose whole text is the filter's notice (Nova's "RAI output
+		// deflection"): a block at the output stage, read from the text.
+		r.Class, r.Stage, r.Heuristic = probes.BlockedOutput, probes.StageOutput, true
+		r.Reason = "content_filter_output_text"
+		r.Message = text.String()
+		r.Categories = []string{}
+		return r
 	}
 	if wire.IsRefusal(text.String()) {
 		r.Class, r.Stage, r.Heuristic = probes.ModelRefusal, probes.StageOutput, true

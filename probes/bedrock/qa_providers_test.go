@@ -3,6 +3,7 @@ package bedrock
 // QA findings on the Bedrock adapter (branch qa-providers).
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -171,5 +172,42 @@ func TestQAStopReasonEnum(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Nova's user guide ("Error handling") documents flagged output as a
+// successful answer carrying "The generated text has been blocked by our
+// content filters.", not an exception; through Converse it arrives as the
+// answer's whole text with an ordinary stop reason. It was allowed. It is
+// an output block, read from the text (heuristic), sent once; an answer
+// that quotes the sentence among other text stays allowed.
+func TestQAContentFilterNoticeInAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name, text, stop string
+		class            probes.Class
+	}{
+		{"end_turn", "The generated text has been blocked by our content filters.", "end_turn", probes.BlockedOutput},
+		{"no_period_spaced", "  the generated text has been blocked by our content filters\n", "end_turn", probes.BlockedOutput},
+		{"max_tokens", "The generated text has been blocked by our content filters.", "max_tokens", probes.BlockedOutput},
+		{"quoted", `Bedrock may answer "The generated text has been blocked by our content filters." when its filter flags output.`, "end_turn", probes.Allowed},
+		{"ordinary", "Paris is the capital of France.", "end_turn", probes.Allowed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, _ := json.Marshal(c.text)
+			body := `{"output":{"message":{"role":"assistant","content":[{"text":` + string(out) + `}]}},"stopReason":"` + c.stop + `","usage":{"inputTokens":12,"outputTokens":11,"totalTokens":23},"metrics":{"latencyMs":301}}`
+			r, sent := sendWithRetries(t, probestest.Case{Header: hdr(), Body: body})
+			if r.Class != c.class {
+				t.Fatalf("class = %s (reason %q), want %s", r.Class, r.Reason, c.class)
+			}
+			if sent != 1 {
+				t.Errorf("sent %d times, want once", sent)
+			}
+			if c.class != probes.BlockedOutput {
+				return
+			}
+			if r.Stage != probes.StageOutput || r.Reason != "content_filter_output_text" || !r.Heuristic || r.Message != c.text || len(r.Categories) != 0 {
+				t.Errorf("got stage %q reason %q heuristic %v message %q categories %#v", r.Stage, r.Reason, r.Heuristic, r.Message, r.Categories)
+			}
+		})
 	}
 }
