@@ -29,14 +29,18 @@
 // the schema means), named with each damaged column; nothing of it is
 // shown, since nothing of it can be trusted. Stored bytes
 // that cannot be read or do not hash to their fingerprint are problems
-// (Observation.Problem). With a problem the record is still produced, and
-// says it does not verify (AllVerified false, Record.Problems).
+// (Observation.Problem), and so is a cited observation of another target
+// or probe than the flip's own: shown as it is (never replaced by an
+// answer of the flip's probe), it is no evidence of the flip. With a
+// problem the record is still produced, and says it does not verify
+// (AllVerified false, Record.Problems).
 package evidence
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -142,7 +146,9 @@ type Observation struct {
 	ResponseAbsent string `json:"response_body_absent,omitempty"`
 	// Problem says why this observation's stored evidence does not verify:
 	// unreadable bodies, bytes that do not hash to their fingerprint, a
-	// request other than the event's.
+	// request other than the event's, an observation of another target or
+	// probe than the event's (the event cites one that is no evidence of
+	// this flip).
 	Problem string `json:"problem,omitempty"`
 	// Sample is the observation's sample in its run: 0 the run's answer,
 	// 1… extra samples of the identical bytes (screening, confirmation).
@@ -305,6 +311,7 @@ type side struct {
 	damaged string // why the cited row does not read as an observation: "damaged (column …)", "unreadable (…)"
 	req     []byte // the stored request body, read and hashing (with obs's method, path and pinned headers) to obs.RequestSHA256
 	reqOK   bool
+	foreign bool // obs is an observation of another target or probe than the event's (a problem: out.Problem says so)
 }
 
 func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
@@ -326,9 +333,9 @@ func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
 
 	// The request bytes.
 	switch {
-	case before.reqOK && before.obs.RequestSHA256 == ep.RequestSHA256:
+	case before.reqOK && !before.foreign && before.obs.RequestSHA256 == ep.RequestSHA256:
 		p.Request = request(before.obs, before.req)
-	case after.reqOK && after.obs.RequestSHA256 == ep.RequestSHA256:
+	case after.reqOK && !after.foreign && after.obs.RequestSHA256 == ep.RequestSHA256:
 		p.Request = request(after.obs, after.req)
 	default:
 		o, rq, err := b.storedRequest(ep, ep.BeforeObs, ep.AfterObs)
@@ -432,7 +439,10 @@ func (b *builder) pick(ep diff.EventProbe, name string, cited int64, claim diff.
 	}
 	match := s.out.Verdict.Key() == claim.Key()
 	s.out.VerdictMatches = &match
-	if match || !nd {
+	if match || !nd || s.foreign {
+		// An observation of another target or probe is shown as it is,
+		// its problem named: an answer of the event's own probe shown in
+		// its place would hide that the event cites a foreign one.
 		return s, nil
 	}
 	alt, lo, pruned, err := b.find(ep, claim)
@@ -575,6 +585,22 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 		ResponseSHA256: o.BodySHA256, Truncated: o.BodyTruncated, Origin: b.origin(o.RunID, o.TargetID)}
 	s := side{out: out, obs: o}
 	var problems []string
+	// The event cites it for its own target and probe: an observation of
+	// another target or probe (an id an edit or damage moved) is no
+	// evidence of this flip, whatever bytes and verdict it holds.
+	tid, known, err := b.targetID(ep.Target)
+	if err != nil {
+		return side{}, err
+	}
+	if !known || o.TargetID != tid || o.ProbeID != ep.ProbeID {
+		s.foreign = true
+		name, err := b.targetName(o.TargetID)
+		if err != nil {
+			return side{}, err
+		}
+		problems = append(problems, fmt.Sprintf("it is an observation of target %s, probe %s, not of the event's %s/%s: it is no evidence of this flip",
+			name, o.ProbeID, ep.Target, ep.ProbeID))
+	}
 	if o.RequestSHA256 != ep.RequestSHA256 {
 		problems = append(problems, fmt.Sprintf("it sent request sha256 %s, not the event's %s", o.RequestSHA256, ep.RequestSHA256))
 	}
@@ -628,6 +654,25 @@ func (b *builder) targetID(name string) (int64, bool, error) {
 	}
 	b.targets[name] = t.ID
 	return t.ID, true, nil
+}
+
+// targetName returns the name of the target with id id ("id N" when the
+// database holds no such target).
+func (b *builder) targetName(id int64) (string, error) {
+	for name, tid := range b.targets {
+		if tid == id {
+			return name, nil
+		}
+	}
+	var name string
+	err := b.db.SQL().QueryRowContext(b.ctx, `SELECT name FROM targets WHERE id = ?`, id).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Sprintf("id %d (not in the database)", id), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // storedRequest finds the request bytes of ep in another observation of
