@@ -50,6 +50,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -1263,6 +1264,12 @@ func WriteMarkdown(w io.Writer, r *Record) {
 	fmt.Fprintf(w, "- kind: %s, direction: %s, status: %s\n- targets: %s (provider %s)\n- runs: first seen %d, confirmed %d\n- corpus: %s (sha256 %s)\n- model: %s → %s\n- new categories: %s\n",
 		code(e.Kind), code(e.Direction), status, codes(e.Targets), code(e.Provider), e.FirstRun, e.ConfirmedRun, code(e.CorpusVersion), code(e.CorpusHash),
 		model(e.ModelBefore), model(e.ModelAfter), codes(e.NewCategories))
+	if e.Kind == diff.KindModel {
+		writeModelCounts(w, r)
+		// The bytes are hashed; who answered them is not.
+		fmt.Fprintf(w, "- what no hash covers: the hashes prove the request bytes sent and the response bytes stored, and the model id and fingerprint above are what the provider reported in its answers; "+
+			"they do not prove which model served a request, nor whether anything held on the provider's side and not in the bytes (a content filter configuration, a guardrail version, account or project settings) changed with it\n")
+	}
 	if e.RevertedRun != 0 {
 		switch withdrawn := r.withdrawn(); {
 		case withdrawn > 0 && withdrawn == len(r.Probes):
@@ -1303,6 +1310,9 @@ func WriteMarkdown(w io.Writer, r *Record) {
 		fmt.Fprintf(w, " (%d do not)", mismatched)
 	}
 	fmt.Fprintln(w)
+	if e.Kind == diff.KindScoreDrift {
+		writeScoreCheck(w, r)
+	}
 	if obs, reqs, bodies := r.absences(); obs+reqs+bodies > 0 {
 		fmt.Fprintf(w, "- not in this record (absent, so not checked): %d observation(s), %d request(s), %d response body(ies); see the probes\n", obs, reqs, bodies)
 	}
@@ -1412,11 +1422,98 @@ func WriteMarkdown(w io.Writer, r *Record) {
 				fmt.Fprintf(w, "  - shown in place of what the event cites: %s\n", span(o.Selection))
 			}
 		}
+		if e.Kind == diff.KindScoreDrift {
+			fmt.Fprintf(w, "- scores moved (the verdict held): %s\n", movesText(ep.ScoreMoves))
+		}
 		if p.Nondeterminism != "" {
 			fmt.Fprintf(w, "- note: %s\n", span(p.Nondeterminism))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// movesText renders a score drift probe's moves, each "`key` before →
+// after" (keys are the provider's: inert through code).
+func movesText(moves []diff.ScoreMove) string {
+	if len(moves) == 0 {
+		return "none recorded (the event was recorded before driftprobe kept a score drift's moves)"
+	}
+	parts := make([]string, len(moves))
+	for i, m := range moves {
+		parts[i] = fmt.Sprintf("%s %s → %s", code(m.Key), strconv.FormatFloat(m.Before, 'f', -1, 64), strconv.FormatFloat(m.After, 'f', -1, 64))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeScoreCheck writes a score drift's check line: whether every
+// observation shown carries the score the event claims it moved from
+// (before) or to (after), as Problems checks in format 4; records of
+// earlier formats were written without that check, and the line says so.
+func writeScoreCheck(w io.Writer, r *Record) {
+	if r.Format != Format {
+		fmt.Fprintf(w, "- every observation shown carries the scores the event claims moved: not checked (a %s record: its writer did not check scores)\n", code(r.Format))
+		return
+	}
+	claims := r.claims()
+	wrong := 0
+	for _, p := range r.Probes {
+		ep := claims[p.Target+"\x00"+p.ProbeID]
+		for _, sd := range p.sides() {
+			if sd.o != nil && len(scoreProblems("", sd.name, sd.o, ep.ScoreMoves)) > 0 {
+				wrong++
+			}
+		}
+	}
+	fmt.Fprintf(w, "- every observation shown carries the scores the event claims moved: %v", wrong == 0)
+	if wrong > 0 {
+		fmt.Fprintf(w, " (%d do not)", wrong)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeModelCounts writes, for a model change, how many observations the
+// record shows on each side of the flips on the target the model change is
+// about (Event.ModelTarget; every target when it names none), and how many
+// of them reported the event's model before and after.
+func writeModelCounts(w io.Writer, r *Record) {
+	e := r.Event
+	count := func(name, joined string) string {
+		wantID, wantFP := diff.SplitModel(joined)
+		n, same, none := 0, 0, 0
+		for _, p := range r.Probes {
+			if e.ModelTarget != "" && p.Target != e.ModelTarget {
+				continue
+			}
+			for _, sd := range p.sides() {
+				if sd.name != name || sd.o == nil {
+					continue
+				}
+				n++
+				switch {
+				case sd.o.ModelID == wantID && sd.o.ModelFP == wantFP:
+					same++
+				case sd.o.ModelID == "" && sd.o.ModelFP == "":
+					none++
+				}
+			}
+		}
+		if joined == "" || joined == "|" {
+			return fmt.Sprintf("%d %s (the event names no model %s)", n, name, name)
+		}
+		out := fmt.Sprintf("%d %s, %d of them reporting %s", n, name, same, model(joined))
+		if none > 0 {
+			out += fmt.Sprintf(" (%d reporting no model)", none)
+		}
+		if other := n - same - none; other > 0 {
+			out += fmt.Sprintf(" (%d reporting another model)", other)
+		}
+		return out
+	}
+	on := "of the flips"
+	if e.ModelTarget != "" {
+		on = "on " + code(e.ModelTarget) + ", the target the model change is about"
+	}
+	fmt.Fprintf(w, "- observations shown %s: %s; %s\n", on, count("before", e.ModelBefore), count("after", e.ModelAfter))
 }
 
 // oneLine makes untrusted text safe for a terminal and a rendered page:
