@@ -377,6 +377,10 @@ type eventMatch struct {
 	covers bool
 	// lo, hi: the window of the matching flip of firstRun.
 	lo, hi time.Time
+	// coverLo, coverHi: the window (widened by the tolerance) of the
+	// earliest matching flip whose window covers the change, when covers.
+	coverLo, coverHi time.Time
+	coverRun         int64
 	// opened: the earliest run a matching flip's window opened at, when
 	// earlier than the target's last complete run before the flip (its
 	// probe had no verdict in the runs between); 0: none did.
@@ -513,6 +517,9 @@ func (a *attributor) match(e *Event, target string, c Change, tol time.Duration)
 					m.opened = o
 				}
 				if !c.From.Before(lo) && !c.At.After(hi) {
+					if !m.covers || sd.run < m.coverRun {
+						m.coverRun, m.coverLo, m.coverHi = sd.run, lo, hi
+					}
 					m.covers = true
 				}
 			case d != "":
@@ -602,6 +609,20 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) (ChangeRe
 		}
 		return cr, nil
 	}
+	// holds says, for an event whose flip window covers the change, that
+	// it is that window, widened by the tolerance, that holds the change
+	// time, not the run the flip was seen in.
+	holds := func(m eventMatch) string {
+		if !m.covers {
+			return ""
+		}
+		lo, hi := m.coverLo.Add(tol), m.coverHi.Add(-tol)
+		win := rfc3339(lo) + " to " + rfc3339(hi)
+		if !lo.Before(hi) {
+			win = rfc3339(hi)
+		}
+		return fmt.Sprintf(", whose flip window (%s ±%s) holds the change %s", win, fmtDuration(tol), at)
+	}
 	describe := func(ms []eventMatch) string {
 		var parts []string
 		for _, m := range ms {
@@ -631,8 +652,11 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) (ChangeRe
 		return strings.Join(parts, "; ")
 	}
 	if len(same) > 0 {
-		return set(Provider, same, "%s, within %s of the change %s: the provider changed %s on identical probe bytes",
-			describe(same), fmtDuration(tol), at, cat)
+		parts := make([]string, len(same))
+		for i, m := range same {
+			parts[i] = describe([]eventMatch{m}) + holds(m)
+		}
+		return set(Provider, same, "%s: the provider changed %s on identical probe bytes", strings.Join(parts, "; "), cat)
 	}
 	if len(partial) > 0 {
 		// Production is missing around the change and the flips explain

@@ -85,7 +85,7 @@ func TestAttributeVerdicts(t *testing.T) {
 		reason string
 	}{
 		{"provider: probes tightened in the change's run", step("sim-a", "violence", 10, 30), history(tightenViolence),
-			Provider, []int64{3}, "event 3 (policy_change, tightened) flipped 1 probe(s) on sim-a to stricter from run 7 (started 2026-11-20T06:00:00Z), within 2h of the change at 2026-11-20T06:00:00Z"},
+			Provider, []int64{3}, "event 3 (policy_change, tightened) flipped 1 probe(s) on sim-a to stricter from run 7 (started 2026-11-20T06:00:00Z), whose flip window (2026-11-20T05:00:00Z to 2026-11-20T06:00:00Z ±2h) holds the change at 2026-11-20T06:00:00Z"},
 		{"provider: flips first seen a run later (the change fell between runs)", step("sim-a", "violence", 10, 30),
 			history(Event{ID: 4, Kind: "model_change", Direction: Tightened, Targets: []string{"sim-a"}, Flips: []Flip{flip("sim-a", []string{"violence"}, allowed, blocked("violence"), 8)}}),
 			Provider, []int64{4}, "from run 8"},
@@ -387,7 +387,7 @@ func TestAttributeProductionGap(t *testing.T) {
 			"the customers' content may have moved instead: fill in the production data to tell"}},
 		// A gap the flips' window holds whole: provider, the gap said.
 		{"a gap within the flips' window: provider", gapSeries(10, 12, 13), h(tightened), at(10), at(13), Provider, []int64{1}, 2, 6, []string{
-			"within 2h of the change between 2026-11-20T10:00:00Z and 2026-11-20T13:00:00Z: the provider changed violence on identical probe bytes; production data is missing between 2026-11-20T10:00:00Z and 2026-11-20T13:00:00Z (3h, 3 × the 1h step): the change happened somewhere in it"}},
+			"whose flip window (2026-11-20T08:00:00Z to 2026-11-20T14:00:00Z ±2h) holds the change between 2026-11-20T10:00:00Z and 2026-11-20T13:00:00Z: the provider changed violence on identical probe bytes; production data is missing between 2026-11-20T10:00:00Z and 2026-11-20T13:00:00Z (3h, 3 × the 1h step): the change happened somewhere in it"}},
 		// No event: traffic, judged on runs outside the gap (run 3, inside
 		// it, counts on neither side), the gap said.
 		{"no event: traffic over the runs outside the gap", gapSeries(9, 18, 19), h(), at(9), at(19), Traffic, []int64{}, 2, 5, []string{

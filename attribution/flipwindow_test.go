@@ -44,7 +44,7 @@ func TestAttributeFlipWindowOpensAtTheProbesLastOldVerdict(t *testing.T) {
 		reason string
 	}{
 		{"the window opens at LastRunBefore: provider", h(gap, Flip{FirstRun: 8, LastRunBefore: 6, BeforeRun: 1}), Provider, []int64{30},
-			"event 30 (policy_change, tightened) flipped 1 probe(s) on sim-a to stricter from run 8 (started 2026-11-20T07:30:00Z; last seen with the old verdict in run 6, started 2026-11-20T05:30:00Z), within 10m of the change at 2026-11-20T06:00:00Z"},
+			"event 30 (policy_change, tightened) flipped 1 probe(s) on sim-a to stricter from run 8 (started 2026-11-20T07:30:00Z; last seen with the old verdict in run 6, started 2026-11-20T05:30:00Z), whose flip window (2026-11-20T05:30:00Z to 2026-11-20T07:30:00Z ±10m) holds the change at 2026-11-20T06:00:00Z"},
 		{"LastRunBefore unknown: the window opens at BeforeRun", h(gap, Flip{FirstRun: 8, BeforeRun: 5}), Provider, []int64{30},
 			"(started 2026-11-20T07:30:00Z; last seen with the old verdict in run 5, started 2026-11-20T04:30:00Z)"},
 		// An older record without either: the window opens at the last

@@ -76,7 +76,9 @@ func TestQACheckCitationsBesideARunThatPrunes(t *testing.T) {
 	var once sync.Once
 	ran := false
 	qaSetHook(func(query string) {
-		if !strings.Contains(query, "SELECT EXISTS (SELECT 1 FROM observations WHERE id = ?)") {
+		// The lookup of each observation a state cites (its existence,
+		// target and probe).
+		if !strings.Contains(query, "FROM observations o LEFT JOIN targets t ON t.id = o.target_id WHERE o.id = ?") {
 			return
 		}
 		once.Do(func() {
@@ -120,7 +122,7 @@ func TestQACheckCitationsBesideARunThatPrunes(t *testing.T) {
 	r := qaOpen(t, qaDriverName, "file:"+live+"?mode=ro")
 	got := qaCitations(t, r)
 	if !ran {
-		t.Fatal("the concurrent run never happened: CheckCitations asked no existence query")
+		t.Fatal("the concurrent run never happened: CheckCitations looked no cited observation up")
 	}
 	if len(got) != 0 {
 		t.Errorf("CheckCitations beside a run that pruned reports %d missing cited observation(s) on a database consistent at every instant (db check exits 1):\n%s",

@@ -716,7 +716,13 @@ func (st *state) cites() []citation {
 // database lacks. Retention never deletes these (they are its pins), so a
 // missing one was deleted outside driftprobe or lost to damage: the
 // event's evidence does not verify, or the next flip's evidence would cite
-// nothing. At most MaxCitationProblems messages; a state that does not
+// nothing. So is every cited observation that the database holds but that
+// belongs to another target or probe than the one citing it (an id moved
+// by an edit or damage): it is no evidence of the flip, and the event's
+// evidence does not verify (or the next flip's would not). An observation
+// whose target or probe column does not hold what the schema means is
+// storage.Check's to report, not a mismatch. At most MaxCitationProblems
+// messages; a state that does not
 // decode, or a row whose columns do not hold what the schema means, is
 // CheckStates' (or storage.Check's) to report. Tables a schema lacks are
 // skipped. Everything is read in one read transaction, one snapshot of
@@ -734,7 +740,7 @@ func CheckCitations(ctx context.Context, sqldb *sql.DB) (_ []string, err error) 
 		if len(out) < MaxCitationProblems {
 			out = append(out, msg)
 		} else if len(out) == MaxCitationProblems {
-			out = append(out, "… further missing citations not listed")
+			out = append(out, "… further citation problems not listed")
 		}
 	}
 	if ok, err := hasTable(ctx, db, "event_probes"); err != nil || !ok {
@@ -760,6 +766,29 @@ func CheckCitations(ctx context.Context, sqldb *sql.DB) (_ []string, err error) 
 		if err := rows.Err(); err != nil {
 			return out, err
 		}
+		// Stored, but another target's or probe's answer.
+		rows, err = db.QueryContext(ctx, `SELECT ep.event_id, t.name, ep.probe_id, ep.`+side+`_obs, o.target_id, COALESCE(ot.name, ''), o.probe_id
+			FROM event_probes ep JOIN targets t ON t.id = ep.target_id JOIN observations o ON o.id = ep.`+side+`_obs LEFT JOIN targets ot ON ot.id = o.target_id
+			WHERE typeof(ep.event_id) = 'integer' AND typeof(ep.probe_id) = 'text' AND typeof(ep.`+side+`_obs) = 'integer' AND ep.`+side+`_obs > 0
+			AND typeof(o.target_id) = 'integer' AND typeof(o.probe_id) = 'text' AND (o.target_id != ep.target_id OR o.probe_id != ep.probe_id)
+			ORDER BY ep.event_id, t.name, ep.probe_id`)
+		if err != nil {
+			return out, err
+		}
+		for rows.Next() {
+			var eid, obs, otid int64
+			var target, probe, otarget, oprobe string
+			if err := rows.Scan(&eid, &target, &probe, &obs, &otid, &otarget, &oprobe); err != nil {
+				rows.Close()
+				return out, err
+			}
+			add(fmt.Sprintf("event %d, %s/%s: its %s observation %d is an observation of %s, probe %s, not of the event's %s/%s (an id moved by an edit outside driftprobe, or by damage); the event's evidence does not verify",
+				eid, target, probe, side, obs, targetText(otarget, otid), oprobe, target, probe))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return out, err
+		}
 	}
 	for _, c := range stateTables {
 		if ok, err := hasTable(ctx, db, c.table); err != nil || !ok {
@@ -769,7 +798,8 @@ func CheckCitations(ctx context.Context, sqldb *sql.DB) (_ []string, err error) 
 			continue
 		}
 		type cite struct {
-			probe string
+			target int64
+			probe  string
 			citation
 		}
 		var cites []cite
@@ -801,7 +831,7 @@ func CheckCitations(ctx context.Context, sqldb *sql.DB) (_ []string, err error) 
 			sort.Strings(ids)
 			for _, id := range ids {
 				for _, x := range states[id].cites() {
-					cites = append(cites, cite{id, x})
+					cites = append(cites, cite{tid, id, x})
 					where = append(where, w)
 				}
 			}
@@ -811,21 +841,42 @@ func CheckCitations(ctx context.Context, sqldb *sql.DB) (_ []string, err error) 
 			return out, err
 		}
 		for i, x := range cites {
-			var ok bool
-			if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM observations WHERE id = ?)`, x.obs).Scan(&ok); err != nil {
-				return out, err
+			next := "flip"
+			if x.role == "score baseline" {
+				next = "score drift"
 			}
-			if !ok {
-				next := "flip"
-				if x.role == "score baseline" {
-					next = "score drift"
-				}
+			// Target and probe as stored: a column not holding what the
+			// schema means is storage.Check's to report.
+			var otid, oprobe any
+			var otarget string
+			err := db.QueryRowContext(ctx, `SELECT o.target_id, o.probe_id, COALESCE(t.name, '') FROM observations o LEFT JOIN targets t ON t.id = o.target_id WHERE o.id = ?`, x.obs).
+				Scan(&otid, &oprobe, &otarget)
+			if errors.Is(err, sql.ErrNoRows) {
 				add(fmt.Sprintf("%s: probe %s's %s observation %d is not in the database (retention keeps it: deleted outside driftprobe, or lost to damage); the evidence of the probe's next %s would cite nothing",
 					where[i], x.probe, x.role, x.obs, next))
+				continue
+			}
+			if err != nil {
+				return out, err
+			}
+			tid, tok := otid.(int64)
+			p, pok := oprobe.(string)
+			if tok && pok && (tid != x.target || p != x.probe) {
+				add(fmt.Sprintf("%s: probe %s's %s observation %d is an observation of %s, probe %s (an id moved by an edit outside driftprobe, or by damage); the evidence of the probe's next %s would not verify",
+					where[i], x.probe, x.role, x.obs, targetText(otarget, tid), p, next))
 			}
 		}
 	}
 	return out, nil
+}
+
+// targetText names a target for CheckCitations: "target NAME", or its id
+// when the database holds no target of that id.
+func targetText(name string, id int64) string {
+	if name == "" {
+		return fmt.Sprintf("target id %d (not in the database)", id)
+	}
+	return "target " + name
 }
 
 // MaxCitationProblems bounds CheckCitations' messages.

@@ -29,14 +29,18 @@
 // the schema means), named with each damaged column; nothing of it is
 // shown, since nothing of it can be trusted. Stored bytes
 // that cannot be read or do not hash to their fingerprint are problems
-// (Observation.Problem). With a problem the record is still produced, and
-// says it does not verify (AllVerified false, Record.Problems).
+// (Observation.Problem), and so is a cited observation of another target
+// or probe than the flip's own: shown as it is (never replaced by an
+// answer of the flip's probe), it is no evidence of the flip. With a
+// problem the record is still produced, and says it does not verify
+// (AllVerified false, Record.Problems).
 package evidence
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -46,6 +50,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -142,7 +147,9 @@ type Observation struct {
 	ResponseAbsent string `json:"response_body_absent,omitempty"`
 	// Problem says why this observation's stored evidence does not verify:
 	// unreadable bodies, bytes that do not hash to their fingerprint, a
-	// request other than the event's.
+	// request other than the event's, an observation of another target or
+	// probe than the event's (the event cites one that is no evidence of
+	// this flip).
 	Problem string `json:"problem,omitempty"`
 	// Sample is the observation's sample in its run: 0 the run's answer,
 	// 1… extra samples of the identical bytes (screening, confirmation).
@@ -305,6 +312,7 @@ type side struct {
 	damaged string // why the cited row does not read as an observation: "damaged (column …)", "unreadable (…)"
 	req     []byte // the stored request body, read and hashing (with obs's method, path and pinned headers) to obs.RequestSHA256
 	reqOK   bool
+	foreign bool // obs is an observation of another target or probe than the event's (a problem: out.Problem says so)
 }
 
 func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
@@ -326,9 +334,9 @@ func (b *builder) probe(ep diff.EventProbe) (*Probe, error) {
 
 	// The request bytes.
 	switch {
-	case before.reqOK && before.obs.RequestSHA256 == ep.RequestSHA256:
+	case before.reqOK && !before.foreign && before.obs.RequestSHA256 == ep.RequestSHA256:
 		p.Request = request(before.obs, before.req)
-	case after.reqOK && after.obs.RequestSHA256 == ep.RequestSHA256:
+	case after.reqOK && !after.foreign && after.obs.RequestSHA256 == ep.RequestSHA256:
 		p.Request = request(after.obs, after.req)
 	default:
 		o, rq, err := b.storedRequest(ep, ep.BeforeObs, ep.AfterObs)
@@ -432,7 +440,10 @@ func (b *builder) pick(ep diff.EventProbe, name string, cited int64, claim diff.
 	}
 	match := s.out.Verdict.Key() == claim.Key()
 	s.out.VerdictMatches = &match
-	if match || !nd {
+	if match || !nd || s.foreign {
+		// An observation of another target or probe is shown as it is,
+		// its problem named: an answer of the event's own probe shown in
+		// its place would hide that the event cites a foreign one.
 		return s, nil
 	}
 	alt, lo, pruned, err := b.find(ep, claim)
@@ -575,6 +586,22 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 		ResponseSHA256: o.BodySHA256, Truncated: o.BodyTruncated, Origin: b.origin(o.RunID, o.TargetID)}
 	s := side{out: out, obs: o}
 	var problems []string
+	// The event cites it for its own target and probe: an observation of
+	// another target or probe (an id an edit or damage moved) is no
+	// evidence of this flip, whatever bytes and verdict it holds.
+	tid, known, err := b.targetID(ep.Target)
+	if err != nil {
+		return side{}, err
+	}
+	if !known || o.TargetID != tid || o.ProbeID != ep.ProbeID {
+		s.foreign = true
+		name, err := b.targetName(o.TargetID)
+		if err != nil {
+			return side{}, err
+		}
+		problems = append(problems, fmt.Sprintf("it is an observation of target %s, probe %s, not of the event's %s/%s: it is no evidence of this flip",
+			name, o.ProbeID, ep.Target, ep.ProbeID))
+	}
 	if o.RequestSHA256 != ep.RequestSHA256 {
 		problems = append(problems, fmt.Sprintf("it sent request sha256 %s, not the event's %s", o.RequestSHA256, ep.RequestSHA256))
 	}
@@ -628,6 +655,25 @@ func (b *builder) targetID(name string) (int64, bool, error) {
 	}
 	b.targets[name] = t.ID
 	return t.ID, true, nil
+}
+
+// targetName returns the name of the target with id id ("id N" when the
+// database holds no such target).
+func (b *builder) targetName(id int64) (string, error) {
+	for name, tid := range b.targets {
+		if tid == id {
+			return name, nil
+		}
+	}
+	var name string
+	err := b.db.SQL().QueryRowContext(b.ctx, `SELECT name FROM targets WHERE id = ?`, id).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Sprintf("id %d (not in the database)", id), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // storedRequest finds the request bytes of ep in another observation of
@@ -1218,6 +1264,12 @@ func WriteMarkdown(w io.Writer, r *Record) {
 	fmt.Fprintf(w, "- kind: %s, direction: %s, status: %s\n- targets: %s (provider %s)\n- runs: first seen %d, confirmed %d\n- corpus: %s (sha256 %s)\n- model: %s → %s\n- new categories: %s\n",
 		code(e.Kind), code(e.Direction), status, codes(e.Targets), code(e.Provider), e.FirstRun, e.ConfirmedRun, code(e.CorpusVersion), code(e.CorpusHash),
 		model(e.ModelBefore), model(e.ModelAfter), codes(e.NewCategories))
+	if e.Kind == diff.KindModel {
+		writeModelCounts(w, r)
+		// The bytes are hashed; who answered them is not.
+		fmt.Fprintf(w, "- what no hash covers: the hashes prove the request bytes sent and the response bytes stored, and the model id and fingerprint above are what the provider reported in its answers; "+
+			"they do not prove which model served a request, nor whether anything held on the provider's side and not in the bytes (a content filter configuration, a guardrail version, account or project settings) changed with it\n")
+	}
 	if e.RevertedRun != 0 {
 		switch withdrawn := r.withdrawn(); {
 		case withdrawn > 0 && withdrawn == len(r.Probes):
@@ -1258,6 +1310,9 @@ func WriteMarkdown(w io.Writer, r *Record) {
 		fmt.Fprintf(w, " (%d do not)", mismatched)
 	}
 	fmt.Fprintln(w)
+	if e.Kind == diff.KindScoreDrift {
+		writeScoreCheck(w, r)
+	}
 	if obs, reqs, bodies := r.absences(); obs+reqs+bodies > 0 {
 		fmt.Fprintf(w, "- not in this record (absent, so not checked): %d observation(s), %d request(s), %d response body(ies); see the probes\n", obs, reqs, bodies)
 	}
@@ -1367,11 +1422,98 @@ func WriteMarkdown(w io.Writer, r *Record) {
 				fmt.Fprintf(w, "  - shown in place of what the event cites: %s\n", span(o.Selection))
 			}
 		}
+		if e.Kind == diff.KindScoreDrift {
+			fmt.Fprintf(w, "- scores moved (the verdict held): %s\n", movesText(ep.ScoreMoves))
+		}
 		if p.Nondeterminism != "" {
 			fmt.Fprintf(w, "- note: %s\n", span(p.Nondeterminism))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// movesText renders a score drift probe's moves, each "`key` before →
+// after" (keys are the provider's: inert through code).
+func movesText(moves []diff.ScoreMove) string {
+	if len(moves) == 0 {
+		return "none recorded (the event was recorded before driftprobe kept a score drift's moves)"
+	}
+	parts := make([]string, len(moves))
+	for i, m := range moves {
+		parts[i] = fmt.Sprintf("%s %s → %s", code(m.Key), strconv.FormatFloat(m.Before, 'f', -1, 64), strconv.FormatFloat(m.After, 'f', -1, 64))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeScoreCheck writes a score drift's check line: whether every
+// observation shown carries the score the event claims it moved from
+// (before) or to (after), as Problems checks in format 4; records of
+// earlier formats were written without that check, and the line says so.
+func writeScoreCheck(w io.Writer, r *Record) {
+	if r.Format != Format {
+		fmt.Fprintf(w, "- every observation shown carries the scores the event claims moved: not checked (a %s record: its writer did not check scores)\n", code(r.Format))
+		return
+	}
+	claims := r.claims()
+	wrong := 0
+	for _, p := range r.Probes {
+		ep := claims[p.Target+"\x00"+p.ProbeID]
+		for _, sd := range p.sides() {
+			if sd.o != nil && len(scoreProblems("", sd.name, sd.o, ep.ScoreMoves)) > 0 {
+				wrong++
+			}
+		}
+	}
+	fmt.Fprintf(w, "- every observation shown carries the scores the event claims moved: %v", wrong == 0)
+	if wrong > 0 {
+		fmt.Fprintf(w, " (%d do not)", wrong)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeModelCounts writes, for a model change, how many observations the
+// record shows on each side of the flips on the target the model change is
+// about (Event.ModelTarget; every target when it names none), and how many
+// of them reported the event's model before and after.
+func writeModelCounts(w io.Writer, r *Record) {
+	e := r.Event
+	count := func(name, joined string) string {
+		wantID, wantFP := diff.SplitModel(joined)
+		n, same, none := 0, 0, 0
+		for _, p := range r.Probes {
+			if e.ModelTarget != "" && p.Target != e.ModelTarget {
+				continue
+			}
+			for _, sd := range p.sides() {
+				if sd.name != name || sd.o == nil {
+					continue
+				}
+				n++
+				switch {
+				case sd.o.ModelID == wantID && sd.o.ModelFP == wantFP:
+					same++
+				case sd.o.ModelID == "" && sd.o.ModelFP == "":
+					none++
+				}
+			}
+		}
+		if joined == "" || joined == "|" {
+			return fmt.Sprintf("%d %s (the event names no model %s)", n, name, name)
+		}
+		out := fmt.Sprintf("%d %s, %d of them reporting %s", n, name, same, model(joined))
+		if none > 0 {
+			out += fmt.Sprintf(" (%d reporting no model)", none)
+		}
+		if other := n - same - none; other > 0 {
+			out += fmt.Sprintf(" (%d reporting another model)", other)
+		}
+		return out
+	}
+	on := "of the flips"
+	if e.ModelTarget != "" {
+		on = "on " + code(e.ModelTarget) + ", the target the model change is about"
+	}
+	fmt.Fprintf(w, "- observations shown %s: %s; %s\n", on, count("before", e.ModelBefore), count("after", e.ModelAfter))
 }
 
 // oneLine makes untrusted text safe for a terminal and a rendered page:

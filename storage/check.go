@@ -62,7 +62,8 @@ type CheckReport struct {
 	// ForeignKeys lists rows whose parent row is missing.
 	ForeignKeys []ForeignKeyProblem `json:"foreign_keys"`
 	// Citations lists observations an event or a detection state cites
-	// that the database lacks (retention never deletes them). Check leaves
+	// that the database lacks (retention never deletes them), or holds as
+	// another target's or probe's than the citing one. Check leaves
 	// it empty; the caller fills it (diff.CheckCitations reads detection's
 	// tables) and clears OK when it has any.
 	Citations []string `json:"citations"`

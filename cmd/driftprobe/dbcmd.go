@@ -361,7 +361,8 @@ cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 					rep.OK = false
 				}
 				// Observations events and detection cite: retention keeps
-				// them, so one missing was deleted or lost.
+				// them, so one missing was deleted or lost; one of another
+				// target or probe than the citing one is no evidence of it.
 				cites, cerr := diff.CheckCitations(cmd.Context(), sess.Store.SQL())
 				if cerr != nil {
 					rep.Structure = append(rep.Structure, "citations: "+cerr.Error())
@@ -381,7 +382,7 @@ cannot read its newer schema, 3 when the database cannot be read otherwise.`,
 				return err
 			}
 			if !rep.OK {
-				return &gateError{fmt.Sprintf("db check: %s does not verify: %d message(s) of SQLite's own check (%s), %d structure finding(s) of driftprobe's, %d foreign key problem(s), %d missing cited observation(s), %d observation(s) whose evidence does not verify",
+				return &gateError{fmt.Sprintf("db check: %s does not verify: %d message(s) of SQLite's own check (%s), %d structure finding(s) of driftprobe's, %d foreign key problem(s), %d citation problem(s) (cited observations missing or of another target or probe), %d observation(s) whose evidence does not verify",
 					sess.Store.Path(), len(rep.SQLite), sqliteVerdict(rep), rep.OwnFindings(), len(rep.ForeignKeys), len(rep.Citations), rep.ProblemCount)}
 			}
 			return nil
@@ -410,9 +411,9 @@ func writeCheck(w io.Writer, path string, rep *storage.CheckReport) error {
 		fmt.Fprintf(tw, "foreign keys\t%d row(s) without their parent, below\n", len(rep.ForeignKeys))
 	}
 	if len(rep.Citations) == 0 {
-		fmt.Fprintf(tw, "citations\tok (every observation events and detection cite is stored)\n")
+		fmt.Fprintf(tw, "citations\tok (every observation events and detection cite is stored, and is of the citing target and probe)\n")
 	} else {
-		fmt.Fprintf(tw, "citations\t%d cited observation(s) missing, below\n", len(rep.Citations))
+		fmt.Fprintf(tw, "citations\t%d cited observation(s) missing or of another target or probe, below\n", len(rep.Citations))
 	}
 	switch {
 	case rep.BodiesSkippedWhy != "":
