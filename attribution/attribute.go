@@ -669,7 +669,9 @@ func (a *attributor) attribute(s *Series, c Change, tol time.Duration) (ChangeRe
 		suffix = ""
 		var windows []string
 		for _, m := range partial {
-			windows = append(windows, fmt.Sprintf("%s and %s", rfc3339(m.lo), rfc3339(m.hi)))
+			// m.lo and m.hi are widened by the tolerance: shown without
+			// it, the tolerance said once after them.
+			windows = append(windows, fmt.Sprintf("%s and %s", rfc3339(m.lo.Add(tol)), rfc3339(m.hi.Add(-tol))))
 		}
 		return set(Inconclusive, partial, "%s and the change happened somewhere in it: %s, which explains a change between %s (the flips' window, ±%s) but not one in the rest of the gap, where the probes held still and the customers' content may have moved instead: fill in the production data to tell",
 			gap, describe(partial), strings.Join(windows, " or "), fmtDuration(tol))

@@ -383,7 +383,7 @@ func TestAttributeProductionGap(t *testing.T) {
 		// the gap but do not explain 16:00–19:00, where run 3 had already
 		// seen the new verdicts: not traffic, and not claimed as provider.
 		{"flips inside a wide gap: inconclusive", gapSeries(9, 18, 19), h(tightened), at(9), at(19), Inconclusive, []int64{1}, 2, 5, []string{
-			"production data is missing between 2026-11-20T09:00:00Z and 2026-11-20T19:00:00Z (10h, 10 × the 1h step) and the change happened somewhere in it: event 1 (policy_change, tightened) flipped 1 probe(s) on sim-a to stricter from run 3 (started 2026-11-20T14:00:00Z), which explains a change between 2026-11-20T06:00:00Z and 2026-11-20T16:00:00Z",
+			"production data is missing between 2026-11-20T09:00:00Z and 2026-11-20T19:00:00Z (10h, 10 × the 1h step) and the change happened somewhere in it: event 1 (policy_change, tightened) flipped 1 probe(s) on sim-a to stricter from run 3 (started 2026-11-20T14:00:00Z), which explains a change between 2026-11-20T08:00:00Z and 2026-11-20T14:00:00Z (the flips' window, ±2h)",
 			"the customers' content may have moved instead: fill in the production data to tell"}},
 		// A gap the flips' window holds whole: provider, the gap said.
 		{"a gap within the flips' window: provider", gapSeries(10, 12, 13), h(tightened), at(10), at(13), Provider, []int64{1}, 2, 6, []string{
