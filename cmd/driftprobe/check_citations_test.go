@@ -16,25 +16,7 @@ import (
 // baseline detection holds, that the database lost (retention never
 // deletes them).
 func TestDBCheckFindsMissingCitedObservations(t *testing.T) {
-	dir := t.TempDir()
-	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
-	if err := os.WriteFile(cfg, []byte("targets:\n  - {name: a, provider: sim, model: m, sim: {policies: [{from_run: 3, thresholds: {violence: 0.05}}]}}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for range 4 {
-		if _, stderr, code := runIn(t, "run", "--no-progress", "--config", cfg, "--db", db); code != 0 {
-			t.Fatalf("run: exit %d: %s", code, stderr)
-		}
-	}
-	check := func() (storage.CheckReport, int) {
-		t.Helper()
-		stdout, stderr, code := runIn(t, "db", "check", "--json", "--no-bodies", "--config", cfg, "--db", db)
-		var rep storage.CheckReport
-		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-			t.Fatalf("db check --json: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
-		}
-		return rep, code
-	}
+	cfg, db, check := citationsDB(t, "a")
 	if rep, code := check(); code != 0 || len(rep.Citations) != 0 || rep.Citations == nil {
 		t.Fatalf("untouched: exit %d, citations %q (want 0 and [])", code, rep.Citations)
 	}
@@ -84,27 +66,7 @@ func TestDBCheckFindsMissingCitedObservations(t *testing.T) {
 // or another probe's answer than the one citing it. It is no evidence of
 // the flip, however alike its bytes and verdict.
 func TestDBCheckFindsCitedObservationsOfAnotherTargetOrProbe(t *testing.T) {
-	dir := t.TempDir()
-	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
-	if err := os.WriteFile(cfg, []byte("targets:\n"+
-		"  - {name: a, provider: sim, model: m, sim: {policies: [{from_run: 3, thresholds: {violence: 0.05}}]}}\n"+
-		"  - {name: b, provider: sim, model: m, sim: {policies: [{from_run: 3, thresholds: {violence: 0.05}}]}}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for range 4 {
-		if _, stderr, code := runIn(t, "run", "--no-progress", "--config", cfg, "--db", db); code != 0 {
-			t.Fatalf("run: exit %d: %s", code, stderr)
-		}
-	}
-	check := func() (storage.CheckReport, int) {
-		t.Helper()
-		stdout, stderr, code := runIn(t, "db", "check", "--json", "--no-bodies", "--config", cfg, "--db", db)
-		var rep storage.CheckReport
-		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-			t.Fatalf("db check --json: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
-		}
-		return rep, code
-	}
+	cfg, db, check := citationsDB(t, "a", "b")
 	if rep, code := check(); code != 0 || len(rep.Citations) != 0 {
 		t.Fatalf("untouched: exit %d, citations %q (want 0)", code, rep.Citations)
 	}
@@ -154,5 +116,35 @@ func TestDBCheckFindsCitedObservationsOfAnotherTargetOrProbe(t *testing.T) {
 	if !strings.Contains(stdout, fmt.Sprintf("%d cited observation(s) missing or of another target or probe, below", len(rep.Citations))) ||
 		!strings.Contains(stdout, "is an observation of target b") || !strings.Contains(stderr, "citation problem(s) (cited observations missing or of another target or probe)") {
 		t.Errorf("text report:\n%s\n%s", stdout, stderr)
+	}
+}
+
+// citationsDB runs four runs of the config targets into a fresh database
+// (each sim target tightening violence at run 3, so run 4 confirms flips)
+// and returns the config, the database and a db check --json of it.
+func citationsDB(t *testing.T, targets ...string) (cfg, db string, check func() (storage.CheckReport, int)) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg, db = filepath.Join(dir, "c.yaml"), filepath.Join(dir, "x.db")
+	y := "targets:\n"
+	for _, name := range targets {
+		y += "  - {name: " + name + ", provider: sim, model: m, sim: {policies: [{from_run: 3, thresholds: {violence: 0.05}}]}}\n"
+	}
+	if err := os.WriteFile(cfg, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, stderr, code := runIn(t, "run", "--no-progress", "--config", cfg, "--db", db); code != 0 {
+			t.Fatalf("run: exit %d: %s", code, stderr)
+		}
+	}
+	return cfg, db, func() (storage.CheckReport, int) {
+		t.Helper()
+		stdout, stderr, code := runIn(t, "db", "check", "--json", "--no-bodies", "--config", cfg, "--db", db)
+		var rep storage.CheckReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("db check --json: exit %d: %v\n%s\n%s", code, err, stdout, stderr)
+		}
+		return rep, code
 	}
 }

@@ -22,14 +22,7 @@ import (
 func sendWithRetries(t *testing.T, c probestest.Case) (probes.Result, int) {
 	t.Helper()
 	srv := probestest.NewReplay(t, c)
-	pr := chatProber(t, srv.URL)
-	var r probes.Result
-	for attempt := 1; attempt <= 3; attempt++ {
-		_, r = probestest.Do(t, pr, probestest.Probe)
-		if !r.Class.Retryable() {
-			break
-		}
-	}
+	r := probestest.DoRetrying(t, chatProber(t, srv.URL), probestest.Probe, 3)
 	return r, srv.Requests()
 }
 

@@ -21,14 +21,7 @@ import (
 func qaEnumSend(t *testing.T, c probestest.Case) (probes.Result, int) {
 	t.Helper()
 	srv := probestest.NewReplay(t, c)
-	pr := newTestProber(t, srv.URL, nil, nil)
-	var r probes.Result
-	for attempt := 1; attempt <= 3; attempt++ {
-		_, r = probestest.Do(t, pr, userOnly())
-		if !r.Class.Retryable() {
-			break
-		}
-	}
+	r := probestest.DoRetrying(t, newTestProber(t, srv.URL, nil, nil), userOnly(), 3)
 	return r, srv.Requests()
 }
 

@@ -156,6 +156,19 @@ func Do(t testing.TB, pr probes.Prober, p probes.Probe) (*probes.Request, probes
 	return req, pr.Classify(req, resp)
 }
 
+// DoRetrying is Do repeated the way the runner sends: again while the
+// class is retryable, at most attempts times. It returns the last result.
+func DoRetrying(t testing.TB, pr probes.Prober, p probes.Probe, attempts int) probes.Result {
+	t.Helper()
+	var r probes.Result
+	for range attempts {
+		if _, r = Do(t, pr, p); !r.Class.Retryable() {
+			break
+		}
+	}
+	return r
+}
+
 // Conformance runs every case: newProber gets the replay server's base URL.
 func Conformance(t *testing.T, newProber func(t *testing.T, baseURL string) probes.Prober, p probes.Probe, cases []Case) {
 	for _, c := range cases {
