@@ -31,9 +31,11 @@
 // that cannot be read or do not hash to their fingerprint are problems
 // (Observation.Problem), and so is a cited observation of another target
 // or probe than the flip's own: shown as it is (never replaced by an
-// answer of the flip's probe), it is no evidence of the flip. With a
-// problem the record is still produced, and says it does not verify
-// (AllVerified false, Record.Problems).
+// answer of the flip's probe), it is no evidence of the flip. Every
+// observation shown names the target and probe it is an observation of
+// (Observation.Target, ProbeID), so Verify re-checks that from the record
+// alone. With a problem the record is still produced, and says it does
+// not verify (AllVerified false, Record.Problems).
 package evidence
 
 import (
