@@ -31,9 +31,11 @@
 // that cannot be read or do not hash to their fingerprint are problems
 // (Observation.Problem), and so is a cited observation of another target
 // or probe than the flip's own: shown as it is (never replaced by an
-// answer of the flip's probe), it is no evidence of the flip. With a
-// problem the record is still produced, and says it does not verify
-// (AllVerified false, Record.Problems).
+// answer of the flip's probe), it is no evidence of the flip. Every
+// observation shown names the target and probe it is an observation of
+// (Observation.Target, ProbeID), so Verify re-checks that from the record
+// alone. With a problem the record is still produced, and says it does
+// not verify (AllVerified false, Record.Problems).
 package evidence
 
 import (
@@ -69,8 +71,17 @@ import (
 // Format 3 adds each observation's origin (the endpoint its run answered
 // at) and the problem of a flip answered at two endpoints. Format 4 adds
 // the check of a score drift's cited answers against the scores it claims
-// moved.
-const Format = "driftprobe-evidence/4"
+// moved. Format 5 names, for every observation shown, the target and probe
+// it is an observation of (Observation.Target, ProbeID), so that Verify
+// re-checks that each is of its flip's own target and probe, whatever the
+// record's problem fields say.
+const Format = "driftprobe-evidence/5"
+
+// FormatV4 is format 5 without each observation's target and probe: Verify
+// reads it as format 5 but cannot re-check whose observations it shows; an
+// observation of another target or probe is caught only where its writer
+// named it (in the observation's problem).
+const FormatV4 = "driftprobe-evidence/4"
 
 // FormatV3 is format 4 without the score check: Verify reads it as format
 // 4 and does not check scores (its writer did not, and score drifts
@@ -114,7 +125,14 @@ type Request struct {
 
 // Observation is one side of a flip.
 type Observation struct {
-	ID           int64           `json:"observation_id"`
+	ID int64 `json:"observation_id"`
+	// Target and ProbeID are what the database records the observation
+	// as: an observation of this target (its name; "id N (not in the
+	// database)" for a target id no target row holds) and this probe.
+	// Verify checks them against the flip's own (Probe.Target, ProbeID).
+	// Absent from records older than format 5.
+	Target       string          `json:"target,omitempty"`
+	ProbeID      string          `json:"probe_id,omitempty"`
 	RunID        int64           `json:"run_id"`
 	RunStartedAt time.Time       `json:"run_started_at"`
 	ObservedAt   time.Time       `json:"observed_at"`
@@ -593,14 +611,13 @@ func (b *builder) side(ep diff.EventProbe, obsID int64) (side, error) {
 	if err != nil {
 		return side{}, err
 	}
+	if out.Target, err = b.targetName(o.TargetID); err != nil {
+		return side{}, err
+	}
+	out.ProbeID = o.ProbeID
 	if !known || o.TargetID != tid || o.ProbeID != ep.ProbeID {
 		s.foreign = true
-		name, err := b.targetName(o.TargetID)
-		if err != nil {
-			return side{}, err
-		}
-		problems = append(problems, fmt.Sprintf("it is an observation of target %s, probe %s, not of the event's %s/%s: it is no evidence of this flip",
-			name, o.ProbeID, ep.Target, ep.ProbeID))
+		problems = append(problems, foreignProblem(out.Target, o.ProbeID, ep.Target, ep.ProbeID))
 	}
 	if o.RequestSHA256 != ep.RequestSHA256 {
 		problems = append(problems, fmt.Sprintf("it sent request sha256 %s, not the event's %s", o.RequestSHA256, ep.RequestSHA256))
@@ -732,21 +749,121 @@ next:
 // Problems lists every reason the record's evidence does not verify, as
 // derived from its probes: stored evidence that could not be read or does
 // not hash to its fingerprint, flips whose sides sent different bytes,
-// observations the event cites that the database did not hold, and
+// observations the event cites that the database did not hold,
 // observations that do not carry the verdict the event claims for their
-// side. Absent observations, bodies and request bytes are not problems.
+// side, and observations of another target or probe than their flip's
+// (from a format 5 record's target and probe_id; in older formats only
+// where the writer named one in the observation's problem). Absent
+// observations, bodies and request bytes are not problems.
 func (r *Record) Problems() []string {
 	out := r.hashProblems()
 	out = append(out, r.claimProblems()...)
+	out = append(out, r.ownershipProblems()...)
 	return out
 }
 
 // hashProblems are the problems format 1 knew: stored bytes that do not
-// verify, and flips whose sides sent different bytes.
+// verify, and flips whose sides sent different bytes, with each
+// observation's problem field as its writer wrote it (which names, since
+// format 2 writers, an observation of another target or probe too).
 func (r *Record) hashProblems() []string {
 	var out []string
 	for i := range r.Probes {
-		out = append(out, r.Probes[i].problems()...)
+		out = append(out, r.Probes[i].problems(false)...)
+	}
+	return out
+}
+
+// bytesProblems are hashProblems without an observation's being of another
+// target or probe (ownership is not a hash: its bytes may all verify).
+func (r *Record) bytesProblems() []string {
+	var out []string
+	for i := range r.Probes {
+		out = append(out, r.Probes[i].problems(true)...)
+	}
+	return out
+}
+
+// namesOwners says whether the record names, for every observation shown,
+// the target and probe it is an observation of (format 5 on).
+func (r *Record) namesOwners() bool { return r.Format == Format }
+
+// checksScores says whether the record's writer checked a score drift's
+// cited answers against the scores it claims moved (format 4 on).
+func (r *Record) checksScores() bool { return r.Format == Format || r.Format == FormatV4 }
+
+// foreignProblem is the problem of an observation of target/probe cited
+// for a flip of eventTarget/eventProbe.
+func foreignProblem(target, probe, eventTarget, eventProbe string) string {
+	return fmt.Sprintf("it is an observation of target %s, probe %s, not of the event's %s/%s: it is no evidence of this flip",
+		target, probe, eventTarget, eventProbe)
+}
+
+// foreignEnd ends foreignProblem's text.
+const foreignEnd = ": it is no evidence of this flip"
+
+// ownershipPart splits an observation's problem as a writer wrote it into
+// the statement that it is an observation of another target or probe
+// (foreignProblem, which writers put first) and the rest. A problem that
+// does not read that way (a target name holding the text, say) is all
+// rest: the hashes are then not claimed to verify.
+func ownershipPart(problem string) (own, rest string) {
+	if !strings.HasPrefix(problem, "it is an observation of target ") {
+		return "", problem
+	}
+	i := strings.Index(problem, foreignEnd)
+	if i < 0 {
+		return "", problem
+	}
+	end := i + len(foreignEnd)
+	switch {
+	case end == len(problem):
+		return problem, ""
+	case strings.HasPrefix(problem[end:], "; "):
+		return problem[:end], problem[end+2:]
+	}
+	return "", problem
+}
+
+// derivedForeign is, in a format 5 record, the problem of observation o,
+// shown for flip p, being of another target or probe than p's own, as its
+// target and probe_id say ("" when it is p's own, and in older formats).
+func (r *Record) derivedForeign(p *Probe, o *Observation) string {
+	switch {
+	case !r.namesOwners() || o == nil:
+		return ""
+	case o.Target == "" || o.ProbeID == "":
+		return fmt.Sprintf("it does not name the target and probe it is an observation of (a %s record names them for every observation shown), so it cannot be checked to be of the event's %s/%s",
+			Format, p.Target, p.ProbeID)
+	case o.Target != p.Target || o.ProbeID != p.ProbeID:
+		return foreignProblem(o.Target, o.ProbeID, p.Target, p.ProbeID)
+	}
+	return ""
+}
+
+// foreign says whether observation o, shown for flip p, is of another
+// target or probe than p's own: as its target and probe_id say (format 5),
+// or as its writer said in its problem.
+func (r *Record) foreign(p *Probe, o *Observation) bool {
+	if o == nil {
+		return false
+	}
+	own, _ := ownershipPart(o.Problem)
+	return own != "" || r.derivedForeign(p, o) != ""
+}
+
+// ownershipProblems are the problems format 5 added: an observation whose
+// target and probe_id are not its flip's, unless its problem (listed by
+// hashProblems) already says so.
+func (r *Record) ownershipProblems() []string {
+	var out []string
+	for i := range r.Probes {
+		p := &r.Probes[i]
+		for _, s := range p.sides() {
+			if d := r.derivedForeign(p, s.o); d != "" && !strings.Contains(s.o.Problem, d) {
+				out = append(out, fmt.Sprintf("%s/%s: %s observation %d: %s", p.Target, p.ProbeID, s.name, s.o.ID, d))
+			}
+		}
 	}
 	return out
 }
@@ -789,7 +906,7 @@ func (r *Record) claimProblems() []string {
 				out = append(out, fmt.Sprintf("%s: %s observation %d (run %d) recorded verdict %s, but the event claims %s %s",
 					name, s.name, s.o.ID, s.o.RunID, s.o.Verdict, s.name, v))
 			}
-			if s.o != nil && r.Format == Format {
+			if s.o != nil && r.checksScores() {
 				out = append(out, scoreProblems(name, s.name, s.o, ep.ScoreMoves)...)
 			}
 		}
@@ -855,17 +972,27 @@ func (ep eventProbe) claim(side string) diff.Verdict {
 	return ep.After
 }
 
-func (p *Probe) problems() []string {
+// problems lists the probe's problems as its fields state them; bytesOnly
+// leaves out an observation's problem of being of another target or probe
+// (ownershipPart).
+func (p *Probe) problems(bytesOnly bool) []string {
 	var out []string
 	name := p.Target + "/" + p.ProbeID
 	if !p.Request.Verified && p.Request.Missing == "" {
 		out = append(out, fmt.Sprintf("%s: request bytes not verified against sha256 %s", name, p.Request.SHA256))
 	}
 	for _, s := range p.sides() {
+		problem := ""
+		if s.o != nil {
+			problem = s.o.Problem
+			if bytesOnly {
+				_, problem = ownershipPart(problem)
+			}
+		}
 		switch {
 		case s.o == nil:
-		case s.o.Problem != "":
-			out = append(out, fmt.Sprintf("%s: %s observation %d: %s", name, s.name, s.o.ID, s.o.Problem))
+		case problem != "":
+			out = append(out, fmt.Sprintf("%s: %s observation %d: %s", name, s.name, s.o.ID, problem))
 		case !s.o.ResponseOK && s.o.ResponseAbsent == "":
 			out = append(out, fmt.Sprintf("%s: %s observation %d: response body not verified against sha256 %s", name, s.name, s.o.ID, s.o.ResponseSHA256))
 		}
@@ -991,8 +1118,8 @@ func isRecord(r *Record) error {
 	switch {
 	case r.Format == "":
 		return &NotRecordError{fmt.Sprintf("no \"format\": %q", Format)}
-	case r.Format != Format && r.Format != FormatV3 && r.Format != FormatV2 && r.Format != FormatV1:
-		return &NotRecordError{fmt.Sprintf("format %q, want %q (or %q, %q, %q)", r.Format, Format, FormatV3, FormatV2, FormatV1)}
+	case r.Format != Format && r.Format != FormatV4 && r.Format != FormatV3 && r.Format != FormatV2 && r.Format != FormatV1:
+		return &NotRecordError{fmt.Sprintf("format %q, want %q (or %q, %q, %q, %q)", r.Format, Format, FormatV4, FormatV3, FormatV2, FormatV1)}
 	case r.Event == nil:
 		return &NotRecordError{"no event"}
 	case r.SHA256 == "":
@@ -1004,7 +1131,10 @@ func isRecord(r *Record) error {
 // Verify checks a record: that it is one (a *NotRecordError if not), its
 // own hash, every request's bytes against its fingerprint, that every
 // observation's verdict_matches_event agrees with its verdict and the
-// event's claim, and that all_verified agrees with the probes. A record
+// event's claim, in a format 5 record that every observation shown is of
+// its flip's target and probe (Observation.Target, ProbeID; older records
+// do not name them, so only what their writer named in an observation's
+// problem is caught), and that all_verified agrees with the probes. A record
 // that is intact but says its evidence did not verify returns an
 // *UnverifiedError. A format 1 record is held to what its writer checked
 // (hashes) for all_verified, and additionally fails, with an
@@ -1089,7 +1219,7 @@ func Verify(r *Record) error {
 		// Its writer judged all_verified on the hashes alone.
 		hashes := r.hashProblems()
 		if r.AllVerified != (len(hashes) == 0) {
-			return fmt.Errorf("all_verified is %v but the probes list %d problem(s)", r.AllVerified, len(hashes))
+			return fmt.Errorf("all_verified is %v but the probes list %d problem(s)%s", r.AllVerified, len(hashes), listed(hashes))
 		}
 		if len(problems) > 0 {
 			return &UnverifiedError{Problems: problems, Format1: len(problems) > len(hashes)}
@@ -1097,12 +1227,20 @@ func Verify(r *Record) error {
 		return nil
 	}
 	if r.AllVerified != (len(problems) == 0) {
-		return fmt.Errorf("all_verified is %v but the probes list %d problem(s)", r.AllVerified, len(problems))
+		return fmt.Errorf("all_verified is %v but the probes list %d problem(s)%s", r.AllVerified, len(problems), listed(problems))
 	}
 	if len(problems) > 0 {
 		return &UnverifiedError{Problems: problems}
 	}
 	return nil
+}
+
+// listed is ": p1; p2…", or "" for none.
+func listed(problems []string) string {
+	if len(problems) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(problems, "; ")
 }
 
 func boolPtr(b *bool) string {
@@ -1287,9 +1425,10 @@ func WriteMarkdown(w io.Writer, r *Record) {
 	if n := r.revertedProbes(); n > 0 && e.RevertedRun == 0 {
 		fmt.Fprintf(w, "- partially reverted: %d of %d probe(s) flipped back, moved on or were withdrawn since (see the history and each probe)\n", n, len(r.Probes))
 	}
-	hashes := r.hashProblems()
+	hashes := r.bytesProblems()
 	fmt.Fprintf(w, "- record verifies (all_verified): %v\n", r.AllVerified)
 	fmt.Fprintf(w, "- all request and response hashes verified: %v\n", len(hashes) == 0)
+	writeOwnership(w, r)
 	missing, mismatched := 0, 0
 	for _, p := range r.Probes {
 		for _, s := range p.sides() {
@@ -1411,6 +1550,9 @@ func WriteMarkdown(w io.Writer, r *Record) {
 			if v.Class != "" && o.Verdict.Key() != v.Key() {
 				fmt.Fprintf(w, "; DOES NOT VERIFY: the event claims %s %s, this observation recorded %s", s.name, code(v.String()), code(o.Verdict.String()))
 			}
+			if d := r.derivedForeign(&p, o); d != "" && !strings.Contains(o.Problem, d) {
+				fmt.Fprintf(w, "; DOES NOT VERIFY: %s", span(d))
+			}
 			switch {
 			case o.Problem != "":
 				fmt.Fprintf(w, "; DOES NOT VERIFY: %s", span(o.Problem))
@@ -1450,7 +1592,7 @@ func movesText(moves []diff.ScoreMove) string {
 // (before) or to (after), as Problems checks in format 4; records of
 // earlier formats were written without that check, and the line says so.
 func writeScoreCheck(w io.Writer, r *Record) {
-	if r.Format != Format {
+	if !r.checksScores() {
 		fmt.Fprintf(w, "- every observation shown carries the scores the event claims moved: not checked (a %s record: its writer did not check scores)\n", code(r.Format))
 		return
 	}
@@ -1467,6 +1609,31 @@ func writeScoreCheck(w io.Writer, r *Record) {
 	fmt.Fprintf(w, "- every observation shown carries the scores the event claims moved: %v", wrong == 0)
 	if wrong > 0 {
 		fmt.Fprintf(w, " (%d do not)", wrong)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeOwnership writes whether every observation shown is of its flip's
+// own target and probe, apart from the hashes (an observation of another
+// target or probe may hash perfectly and still be no evidence of the
+// flip). A record older than format 5 does not name each observation's
+// target and probe: the line gives its writer's word and says so.
+func writeOwnership(w io.Writer, r *Record) {
+	n := 0
+	for i := range r.Probes {
+		p := &r.Probes[i]
+		for _, s := range p.sides() {
+			if r.foreign(p, s.o) {
+				n++
+			}
+		}
+	}
+	fmt.Fprintf(w, "- every observation shown is of its flip's target and probe: %v", n == 0)
+	if n > 0 {
+		fmt.Fprintf(w, " (%d of another target or probe, or not naming theirs: no evidence of the flip)", n)
+	}
+	if !r.namesOwners() {
+		fmt.Fprintf(w, " (as its writer checked: a %s record does not name each observation's target and probe, so this cannot be re-checked)", code(r.Format))
 	}
 	fmt.Fprintln(w)
 }

@@ -111,7 +111,7 @@ func TestEvidenceQANondeterminismShowsClaimedVerdicts(t *testing.T) {
 	if shown == 0 {
 		t.Error("no before observation shown for any probe")
 	}
-	if !rec.AllVerified || rec.Format != "driftprobe-evidence/4" {
+	if !rec.AllVerified || rec.Format != "driftprobe-evidence/5" {
 		t.Errorf("all_verified %v, format %q", rec.AllVerified, rec.Format)
 	}
 	file := filepath.Join(t.TempDir(), "e.json")

@@ -49,10 +49,14 @@ their fingerprint are problems too. With a problem the record is still written,
 with all_verified false, and exit 1.
 
 --verify re-hashes the record and its bytes, checks each observation's verdict
-against the event's claim, and rejects content record_sha256 does not cover
-(unknown fields, duplicate keys, keys spelt otherwise). Records of the previous
-format (driftprobe-evidence/1) are still read: their hashes verify as before,
-and their verdicts are checked against their event, which their writer did not.
+against the event's claim and (format driftprobe-evidence/5) that each
+observation is of its flip's own target and probe (target, probe_id), and
+rejects content record_sha256 does not cover (unknown fields, duplicate keys,
+keys spelt otherwise). Records of earlier formats are still read: /2 to /4
+with their writer's checks only (they do not name each observation's target
+and probe: an observation of another one is caught only where their writer
+named it); /1 with its hashes verified as before and its verdicts checked
+against its event, which its writer did not.
 
 Exit codes: 0 the record verifies; 1 it does not (evidence EVENT: the record is
 written all the same; --verify: tampered, duplicate or unknown keys, or intact
@@ -88,6 +92,10 @@ is not an evidence record); 3 database or I/O failure.`,
 				if r.Format == evidence.FormatV1 {
 					fmt.Fprintf(g.stdout, "%s: note: format %s, written by an older driftprobe: its hashes verify, its observations carry its event's verdicts and every observation its event cites was in the database\n",
 						verify, evidence.FormatV1)
+				}
+				if r.Format != evidence.Format {
+					fmt.Fprintf(g.stdout, "%s: note: format %s does not name each observation's target and probe: an observation of another target or probe than its flip's is caught only where its writer named it (a %s record is re-checked; build one with 'driftprobe evidence ID --json')\n",
+						verify, r.Format, evidence.Format)
 				}
 				return nil
 			}
