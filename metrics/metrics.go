@@ -338,7 +338,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		LockSkips: prometheus.NewCounter(prometheus.CounterOpts{Name: LockSkipsTotal,
 			Help: "Scheduled runs skipped because another process held the run lock."}),
 		ScheduleSecond: prometheus.NewGauge(prometheus.GaugeOpts{Name: ScheduleIntervalS,
-			Help: "The configured run interval (for staleness alerts)."}),
+			Help: "The configured run interval (for staleness alerts); for a cron schedule, the longest gap between two firings over the year from its next firing."}),
 		Configured: &TargetSet{},
 		Schedule:   &ScheduleRef{},
 	}
@@ -356,7 +356,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 // a constant 0 in its textfile would only say "no failure" wrongly.
 func NewRunFailures(reg prometheus.Registerer) prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: RunFailuresTotal,
-		Help: "Scheduled runs of driftprobe serve that failed with an error (a full disk, a broken or replaced database, a failed detection), not counting runs interrupted by shutdown or ticks skipped for the run lease; the log says `run failed` with the error."})
+		Help: "Scheduled runs of driftprobe serve that failed: an error (a full disk, a broken database, a failed detection), a run that lost its run lease mid-run, a tick refused because the database file was removed or replaced, and a run that measured nothing (no target answered a single probe with a verdict); not counting runs interrupted by shutdown or ticks skipped for the run lease. The log says `run failed` with the error."})
 	reg.MustRegister(c)
 	return c
 }
