@@ -409,7 +409,7 @@ func NewDBCollector(db *sql.DB) *DBCollector {
 		lastRun:  prometheus.NewDesc(LastRunTimestamp, "End time of the latest run with this status (compare --run runs of some targets not counted: they are not the schedule's).", []string{"status"}, nil),
 		outbox:   prometheus.NewDesc(OutboxPending, "GitHub deliveries queued and not yet sent.", nil, nil),
 		unknown:  prometheus.NewDesc(UnknownSignals, "Answers of the target's latest finished run (first samples) carrying something the classifier does not know (a new field, finish or stop reason, filter category): the provider's wire format moved, and a verdict may rest on a reading that no longer holds.", []string{"target"}, nil),
-		abuse:    prometheus.NewDesc(AbuseBlocks, "Probes answered with account-level enforcement (abuse_block) in the target's latest run.", []string{"target"}, nil),
+		abuse:    prometheus.NewDesc(AbuseBlocks, "Probes answered with account-level enforcement (abuse_block) in the target's latest finished run (an interrupted run's count when it is larger; none while its latest run predates a disable).", []string{"target"}, nil),
 		degraded: prometheus.NewDesc(TargetDegraded, "1 when the target's latest finished run was degraded (too many transient errors or unavailable filters, or an open breaker); an interrupted (aborted) run neither sets nor clears it, even for a target that finished inside it.", []string{"target"}, nil),
 		dbSize:   prometheus.NewDesc(DatabaseSize, "Size of the SQLite database (pages in use and free; the WAL file not included).", nil, nil),
 		dbFree:   prometheus.NewDesc(DatabaseFree, "Free pages of the SQLite database, reused by later writes (VACUUM returns them to the file system).", nil, nil),
