@@ -73,3 +73,56 @@ targets:
 		}
 	}
 }
+
+// The GitHub token is one of the credentials the standard library's
+// logger redacts: a GitHub Enterprise server or a proxy before it that
+// sends bytes past its Content-Length echoing the Authorization header
+// has them logged by net/http ("Unsolicited response ...").
+func TestGitHubTokenNeverReachesStderr(t *testing.T) {
+	const token = "ghp_QAtextqaSTDERRleak0123456789abcdefXY"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				auth := req.Header.Get("Authorization")
+				body := `{"message":"Server Error","echo":"` + auth + `"}`
+				announced := strings.Index(body, auth)
+				fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nX-GitHub-Request-Id: 0D3A:1BCC6E\r\nContent-Length: %d\r\n\r\n%s", announced, body)
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	dir, db, withGH, _ := outboxConfigs(t)
+	for i := 0; i < 4; i++ {
+		runIn(t, "run", "--config", withGH, "--db", db, "--no-progress")
+	}
+	gh := filepath.Join(dir, "gh2.yaml")
+	os.WriteFile(gh, []byte("targets:\n  - name: sim-a\n    provider: sim\n    model: sim-large\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.01}}]}\n"+
+		"github: {repo: o/r, base_url: \"http://"+ln.Addr().String()+"/\"}\n"), 0o644)
+	// The failed deliveries' wait, recorded for the closed port, is cleared:
+	// the row is due.
+	if _, stderr, code := runIn(t, "outbox", "--clear-holds", "--config", gh, "--db", db); code != 0 {
+		t.Fatalf("outbox --clear-holds: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, _ := runProc(t, []string{"GITHUB_TOKEN=" + token}, "outbox", "--send", "--config", gh, "--db", db)
+	if !strings.Contains(stderr, "Unsolicited response") {
+		t.Fatalf("the transport logged no surplus; the test shows nothing\n%s%s", stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, token) || strings.Contains(stdout+stderr, token[:20]) {
+		t.Errorf("the GitHub token reached the output unredacted:\n%s", stderr)
+	}
+}

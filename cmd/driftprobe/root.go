@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/internal/termtext"
 )
@@ -129,8 +130,10 @@ probes the embedded simulator: no keys, no network.`,
 			return err
 		}
 		// net/http writes some diagnostics to the standard logger, bytes
-		// an upstream sent included: keys redacted there too.
+		// an upstream sent included: keys redacted there too, GitHub's
+		// credentials as delivery learns them among them.
 		app.InstallStdLog(g.stderr)
+		ghissue.SetCredentialHook(app.RememberSecret)
 		if g.hup != nil && c.Name() != "serve" {
 			// Only serve reloads; to any other command a hangup means stop.
 			go func() {
