@@ -493,7 +493,7 @@ func (p *Prober) secrets() []string {
 	return out
 }
 
-// Secrets returns the credential values the prober sends (the SigV4
+// Secrets returns the credential values the prober holds (the SigV4
 // secret access key and session token, or the Bedrock API key): those
 // redacted from anything stored or logged, the standard library's log of
 // what an upstream sent past its Content-Length included.
