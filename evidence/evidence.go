@@ -1745,6 +1745,10 @@ func span(s string) string {
 	if s == "" {
 		return "-"
 	}
+	// No driftprobe marker (looked up as plain text in issues and
+	// comments, code spans included) in Markdown pasted into GitHub: the
+	// opener is broken with a zero-width joiner, as in an issue's fences.
+	s = strings.ReplaceAll(s, "<!--", "<!\u200d--")
 	longest, n := 0, 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == '`' {

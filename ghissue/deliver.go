@@ -1001,13 +1001,35 @@ type redactor struct {
 	secrets []string // longest first, so no secret is half-replaced by a shorter one inside it
 }
 
+// credentialHook, when set (SetCredentialHook), is told every credential
+// a redactor registers.
+var credentialHook atomic.Pointer[func(string)]
+
+// SetCredentialHook has f told every credential delivery registers for
+// redaction (the configured token or private key, each JWT and
+// installation token an Authorization header carries), as it is
+// registered: the process's other redaction learns them too (the
+// standard library's logger, to which net/http writes the bytes a server
+// sent past its Content-Length). nil stops it.
+func SetCredentialHook(f func(string)) {
+	if f == nil {
+		credentialHook.Store(nil)
+		return
+	}
+	credentialHook.Store(&f)
+}
+
 // add registers secrets (empty ones and repeats are ignored).
 func (r *redactor) add(secrets ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	hook := credentialHook.Load()
 	for _, s := range secrets {
 		if s != "" && !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
+			if hook != nil {
+				(*hook)(s)
+			}
 		}
 	}
 	slices.SortStableFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })

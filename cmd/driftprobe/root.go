@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/ghissue"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 )
 
 // Exit codes.
@@ -62,20 +64,33 @@ func runHUP(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-
 	var ge *gateError
 	switch {
 	case errors.As(err, &ge):
-		fmt.Fprintln(stderr, "driftprobe: "+err.Error())
+		fmt.Fprintln(stderr, "driftprobe: "+errText(err))
 		return exitGate
 	case app.IsUsage(err) || isCobraUsage(err) || strings.HasPrefix(err.Error(), "unknown command"):
-		fmt.Fprintln(stderr, err.Error())
+		fmt.Fprintln(stderr, errText(err))
 		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		// SIGINT/SIGTERM before the command got far enough to say more
 		// ("begin: context canceled" says nothing to an operator).
-		fmt.Fprintln(stderr, "driftprobe: interrupted by a signal before it finished ("+err.Error()+")")
+		fmt.Fprintln(stderr, "driftprobe: interrupted by a signal before it finished ("+errText(err)+")")
 		return exitRuntime
 	default:
-		fmt.Fprintln(stderr, "driftprobe: "+err.Error())
+		fmt.Fprintln(stderr, "driftprobe: "+errText(err))
 		return exitRuntime
 	}
+}
+
+// errText is err's text as the terminal gets it: every line made safe
+// (termtext.SafeLong: no control, escape or bidi character, escapes already
+// in the text kept as they are), the lines kept. An error may carry a
+// file's own text (a config's or corpus's unknown field name, which YAML
+// lets carry "\e"), a provider's or GitHub's.
+func errText(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = termtext.SafeLong(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // cobraUsage wraps flag and argument errors from cobra.
@@ -115,8 +130,10 @@ probes the embedded simulator: no keys, no network.`,
 			return err
 		}
 		// net/http writes some diagnostics to the standard logger, bytes
-		// an upstream sent included: keys redacted there too.
+		// an upstream sent included: keys redacted there too, GitHub's
+		// credentials as delivery learns them among them.
 		app.InstallStdLog(g.stderr)
+		ghissue.SetCredentialHook(app.RememberSecret)
 		if g.hup != nil && c.Name() != "serve" {
 			// Only serve reloads; to any other command a hangup means stop.
 			go func() {

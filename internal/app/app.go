@@ -131,6 +131,13 @@ type credentialChecker interface {
 	CredentialsError() error
 }
 
+// secretHolder is implemented by a prober that sends credentials of its
+// own besides the target's key (bedrock: the SigV4 secret key and session
+// token): the standard library's logger redacts them too (stdLog).
+type secretHolder interface {
+	Secrets() []string
+}
+
 func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), error) {
 	var out []*runner.Target
 	closeAll := func() {
@@ -164,6 +171,11 @@ func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), er
 			return nil, nil, Usage(fmt.Errorf("target %s: %w", tc.Name, err))
 		}
 		rememberSecret(key)
+		if sh, ok := p.(secretHolder); ok {
+			for _, s := range sh.Secrets() {
+				rememberSecret(s)
+			}
+		}
 		out = append(out, &runner.Target{Config: tc, Prober: p, Secret: key})
 	}
 	return out, closeAll, nil

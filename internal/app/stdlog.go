@@ -27,6 +27,35 @@ func InstallStdLog(w io.Writer) {
 	log.SetOutput(stdLog)
 }
 
+// RememberSecret adds a credential to what the standard library's logger
+// redacts once InstallStdLog ran: a GitHub token, or a GitHub App's JWT
+// and installation token as delivery learns them. A GitHub App's
+// credentials are short-lived and replaced all along a daemon's life:
+// only the maxLearned latest are kept (a target's key, rememberSecret,
+// always is).
+func RememberSecret(s string) {
+	if len(s) < 4 {
+		return
+	}
+	stdLog.mu.Lock()
+	defer stdLog.mu.Unlock()
+	if slices.Contains(stdLog.secrets, s) {
+		return
+	}
+	stdLog.secrets = append(stdLog.secrets, s)
+	stdLog.learned = append(stdLog.learned, s)
+	if len(stdLog.learned) > maxLearned {
+		old := stdLog.learned[0]
+		stdLog.learned = stdLog.learned[1:]
+		stdLog.secrets = slices.DeleteFunc(stdLog.secrets, func(x string) bool { return x == old })
+		wire.Forget(old)
+	}
+}
+
+// maxLearned is how many credentials RememberSecret keeps: a GitHub App's
+// tokens last an hour, its JWTs minutes.
+const maxLearned = 16
+
 // rememberSecret adds a key to what stdLog redacts (keys shorter than 4
 // bytes are not redacted anywhere: see wire.RedactBytes).
 func rememberSecret(s string) {
@@ -44,6 +73,7 @@ type redactingWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	secrets []string
+	learned []string // the secrets RememberSecret added, oldest first
 }
 
 // Write redacts the keys and escapes what a terminal would act on

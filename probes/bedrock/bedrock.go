@@ -493,6 +493,12 @@ func (p *Prober) secrets() []string {
 	return out
 }
 
+// Secrets returns the credential values the prober holds (the SigV4
+// secret access key and session token, or the Bedrock API key): those
+// redacted from anything stored or logged, the standard library's log of
+// what an upstream sent past its Content-Length included.
+func (p *Prober) Secrets() []string { return p.secrets() }
+
 func (p *Prober) scrub(s string) string {
 	for _, sec := range p.secrets() {
 		s = strings.ReplaceAll(s, sec, "[REDACTED]")

@@ -97,6 +97,11 @@ func pieces(s string) map[string]bool {
 	return m
 }
 
+// Forget drops what RedactBytes keeps of secret s (its pieces): for a
+// caller that stops redacting a short-lived credential, so a long-running
+// process keeps nothing of every token it ever held.
+func Forget(s string) { pieceCache.Delete(s) }
+
 // redactPieces replaces every stretch of b made of overlapping
 // minFragment-long pieces of s's letters and digits (pieces) by Redacted:
 // a key cut anywhere, in the middle of a text or at its end, or followed

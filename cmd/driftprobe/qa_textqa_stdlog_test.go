@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The standard library logger's redaction (net/http logs the bytes an
+// upstream sent past its Content-Length) knows every credential a target
+// sends, not only an api_key_env key: a Bedrock target signing with SigV4
+// sends the session token in X-Amz-Security-Token, and AWS's signature
+// errors echo it (the canonical request). Here the surplus past the
+// announced length echoes the token and the secret key.
+func TestSigV4SecretsNeverReachStderr(t *testing.T) {
+	const (
+		token  = "IQoJb3JpZ2luX2VjEXAMPLEsessionTOKEN0123456789abcdefQA"
+		secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYqa"
+	)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				tok := req.Header.Get("X-Amz-Security-Token")
+				body := `{"message":"The request signature we calculated does not match. x-amz-security-token:` + tok + ` (secret ` + secret + `)"}`
+				announced := strings.Index(body, tok)
+				fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nx-amzn-ErrorType: InvalidSignatureException\r\nContent-Length: %d\r\n\r\n%s", announced, body)
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "corpus"), 0o755)
+	os.WriteFile(filepath.Join(dir, "corpus", "corpus.yaml"), []byte(`name: qa
+version: "1"
+probes:
+  - {id: p1, prompt: "What is the capital of France?", tags: [], expect: allow, role: benign_control}
+`), 0o644)
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`database: %s
+corpus: %s
+targets:
+  - {name: b, provider: bedrock, model: anthropic.claude-3-haiku-20240307-v1:0, options: {region: us-east-1}, base_url: "http://%s", max_attempts: 1}
+`, filepath.Join(dir, "d.db"), filepath.Join(dir, "corpus"), ln.Addr())), 0o644)
+	stdout, stderr, code := runProc(t, []string{"AWS_ACCESS_KEY_ID=AKIAQAEXAMPLE0000001", "AWS_SECRET_ACCESS_KEY=" + secret, "AWS_SESSION_TOKEN=" + token},
+		"run", "--config", cfg, "--json", "--no-progress")
+	if !strings.Contains(stderr, "Unsolicited response") {
+		t.Fatalf("exit %d: the transport logged no surplus; the test shows nothing\n%s", code, stderr)
+	}
+	for _, s := range []string{token, secret} {
+		if strings.Contains(stdout+stderr, s) || strings.Contains(stdout+stderr, s[:20]) {
+			t.Errorf("a SigV4 credential reached the output unredacted:\n%s", stderr)
+		}
+	}
+}
+
+// The GitHub token is one of the credentials the standard library's
+// logger redacts: a GitHub Enterprise server or a proxy before it that
+// sends bytes past its Content-Length echoing the Authorization header
+// has them logged by net/http ("Unsolicited response ...").
+func TestGitHubTokenNeverReachesStderr(t *testing.T) {
+	const token = "ghp_QAtextqaSTDERRleak0123456789abcdefXY"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				auth := req.Header.Get("Authorization")
+				body := `{"message":"Server Error","echo":"` + auth + `"}`
+				announced := strings.Index(body, auth)
+				fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nX-GitHub-Request-Id: 0D3A:1BCC6E\r\nContent-Length: %d\r\n\r\n%s", announced, body)
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	dir, db, withGH, _ := outboxConfigs(t)
+	for i := 0; i < 4; i++ {
+		runIn(t, "run", "--config", withGH, "--db", db, "--no-progress")
+	}
+	gh := filepath.Join(dir, "gh2.yaml")
+	os.WriteFile(gh, []byte("targets:\n  - name: sim-a\n    provider: sim\n    model: sim-large\n    sim: {policies: [{from_run: 3, thresholds: {violence: 0.01}}]}\n"+
+		"github: {repo: o/r, base_url: \"http://"+ln.Addr().String()+"/\"}\n"), 0o644)
+	// The failed deliveries' wait, recorded for the closed port, is cleared:
+	// the row is due.
+	if _, stderr, code := runIn(t, "outbox", "--clear-holds", "--config", gh, "--db", db); code != 0 {
+		t.Fatalf("outbox --clear-holds: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, _ := runProc(t, []string{"GITHUB_TOKEN=" + token}, "outbox", "--send", "--config", gh, "--db", db)
+	if !strings.Contains(stderr, "Unsolicited response") {
+		t.Fatalf("the transport logged no surplus; the test shows nothing\n%s%s", stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, token) || strings.Contains(stdout+stderr, token[:20]) {
+		t.Errorf("the GitHub token reached the output unredacted:\n%s", stderr)
+	}
+}
