@@ -28,6 +28,10 @@ func TestFixtures(t *testing.T) {
 			Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "400:output_blocked"},
 		"error_429_rate_limit.json": {Prober: p, Status: 429, Header: map[string]string{"retry-after": "7"},
 			Class: probes.Transient, Reason: "429:rate_limit_error", RetryAfter: 7 * time.Second},
+		// The tier's monthly spend cap: no retry-after, retrying fails until
+		// next month. Sent once.
+		"error_429_enforced_spend_limit_docs.json": {Prober: p, Status: 429,
+			Class: probes.ClientError, Reason: "429:rate_limit_error:enforced_spend_limit_reached"},
 		"error_529_overloaded.json": {Prober: p, Status: 529, Header: map[string]string{"Retry-After": "3"},
 			Class: probes.Transient, Reason: "529:overloaded_error", RetryAfter: 3 * time.Second},
 		// Streams (driftprobe never asks for one): complete ones read as
