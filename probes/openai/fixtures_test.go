@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -33,5 +34,30 @@ func TestFixtures(t *testing.T) {
 			Categories: []string{probes.CatHarassment, probes.CatViolence}},
 		"moderation_200_text_moderation_007.json": {Prober: mod, Class: probes.BlockedInput, Stage: probes.StageInput, Reason: "flagged",
 			Categories: []string{probes.CatHarassment, probes.CatViolence}},
+	})
+}
+
+// TestSeveralChoices: with n > 1 (never asked for; a gateway may send it)
+// the answer is choices[0], but a content_filter finish on any choice is
+// the provider withholding output for these bytes (docs/PROVIDERS.md, as in
+// Azure's documented N>1 scenario, testdata of the azure package).
+func TestSeveralChoices(t *testing.T) {
+	choice := func(i int, content, finish string) string {
+		c := "null"
+		if content != "" {
+			c = `"` + content + `"`
+		}
+		return `{"index":` + string(rune('0'+i)) + `,"message":{"role":"assistant","content":` + c + `},"finish_reason":"` + finish + `"}`
+	}
+	body := func(choices ...string) string {
+		return `{"id":"chatcmpl-n","object":"chat.completion","created":1,"model":"gpt-4o-2024-08-06","choices":[` + strings.Join(choices, ",") + `]}`
+	}
+	probestest.Conformance(t, newProber(EndpointChat), probestest.Probe, []probestest.Case{
+		{Name: "second_filtered", Body: body(choice(0, "Fine.", "stop"), choice(1, "", "content_filter")),
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "content_filter"}},
+		{Name: "first_filtered", Body: body(choice(0, "", "content_filter"), choice(1, "Fine.", "stop")),
+			Want: probestest.Want{Class: probes.BlockedOutput, Stage: probes.StageOutput, Reason: "content_filter"}},
+		{Name: "none_filtered_first_decides", Body: body(choice(0, "Fine.", "length"), choice(1, "I can't help with that.", "stop")),
+			Want: probestest.Want{Class: probes.Allowed, Reason: "length"}},
 	})
 }
