@@ -30,7 +30,11 @@
 //     from the anthropic-ratelimit-*-reset RFC 3339 headers; 400, 401, 403,
 //     404, 413 and 402 are client errors unless the message says the account
 //     or organization was disabled/suspended (wire.IsAbuse), which is an
-//     account-stage abuse_block.
+//     account-stage abuse_block. A 429 rate_limit_error whose
+//     error.details.error_code is enforced_spend_limit_reached is the usage
+//     tier's monthly spend cap (no retry-after; retrying fails until next
+//     month): client_error, reason
+//     "429:rate_limit_error:enforced_spend_limit_reached", sent once.
 //   - Request id: the request-id header, else the body's request_id. Model:
 //     the response model id, used as the model fingerprint too (Anthropic
 //     sends no separate fingerprint). Tokens: usage.input_tokens and
@@ -110,6 +114,7 @@ func init() {
 			"plain-text refusal in content[].text (heuristic)",
 			"error.type authentication_error/permission_error/invalid_request_error with an account-disabled message (abuse)",
 			"429 rate_limit_error, 500 api_error, 529 overloaded_error with Retry-After / anthropic-ratelimit-*-reset",
+			"429 rate_limit_error with error.details.error_code=enforced_spend_limit_reached (monthly spend cap: client_error, sent once)",
 		},
 		Input: false, Output: true, Scores: false,
 		RequestID: "request-id header (fallback: body request_id)",
@@ -255,6 +260,9 @@ type stopDetails struct {
 type apiError struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
+	// Details is kept raw: only its error_code is read (spendCapReached),
+	// and a details of another shape never fails the envelope.
+	Details json.RawMessage `json:"details"`
 }
 
 // messageResponse is a Messages object or an error envelope. The fields a
@@ -420,6 +428,12 @@ func classifyError(r probes.Result, resp *probes.Response, mr *messageResponse, 
 		// on these bytes, never retried. Anthropic names no category.
 		r.Class, r.Stage = probes.BlockedOutput, probes.StageOutput
 		r.Reason = fmt.Sprintf("%d:%s", status, outputBlockedReason)
+	case status == 429 && spendCapReached(e):
+		// The tier's monthly spend cap: no retry-after, and retrying
+		// fails until next month. Sent once, like OpenAI's
+		// insufficient_quota.
+		r.Class = probes.ClientError
+		r.Reason += ":" + spendCapCode
 	case status >= 400 && status < 500 && status != 429 && wire.IsAbuse(e.Type, "", e.Message):
 		r.Class, r.Stage = probes.AbuseBlock, probes.StageAccount
 	default:
@@ -429,6 +443,27 @@ func classifyError(r probes.Result, resp *probes.Response, mr *messageResponse, 
 		r.RetryAfter = retryAfter(resp.Header, now, status)
 	}
 	return r
+}
+
+// spendCapCode is the error.details.error_code of the 429 Anthropic answers
+// once an organization reaches its usage tier's monthly spend cap
+// (platform.claude.com/docs/api/rate-limits: "the response has no
+// retry-after header. Retrying, including the SDKs' automatic retries,
+// fails" until access resumes next month; see
+// testdata/error_429_enforced_spend_limit_docs.meta.yaml).
+const spendCapCode = "enforced_spend_limit_reached"
+
+// spendCapReached reports whether e carries the spend cap's error code in
+// error.details.error_code (an object); a details of any other shape is not
+// it.
+func spendCapReached(e apiError) bool {
+	var d struct {
+		ErrorCode wire.Text `json:"error_code"`
+	}
+	if len(e.Details) == 0 || json.Unmarshal(e.Details, &d) != nil || d.ErrorCode.Odd {
+		return false
+	}
+	return d.ErrorCode.S == spendCapCode
 }
 
 // outputBlockedMessage is the message of Anthropic's output content filter
