@@ -163,6 +163,12 @@ type CompareSide struct {
 	// damaged (storage.ErrDamagedRow; db check names them): their probes
 	// count as not observed, so they are not compared (and gated as such).
 	DamagedRows int `json:"damaged_rows,omitempty"`
+	// DetectionStateDamaged: the target's detection state does not decode
+	// (db check names the row and the statement that removes it), so the
+	// probes it marks nondeterministic are unknown: only the probes of the
+	// target's open nondeterminism events are set apart, and the others'
+	// differences are counted and gated (the gate errs towards failing).
+	DetectionStateDamaged bool `json:"detection_state_damaged,omitempty"`
 }
 
 // Comparison is the model-upgrade check of --to (candidate) against --from
@@ -361,13 +367,13 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 	if err != nil {
 		return nil, err
 	}
-	fnd, err := knownNondeterministic(ctx, db, ft.ID)
+	fnd, fbad, err := knownNondeterministic(ctx, db, ft.ID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("target %s: %w", from, err)
 	}
-	tnd, err := knownNondeterministic(ctx, db, tt.ID)
+	tnd, tbad, err := knownNondeterministic(ctx, db, tt.ID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("target %s: %w", to, err)
 	}
 	recs, err := probeRecords(ctx, db, fv, tvs)
 	if err != nil {
@@ -494,6 +500,7 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 		return nil, err
 	}
 	c.FromSide.DamagedRows, c.ToSide.DamagedRows = fdmg, tdmg
+	c.FromSide.DetectionStateDamaged, c.ToSide.DetectionStateDamaged = fbad, tbad
 	c.warn()
 	c.GateFailed = c.OverBlocking > c.MaxNewBlocks || c.MaxLostBlocks >= 0 && c.UnderBlocking > c.MaxLostBlocks ||
 		c.MaxNotCompared >= 0 && c.NotComparedGated > c.MaxNotCompared
@@ -712,6 +719,9 @@ func (c *Comparison) WarningTexts(quote func(string) string) []string {
 		if s.DamagedRows > 0 {
 			out = append(out, fmt.Sprintf("%s's run %d holds %d damaged observation row(s) (driftprobe db check names them): their probes read as not observed and are not compared", quote(s.Target), s.Run, s.DamagedRows))
 		}
+		if s.DetectionStateDamaged {
+			out = append(out, fmt.Sprintf("%s's detection state does not decode (driftprobe db check names the row and the statement that removes it): which probes it marks nondeterministic is unknown, so only those of its open nondeterminism events are set apart; the others' differences are counted and gated", quote(s.Target)))
+		}
 	}
 	if c.MaxNotCompared < 0 && c.NotComparedGated > 0 {
 		out = append(out, fmt.Sprintf("%d probe(s) without a verdict on one side could hide a change the gate counts (--max-not-compared is off)", c.NotComparedGated))
@@ -902,9 +912,13 @@ func sideOf(ctx context.Context, db *storage.DB, t storage.TargetRow, run int64,
 
 // knownNondeterministic returns probe id → the request SHA-256s on which
 // the target's probe is known nondeterministic: marked so in its detection
-// state, or a probe (not reverted) of an open nondeterminism event.
-func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) (map[string]map[string]bool, error) {
-	out := map[string]map[string]bool{}
+// state, or a probe (not reverted) of an open nondeterminism event. A
+// detection state that does not decode (damaged: db check names it) is
+// not an error, as it is not for detection's other targets: stateDamaged
+// is true and only the events' probes are returned, so a comparison
+// counts and gates the differences the state would have set apart.
+func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) (out map[string]map[string]bool, stateDamaged bool, err error) {
+	out = map[string]map[string]bool{}
 	add := func(id, sha string) {
 		if out[id] == nil {
 			out[id] = map[string]bool{}
@@ -912,8 +926,11 @@ func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) 
 		out[id][sha] = true
 	}
 	states, err := loadStates(ctx, db.SQL(), targetID)
-	if err != nil {
-		return nil, fmt.Errorf("detection state: %w", err)
+	switch {
+	case errors.Is(err, errCorruptState):
+		stateDamaged, states = true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("detection state: %w", err)
 	}
 	for id, st := range states {
 		if st.nondeterministic {
@@ -923,20 +940,20 @@ func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) 
 	rows, err := db.SQL().QueryContext(ctx, `SELECT ep.probe_id, ep.request_sha256 FROM event_probes ep JOIN events e ON e.id = ep.event_id
 		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.status = 'open' AND e.kind = ?`, targetID, KindNondeterminism)
 	if err != nil {
-		return nil, fmt.Errorf("nondeterminism events: %w", err)
+		return nil, false, fmt.Errorf("nondeterminism events: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id, sha string
 		if err := rows.Scan(&id, &sha); err != nil {
-			return nil, fmt.Errorf("nondeterminism events: %w", err)
+			return nil, false, fmt.Errorf("nondeterminism events: %w", err)
 		}
 		add(id, sha)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("nondeterminism events: %w", err)
+		return nil, false, fmt.Errorf("nondeterminism events: %w", err)
 	}
-	return out, nil
+	return out, stateDamaged, nil
 }
 
 // answer is a probe's first sample in a target's run.
