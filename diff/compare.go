@@ -303,8 +303,9 @@ func Compare(ctx context.Context, db *storage.DB, _ *corpus.Corpus, from, to str
 
 // CompareWith compares the observations of two targets on the same corpus
 // version: each one's latest complete run on a shared version (the
-// current target's latest version first, else the candidate's), or both
-// targets' parts of o.Run. The gate fails when more benign or borderline
+// current target's latest version first, else the candidate's, else the
+// latest version both have a complete run on), or both targets' parts of
+// o.Run. The gate fails when more benign or borderline
 // probes are newly blocked by the candidate than o.MaxNewBlocks; when more
 // positive controls are newly allowed than o.MaxLostBlocks, unless it is
 // negative (off); and when more probes than o.MaxNotCompared, unless it is
@@ -511,7 +512,8 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 // targets' parts of pinned when > 0, else the current target's latest
 // complete run and the candidate's latest complete run on its version,
 // else the candidate's latest complete run and the current target's
-// latest complete run on that version.
+// latest complete run on that version, else both targets' latest complete
+// runs on the latest version they share (sharedVersion).
 func pickRuns(ctx context.Context, db *storage.DB, from, to string, pinned int64) (fromRun, toRun int64, ver string, err error) {
 	if pinned > 0 {
 		r, err := db.Run(ctx, pinned)
@@ -541,13 +543,48 @@ func pickRuns(ctx context.Context, db *storage.DB, from, to string, pinned int64
 	if toRun, tv, err = LatestCompleteRun(ctx, db, to, ""); err != nil {
 		return 0, 0, "", err
 	}
-	if fromRun, _, err = LatestCompleteRun(ctx, db, from, tv); err != nil {
-		if !errors.Is(err, ErrNoCompleteRun) {
-			return 0, 0, "", err
-		}
+	if fromRun, _, err = LatestCompleteRun(ctx, db, from, tv); err == nil {
+		return fromRun, toRun, tv, nil
+	}
+	if !errors.Is(err, ErrNoCompleteRun) {
+		return 0, 0, "", err
+	}
+	// Neither latest version is shared (each side moved on to a version
+	// of its own): the latest version both have a complete run on, by the
+	// current target's latest run on it.
+	shared, err := sharedVersion(ctx, db, from, to)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	if shared == "" {
 		return 0, 0, "", fmt.Errorf("%s and %s have no complete runs on the same corpus version (%s's latest is on %s, %s's on %s): %w", from, to, from, ver, to, tv, ErrNoCompleteRun)
 	}
-	return fromRun, toRun, tv, nil
+	if fromRun, _, err = LatestCompleteRun(ctx, db, from, shared); err != nil {
+		return 0, 0, "", err
+	}
+	if toRun, _, err = LatestCompleteRun(ctx, db, to, shared); err != nil {
+		return 0, 0, "", err
+	}
+	return fromRun, toRun, shared, nil
+}
+
+// sharedVersion returns the corpus version both targets have a complete
+// run on (as LatestCompleteRun counts one) whose latest complete run of
+// from is the newest; "" when there is none.
+func sharedVersion(ctx context.Context, db *storage.DB, from, to string) (string, error) {
+	const complete = `SELECT r.id, r.corpus_version FROM run_targets rt JOIN runs r ON r.id = rt.run_id JOIN targets t ON t.id = rt.target_id
+		WHERE t.name = ? AND rt.status = 'complete' AND r.status != 'aborted'`
+	var v string
+	err := db.SQL().QueryRowContext(ctx, `SELECT f.corpus_version FROM (`+complete+`) f
+		WHERE f.corpus_version IN (SELECT c.corpus_version FROM (`+complete+`) c)
+		ORDER BY f.id DESC LIMIT 1`, from, to).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("corpus versions of %s and %s: %w", from, to, err)
+	}
+	return v, nil
 }
 
 // completePart returns nil when the target's part of run r is complete,
