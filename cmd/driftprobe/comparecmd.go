@@ -136,6 +136,15 @@ exit 3 when the run --run made was not complete for a target.`,
 				if format == "table" {
 					app.WriteSummary(g.stderr, res)
 				}
+				if runStatus == storage.RunAborted {
+					// Interrupted (SIGINT/SIGTERM): nothing to compare, as
+					// run says; not "context canceled" from the reads.
+					err := fmt.Errorf("compare --run: run %d aborted (interrupted); observations so far are stored, nothing was compared", runID)
+					if format == "json" {
+						return writeRunFailure(g.stdout, runID, runStatus, err)
+					}
+					return err
+				}
 				// Compare the run just made, never an older one.
 				opts.Run = res.Summary.RunID
 			}
