@@ -492,7 +492,7 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 	// A gate over too few comparable probes would pass by default (e.g. a
 	// mistyped candidate model answering 404 to everything).
 	if c.Compared == 0 || c.Compared*2 < c.Total {
-		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)", ErrNotComparable, c.Compared, c.Total, from, fromRun, to, toRun)
+		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)%s", ErrNotComparable, c.Compared, c.Total, from, fromRun, to, toRun, c.noVerdictSummary())
 	}
 	if c.FromSide, err = sideOf(ctx, db, ft, fromRun, ver, fv); err != nil {
 		return nil, err
@@ -641,6 +641,53 @@ func catOrder(c string) int {
 		}
 	}
 	return len(probes.Categories)
+}
+
+// noVerdictSummary says what each side answered instead of a verdict, by
+// class, the side with more such answers first ("; without a verdict: cand
+// 62 abuse_block; cur 2 transient"), so that a refusal says why (a
+// suspended account, a mistyped model's 404s, an outage); "" when every
+// probe has a verdict on both.
+func (c *Comparison) noVerdictSummary() string {
+	type side struct {
+		name  string
+		n     int
+		count map[string]int
+	}
+	sides := []*side{{name: c.From, count: map[string]int{}}, {name: c.To, count: map[string]int{}}}
+	for _, p := range c.NotComparedProbes {
+		for i, what := range []string{p.From, p.To} {
+			if slices.Contains(p.NoVerdictOn, sides[i].name) {
+				sides[i].count[what]++
+				sides[i].n++
+			}
+		}
+	}
+	slices.SortStableFunc(sides, func(a, b *side) int { return cmp.Compare(b.n, a.n) })
+	var parts []string
+	for _, s := range sides {
+		if s.n == 0 {
+			continue
+		}
+		whats := make([]string, 0, len(s.count))
+		for w := range s.count {
+			whats = append(whats, w)
+		}
+		slices.SortFunc(whats, func(a, b string) int {
+			if d := cmp.Compare(s.count[b], s.count[a]); d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		for i, w := range whats {
+			whats[i] = fmt.Sprintf("%d %s", s.count[w], w)
+		}
+		parts = append(parts, s.name+" "+strings.Join(whats, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; without a verdict: " + strings.Join(parts, "; ")
 }
 
 // notCompared records probe id, without a verdict on a side.

@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -88,5 +89,22 @@ targets:
 		c.OverBlocking+c.OverBlockingNondeterministic != before.OverBlocking+before.OverBlockingNondeterministic {
 		t.Errorf("over/under-blocking %d(+%d)/%d(+%d), before %d(+%d)/%d(+%d)", c.OverBlocking, c.OverBlockingNondeterministic, c.UnderBlocking, c.UnderBlockingNondeterministic,
 			before.OverBlocking, before.OverBlockingNondeterministic, before.UnderBlocking, before.UnderBlockingNondeterministic)
+	}
+}
+
+// A comparison refused for too few verdicts says what the sides answered
+// instead (a suspended account, a mistyped model's 404s): "only 0 of 62
+// probes have a verdict on both" alone left the operator to query the
+// database for why.
+func TestCompareNotComparableSaysWhy(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: cur, provider: sim, model: sim-large}
+  - {name: cand, provider: sim, model: sim-xl, sim: {abuse_from_run: 1}}
+`)
+	e.Runs(1)
+	_, err := diff.CompareWith(context.Background(), e.Store, "cur", "cand", diff.CompareOptions{})
+	if !errors.Is(err, diff.ErrNotComparable) || !strings.HasSuffix(err.Error(), "only 0 of 62 probes have a verdict on both cur (run 1) and cand (run 1); without a verdict: cand 62 abuse_block") {
+		t.Errorf("got %v", err)
 	}
 }
