@@ -163,6 +163,12 @@ type CompareSide struct {
 	// damaged (storage.ErrDamagedRow; db check names them): their probes
 	// count as not observed, so they are not compared (and gated as such).
 	DamagedRows int `json:"damaged_rows,omitempty"`
+	// DetectionStateDamaged: the target's detection state does not decode
+	// (db check names the row and the statement that removes it), so the
+	// probes it marks nondeterministic are unknown: only the probes of the
+	// target's open nondeterminism events are set apart, and the others'
+	// differences are counted and gated (the gate errs towards failing).
+	DetectionStateDamaged bool `json:"detection_state_damaged,omitempty"`
 }
 
 // Comparison is the model-upgrade check of --to (candidate) against --from
@@ -297,8 +303,9 @@ func Compare(ctx context.Context, db *storage.DB, _ *corpus.Corpus, from, to str
 
 // CompareWith compares the observations of two targets on the same corpus
 // version: each one's latest complete run on a shared version (the
-// current target's latest version first, else the candidate's), or both
-// targets' parts of o.Run. The gate fails when more benign or borderline
+// current target's latest version first, else the candidate's, else the
+// latest version both have a complete run on), or both targets' parts of
+// o.Run. The gate fails when more benign or borderline
 // probes are newly blocked by the candidate than o.MaxNewBlocks; when more
 // positive controls are newly allowed than o.MaxLostBlocks, unless it is
 // negative (off); and when more probes than o.MaxNotCompared, unless it is
@@ -361,13 +368,13 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 	if err != nil {
 		return nil, err
 	}
-	fnd, err := knownNondeterministic(ctx, db, ft.ID)
+	fnd, fbad, err := knownNondeterministic(ctx, db, ft.ID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("target %s: %w", from, err)
 	}
-	tnd, err := knownNondeterministic(ctx, db, tt.ID)
+	tnd, tbad, err := knownNondeterministic(ctx, db, tt.ID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("target %s: %w", to, err)
 	}
 	recs, err := probeRecords(ctx, db, fv, tvs)
 	if err != nil {
@@ -485,7 +492,7 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 	// A gate over too few comparable probes would pass by default (e.g. a
 	// mistyped candidate model answering 404 to everything).
 	if c.Compared == 0 || c.Compared*2 < c.Total {
-		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)", ErrNotComparable, c.Compared, c.Total, from, fromRun, to, toRun)
+		return nil, fmt.Errorf("%w: only %d of %d probes have a verdict on both %s (run %d) and %s (run %d)%s", ErrNotComparable, c.Compared, c.Total, from, fromRun, to, toRun, c.noVerdictSummary())
 	}
 	if c.FromSide, err = sideOf(ctx, db, ft, fromRun, ver, fv); err != nil {
 		return nil, err
@@ -494,6 +501,7 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 		return nil, err
 	}
 	c.FromSide.DamagedRows, c.ToSide.DamagedRows = fdmg, tdmg
+	c.FromSide.DetectionStateDamaged, c.ToSide.DetectionStateDamaged = fbad, tbad
 	c.warn()
 	c.GateFailed = c.OverBlocking > c.MaxNewBlocks || c.MaxLostBlocks >= 0 && c.UnderBlocking > c.MaxLostBlocks ||
 		c.MaxNotCompared >= 0 && c.NotComparedGated > c.MaxNotCompared
@@ -504,7 +512,8 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 // targets' parts of pinned when > 0, else the current target's latest
 // complete run and the candidate's latest complete run on its version,
 // else the candidate's latest complete run and the current target's
-// latest complete run on that version.
+// latest complete run on that version, else both targets' latest complete
+// runs on the latest version they share (sharedVersion).
 func pickRuns(ctx context.Context, db *storage.DB, from, to string, pinned int64) (fromRun, toRun int64, ver string, err error) {
 	if pinned > 0 {
 		r, err := db.Run(ctx, pinned)
@@ -534,13 +543,48 @@ func pickRuns(ctx context.Context, db *storage.DB, from, to string, pinned int64
 	if toRun, tv, err = LatestCompleteRun(ctx, db, to, ""); err != nil {
 		return 0, 0, "", err
 	}
-	if fromRun, _, err = LatestCompleteRun(ctx, db, from, tv); err != nil {
-		if !errors.Is(err, ErrNoCompleteRun) {
-			return 0, 0, "", err
-		}
+	if fromRun, _, err = LatestCompleteRun(ctx, db, from, tv); err == nil {
+		return fromRun, toRun, tv, nil
+	}
+	if !errors.Is(err, ErrNoCompleteRun) {
+		return 0, 0, "", err
+	}
+	// Neither latest version is shared (each side moved on to a version
+	// of its own): the latest version both have a complete run on, by the
+	// current target's latest run on it.
+	shared, err := sharedVersion(ctx, db, from, to)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	if shared == "" {
 		return 0, 0, "", fmt.Errorf("%s and %s have no complete runs on the same corpus version (%s's latest is on %s, %s's on %s): %w", from, to, from, ver, to, tv, ErrNoCompleteRun)
 	}
-	return fromRun, toRun, tv, nil
+	if fromRun, _, err = LatestCompleteRun(ctx, db, from, shared); err != nil {
+		return 0, 0, "", err
+	}
+	if toRun, _, err = LatestCompleteRun(ctx, db, to, shared); err != nil {
+		return 0, 0, "", err
+	}
+	return fromRun, toRun, shared, nil
+}
+
+// sharedVersion returns the corpus version both targets have a complete
+// run on (as LatestCompleteRun counts one) whose latest complete run of
+// from is the newest; "" when there is none.
+func sharedVersion(ctx context.Context, db *storage.DB, from, to string) (string, error) {
+	const complete = `SELECT r.id, r.corpus_version FROM run_targets rt JOIN runs r ON r.id = rt.run_id JOIN targets t ON t.id = rt.target_id
+		WHERE t.name = ? AND rt.status = 'complete' AND r.status != 'aborted'`
+	var v string
+	err := db.SQL().QueryRowContext(ctx, `SELECT f.corpus_version FROM (`+complete+`) f
+		WHERE f.corpus_version IN (SELECT c.corpus_version FROM (`+complete+`) c)
+		ORDER BY f.id DESC LIMIT 1`, from, to).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("corpus versions of %s and %s: %w", from, to, err)
+	}
+	return v, nil
 }
 
 // completePart returns nil when the target's part of run r is complete,
@@ -597,6 +641,53 @@ func catOrder(c string) int {
 		}
 	}
 	return len(probes.Categories)
+}
+
+// noVerdictSummary says what each side answered instead of a verdict, by
+// class, the side with more such answers first ("; without a verdict: cand
+// 62 abuse_block; cur 2 transient"), so that a refusal says why (a
+// suspended account, a mistyped model's 404s, an outage); "" when every
+// probe has a verdict on both.
+func (c *Comparison) noVerdictSummary() string {
+	type side struct {
+		name  string
+		n     int
+		count map[string]int
+	}
+	sides := []*side{{name: c.From, count: map[string]int{}}, {name: c.To, count: map[string]int{}}}
+	for _, p := range c.NotComparedProbes {
+		for i, what := range []string{p.From, p.To} {
+			if slices.Contains(p.NoVerdictOn, sides[i].name) {
+				sides[i].count[what]++
+				sides[i].n++
+			}
+		}
+	}
+	slices.SortStableFunc(sides, func(a, b *side) int { return cmp.Compare(b.n, a.n) })
+	var parts []string
+	for _, s := range sides {
+		if s.n == 0 {
+			continue
+		}
+		whats := make([]string, 0, len(s.count))
+		for w := range s.count {
+			whats = append(whats, w)
+		}
+		slices.SortFunc(whats, func(a, b string) int {
+			if d := cmp.Compare(s.count[b], s.count[a]); d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		for i, w := range whats {
+			whats[i] = fmt.Sprintf("%d %s", s.count[w], w)
+		}
+		parts = append(parts, s.name+" "+strings.Join(whats, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; without a verdict: " + strings.Join(parts, "; ")
 }
 
 // notCompared records probe id, without a verdict on a side.
@@ -711,6 +802,9 @@ func (c *Comparison) WarningTexts(quote func(string) string) []string {
 		}
 		if s.DamagedRows > 0 {
 			out = append(out, fmt.Sprintf("%s's run %d holds %d damaged observation row(s) (driftprobe db check names them): their probes read as not observed and are not compared", quote(s.Target), s.Run, s.DamagedRows))
+		}
+		if s.DetectionStateDamaged {
+			out = append(out, fmt.Sprintf("%s's detection state does not decode (driftprobe db check names the row and the statement that removes it): which probes it marks nondeterministic is unknown, so only those of its open nondeterminism events are set apart; the others' differences are counted and gated", quote(s.Target)))
 		}
 	}
 	if c.MaxNotCompared < 0 && c.NotComparedGated > 0 {
@@ -902,9 +996,13 @@ func sideOf(ctx context.Context, db *storage.DB, t storage.TargetRow, run int64,
 
 // knownNondeterministic returns probe id → the request SHA-256s on which
 // the target's probe is known nondeterministic: marked so in its detection
-// state, or a probe (not reverted) of an open nondeterminism event.
-func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) (map[string]map[string]bool, error) {
-	out := map[string]map[string]bool{}
+// state, or a probe (not reverted) of an open nondeterminism event. A
+// detection state that does not decode (damaged: db check names it) is
+// not an error, as it is not for detection's other targets: stateDamaged
+// is true and only the events' probes are returned, so a comparison
+// counts and gates the differences the state would have set apart.
+func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) (out map[string]map[string]bool, stateDamaged bool, err error) {
+	out = map[string]map[string]bool{}
 	add := func(id, sha string) {
 		if out[id] == nil {
 			out[id] = map[string]bool{}
@@ -912,8 +1010,11 @@ func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) 
 		out[id][sha] = true
 	}
 	states, err := loadStates(ctx, db.SQL(), targetID)
-	if err != nil {
-		return nil, fmt.Errorf("detection state: %w", err)
+	switch {
+	case errors.Is(err, errCorruptState):
+		stateDamaged, states = true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("detection state: %w", err)
 	}
 	for id, st := range states {
 		if st.nondeterministic {
@@ -923,20 +1024,20 @@ func knownNondeterministic(ctx context.Context, db *storage.DB, targetID int64) 
 	rows, err := db.SQL().QueryContext(ctx, `SELECT ep.probe_id, ep.request_sha256 FROM event_probes ep JOIN events e ON e.id = ep.event_id
 		WHERE ep.target_id = ? AND ep.reverted_run = 0 AND e.status = 'open' AND e.kind = ?`, targetID, KindNondeterminism)
 	if err != nil {
-		return nil, fmt.Errorf("nondeterminism events: %w", err)
+		return nil, false, fmt.Errorf("nondeterminism events: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id, sha string
 		if err := rows.Scan(&id, &sha); err != nil {
-			return nil, fmt.Errorf("nondeterminism events: %w", err)
+			return nil, false, fmt.Errorf("nondeterminism events: %w", err)
 		}
 		add(id, sha)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("nondeterminism events: %w", err)
+		return nil, false, fmt.Errorf("nondeterminism events: %w", err)
 	}
-	return out, nil
+	return out, stateDamaged, nil
 }
 
 // answer is a probe's first sample in a target's run.

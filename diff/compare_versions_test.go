@@ -3,6 +3,7 @@ package diff_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -112,5 +113,65 @@ targets:
 	b, err := json.Marshal(c)
 	if err != nil || !strings.Contains(string(b), fmt.Sprintf(`"newer_corpus_versions":%d`, n+1)) || !strings.Contains(string(b), `"newer_corpus_versions":0`) {
 		t.Errorf("JSON lacks newer_corpus_versions on both sides (%v): %.300s", err, b)
+	}
+}
+
+// Each side moved on to a corpus version of its own (the current target's
+// latest runs are on one, the candidate's on another: two configurations
+// sharing a database), while both have complete runs on an older version.
+// compare reads that shared version, warning about each side's newer
+// runs, instead of refusing with "no complete runs on the same corpus
+// version", which was not so.
+func TestCompareFallsBackToTheLatestSharedVersion(t *testing.T) {
+	e := testenv.New(t, `
+targets:
+  - {name: cur, provider: sim, model: sim-large}
+  - {name: cand, provider: sim, model: sim-xl}
+`)
+	e.Runs(2) // both on 2026.11.1: runs 1 and 2
+	subsetRun := func(name, version string) {
+		t.Helper()
+		e.Corpus = writeCorpus(t, func(s string) string { return editProbeLines(s, nil, version, nil) })
+		tg := e.Target(name)
+		sub := *e.Config
+		sub.Targets = []*config.Target{tg.Config}
+		if _, err := app.RunOnce(context.Background(), &sub, e.Corpus, e.Store, []*runner.Target{tg}, app.RunOptions{Sleep: e.Sleep, SubsetRun: true, FullConfig: e.Config}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subsetRun("cur", "2026.12.1")  // run 3
+	subsetRun("cand", "2026.12.2") // run 4
+	c, err := diff.Compare(context.Background(), e.Store, e.Corpus, "cur", "cand", 0, -1)
+	if err != nil {
+		t.Fatalf("compare: %v", err)
+	}
+	if c.FromRun != 2 || c.ToRun != 2 || c.CorpusVersion != "2026.11.1" {
+		t.Errorf("compared runs %d and %d on %s, want 2 and 2 on 2026.11.1", c.FromRun, c.ToRun, c.CorpusVersion)
+	}
+	want := []string{
+		"cur has newer complete runs that were not compared: run 3 on corpus 2026.12.1, on which cand has no complete run",
+		"cand has newer complete runs that were not compared: run 4 on corpus 2026.12.2, on which cur has no complete run",
+	}
+	if len(c.Warnings) != len(want) {
+		t.Fatalf("warnings %q, want %d", c.Warnings, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(c.Warnings[i], w) {
+			t.Errorf("warning %d: %q, want it to start %q", i, c.Warnings[i], w)
+		}
+	}
+	// The other way round too.
+	r, err := diff.Compare(context.Background(), e.Store, e.Corpus, "cand", "cur", 0, -1)
+	if err != nil || r.FromRun != 2 || r.ToRun != 2 {
+		t.Errorf("cand → cur: %v, runs %v", err, r)
+	}
+	// No version in common at all is still refused, naming both latest.
+	subsetRun("cur", "2026.12.3") // run 5
+	if _, err := e.Store.SQL().Exec(`DELETE FROM run_targets WHERE run_id <= 2 AND target_id = (SELECT id FROM targets WHERE name = 'cand')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = diff.Compare(context.Background(), e.Store, e.Corpus, "cur", "cand", 0, -1)
+	if !errors.Is(err, diff.ErrNoCompleteRun) || !strings.Contains(err.Error(), "cur's latest is on 2026.12.3, cand's on 2026.12.2") {
+		t.Errorf("no shared version: %v", err)
 	}
 }

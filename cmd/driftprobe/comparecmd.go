@@ -136,6 +136,15 @@ exit 3 when the run --run made was not complete for a target.`,
 				if format == "table" {
 					app.WriteSummary(g.stderr, res)
 				}
+				if runStatus == storage.RunAborted {
+					// Interrupted (SIGINT/SIGTERM): nothing to compare, as
+					// run says; not "context canceled" from the reads.
+					err := fmt.Errorf("compare --run: run %d aborted (interrupted); observations so far are stored, nothing was compared", runID)
+					if format == "json" {
+						return writeRunFailure(g.stdout, runID, runStatus, err)
+					}
+					return err
+				}
 				// Compare the run just made, never an older one.
 				opts.Run = res.Summary.RunID
 			}
@@ -294,14 +303,14 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // WriteComparison prints a comparison as a table. Model ids and
 // fingerprints (provider text) are escaped for the terminal.
 func WriteComparison(w io.Writer, c *diff.Comparison) {
-	fmt.Fprintf(w, "compare %s (run %d) → %s (run %d) · corpus %s · %d probes: %d compared, %d not compared\n", c.From, c.FromRun, c.To, c.ToRun, c.CorpusVersion,
+	fmt.Fprintf(w, "compare %s (run %d) → %s (run %d) · corpus %s · %d probes: %d compared, %d not compared\n", c.From, c.FromRun, c.To, c.ToRun, termtext.Clean(c.CorpusVersion),
 		c.Total, c.Compared, c.NotCompared)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range []struct {
 		role string
 		side diff.CompareSide
 	}{{"current", c.FromSide}, {"candidate", c.ToSide}} {
-		fmt.Fprintf(tw, "  %s\t%s\trun %d, started %s\tcorpus %s\t%s %s\tat %s\tanswered by %s\t\n", s.role, s.side.Target, s.side.Run, stamp(s.side.StartedAt), s.side.CorpusVersion,
+		fmt.Fprintf(tw, "  %s\t%s\trun %d, started %s\tcorpus %s\t%s %s\tat %s\tanswered by %s\t\n", s.role, termtext.Clean(s.side.Target), s.side.Run, stamp(s.side.StartedAt), termtext.Clean(s.side.CorpusVersion),
 			termtext.Clean(s.side.Provider), termtext.Clean(s.side.Model), orDash(termtext.Clean(s.side.Origin)), answeredBy(s.side, termtext.Clean))
 	}
 	tw.Flush()
@@ -312,7 +321,7 @@ func WriteComparison(w io.Writer, c *diff.Comparison) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "CATEGORY\t%s BLOCKED (95%% CI)\t%s BLOCKED (95%% CI)\t\n", strings.ToUpper(c.From), strings.ToUpper(c.To))
 	for _, r := range c.Categories {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", r.Category, pct(r.From), pct(r.To))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", termtext.Clean(r.Category), pct(r.From), pct(r.To))
 	}
 	tw.Flush()
 	list := func(title string, ps []diff.ProbeDiff) {
@@ -322,7 +331,7 @@ func WriteComparison(w io.Writer, c *diff.Comparison) {
 			if len(p.NondeterministicOn) > 0 {
 				nd = "  ~ nondeterministic on " + strings.Join(p.NondeterministicOn, " and ") + ": not gated"
 			}
-			fmt.Fprintf(w, "  %-40s %-16s %s → %s%s\n", p.ProbeID, p.Role, p.From.String(), p.To.String(), nd)
+			fmt.Fprintf(w, "  %-40s %-16s %s → %s%s\n", termtext.Clean(p.ProbeID), termtext.Clean(p.Role), p.From.String(), p.To.String(), nd)
 		}
 	}
 	list("blocked by "+c.To+", allowed by "+c.From, c.NewBlocks)
@@ -343,7 +352,7 @@ func WriteComparison(w io.Writer, c *diff.Comparison) {
 			if role == "" {
 				role = "(no record)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", p.ProbeID, role, answerText(p.From, p.FromHTTPStatus), answerText(p.To, p.ToHTTPStatus), gated)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", termtext.Clean(p.ProbeID), termtext.Clean(role), answerText(p.From, p.FromHTTPStatus), answerText(p.To, p.ToHTTPStatus), gated)
 		}
 		tw.Flush()
 	}

@@ -125,7 +125,7 @@ func WriteRunDiff(g *globals, d *diff.RunDiff) {
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROBE\tREQUEST_SHA256\tSAME_BYTES\tFROM\tTO\tDIRECTION\t")
 	for _, p := range d.Probes {
-		fmt.Fprintf(tw, "%s\t%.16s\t%v\t%s\t%s\t%s\t\n", p.ProbeID, p.ToSHA256, p.SameBytes, p.From.String(), p.To.String(), p.Direction)
+		fmt.Fprintf(tw, "%s\t%.16s\t%v\t%s\t%s\t%s\t\n", termtext.Clean(p.ProbeID), p.ToSHA256, p.SameBytes, p.From.String(), p.To.String(), p.Direction)
 	}
 	tw.Flush()
 }

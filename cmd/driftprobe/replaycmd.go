@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/internal/termtext"
 )
 
 func newReplayCmd(g *globals) *cobra.Command {
@@ -75,7 +76,7 @@ because the run's targets are not in the config.`,
 					for _, d := range rep.Diffs {
 						replayed := verdictText(d.Replayed)
 						if d.Unreadable != "" {
-							replayed = "unreadable: " + d.Unreadable
+							replayed = "unreadable: " + termtext.SafeLong(d.Unreadable)
 						}
 						reqOK, bodyOK := yn(d.RequestIntact), yn(d.BodyIntact)
 						if len(d.Damaged) > 0 {
@@ -83,7 +84,7 @@ because the run's targets are not in the config.`,
 							// so rather than "no".
 							reqOK, bodyOK = "-", "-"
 						}
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ObservationID, d.Target, d.ProbeID, d.Sample, verdictText(d.Stored), replayed, reqOK, bodyOK)
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ObservationID, termtext.Clean(d.Target), termtext.Clean(d.ProbeID), d.Sample, verdictText(d.Stored), replayed, reqOK, bodyOK)
 					}
 					tw.Flush()
 				}

@@ -1001,7 +1001,7 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 			// The verdict held; the scores moved.
 			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tVERDICT\tSCORES MOVED\tCONFIRMED\t")
 			for _, p := range e.Probes {
-				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, p.Before.String(), movesText(p.ScoreMoves, 3), p.ConfirmedRun)
+				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", termtext.Clean(p.Target), termtext.Clean(p.ProbeID), p.RequestSHA256, p.Before.String(), movesText(p.ScoreMoves, 3), p.ConfirmedRun)
 			}
 		case diff.KindNondeterminism:
 			// The probe flips on identical bytes: the two verdicts it was
@@ -1021,7 +1021,7 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 				if p.ConfirmedRun > p.FirstRun {
 					marked += fmt.Sprintf(" (latest run %d)", p.ConfirmedRun)
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s ↔ %s\t%.0f%%\t%s\t\n", p.Target, p.ProbeID, p.RequestSHA256, base, p.After.String(), 100*p.FlipRate, marked)
+				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s ↔ %s\t%.0f%%\t%s\t\n", termtext.Clean(p.Target), termtext.Clean(p.ProbeID), p.RequestSHA256, base, p.After.String(), 100*p.FlipRate, marked)
 			}
 		default:
 			fmt.Fprintln(tw, "  TARGET\tPROBE\tREQUEST_SHA256\tBEFORE\tAFTER\tCONFIRMED\t")
@@ -1033,7 +1033,7 @@ func WriteEvents(w io.Writer, evs []*diff.Event, changes []diff.Change) {
 				case p.Reverted:
 					after += " (reverted)"
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", p.Target, p.ProbeID, p.RequestSHA256, p.Before.String(), after, p.ConfirmedRun)
+				fmt.Fprintf(tw, "  %s\t%s\t%.12s\t%s\t%s\trun %d\t\n", termtext.Clean(p.Target), termtext.Clean(p.ProbeID), p.RequestSHA256, p.Before.String(), after, p.ConfirmedRun)
 			}
 		}
 		tw.Flush()
