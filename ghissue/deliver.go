@@ -1644,10 +1644,77 @@ func (e *lockedError) Error() string {
 		e.num, e.event, why, skip, e.status, e.msg)
 }
 
+// issuesOffError is GitHub refusing an issue call (410, or 404) because
+// the repository has Issues disabled in its settings (its has_issues is
+// false): no issue is gone, and every event of the repository is refused
+// alike. A configuration problem: the pass stops, the rows keep their
+// mappings and say why, and the next pass tries again; once Issues is
+// enabled again the issues driftprobe opened are there as they were.
+type issuesOffError struct {
+	repo   string
+	status int
+	msg    string // GitHub's message
+}
+
+func (e *issuesOffError) Error() string {
+	return fmt.Sprintf("Issues are disabled on repository %s (GitHub: %d %s): enable Issues in the repository's settings (Features); no issue is lost, every event waits and is delivered to its issue once Issues is enabled", e.repo, e.status, e.msg)
+}
+
+// repoAnswer asks GitHub for the repository after err, a 404 or 410
+// answer to an issue call. It returns an *issuesOffError when the
+// repository answers with Issues disabled; nil when it answers with
+// Issues enabled (the issue itself is the problem); otherwise the error
+// to report: err when the repository is not found either (the repository
+// is the problem), the check's own error when it failed otherwise (an
+// outage, a rate limit: classified as such, nothing concluded of the
+// issue).
+func (d *deliverer) repoAnswer(ctx context.Context, err error) error {
+	var repo *github.Repository
+	rerr := d.call(ctx, func(ctx context.Context) error {
+		var err error
+		repo, _, err = d.gh.Repositories.Get(ctx, d.owner, d.repo)
+		return err
+	})
+	if rerr != nil {
+		var er *github.ErrorResponse
+		if errors.As(rerr, &er) && er.Response != nil && (er.Response.StatusCode == http.StatusNotFound || er.Response.StatusCode == http.StatusGone) {
+			return err
+		}
+		return rerr
+	}
+	if repo.HasIssues != nil && !repo.GetHasIssues() {
+		off := &issuesOffError{repo: d.owner + "/" + d.repo}
+		var er *github.ErrorResponse
+		if errors.As(err, &er) && er.Response != nil {
+			off.status, off.msg = er.Response.StatusCode, er.Message
+		}
+		return off
+	}
+	return nil
+}
+
+// issuesOff returns err, unless it is a 404 or 410 answer of GitHub's and
+// the repository has Issues disabled (repoAnswer): then the
+// *issuesOffError. For the calls that are not about one issue (the
+// listings, the create), where a 404 already names the repository.
+func (d *deliverer) issuesOff(ctx context.Context, err error) error {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusGone {
+		return err
+	}
+	var off *issuesOffError
+	if rerr := d.repoAnswer(ctx, err); errors.As(rerr, &off) {
+		return off
+	}
+	return err
+}
+
 // issueErr handles an error on an issue-specific call:
-//   - a deleted issue (410, or 404 while the repository answers) loses its
-//     mapping, so the next attempt finds the issue by marker or opens a
-//     new one;
+//   - a deleted issue (410, or 404, while the repository answers with
+//     Issues enabled) loses its mapping, so the next attempt finds the
+//     issue by marker or opens a new one; when the repository has Issues
+//     disabled (GitHub answers 410 to every issue call), the
+//     *issuesOffError keeps the mapping: the issue is not gone;
 //   - a 403 that is no rate limit on a locked issue is a *lockedError,
 //     which holds back that event's deliveries only. GitHub's own word
 //     decides: the issue's "locked" field, asked of GitHub now (a 403 from
@@ -1664,13 +1731,8 @@ func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) err
 	}
 	switch st := er.Response.StatusCode; {
 	case st == http.StatusGone || st == http.StatusNotFound:
-		if st == http.StatusNotFound {
-			if rerr := d.call(ctx, func(ctx context.Context) error {
-				_, _, err := d.gh.Repositories.Get(ctx, d.owner, d.repo)
-				return err
-			}); rerr != nil {
-				return err // the repository itself is the problem
-			}
+		if rerr := d.repoAnswer(ctx, err); rerr != nil {
+			return rerr // Issues disabled, the repository itself, or the check failed: the mapping stays
 		}
 		if serr := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, 0, ""); serr != nil {
 			return dbError{serr}
@@ -1701,13 +1763,20 @@ func rateLimited(r *http.Response) bool {
 //
 // The mapping (events.issue_number and issue_url) counts as it is when its
 // URL names this repository on this GitHub's web host (webRoot). One into
-// another repository (github.repo changed) does not count. One on another
-// host (github.base_url changed: another GitHub with a repository of the
-// same name) is reused only when that number's issue here carries the
-// event's marker (checkMapping: one GET of the issue, which the comment
-// check would fetch anyway); otherwise it is dropped and the issue looked
-// up by its marker as below: driftprobe never comments on, retitles or
-// closes an issue of another host's number that is not the event's.
+// another repository's path (github.repo changed to another repository;
+// or the repository was renamed, and GitHub's html_url names it by its
+// new name while github.repo still names it by the old one, or the
+// reverse) or on another host (github.base_url changed: another GitHub
+// with a repository of the same name) is reused only when that number's
+// issue here carries the event's marker (checkMapping: one GET of the
+// issue, which GitHub redirects for a renamed repository, and which the
+// comment check would fetch anyway); otherwise it is dropped and the
+// issue looked up by its marker as below: driftprobe never comments on,
+// retitles or closes an issue of another repository's or host's number
+// that is not the event's, and never opens a second issue for an event
+// whose issue a rename left under another path (the marker lookup alone
+// would miss an issue GitHub dropped the label of, created long before
+// the row).
 //
 // Looked up by marker: first among the repository's driftprobe-labelled
 // issues (listed once per pass), then among the issues created since the
@@ -1731,7 +1800,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		switch d.mappingHere(ev.IssueURL) {
 		case mappingTrusted:
 			return ev.IssueNumber, nil
-		case mappingOtherHost:
+		case mappingOtherHost, mappingOtherRepo:
 			num, err := d.checkMapping(ctx, ev)
 			if err != nil || num != 0 {
 				return num, err
@@ -1740,7 +1809,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		ev.IssueNumber, ev.IssueURL = 0, ""
 	}
 	if err := d.list(ctx); err != nil {
-		return 0, err
+		return 0, d.issuesOff(ctx, err)
 	}
 	if iss, ok := d.index[ev.Fingerprint]; ok {
 		return d.adopt(ctx, ev, iss)
@@ -1757,7 +1826,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		iss, err = d.recentIssue(ctx, ev.Fingerprint, since)
 	}
 	if err != nil {
-		return 0, err
+		return 0, d.issuesOff(ctx, err)
 	}
 	if iss != nil {
 		d.index[ev.Fingerprint] = iss
@@ -1790,7 +1859,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, d.issuesOff(ctx, err)
 	}
 	d.index[ev.Fingerprint] = iss
 	if login := iss.GetUser().GetLogin(); login != "" {
@@ -1814,7 +1883,7 @@ type mapping int
 
 const (
 	mappingTrusted   mapping = iota // this repository on this GitHub (or no URL: a mapping from before URLs were kept)
-	mappingOtherRepo                // another repository: does not count
+	mappingOtherRepo                // another repository's path (github.repo changed, or the repository renamed): counts only when the issue carries the marker
 	mappingOtherHost                // this repository's path on another host: counts only when the issue carries the marker
 )
 
@@ -1839,8 +1908,9 @@ func (d *deliverer) mappingHere(u string) mapping {
 	return mappingTrusted
 }
 
-// checkMapping checks a mapping to this repository's path on another host
-// (see ensureIssue): issue ev.IssueNumber here is the event's only when
+// checkMapping checks a mapping to this repository's path on another host,
+// or to another repository's path (see ensureIssue): issue ev.IssueNumber
+// of this repository (github.repo) is the event's only when
 // its body carries the event's marker (markerOf, the rule of the marker
 // lookups). It returns the number, the mapping rewritten to this host's
 // issue (adopt), when it is; 0 when it is not (or there is no such issue),
@@ -1858,6 +1928,9 @@ func (d *deliverer) checkMapping(ctx context.Context, ev *diff.Event) (int, erro
 		if !errors.As(err, &er) || er.Response == nil || (er.Response.StatusCode != http.StatusNotFound && er.Response.StatusCode != http.StatusGone) {
 			return 0, err
 		}
+		if off := d.issuesOff(ctx, err); off != err {
+			return 0, off // Issues disabled: nothing is known of that issue
+		}
 		// No such issue here (or the repository itself is missing: the
 		// lookup that follows fails and says so).
 		iss = nil
@@ -1865,13 +1938,13 @@ func (d *deliverer) checkMapping(ctx context.Context, ev *diff.Event) (int, erro
 	if iss != nil && !iss.IsPullRequest() && markerOf(iss.GetBody()) == ev.Fingerprint {
 		d.checked[ev.Fingerprint] = num
 		d.index[ev.Fingerprint] = iss
-		d.log.Info("github issue mapping on another host checked: the issue here carries the event's marker", "event", ev.ID, "issue", num, "stored_url", old)
+		d.log.Info("github issue mapping on another host or repository path checked: the issue here carries the event's marker", "event", ev.ID, "issue", num, "stored_url", old)
 		return d.adopt(ctx, ev, iss)
 	}
 	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, 0, ""); err != nil {
 		return 0, dbError{err}
 	}
-	d.log.Warn("github issue mapping ignored: it names another host, and the issue of that number here does not carry the event's marker; looking the event's issue up by its marker", "event", ev.ID, "issue", num, "stored_url", old)
+	d.log.Warn("github issue mapping ignored: it names another host or repository, and the issue of that number here does not carry the event's marker; looking the event's issue up by its marker", "event", ev.ID, "issue", num, "stored_url", old)
 	return 0, nil
 }
 
@@ -2307,7 +2380,13 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 	var ie *ghinstallation.HTTPError
 	var le *lockedError
 	var oe *originError
+	var off *issuesOffError
 	switch {
+	case errors.As(err, &off):
+		// The repository's settings: every event is refused alike. As
+		// for a token without permission, the pass stops and the next
+		// one tries again.
+		return failure{msg: off.Error(), global: true}
 	case errors.As(err, &le):
 		// One issue's problem: this event waits, the others go on.
 		return failure{msg: le.Error(), until: now.Add(backoff(attempts))}

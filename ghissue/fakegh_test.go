@@ -50,6 +50,17 @@ type fakeGitHub struct {
 	// login is the user the API's callers create issues and comments as
 	// (default fakeBot; fakeAppBot once enableApp is called).
 	login string
+	// issuesOff: a maintainer disabled Issues in the repository's
+	// settings. GitHub then answers every issue and comment call with
+	// 410 "Issues are disabled for this repo", and the repository's
+	// has_issues is false; the issues are kept, and come back when
+	// Issues is enabled again.
+	issuesOff bool
+	// formerName, when set, is a name the repository had before it was
+	// renamed: GitHub redirects its API paths to the repository's
+	// (301 for GET and HEAD, 307 for the other methods, which the client
+	// repeats with the same method and body).
+	formerName string
 }
 
 // The logins driftprobe posts as in these tests.
@@ -260,6 +271,20 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	if ft != nil && ft.bodyFn != nil {
 		ft.body = ft.bodyFn(append(append([]fakeReq(nil), f.reqs...), rec))
 	}
+	if old := "/api/v3/repos/" + f.owner + "/" + f.formerName; ft == nil && f.formerName != "" && (r.URL.Path == old || strings.HasPrefix(r.URL.Path, old+"/")) {
+		code := http.StatusTemporaryRedirect
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			code = http.StatusMovedPermanently
+		}
+		u := *r.URL
+		u.Path = "/api/v3/repos/" + f.owner + "/" + f.repo + strings.TrimPrefix(r.URL.Path, old)
+		rec.Status = code
+		f.reqs = append(f.reqs, rec)
+		w.Header().Set("X-GitHub-Request-Id", "0D3A:REDIRECT")
+		w.Header().Set("Location", f.srv.URL+u.RequestURI())
+		writeJSON(w, code, map[string]any{"message": "Moved Permanently", "url": f.srv.URL + u.RequestURI()})
+		return
+	}
 	if ft == nil || !ft.notGitHub {
 		// Every answer of GitHub's API carries its request id, errors
 		// and 5xx included (its format: hex fields and colons).
@@ -419,6 +444,10 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 	path := r.URL.Path
 	var m []string
 	repoOK := func(m []string) bool { return m[1] == f.owner && m[2] == f.repo }
+	if f.issuesOff && strings.HasPrefix(path, "/api/v3/repos/"+f.owner+"/"+f.repo+"/issues") {
+		writeJSON(w, 410, map[string]any{"message": "Issues are disabled for this repo", "documentation_url": "https://docs.github.com/v3/issues/"})
+		return
+	}
 	switch {
 	case path == "/api/v3/user" && r.Method == http.MethodGet:
 		if f.app != nil && f.app.current != "" && strings.HasSuffix(r.Header.Get("Authorization"), f.app.current) {
@@ -597,7 +626,7 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			f.notFound(w)
 			return
 		}
-		writeJSON(w, 200, map[string]any{"id": 1, "name": f.repo, "full_name": f.owner + "/" + f.repo})
+		writeJSON(w, 200, map[string]any{"id": 1, "name": f.repo, "full_name": f.owner + "/" + f.repo, "has_issues": !f.issuesOff})
 	default:
 		f.notFound(w)
 	}

@@ -1,0 +1,185 @@
+package ghissue_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/ghissue"
+)
+
+// TestIssuesDisabledKeepsTheMapping: a maintainer disables Issues on the
+// repository for a while (GitHub answers 410 "Issues are disabled for this
+// repo" on every issue call). The event's issue is not gone: its mapping is
+// kept, the rows say what is wrong, and once Issues is enabled again the
+// comments go to the same issue. With a token without push access (GitHub
+// dropped the driftprobe label) and an issue older than the comment row,
+// a dropped mapping would open a second issue.
+func TestIssuesDisabledKeepsTheMapping(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	c := newClock()
+	f.now, f.dropLabels = c.Now, true
+	s := fixture(t, f.BaseURL())
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '2999-01-01T00:00:00Z' WHERE action != 'open'`); err != nil {
+		t.Fatal(err)
+	}
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
+		t.Fatalf("opens: %+v", res)
+	}
+	// A day later the comment rows are queued (later runs).
+	c.Advance(24 * time.Hour)
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '', created_at = ? WHERE sent_at = ''`, c.Now().Format(time.RFC3339Nano)); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.issuesOff = true
+	f.mu.Unlock()
+	const want = "Issues are disabled on repository acme/llm-drift (GitHub: 410 Issues are disabled for this repo)"
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 0 || res.Failed != 1 {
+		t.Fatalf("disabled: %+v", res)
+	}
+	for _, p := range pending(t, s) {
+		if !strings.Contains(p.Reason, want) {
+			t.Errorf("row %d: %s, want %q", p.ID, p.Reason, want)
+		}
+	}
+	for _, ev := range events(t, s) {
+		if ev.IssueNumber == 0 {
+			t.Errorf("event %d: mapping dropped while Issues was disabled", ev.ID)
+		}
+	}
+	f.mu.Lock()
+	f.issuesOff = false
+	f.mu.Unlock()
+	for i := 0; i < 4; i++ {
+		c.Advance(2 * time.Hour)
+		deliver(t, s, c, ghissue.Options{})
+	}
+	if n := len(f.issueList()); n != 2 {
+		t.Fatalf("%d issues on GitHub for 2 events", n)
+	}
+	if p := pending(t, s); len(p) != 0 {
+		t.Fatalf("pending: %+v", p)
+	}
+	if n := len(f.commentsOf(1)); n != 2 {
+		t.Fatalf("issue #1 has %d comments, want its 2 updates'", n)
+	}
+}
+
+// TestIssuesDisabledBeforeTheIssueIsOpened: with Issues disabled, opening
+// an issue fails for the repository, not for one row: every row says so,
+// the pass stops, and once Issues is enabled everything is delivered once.
+func TestIssuesDisabledBeforeTheIssueIsOpened(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	f.issuesOff = true
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	expectAllQueued(t, s, c, ghissue.Options{}, "issues disabled", "Issues are disabled on repository acme/llm-drift (GitHub: 410 Issues are disabled for this repo)")
+	if n := len(f.requests()); n != 2 { // the listing, the repository
+		t.Errorf("%d requests, want the listing and the repository's: %+v", n, f.requests())
+	}
+	f.mu.Lock()
+	f.issuesOff = false
+	f.mu.Unlock()
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 4 {
+		t.Fatalf("after Issues is enabled: %+v", res)
+	}
+	checkDelivered(t, s, f)
+}
+
+// TestRenamedRepository: github.repo names the repository's former name
+// (renamed on GitHub, the config not yet changed). GitHub redirects: 301
+// for the listings and reads, 307 for the create, the comments and the
+// edits (repeated with their method and body). Every event gets exactly
+// one issue and every update one comment, however often delivery runs.
+func TestRenamedRepository(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	f.formerName = "policy-drift"
+	s := fixture(t, f.BaseURL())
+	s.cfg.GitHub.Repo = "acme/policy-drift"
+	c := newClock()
+	for i := 0; i < 3; i++ {
+		res := deliver(t, s, c, ghissue.Options{})
+		t.Logf("pass %d: %+v", i, res)
+		c.Advance(2 * time.Hour)
+	}
+	checkDelivered(t, s, f)
+	var r301, r307 int
+	for _, r := range f.requests() {
+		switch r.Status {
+		case 301:
+			r301++
+		case 307:
+			r307++
+		}
+	}
+	if r301 == 0 || r307 == 0 {
+		t.Errorf("redirects not exercised: %d 301, %d 307", r301, r307)
+	}
+	// Forget every delivery: the markers are found through the redirect.
+	if _, err := s.st.SQL().Exec(`UPDATE events SET issue_number = 0, issue_url = ''; UPDATE outbox SET sent_at = '', attempts = 0, next_attempt_at = ''`); err != nil {
+		t.Fatal(err)
+	}
+	deliver(t, s, c, ghissue.Options{})
+	checkDelivered(t, s, f)
+}
+
+// TestRenamedRepositoryWithoutPushAccess: as TestRenamedRepository, with
+// a token without push access (GitHub drops the driftprobe label) and the
+// comments queued a day after the issues were opened, so that neither
+// marker lookup (the label listing, the issues created since the row was
+// queued) can find the event's issue: the mapping, whose URL names the
+// repository by another name than github.repo, is checked by the marker
+// of the issue GitHub answers for it (through its redirect), never
+// dropped for a second issue. Either way round: the repository renamed
+// before the issues were opened, github.repo still its old name (GitHub's
+// html_url names the new one); or renamed after, github.repo changed to
+// the new name (the mappings name the old one).
+func TestRenamedRepositoryWithoutPushAccess(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		renamedFirst bool
+	}{{"renamed, github.repo not changed", true}, {"renamed later, github.repo changed", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+			c := newClock()
+			f.now, f.dropLabels = c.Now, true
+			s := fixture(t, f.BaseURL())
+			rename := func() {
+				f.mu.Lock()
+				f.repo, f.formerName = "llm-drift-2", "llm-drift"
+				f.mu.Unlock()
+			}
+			if tc.renamedFirst {
+				rename()
+			}
+			if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '2999-01-01T00:00:00Z' WHERE action != 'open'`); err != nil {
+				t.Fatal(err)
+			}
+			if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
+				t.Fatalf("opens: %+v", res)
+			}
+			if !tc.renamedFirst {
+				rename()
+				s.cfg.GitHub.Repo = "acme/llm-drift-2"
+			}
+			c.Advance(24 * time.Hour)
+			if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '', created_at = ? WHERE sent_at = ''`, c.Now().Format(time.RFC3339Nano)); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				deliver(t, s, c, ghissue.Options{})
+				c.Advance(2 * time.Hour)
+			}
+			if n := len(f.issueList()); n != 2 {
+				t.Fatalf("%d issues on GitHub for 2 events", n)
+			}
+			if n := len(f.commentsOf(1)); n != 2 {
+				t.Fatalf("issue #1 has %d comments, want its 2 updates'", n)
+			}
+			if p := pending(t, s); len(p) != 0 {
+				t.Fatalf("pending: %+v", p)
+			}
+		})
+	}
+}
