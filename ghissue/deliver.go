@@ -1740,9 +1740,13 @@ func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) err
 		return fmt.Errorf("issue #%d of event %d is gone (%d); it will be found again by its marker or reopened on the next attempt", ev.IssueNumber, ev.ID, st)
 	case st == http.StatusForbidden && !rateLimited(er.Response) && ev.IssueNumber != 0:
 		locked, reason := false, ""
-		if iss, gerr := d.fetchIssue(ctx, ev.IssueNumber); gerr == nil && iss.Locked != nil {
+		iss, gerr := d.fetchIssue(ctx, ev.IssueNumber)
+		switch {
+		case isRateLimit(gerr):
+			return gerr // GitHub asks driftprobe to wait: that, not the 403, is what the pass must obey
+		case gerr == nil && iss.Locked != nil:
 			locked, reason = iss.GetLocked(), iss.GetActiveLockReason()
-		} else {
+		default:
 			locked = strings.Contains(strings.ToLower(er.DocumentationURL), "locking-conversations")
 		}
 		if locked {
@@ -1750,6 +1754,27 @@ func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) err
 		}
 	}
 	return err
+}
+
+// isRateLimit reports whether err is GitHub's rate limit (primary or
+// secondary; or go-github refusing a call itself while one it was told
+// of lasts): a call whose failure a pass could go on without (which login
+// posts, whether an issue is locked) is then not followed by more calls,
+// and the limit is classified from GitHub's own answer.
+func isRateLimit(err error) bool {
+	var rle *github.RateLimitError
+	var are *github.AbuseRateLimitError
+	var er *github.ErrorResponse
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &rle), errors.As(err, &are):
+		return true
+	case errors.As(err, &er) && er.Response != nil:
+		st := er.Response.StatusCode
+		return (st == http.StatusForbidden || st == http.StatusTooManyRequests) && rateLimited(er.Response)
+	}
+	return false
 }
 
 // rateLimited reports whether a 403 or 429 answer is a rate limit (its
@@ -2257,6 +2282,12 @@ func (d *deliverer) ensureComment(ctx context.Context, r row, num int, ev *diff.
 				login, err = d.whoami(ctx)
 				return err
 			})
+			if isRateLimit(err) {
+				// GitHub asks driftprobe to wait: no further call in this
+				// pass (the next pass asks again).
+				d.askedWho = false
+				return err
+			}
 			if err == nil && login != "" {
 				d.self[login] = true
 			} else {
@@ -2425,6 +2456,18 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			until, note = d.capped(now, "x-ratelimit-reset "+ts(until))
 		}
 		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s%s: %s", ts(until), note, rle.Message), until: until, global: true, kind: HoldRateLimit}
+	case errors.As(err, &are) && remembered(are):
+		// A secondary limit GitHub stated on an earlier call of this pass
+		// whose failure the pass went on without (asking which login
+		// posts): go-github refused this call itself, without sending it,
+		// with what is left of GitHub's wait (its answer's headers are
+		// not carried over).
+		wait := (*are.RetryAfter + time.Second - 1).Truncate(time.Second)
+		until, note := now.Add(wait), ""
+		if wait > maxGitHubWait {
+			until, note = d.capped(now, fmt.Sprintf("retry-after %s", wait))
+		}
+		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s%s: stated by GitHub on an earlier call of this pass (this one not sent)", ts(until), note), until: until, global: true, kind: HoldRateLimit}
 	case errors.As(err, &are):
 		until, note := d.secondaryUntil(are.Response, now, global)
 		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s%s: %s", ts(until), note, are.Message), until: until, global: true, kind: HoldRateLimit}
@@ -2479,6 +2522,16 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 		return failure{msg: fmt.Sprintf("%s from %s: no HTTP answer from %s (%v); %s", unreachablePrefix, d.who, d.key.api, ue.Err, UnreachableHint), until: now.Add(backoff(global)), global: true, kind: HoldUnreachable}
 	}
 	return failure{msg: err.Error(), until: now.Add(backoff(attempts))}
+}
+
+// remembered reports whether are is go-github refusing a call itself,
+// without sending it, because GitHub stated a secondary limit on an
+// earlier call of the same client (its wait, RetryAfter, still running):
+// the error then carries a response go-github made up, without a single
+// header, where every answer that came over HTTP has some (GitHub's
+// request id, its rate headers, a Content-Type).
+func remembered(are *github.AbuseRateLimitError) bool {
+	return are.RetryAfter != nil && *are.RetryAfter > 0 && are.Response != nil && len(are.Response.Header) == 0
 }
 
 // githubRequestID is the header every answer of GitHub's REST API

@@ -1,6 +1,8 @@
 package ghissue_test
 
 import (
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +184,107 @@ func TestRenamedRepositoryWithoutPushAccess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRateLimitOnWhoamiIsObeyed: GitHub's secondary limit answers the
+// call that asks which login driftprobe posts as (GET /user, a call whose
+// failure delivery otherwise goes on without). The pass stops there and
+// waits as GitHub said: its retry-after, else (x-ratelimit-remaining not
+// 0) a minute. Before, the pass went on: go-github, remembering the
+// limit, refused the next call itself with an answer of its own making,
+// without GitHub's headers, and the wait recorded was a minute whatever
+// GitHub had said (requests went out inside GitHub's retry-after);
+// without a retry-after, go-github's own reading (until
+// x-ratelimit-reset) would have replaced the documented minute.
+func TestRateLimitOnWhoamiIsObeyed(t *testing.T) {
+	reset := time.Now().Add(50 * time.Minute)
+	for _, tc := range []struct {
+		name string
+		ft   fault
+		wait time.Duration
+	}{
+		{"retry-after", secondaryRateLimit(403, 120), 120 * time.Second},
+		{"no retry-after", func() fault {
+			ft := secondaryRateLimit(403, 0)
+			delete(ft.header, "Retry-After")
+			ft.header["X-Ratelimit-Reset"] = strconv.FormatInt(reset.Unix(), 10)
+			return ft
+		}(), time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+			s := fixture(t, f.BaseURL())
+			c := newClock()
+			tc.ft.match = func(r *http.Request) bool { return r.URL.Path == "/api/v3/user" }
+			f.addFault(tc.ft)
+			res := deliver(t, s, c, ghissue.Options{})
+			if res.Sent != 2 || res.Failed != 1 || res.Stopped != 0 {
+				t.Fatalf("%+v", res)
+			}
+			if last := f.requests()[len(f.requests())-1]; last.Path != "/api/v3/user" {
+				t.Errorf("the pass went on after the limit: last request %s %s", last.Method, last.Path)
+			}
+			for _, p := range pending(t, s) {
+				if p.NextAttemptAt == nil || p.NextAttemptAt.Sub(c.Now()) != tc.wait {
+					t.Errorf("row %d waits until %v, want %s: %s", p.ID, p.NextAttemptAt, tc.wait, p.Reason)
+				}
+			}
+			n := len(f.requests())
+			c.Advance(tc.wait - time.Second)
+			deliver(t, s, c, ghissue.Options{})
+			if got := f.requests()[n:]; len(got) != 0 {
+				t.Errorf("%d requests inside GitHub's wait", len(got))
+			}
+			c.Advance(time.Second)
+			if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
+				t.Fatalf("after the wait: %+v", res)
+			}
+			checkDelivered(t, s, f)
+		})
+	}
+}
+
+// TestRateLimitOnTheLockCheckIsObeyed: GitHub refuses a comment with 403
+// and driftprobe asks GitHub whether the issue is locked; that call meets
+// GitHub's secondary limit (retry-after: 90). The limit is what the pass
+// obeys (every row waits 90s, no request before), not a locked issue
+// guessed from the 403's documentation_url.
+func TestRateLimitOnTheLockCheckIsObeyed(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '2999-01-01T00:00:00Z' WHERE action != 'open'`); err != nil {
+		t.Fatal(err)
+	}
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
+		t.Fatalf("opens: %+v", res)
+	}
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '' WHERE sent_at = ''`); err != nil {
+		t.Fatal(err)
+	}
+	refused := false
+	f.addFault(fault{status: 403, body: `{"message":"Unable to create comment because issue is locked.","documentation_url":"https://docs.github.com/articles/locking-conversations/"}`,
+		match: func(r *http.Request) bool {
+			refused = refused || (r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments"))
+			return refused
+		}})
+	limit := secondaryRateLimit(403, 90)
+	limit.match = func(r *http.Request) bool {
+		return refused && r.Method == http.MethodGet && r.URL.Path == "/api/v3/repos/acme/llm-drift/issues/1"
+	}
+	f.addFault(limit)
+	res := deliver(t, s, c, ghissue.Options{})
+	if res.Failed != 1 || res.HeldKind != "" {
+		t.Fatalf("%+v", res)
+	}
+	for _, p := range pending(t, s) {
+		if p.NextAttemptAt == nil || p.NextAttemptAt.Sub(c.Now()) != 90*time.Second || strings.Contains(p.Reason, "is locked on GitHub") {
+			t.Errorf("row %d waits until %v, want GitHub's 90s: %s", p.ID, p.NextAttemptAt, p.Reason)
+		}
+	}
+	c.Advance(90 * time.Second)
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
+		t.Fatalf("after the wait: %+v", res)
+	}
+	checkDelivered(t, s, f)
 }
