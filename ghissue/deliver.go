@@ -1056,16 +1056,67 @@ type authRecorder struct {
 }
 
 func (t authRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	if h := req.Header.Get("Authorization"); h != "" {
-		t.red.add(credential(h))
-		if !t.api.allows(req.URL) {
-			if req.Body != nil {
-				_ = req.Body.Close() // a RoundTripper closes the body, even on error
+	for hops := 0; ; hops++ {
+		if h := req.Header.Get("Authorization"); h != "" {
+			t.red.add(credential(h))
+			if !t.api.allows(req.URL) {
+				if req.Body != nil {
+					_ = req.Body.Close() // a RoundTripper closes the body, even on error
+				}
+				return nil, &originError{root: t.api.String(), to: originOf(req.URL)}
 			}
-			return nil, &originError{root: t.api.String(), to: originOf(req.URL)}
 		}
+		resp, err := t.next.RoundTrip(req)
+		if err != nil || hops >= maxRepeats {
+			return resp, err
+		}
+		again, ok := t.repeat(req, resp)
+		if !ok {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		req = again
 	}
-	return t.next.RoundTrip(req)
+}
+
+// maxRepeats bounds the writes repeated after a redirect (repeat), as
+// net/http bounds the redirects it follows.
+const maxRepeats = 10
+
+// repeat returns req to send again, verbatim, at the address resp
+// redirected it to, when req is a write (not a GET or HEAD) that GitHub
+// answered 301 or 302 within the API root's origin: GitHub moves an issue
+// transferred to another repository (and a renamed repository's paths)
+// with 301 Moved Permanently, writes included, and its documentation asks
+// that a redirected request be repeated verbatim. net/http would instead
+// follow a 301 or 302 after a POST or PATCH with a GET of the new address
+// (a comment's POST reading the comments, an edit's PATCH reading the
+// issue and taken for the edit done). A 307 or 308 net/http repeats
+// itself; a 303 asks for a GET; a redirect to another origin is left to
+// the client, which refuses it (apiOrigin.checkRedirect).
+func (t authRecorder) repeat(req *http.Request, resp *http.Response) (*http.Request, bool) {
+	if req.Method == http.MethodGet || req.Method == http.MethodHead ||
+		(resp.StatusCode != http.StatusMovedPermanently && resp.StatusCode != http.StatusFound) {
+		return nil, false
+	}
+	loc, err := resp.Location()
+	if err != nil || !t.api.allows(loc) {
+		return nil, false
+	}
+	again := req.Clone(req.Context())
+	again.URL, again.Host = loc, ""
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, false // the body cannot be sent again: the client decides
+		}
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, false
+		}
+		again.Body = body
+	}
+	return again, true
 }
 
 // apiOrigin is the origin (scheme, host and port) of the configured GitHub

@@ -61,6 +61,11 @@ type fakeGitHub struct {
 	// (301 for GET and HEAD, 307 for the other methods, which the client
 	// repeats with the same method and body).
 	formerName string
+	// moved maps the number of an issue a person transferred away to the
+	// number it has where it went (here: another issue of the fake).
+	// GitHub answers every call about it (the issue, its comments, an
+	// edit) with 301 Moved Permanently to its new address.
+	moved map[int]int
 }
 
 // The logins driftprobe posts as in these tests.
@@ -239,11 +244,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 var (
-	issuesRe   = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues$`)
-	issueRe    = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
-	commentsRe = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
-	repoRe     = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)$`)
-	tokensRe   = regexp.MustCompile(`^/api/v3/app/installations/(\d+)/access_tokens$`)
+	issuesRe    = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues$`)
+	issueRe     = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
+	commentsRe  = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
+	repoRe      = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)$`)
+	issuePathRe = regexp.MustCompile(`^/api/v3/repos/[^/]+/[^/]+/issues/(\d+)(/comments)?$`)
+	tokensRe    = regexp.MustCompile(`^/api/v3/app/installations/(\d+)/access_tokens$`)
 )
 
 // statusRecorder captures the status the handler wrote.
@@ -284,6 +290,19 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", f.srv.URL+u.RequestURI())
 		writeJSON(w, code, map[string]any{"message": "Moved Permanently", "url": f.srv.URL + u.RequestURI()})
 		return
+	}
+	if m := issuePathRe.FindStringSubmatch(r.URL.Path); ft == nil && m != nil {
+		n, _ := strconv.Atoi(m[1])
+		if to, ok := f.moved[n]; ok {
+			u := *r.URL
+			u.Path = fmt.Sprintf("/api/v3/repos/%s/%s/issues/%d%s", f.owner, f.repo, to, m[2])
+			rec.Status = http.StatusMovedPermanently
+			f.reqs = append(f.reqs, rec)
+			w.Header().Set("X-GitHub-Request-Id", "0D3A:MOVED")
+			w.Header().Set("Location", f.srv.URL+u.RequestURI())
+			writeJSON(w, http.StatusMovedPermanently, map[string]any{"message": "Moved Permanently", "url": f.srv.URL + u.RequestURI()})
+			return
+		}
 	}
 	if ft == nil || !ft.notGitHub {
 		// Every answer of GitHub's API carries its request id, errors
@@ -500,6 +519,9 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			}
 			var sel []*fakeIssue
 			for _, i := range f.issues {
+				if f.elsewhere(i.Number) {
+					continue // transferred away: listed in another repository
+				}
 				if state != "all" && i.State != state {
 					continue
 				}
@@ -769,4 +791,35 @@ func (t *hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // isCreate reports whether r opens an issue.
 func isCreate(r *http.Request) bool {
 	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/issues")
+}
+
+// elsewhere reports whether issue n is not this repository's listing's:
+// transferred away, or where one was transferred to (another repository,
+// which the fake serves under the same path).
+func (f *fakeGitHub) elsewhere(n int) bool {
+	for from, to := range f.moved {
+		if n == from || n == to {
+			return true
+		}
+	}
+	return false
+}
+
+// transfer moves issue n away, as a person transferring it to another
+// repository: its copy (same body, labels and comments) answers at a new
+// number, and every call about n is answered 301 to it. It returns the new
+// number.
+func (f *fakeGitHub) transfer(n int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.issues[n-1]
+	cp := *old
+	cp.Number = len(f.issues) + 1
+	f.issues = append(f.issues, &cp)
+	f.comments[cp.Number] = f.comments[n]
+	if f.moved == nil {
+		f.moved = map[int]int{}
+	}
+	f.moved[n] = cp.Number
+	return cp.Number
 }

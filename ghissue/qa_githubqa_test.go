@@ -288,3 +288,84 @@ func TestRateLimitOnTheLockCheckIsObeyed(t *testing.T) {
 	}
 	checkDelivered(t, s, f)
 }
+
+// TestTransferredIssue: a person transfers an event's issue to another
+// repository. GitHub answers every call about it at its old address with
+// 301 Moved Permanently to the new one, writes included (an edit, a
+// comment). A redirected write is repeated verbatim at the new address,
+// as GitHub's documentation of redirects asks: never turned into a GET
+// (net/http's rule for a 301 after a POST or PATCH), which would read the
+// comments instead of posting one, or read the issue and take that for an
+// edit done (a close or a retitle silently lost, the row recorded sent).
+func TestTransferredIssue(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '2999-01-01T00:00:00Z' WHERE action != 'open'`); err != nil {
+		t.Fatal(err)
+	}
+	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
+		t.Fatalf("opens: %+v", res)
+	}
+	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '' WHERE sent_at = ''`); err != nil {
+		t.Fatal(err)
+	}
+	to := f.transfer(1)
+	for i := 0; i < 3; i++ {
+		res := deliver(t, s, c, ghissue.Options{})
+		t.Logf("pass %d: %+v", i, res)
+		c.Advance(2 * time.Hour)
+	}
+	if p := pending(t, s); len(p) != 0 {
+		t.Fatalf("pending: %+v", p)
+	}
+	if n := len(f.issueList()); n != 3 {
+		t.Fatalf("%d issues: another was opened for the transferred one", n)
+	}
+	iss := f.issueList()[to-1]
+	if n := len(f.commentsOf(to)); n != 2 {
+		t.Errorf("the transferred issue #%d has %d comments, want the 2 updates'", to, n)
+	}
+	if iss.State != "closed" || iss.StateReason != "completed" || !strings.HasSuffix(iss.Title, "[reverted]") {
+		t.Errorf("the transferred issue after the revert: %s/%s %q, want closed/completed, its title ending [reverted]", iss.State, iss.StateReason, iss.Title)
+	}
+	for _, r := range f.requests() {
+		if r.Status == 301 && r.Method != http.MethodGet {
+			return // a write was redirected, and repeated
+		}
+	}
+	t.Error("no write was redirected: the test did not exercise it")
+}
+
+// TestEditOfATransferredIssueIsNotLost: the issue is transferred between
+// the revert's comment and the close (a 301 answers the PATCH). Followed
+// as net/http follows a 301 after a PATCH, the edit became a GET of the
+// issue, answered 200, and was taken for the close done: the row was
+// recorded sent and the issue stayed open. It is repeated at the new
+// address instead.
+func TestEditOfATransferredIssueIsNotLost(t *testing.T) {
+	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
+	s := fixture(t, f.BaseURL())
+	c := newClock()
+	to := 0
+	hc := &http.Client{Transport: &hookTransport{inner: http.DefaultTransport, before: func(r *http.Request) error {
+		if r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/issues/1") && to == 0 {
+			to = f.transfer(1)
+		}
+		return nil
+	}}}
+	for i := 0; i < 2; i++ {
+		deliver(t, s, c, ghissue.Options{HTTPClient: hc})
+		c.Advance(2 * time.Hour)
+	}
+	if to == 0 {
+		t.Fatal("no edit of issue #1: nothing was transferred")
+	}
+	if p := pending(t, s); len(p) != 0 {
+		t.Fatalf("pending: %+v", p)
+	}
+	iss := f.issueList()[to-1]
+	if iss.State != "closed" || iss.StateReason != "completed" || !strings.HasSuffix(iss.Title, "[reverted]") {
+		t.Errorf("the transferred issue: %s/%s %q, want closed/completed, its title ending [reverted] (the edit was lost)", iss.State, iss.StateReason, iss.Title)
+	}
+}
