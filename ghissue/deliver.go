@@ -1744,10 +1744,11 @@ func (d *deliverer) repoAnswer(ctx context.Context, err error) error {
 	return nil
 }
 
-// issuesOff returns err, unless it is a 404 or 410 answer of GitHub's and
-// the repository has Issues disabled (repoAnswer): then the
-// *issuesOffError. For the calls that are not about one issue (the
-// listings, the create), where a 404 already names the repository.
+// issuesOff returns err, unless it is a 410 answer of GitHub's (what
+// GitHub answers every issue call while Issues is disabled) and the
+// repository has Issues disabled (repoAnswer): then the *issuesOffError.
+// For the calls that are not about one issue (the listings, the create),
+// where a 404 already names the repository, and for checkMapping.
 func (d *deliverer) issuesOff(ctx context.Context, err error) error {
 	var er *github.ErrorResponse
 	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusGone {
