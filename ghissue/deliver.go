@@ -1056,16 +1056,67 @@ type authRecorder struct {
 }
 
 func (t authRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	if h := req.Header.Get("Authorization"); h != "" {
-		t.red.add(credential(h))
-		if !t.api.allows(req.URL) {
-			if req.Body != nil {
-				_ = req.Body.Close() // a RoundTripper closes the body, even on error
+	for hops := 0; ; hops++ {
+		if h := req.Header.Get("Authorization"); h != "" {
+			t.red.add(credential(h))
+			if !t.api.allows(req.URL) {
+				if req.Body != nil {
+					_ = req.Body.Close() // a RoundTripper closes the body, even on error
+				}
+				return nil, &originError{root: t.api.String(), to: originOf(req.URL)}
 			}
-			return nil, &originError{root: t.api.String(), to: originOf(req.URL)}
 		}
+		resp, err := t.next.RoundTrip(req)
+		if err != nil || hops >= maxRepeats {
+			return resp, err
+		}
+		again, ok := t.repeat(req, resp)
+		if !ok {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		req = again
 	}
-	return t.next.RoundTrip(req)
+}
+
+// maxRepeats bounds the writes repeated after a redirect (repeat), as
+// net/http bounds the redirects it follows.
+const maxRepeats = 10
+
+// repeat returns req to send again, verbatim, at the address resp
+// redirected it to, when req is a write (not a GET or HEAD) that GitHub
+// answered 301 or 302 within the API root's origin: GitHub moves an issue
+// transferred to another repository (and a renamed repository's paths)
+// with 301 Moved Permanently, writes included, and its documentation asks
+// that a redirected request be repeated verbatim. net/http would instead
+// follow a 301 or 302 after a POST or PATCH with a GET of the new address
+// (a comment's POST reading the comments, an edit's PATCH reading the
+// issue and taken for the edit done). A 307 or 308 net/http repeats
+// itself; a 303 asks for a GET; a redirect to another origin is left to
+// the client, which refuses it (apiOrigin.checkRedirect).
+func (t authRecorder) repeat(req *http.Request, resp *http.Response) (*http.Request, bool) {
+	if req.Method == http.MethodGet || req.Method == http.MethodHead ||
+		(resp.StatusCode != http.StatusMovedPermanently && resp.StatusCode != http.StatusFound) {
+		return nil, false
+	}
+	loc, err := resp.Location()
+	if err != nil || !t.api.allows(loc) {
+		return nil, false
+	}
+	again := req.Clone(req.Context())
+	again.URL, again.Host = loc, ""
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, false // the body cannot be sent again: the client decides
+		}
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, false
+		}
+		again.Body = body
+	}
+	return again, true
 }
 
 // apiOrigin is the origin (scheme, host and port) of the configured GitHub
@@ -1644,10 +1695,78 @@ func (e *lockedError) Error() string {
 		e.num, e.event, why, skip, e.status, e.msg)
 }
 
+// issuesOffError is GitHub refusing an issue call (410, or 404) because
+// the repository has Issues disabled in its settings (its has_issues is
+// false): no issue is gone, and every event of the repository is refused
+// alike. A configuration problem: the pass stops, the rows keep their
+// mappings and say why, and the next pass tries again; once Issues is
+// enabled again the issues driftprobe opened are there as they were.
+type issuesOffError struct {
+	repo   string
+	status int
+	msg    string // GitHub's message
+}
+
+func (e *issuesOffError) Error() string {
+	return fmt.Sprintf("Issues are disabled on repository %s (GitHub: %d %s): enable Issues in the repository's settings (Features); no issue is lost, every event waits and is delivered to its issue once Issues is enabled", e.repo, e.status, e.msg)
+}
+
+// repoAnswer asks GitHub for the repository after err, a 404 or 410
+// answer to an issue call. It returns an *issuesOffError when the
+// repository answers with Issues disabled; nil when it answers with
+// Issues enabled (the issue itself is the problem); otherwise the error
+// to report: err when the repository is not found either (the repository
+// is the problem), the check's own error when it failed otherwise (an
+// outage, a rate limit: classified as such, nothing concluded of the
+// issue).
+func (d *deliverer) repoAnswer(ctx context.Context, err error) error {
+	var repo *github.Repository
+	rerr := d.call(ctx, func(ctx context.Context) error {
+		var err error
+		repo, _, err = d.gh.Repositories.Get(ctx, d.owner, d.repo)
+		return err
+	})
+	if rerr != nil {
+		var er *github.ErrorResponse
+		if errors.As(rerr, &er) && er.Response != nil && (er.Response.StatusCode == http.StatusNotFound || er.Response.StatusCode == http.StatusGone) {
+			return err
+		}
+		return rerr
+	}
+	if repo.HasIssues != nil && !repo.GetHasIssues() {
+		off := &issuesOffError{repo: d.owner + "/" + d.repo}
+		var er *github.ErrorResponse
+		if errors.As(err, &er) && er.Response != nil {
+			off.status, off.msg = er.Response.StatusCode, er.Message
+		}
+		return off
+	}
+	return nil
+}
+
+// issuesOff returns err, unless it is a 410 answer of GitHub's (what
+// GitHub answers every issue call while Issues is disabled) and the
+// repository has Issues disabled (repoAnswer): then the *issuesOffError.
+// For the calls that are not about one issue (the listings, the create),
+// where a 404 already names the repository, and for checkMapping.
+func (d *deliverer) issuesOff(ctx context.Context, err error) error {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusGone {
+		return err
+	}
+	var off *issuesOffError
+	if rerr := d.repoAnswer(ctx, err); errors.As(rerr, &off) {
+		return off
+	}
+	return err
+}
+
 // issueErr handles an error on an issue-specific call:
-//   - a deleted issue (410, or 404 while the repository answers) loses its
-//     mapping, so the next attempt finds the issue by marker or opens a
-//     new one;
+//   - a deleted issue (410, or 404, while the repository answers with
+//     Issues enabled) loses its mapping, so the next attempt finds the
+//     issue by marker or opens a new one; when the repository has Issues
+//     disabled (GitHub answers 410 to every issue call), the
+//     *issuesOffError keeps the mapping: the issue is not gone;
 //   - a 403 that is no rate limit on a locked issue is a *lockedError,
 //     which holds back that event's deliveries only. GitHub's own word
 //     decides: the issue's "locked" field, asked of GitHub now (a 403 from
@@ -1664,13 +1783,8 @@ func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) err
 	}
 	switch st := er.Response.StatusCode; {
 	case st == http.StatusGone || st == http.StatusNotFound:
-		if st == http.StatusNotFound {
-			if rerr := d.call(ctx, func(ctx context.Context) error {
-				_, _, err := d.gh.Repositories.Get(ctx, d.owner, d.repo)
-				return err
-			}); rerr != nil {
-				return err // the repository itself is the problem
-			}
+		if rerr := d.repoAnswer(ctx, err); rerr != nil {
+			return rerr // Issues disabled, the repository itself, or the check failed: the mapping stays
 		}
 		if serr := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, 0, ""); serr != nil {
 			return dbError{serr}
@@ -1678,9 +1792,13 @@ func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) err
 		return fmt.Errorf("issue #%d of event %d is gone (%d); it will be found again by its marker or reopened on the next attempt", ev.IssueNumber, ev.ID, st)
 	case st == http.StatusForbidden && !rateLimited(er.Response) && ev.IssueNumber != 0:
 		locked, reason := false, ""
-		if iss, gerr := d.fetchIssue(ctx, ev.IssueNumber); gerr == nil && iss.Locked != nil {
+		iss, gerr := d.fetchIssue(ctx, ev.IssueNumber)
+		switch {
+		case isRateLimit(gerr):
+			return gerr // GitHub asks driftprobe to wait: that, not the 403, is what the pass must obey
+		case gerr == nil && iss.Locked != nil:
 			locked, reason = iss.GetLocked(), iss.GetActiveLockReason()
-		} else {
+		default:
 			locked = strings.Contains(strings.ToLower(er.DocumentationURL), "locking-conversations")
 		}
 		if locked {
@@ -1688,6 +1806,27 @@ func (d *deliverer) issueErr(ctx context.Context, ev *diff.Event, err error) err
 		}
 	}
 	return err
+}
+
+// isRateLimit reports whether err is GitHub's rate limit (primary or
+// secondary; or go-github refusing a call itself while one it was told
+// of lasts): a call whose failure a pass could go on without (which login
+// posts, whether an issue is locked) is then not followed by more calls,
+// and the limit is classified from GitHub's own answer.
+func isRateLimit(err error) bool {
+	var rle *github.RateLimitError
+	var are *github.AbuseRateLimitError
+	var er *github.ErrorResponse
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &rle), errors.As(err, &are):
+		return true
+	case errors.As(err, &er) && er.Response != nil:
+		st := er.Response.StatusCode
+		return (st == http.StatusForbidden || st == http.StatusTooManyRequests) && rateLimited(er.Response)
+	}
+	return false
 }
 
 // rateLimited reports whether a 403 or 429 answer is a rate limit (its
@@ -1701,13 +1840,20 @@ func rateLimited(r *http.Response) bool {
 //
 // The mapping (events.issue_number and issue_url) counts as it is when its
 // URL names this repository on this GitHub's web host (webRoot). One into
-// another repository (github.repo changed) does not count. One on another
-// host (github.base_url changed: another GitHub with a repository of the
-// same name) is reused only when that number's issue here carries the
-// event's marker (checkMapping: one GET of the issue, which the comment
-// check would fetch anyway); otherwise it is dropped and the issue looked
-// up by its marker as below: driftprobe never comments on, retitles or
-// closes an issue of another host's number that is not the event's.
+// another repository's path (github.repo changed to another repository;
+// or the repository was renamed, and GitHub's html_url names it by its
+// new name while github.repo still names it by the old one, or the
+// reverse) or on another host (github.base_url changed: another GitHub
+// with a repository of the same name) is reused only when that number's
+// issue here carries the event's marker (checkMapping: one GET of the
+// issue, which GitHub redirects for a renamed repository, and which the
+// comment check would fetch anyway); otherwise it is dropped and the
+// issue looked up by its marker as below: driftprobe never comments on,
+// retitles or closes an issue of another repository's or host's number
+// that is not the event's, and never opens a second issue for an event
+// whose issue a rename left under another path (the marker lookup alone
+// would miss an issue GitHub dropped the label of, created long before
+// the row).
 //
 // Looked up by marker: first among the repository's driftprobe-labelled
 // issues (listed once per pass), then among the issues created since the
@@ -1731,7 +1877,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		switch d.mappingHere(ev.IssueURL) {
 		case mappingTrusted:
 			return ev.IssueNumber, nil
-		case mappingOtherHost:
+		case mappingOtherHost, mappingOtherRepo:
 			num, err := d.checkMapping(ctx, ev)
 			if err != nil || num != 0 {
 				return num, err
@@ -1740,7 +1886,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		ev.IssueNumber, ev.IssueURL = 0, ""
 	}
 	if err := d.list(ctx); err != nil {
-		return 0, err
+		return 0, d.issuesOff(ctx, err)
 	}
 	if iss, ok := d.index[ev.Fingerprint]; ok {
 		return d.adopt(ctx, ev, iss)
@@ -1757,7 +1903,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		iss, err = d.recentIssue(ctx, ev.Fingerprint, since)
 	}
 	if err != nil {
-		return 0, err
+		return 0, d.issuesOff(ctx, err)
 	}
 	if iss != nil {
 		d.index[ev.Fingerprint] = iss
@@ -1790,7 +1936,7 @@ func (d *deliverer) ensureIssue(ctx context.Context, r row, ev *diff.Event, e *E
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, d.issuesOff(ctx, err)
 	}
 	d.index[ev.Fingerprint] = iss
 	if login := iss.GetUser().GetLogin(); login != "" {
@@ -1814,7 +1960,7 @@ type mapping int
 
 const (
 	mappingTrusted   mapping = iota // this repository on this GitHub (or no URL: a mapping from before URLs were kept)
-	mappingOtherRepo                // another repository: does not count
+	mappingOtherRepo                // another repository's path (github.repo changed, or the repository renamed): counts only when the issue carries the marker
 	mappingOtherHost                // this repository's path on another host: counts only when the issue carries the marker
 )
 
@@ -1839,8 +1985,9 @@ func (d *deliverer) mappingHere(u string) mapping {
 	return mappingTrusted
 }
 
-// checkMapping checks a mapping to this repository's path on another host
-// (see ensureIssue): issue ev.IssueNumber here is the event's only when
+// checkMapping checks a mapping to this repository's path on another host,
+// or to another repository's path (see ensureIssue): issue ev.IssueNumber
+// of this repository (github.repo) is the event's only when
 // its body carries the event's marker (markerOf, the rule of the marker
 // lookups). It returns the number, the mapping rewritten to this host's
 // issue (adopt), when it is; 0 when it is not (or there is no such issue),
@@ -1858,6 +2005,9 @@ func (d *deliverer) checkMapping(ctx context.Context, ev *diff.Event) (int, erro
 		if !errors.As(err, &er) || er.Response == nil || (er.Response.StatusCode != http.StatusNotFound && er.Response.StatusCode != http.StatusGone) {
 			return 0, err
 		}
+		if off := d.issuesOff(ctx, err); off != err {
+			return 0, off // Issues disabled: nothing is known of that issue
+		}
 		// No such issue here (or the repository itself is missing: the
 		// lookup that follows fails and says so).
 		iss = nil
@@ -1865,13 +2015,13 @@ func (d *deliverer) checkMapping(ctx context.Context, ev *diff.Event) (int, erro
 	if iss != nil && !iss.IsPullRequest() && markerOf(iss.GetBody()) == ev.Fingerprint {
 		d.checked[ev.Fingerprint] = num
 		d.index[ev.Fingerprint] = iss
-		d.log.Info("github issue mapping on another host checked: the issue here carries the event's marker", "event", ev.ID, "issue", num, "stored_url", old)
+		d.log.Info("github issue mapping on another host or repository path checked: the issue here carries the event's marker", "event", ev.ID, "issue", num, "stored_url", old)
 		return d.adopt(ctx, ev, iss)
 	}
 	if err := diff.SetIssue(context.WithoutCancel(ctx), d.db, ev.ID, 0, ""); err != nil {
 		return 0, dbError{err}
 	}
-	d.log.Warn("github issue mapping ignored: it names another host, and the issue of that number here does not carry the event's marker; looking the event's issue up by its marker", "event", ev.ID, "issue", num, "stored_url", old)
+	d.log.Warn("github issue mapping ignored: it names another host or repository, and the issue of that number here does not carry the event's marker; looking the event's issue up by its marker", "event", ev.ID, "issue", num, "stored_url", old)
 	return 0, nil
 }
 
@@ -2184,6 +2334,12 @@ func (d *deliverer) ensureComment(ctx context.Context, r row, num int, ev *diff.
 				login, err = d.whoami(ctx)
 				return err
 			})
+			if isRateLimit(err) {
+				// GitHub asks driftprobe to wait: no further call in this
+				// pass (the next pass asks again).
+				d.askedWho = false
+				return err
+			}
 			if err == nil && login != "" {
 				d.self[login] = true
 			} else {
@@ -2307,7 +2463,13 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 	var ie *ghinstallation.HTTPError
 	var le *lockedError
 	var oe *originError
+	var off *issuesOffError
 	switch {
+	case errors.As(err, &off):
+		// The repository's settings: every event is refused alike. As
+		// for a token without permission, the pass stops and the next
+		// one tries again.
+		return failure{msg: off.Error(), global: true}
 	case errors.As(err, &le):
 		// One issue's problem: this event waits, the others go on.
 		return failure{msg: le.Error(), until: now.Add(backoff(attempts))}
@@ -2346,6 +2508,18 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 			until, note = d.capped(now, "x-ratelimit-reset "+ts(until))
 		}
 		return failure{msg: fmt.Sprintf("GitHub primary rate limit exhausted (x-ratelimit-remaining: 0) until %s%s: %s", ts(until), note, rle.Message), until: until, global: true, kind: HoldRateLimit}
+	case errors.As(err, &are) && remembered(are):
+		// A secondary limit GitHub stated on an earlier call of this pass
+		// whose failure the pass went on without (asking which login
+		// posts): go-github refused this call itself, without sending it,
+		// with what is left of GitHub's wait (its answer's headers are
+		// not carried over).
+		wait := (*are.RetryAfter + time.Second - 1).Truncate(time.Second)
+		until, note := now.Add(wait), ""
+		if wait > maxGitHubWait {
+			until, note = d.capped(now, fmt.Sprintf("retry-after %s", wait))
+		}
+		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s%s: stated by GitHub on an earlier call of this pass (this one not sent)", ts(until), note), until: until, global: true, kind: HoldRateLimit}
 	case errors.As(err, &are):
 		until, note := d.secondaryUntil(are.Response, now, global)
 		return failure{msg: fmt.Sprintf("GitHub secondary rate limit until %s%s: %s", ts(until), note, are.Message), until: until, global: true, kind: HoldRateLimit}
@@ -2400,6 +2574,16 @@ func (d *deliverer) classify(err error, attempts int, now time.Time) failure {
 		return failure{msg: fmt.Sprintf("%s from %s: no HTTP answer from %s (%v); %s", unreachablePrefix, d.who, d.key.api, ue.Err, UnreachableHint), until: now.Add(backoff(global)), global: true, kind: HoldUnreachable}
 	}
 	return failure{msg: err.Error(), until: now.Add(backoff(attempts))}
+}
+
+// remembered reports whether are is go-github refusing a call itself,
+// without sending it, because GitHub stated a secondary limit on an
+// earlier call of the same client (its wait, RetryAfter, still running):
+// the error then carries a response go-github made up, without a single
+// header, where every answer that came over HTTP has some (GitHub's
+// request id, its rate headers, a Content-Type).
+func remembered(are *github.AbuseRateLimitError) bool {
+	return are.RetryAfter != nil && *are.RetryAfter > 0 && are.Response != nil && len(are.Response.Header) == 0
 }
 
 // githubRequestID is the header every answer of GitHub's REST API

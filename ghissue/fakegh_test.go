@@ -50,6 +50,22 @@ type fakeGitHub struct {
 	// login is the user the API's callers create issues and comments as
 	// (default fakeBot; fakeAppBot once enableApp is called).
 	login string
+	// issuesOff: a maintainer disabled Issues in the repository's
+	// settings. GitHub then answers every issue and comment call with
+	// 410 "Issues are disabled for this repo", and the repository's
+	// has_issues is false; the issues are kept, and come back when
+	// Issues is enabled again.
+	issuesOff bool
+	// formerName, when set, is a name the repository had before it was
+	// renamed: GitHub redirects its API paths to the repository's
+	// (301 for GET and HEAD, 307 for the other methods, which the client
+	// repeats with the same method and body).
+	formerName string
+	// moved maps the number of an issue a person transferred away to the
+	// number it has where it went (here: another issue of the fake).
+	// GitHub answers every call about it (the issue, its comments, an
+	// edit) with 301 Moved Permanently to its new address.
+	moved map[int]int
 }
 
 // The logins driftprobe posts as in these tests.
@@ -228,11 +244,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 var (
-	issuesRe   = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues$`)
-	issueRe    = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
-	commentsRe = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
-	repoRe     = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)$`)
-	tokensRe   = regexp.MustCompile(`^/api/v3/app/installations/(\d+)/access_tokens$`)
+	issuesRe    = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues$`)
+	issueRe     = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
+	commentsRe  = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
+	repoRe      = regexp.MustCompile(`^/api/v3/repos/([^/]+)/([^/]+)$`)
+	issuePathRe = regexp.MustCompile(`^/api/v3/repos/[^/]+/[^/]+/issues/(\d+)(/comments)?$`)
+	tokensRe    = regexp.MustCompile(`^/api/v3/app/installations/(\d+)/access_tokens$`)
 )
 
 // statusRecorder captures the status the handler wrote.
@@ -259,6 +276,33 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if ft != nil && ft.bodyFn != nil {
 		ft.body = ft.bodyFn(append(append([]fakeReq(nil), f.reqs...), rec))
+	}
+	if old := "/api/v3/repos/" + f.owner + "/" + f.formerName; ft == nil && f.formerName != "" && (r.URL.Path == old || strings.HasPrefix(r.URL.Path, old+"/")) {
+		code := http.StatusTemporaryRedirect
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			code = http.StatusMovedPermanently
+		}
+		u := *r.URL
+		u.Path = "/api/v3/repos/" + f.owner + "/" + f.repo + strings.TrimPrefix(r.URL.Path, old)
+		rec.Status = code
+		f.reqs = append(f.reqs, rec)
+		w.Header().Set("X-GitHub-Request-Id", "0D3A:REDIRECT")
+		w.Header().Set("Location", f.srv.URL+u.RequestURI())
+		writeJSON(w, code, map[string]any{"message": "Moved Permanently", "url": f.srv.URL + u.RequestURI()})
+		return
+	}
+	if m := issuePathRe.FindStringSubmatch(r.URL.Path); ft == nil && m != nil {
+		n, _ := strconv.Atoi(m[1])
+		if to, ok := f.moved[n]; ok {
+			u := *r.URL
+			u.Path = fmt.Sprintf("/api/v3/repos/%s/%s/issues/%d%s", f.owner, f.repo, to, m[2])
+			rec.Status = http.StatusMovedPermanently
+			f.reqs = append(f.reqs, rec)
+			w.Header().Set("X-GitHub-Request-Id", "0D3A:MOVED")
+			w.Header().Set("Location", f.srv.URL+u.RequestURI())
+			writeJSON(w, http.StatusMovedPermanently, map[string]any{"message": "Moved Permanently", "url": f.srv.URL + u.RequestURI()})
+			return
+		}
 	}
 	if ft == nil || !ft.notGitHub {
 		// Every answer of GitHub's API carries its request id, errors
@@ -419,6 +463,10 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 	path := r.URL.Path
 	var m []string
 	repoOK := func(m []string) bool { return m[1] == f.owner && m[2] == f.repo }
+	if f.issuesOff && strings.HasPrefix(path, "/api/v3/repos/"+f.owner+"/"+f.repo+"/issues") {
+		writeJSON(w, 410, map[string]any{"message": "Issues are disabled for this repo", "documentation_url": "https://docs.github.com/v3/issues/"})
+		return
+	}
 	switch {
 	case path == "/api/v3/user" && r.Method == http.MethodGet:
 		if f.app != nil && f.app.current != "" && strings.HasSuffix(r.Header.Get("Authorization"), f.app.current) {
@@ -471,6 +519,9 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			}
 			var sel []*fakeIssue
 			for _, i := range f.issues {
+				if f.elsewhere(i.Number) {
+					continue // transferred away: listed in another repository
+				}
 				if state != "all" && i.State != state {
 					continue
 				}
@@ -597,7 +648,7 @@ func (f *fakeGitHub) handle(w http.ResponseWriter, r *http.Request, body []byte)
 			f.notFound(w)
 			return
 		}
-		writeJSON(w, 200, map[string]any{"id": 1, "name": f.repo, "full_name": f.owner + "/" + f.repo})
+		writeJSON(w, 200, map[string]any{"id": 1, "name": f.repo, "full_name": f.owner + "/" + f.repo, "has_issues": !f.issuesOff})
 	default:
 		f.notFound(w)
 	}
@@ -740,4 +791,35 @@ func (t *hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // isCreate reports whether r opens an issue.
 func isCreate(r *http.Request) bool {
 	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/issues")
+}
+
+// elsewhere reports whether issue n is not this repository's listing's:
+// transferred away, or where one was transferred to (another repository,
+// which the fake serves under the same path).
+func (f *fakeGitHub) elsewhere(n int) bool {
+	for from, to := range f.moved {
+		if n == from || n == to {
+			return true
+		}
+	}
+	return false
+}
+
+// transfer moves issue n away, as a person transferring it to another
+// repository: its copy (same body, labels and comments) answers at a new
+// number, and every call about n is answered 301 to it. It returns the new
+// number.
+func (f *fakeGitHub) transfer(n int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.issues[n-1]
+	cp := *old
+	cp.Number = len(f.issues) + 1
+	f.issues = append(f.issues, &cp)
+	f.comments[cp.Number] = f.comments[n]
+	if f.moved == nil {
+		f.moved = map[int]int{}
+	}
+	f.moved[n] = cp.Number
+	return cp.Number
 }
