@@ -1209,6 +1209,15 @@ func (d *detector) report() error {
 	for _, f := range flips {
 		d.learnCategories(known, f.after)
 	}
+	for _, f := range ndFlips {
+		if f.settled {
+			// A marked probe's change that held is its baseline now: its
+			// categories fire on the target (no policy evidence, but a
+			// later flip bringing them to another probe is no new
+			// category).
+			d.learnCategories(known, f.after)
+		}
+	}
 	if err := saveCategories(d.ctx, d.tx, d.t.ID, known, run); err != nil {
 		return err
 	}
