@@ -561,15 +561,17 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		return err
 	}
 	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
+	// Before a move parks them: a state parked now, with what it left
+	// pending long ago, must not resume it later.
+	if err := d.dropStaleCandidates(states); err != nil {
+		return err
+	}
 	states, originReset, foreign, err := d.moveOrigin(states, obs, &stats)
 	if err != nil {
 		return err
 	}
 	if foreign {
 		obs = nil // another endpoint's answers: none reaches this state
-	}
-	if err := d.dropStaleCandidates(states); err != nil {
-		return err
 	}
 	d.states, d.known = states, known
 	if err := d.trackModel(obs); err != nil {
