@@ -561,6 +561,11 @@ func (d *detector) observe(obs []*storage.Observation) error {
 		return err
 	}
 	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
+	// Before a move parks them: a state parked now, with what it left
+	// pending long ago, must not resume it later.
+	if err := d.dropStaleCandidates(states); err != nil {
+		return err
+	}
 	states, originReset, foreign, err := d.moveOrigin(states, obs, &stats)
 	if err != nil {
 		return err
@@ -1006,7 +1011,7 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		if _, err := d.tx.ExecContext(d.ctx, `DELETE FROM parked_states WHERE target_id = ? AND origin = ?`, d.t.ID, cur); err != nil {
 			return nil, false, false, err
 		}
-		stale := d.in.RunID-parkedRun > int64(max(d.p.WindowRuns, ndWindowRuns))
+		stale := d.in.RunID-parkedRun > d.staleRuns()
 		for _, st := range resumed {
 			st.dirty = true
 			if stale {
@@ -1205,6 +1210,15 @@ func (d *detector) report() error {
 	}
 	for _, f := range flips {
 		d.learnCategories(known, f.after)
+	}
+	for _, f := range ndFlips {
+		if f.settled {
+			// A marked probe's change that held is its baseline now: its
+			// categories fire on the target (no policy evidence, but a
+			// later flip bringing them to another probe is no new
+			// category).
+			d.learnCategories(known, f.after)
+		}
 	}
 	if err := saveCategories(d.ctx, d.tx, d.t.ID, known, run); err != nil {
 		return err
@@ -1716,6 +1730,40 @@ func (d *detector) withdraw(marked map[string]string) error {
 		}
 	}
 	return d.closeProbes(withdrawn, ChangeWithdrawn)
+}
+
+// staleRuns is how many runs of the database a target may stay out of
+// before what it left pending (a candidate, a score drift) no longer
+// continues: a state parked at an endpoint, or a target left out of runs.
+func (d *detector) staleRuns() int64 { return int64(max(d.p.WindowRuns, ndWindowRuns)) }
+
+// dropStaleCandidates drops the pending candidates and score drifts of a
+// target that took part in no run for more than staleRuns runs before
+// this one (it was disabled, or removed from the config and put back):
+// answers weeks apart are not consecutive answers, as for a probe absent
+// from the corpus or a target back at an endpoint it left long ago. Runs
+// it took part in count whatever they confirmed (a degraded or aborted
+// run breaks no streak).
+func (d *detector) dropStaleCandidates(states map[string]*state) error {
+	if len(states) == 0 {
+		return nil
+	}
+	var prev int64
+	if err := d.tx.QueryRowContext(d.ctx, `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ? AND run_id < ?`,
+		d.t.ID, d.in.RunID).Scan(&prev); err != nil {
+		return err
+	}
+	if prev == 0 || d.in.RunID-prev <= d.staleRuns() {
+		return nil
+	}
+	for _, st := range states {
+		if st.candidate != "" || st.driftRuns != 0 || st.driftScores != "" {
+			st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
+			st.driftRuns, st.driftScores = 0, ""
+			st.dirty = true
+		}
+	}
+	return nil
 }
 
 // ndWindowRuns is how close reverts must come to add up toward
