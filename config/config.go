@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/driftprobe/driftprobe/internal/problems"
@@ -747,10 +748,8 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 			col.Add(at+".api_key_env", "must name an environment variable holding the key (letters, digits and '_'), not the key itself")
 		}
 		if needKeys && t.APIKeyEnv != "" && !t.Disabled && !badName {
-			if v, set := os.LookupEnv(t.APIKeyEnv); !set {
-				col.Add(at+".api_key_env", "environment variable %s is not set", t.APIKeyEnv)
-			} else if strings.TrimSpace(v) == "" {
-				col.Add(at+".api_key_env", "environment variable %s is empty", t.APIKeyEnv)
+			if problem := credentialProblem(t.APIKeyEnv); problem != "" {
+				col.Add(at+".api_key_env", "environment variable %s %s", t.APIKeyEnv, problem)
 			}
 		}
 		// A provider reading its own credentials from the environment
@@ -765,13 +764,7 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 				alt = "an API key variable"
 			}
 			for _, name := range info.CredentialEnv {
-				problem := ""
-				if v, set := os.LookupEnv(name); !set {
-					problem = "is not set"
-				} else if strings.TrimSpace(v) == "" {
-					problem = "is empty"
-				}
-				if problem != "" {
+				if problem := credentialProblem(name); problem != "" {
 					col.Add(at+".provider", "%s signs requests with %s: environment variable %s %s (or name %s in api_key_env)",
 						t.Provider, strings.Join(info.CredentialEnv, " and "), name, problem, alt)
 				}
@@ -1572,14 +1565,33 @@ func (t *Target) Key() (string, error) {
 	if t.APIKeyEnv == "" {
 		return "", nil
 	}
-	v, ok := os.LookupEnv(t.APIKeyEnv)
-	if !ok {
-		return "", fmt.Errorf("target %s: environment variable %s is not set", t.Name, t.APIKeyEnv)
+	if problem := credentialProblem(t.APIKeyEnv); problem != "" {
+		return "", fmt.Errorf("target %s: environment variable %s %s", t.Name, t.APIKeyEnv, problem)
 	}
-	if v = strings.TrimSpace(v); v == "" {
-		return "", fmt.Errorf("target %s: environment variable %s is empty", t.Name, t.APIKeyEnv)
+	return strings.TrimSpace(os.Getenv(t.APIKeyEnv)), nil
+}
+
+// credentialProblem is what is wrong with the credential the environment
+// variable name holds ("" when nothing is): unset, blank, or holding a
+// control character (a line break, a tab, an escape) once the white space
+// around it is trimmed. A key read from a file of two lines, or pasted
+// with a line break in the middle, can be sent in no HTTP header: every
+// request would fail before it left, a run that measures nothing rather
+// than a configuration error. The value is never echoed.
+func credentialProblem(name string) string {
+	v, set := os.LookupEnv(name)
+	if !set {
+		return "is not set"
 	}
-	return v, nil
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "is empty"
+	}
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return fmt.Sprintf("holds a control character (%U) inside its value: a line break or tab within the key? No HTTP request can carry it (the value is not repeated)", r)
+	}
+	return ""
 }
 
 // Warnings returns what is valid but probably a mistake, each as
@@ -1635,7 +1647,7 @@ func (c *Config) KeyWarnings(getenv func(string) string) []string {
 		field, name = "github.private_key_env", g.PrivateKeyEnv
 	}
 	v := getenv(name)
-	if name == "" || strings.TrimSpace(v) != "" {
+	if name == "" {
 		return nil
 	}
 	where := c.Where(field)
@@ -1643,7 +1655,14 @@ func (c *Config) KeyWarnings(getenv func(string) string) []string {
 		where = c.Where("github")
 	}
 	state := "is not set or empty"
-	if v != "" {
+	switch t := strings.TrimSpace(v); {
+	case t != "" && (g.AppAuth() || !strings.ContainsFunc(t, unicode.IsControl)):
+		// A GitHub App's PEM key holds line breaks.
+		return nil
+	case t != "":
+		r, _ := utf8.DecodeRuneInString(t[strings.IndexFunc(t, unicode.IsControl):])
+		state = fmt.Sprintf("holds a control character (%U) inside the token (a line break within it?), which no HTTP request can carry (the value is not repeated)", r)
+	case v != "":
 		state = "holds only white space"
 	}
 	return []string{fmt.Sprintf("%s%s: environment variable %s %s: runs record their events, but no GitHub issue is opened or updated until it holds the credential (driftprobe outbox lists what is owed)", where, field, name, state)}

@@ -22,6 +22,10 @@ const (
 	setKeyVar   = "DRIFTPROBE_TEST_KEY"
 	unsetKeyVar = "DRIFTPROBE_TEST_UNSET_VAR"
 	emptyKeyVar = "DRIFTPROBE_TEST_EMPTY_VAR" // set to blanks: a key that cannot authenticate
+	// set to a key with a line break inside (brokenKeyValue): a key no
+	// HTTP header can carry
+	brokenKeyVar   = "DRIFTPROBE_TEST_BROKEN_VAR"
+	brokenKeyValue = "sk-first-half-SECRET\nsecond-half-SECRET\n"
 
 	// Bedrock's SigV4 credentials (probes/bedrock EnvAccessKeyID,
 	// EnvSecretAccessKey), read when a target names no api_key_env.
@@ -57,6 +61,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"unknown-provider", `targets\[1\]\.provider`, "provider: openia", `unknown provider "openia" (want one of anthropic, azure, bedrock, gemini, mistral, openai, openai_compatible, sim)`},
 		{"missing-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + unsetKeyVar + " is not set"},
 		{"empty-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + emptyKeyVar + " is empty"},
+		{"env-line-break", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + brokenKeyVar + " holds a control character (U+000A) inside its value: a line break or tab within the key? No HTTP request can carry it (the value is not repeated)"},
 		// TestLoadInvalid sets AWS_SECRET_ACCESS_KEY and unsets AWS_ACCESS_KEY_ID.
 		{"bedrock-no-aws-key", `targets\[0\]\.provider`, "provider: bedrock",
 			"bedrock signs requests with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: environment variable AWS_ACCESS_KEY_ID is not set (or name an Amazon Bedrock API key in api_key_env)"},
@@ -243,6 +248,7 @@ func TestLoadInvalid(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Setenv(setKeyVar, "test-key")
 			t.Setenv(emptyKeyVar, " ")
+			t.Setenv(brokenKeyVar, brokenKeyValue)
 			unsetenv(t, unsetKeyVar)
 			unsetenv(t, awsKeyIDVar)
 			t.Setenv(awsSecretVar, "test-secret")
@@ -293,6 +299,9 @@ func TestLoadInvalid(t *testing.T) {
 			if !strings.Contains(msg, tt.msg) {
 				t.Errorf("error %q does not contain %q", msg, tt.msg)
 			}
+			if strings.Contains(err.Error(), "half-SECRET") {
+				t.Errorf("a key's value is echoed: %v", err)
+			}
 		})
 	}
 }
@@ -305,6 +314,7 @@ func TestLoadInvalidCoversTestdata(t *testing.T) {
 		t.Fatalf("no testdata: %v", err)
 	}
 	t.Setenv(setKeyVar, "test-key")
+	t.Setenv(brokenKeyVar, brokenKeyValue)
 	unsetenv(t, unsetKeyVar)
 	unsetenv(t, awsKeyIDVar)
 	for _, f := range files {
@@ -386,6 +396,8 @@ func TestBedrockCredentialEnv(t *testing.T) {
 		{"secret unset", new(keyID), nil, []string{msg(awsSecretVar, "is not set")}},
 		{"secret blank", new(keyID), new(" \t"), []string{msg(awsSecretVar, "is empty")}},
 		{"key id blank", new(""), new(secret), []string{msg(awsKeyIDVar, "is empty")}},
+		// A line break inside a value (a secret file of two lines).
+		{"secret broken", new(keyID), new(secret + "\r\n" + secret), []string{msg(awsSecretVar, "holds a control character (U+000D) inside its value: a line break or tab within the key? No HTTP request can carry it (the value is not repeated)")}},
 		{"both set", new(keyID), new(secret), nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
