@@ -232,8 +232,9 @@ func (c *Corpus) validate(col *yamlx.Collector) {
 					col.Add(fmt.Sprintf("%s.messages[%d].content", at, j), "empty message")
 				}
 			}
-			// An empty last entry is reported above; a missing role too.
-			if last := p.Messages[len(p.Messages)-1]; last.Role != "user" && last.Role != "" {
+			// An empty last entry is reported above; a missing or unknown
+			// role too (a misspelt "User" is one problem, not two).
+			if last := p.Messages[len(p.Messages)-1]; last.Role == "system" || last.Role == "assistant" {
 				col.Add(at+".messages", "the last message must be from the user")
 			}
 		}

@@ -271,6 +271,9 @@ func TestLoadBad(t *testing.T) {
 		{"bad-last-message-not-user", `probes\[0\]\.messages`, "messages:", "the last message must be from the user"},
 		{"bad-unknown-field", `probes\[0\]\.severity`, "severity: high", "unknown field"},
 		{"bad-message-role", `probes\[0\]\.messages\[0\]\.role`, "role: robot", `"robot": want system, user or assistant`},
+		// A misspelt role of the last message is that role's problem only,
+		// not also "the last message must be from the user".
+		{"bad-last-message-role", `probes\[0\]\.messages\[1\]\.role`, "role: User", `"User": want system, user or assistant`},
 		{"bad-missing-version", `version`, "name: bad", "required"},
 		{"bad-name-escape", `name`, "name:", `"evil\x1b[2J": control or formatting characters`},
 		{"bad-version-bidi", `version`, "version:", `"1\u202e2": control or formatting characters`},
