@@ -230,6 +230,9 @@ func TestLoadInvalid(t *testing.T) {
 		{"alias-contains-itself", `targets\[0\]\.sim\.<<`, "<<: *s", "*s is written inside the value it names (&s at line 6): a value cannot contain itself"},
 		{"alias-billion-laughs", `targets\[8\]\.options\.<<`, "options: &o8", `excessive aliasing: *o7 stands for 33333333 YAML nodes once its aliases are expanded`},
 		{"alias-wrong-kind", `targets\[0\]\.price`, "price: *p", "wrong type: list where a mapping expected"},
+		// A null key is dropped by yaml.v3 with its value, silently: refused,
+		// named as written, beside the file's other problems.
+		{"null-key", `targets\[0\]\.~`, "~: 4", `a null key names nothing: its value would be ignored (write the name meant, or quote the key if it is the name: "~")`},
 		{"alias-merge-list", `targets\[1\]\.<<`, "<<: *p", "not an alias (*p) of a list (write the list in place: <<: [*a, *b])"},
 	}
 	// The other problems of a file that has more than one, after "FILE:",
@@ -238,6 +241,10 @@ func TestLoadInvalid(t *testing.T) {
 		// The policy after the empty one is validated too, under its
 		// own index (ValidateSim used to stop at the empty one).
 		"sim-policy-null": {"8: targets[0].sim.policies[1].from_run: 0: run ids start at 1"},
+		"null-key": {
+			`12: targets[0].sim.policies[0].thresholds.null: a null key names nothing: its value would be ignored (write the name meant, or quote the key if it is the name: "null")`,
+			"13: targets[0].concurrency: 0: must be at least 1 (omit it for the default 4)",
+		},
 	}
 	for f := range more {
 		if !slices.ContainsFunc(tests, func(tt struct{ file, field, at, msg string }) bool { return tt.file == f }) {

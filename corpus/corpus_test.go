@@ -273,6 +273,8 @@ func TestLoadBad(t *testing.T) {
 		{"bad-message-role", `probes\[0\]\.messages\[0\]\.role`, "role: robot", `"robot": want system, user or assistant`},
 		// A misspelt role of the last message is that role's problem only,
 		// not also "the last message must be from the user".
+		// A null key is dropped by yaml.v3 with its value, silently.
+		{"bad-null-key", `probes\[0\]\.~`, "~: block", `a null key names nothing: its value would be ignored`},
 		{"bad-last-message-role", `probes\[0\]\.messages\[1\]\.role`, "role: User", `"User": want system, user or assistant`},
 		{"bad-missing-version", `version`, "name: bad", "required"},
 		{"bad-name-escape", `name`, "name:", `"evil\x1b[2J": control or formatting characters`},

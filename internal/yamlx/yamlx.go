@@ -119,7 +119,13 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	// What the decoder would report without a line, or crash on, is
 	// reported before it runs.
 	if l := checkStructure(file, &root, reflect.TypeOf(v)); len(l) > 0 {
-		return &root, mergeProblems(scalars, l)
+		if slices.ContainsFunc(l, func(e *Error) bool { return !e.Resumable }) {
+			return &root, mergeProblems(scalars, l)
+		}
+		// Only null keys, which the decoder skips: its problems are
+		// reported with them.
+		scalars = append(scalars, l...)
+		sort.SliceStable(scalars, func(i, j int) bool { return scalars[i].Line < scalars[j].Line })
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
