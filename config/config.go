@@ -714,8 +714,15 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 			}
 			continue
 		}
-		if t.Model == "" {
+		switch {
+		case t.Model == "":
 			col.Add(at+".model", "required")
+		case strings.TrimSpace(t.Model) == "":
+			col.Add(at+".model", "%q: blank (give the model, or the Azure deployment name)", t.Model)
+		case strings.TrimSpace(t.Model) != t.Model:
+			col.Add(at+".model", "%q: leading or trailing white space: it is sent as written, and no provider names a model so", t.Model)
+		case !plainText(t.Model):
+			col.Add(at+".model", "%+q: control or formatting characters (a tab, a line break, a zero-width space, a bidirectional override) name no model", t.Model)
 		}
 		if !contains(info.Endpoints, t.Endpoint) && !empty[at+".endpoint"] {
 			col.Add(at+".endpoint", "%q: provider %s supports %s", t.Endpoint, t.Provider, strings.Join(info.Endpoints, ", "))
@@ -737,6 +744,11 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 				col.Add(at+".options."+k, "unknown option: provider %s takes no options", t.Provider)
 			case !contains(info.Options, k):
 				col.Add(at+".options."+k, "unknown option for provider %s (accepted: %s)", t.Provider, strings.Join(info.Options, ", "))
+			case !plainText(t.Options[k]):
+				// Sent in a header or a URL (an organization, an API
+				// version, a region), where a line break fails every
+				// request before it leaves.
+				col.Add(at+".options."+k, "%+q: control or formatting characters (a tab, a line break, a zero-width space, a bidirectional override) are not allowed", t.Options[k])
 			}
 		}
 		if info.NeedsKey && t.APIKeyEnv == "" && !empty[at+".api_key_env"] {
@@ -1540,6 +1552,22 @@ func ValidateSchedule(s string) error {
 		return fmt.Errorf("%q: the cron expression never fires", s)
 	}
 	return nil
+}
+
+// plainText reports whether s is valid UTF-8 without control or format
+// characters (as corpus names and versions): a model or an option is sent
+// in request bodies, headers and URLs and printed on terminals, in logs
+// and in issues.
+func plainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
 }
 
 // ProbeTarget converts t for a provider factory, with the resolved key.

@@ -230,6 +230,12 @@ func TestLoadInvalid(t *testing.T) {
 		{"alias-contains-itself", `targets\[0\]\.sim\.<<`, "<<: *s", "*s is written inside the value it names (&s at line 6): a value cannot contain itself"},
 		{"alias-billion-laughs", `targets\[8\]\.options\.<<`, "options: &o8", `excessive aliasing: *o7 stands for 33333333 YAML nodes once its aliases are expanded`},
 		{"alias-wrong-kind", `targets\[0\]\.price`, "price: *p", "wrong type: list where a mapping expected"},
+		// A model or an option value is sent as written: blank, padded, or
+		// holding a control or formatting character, it names nothing.
+		{"model-blank", `targets\[0\]\.model`, "model:", `"  ": blank (give the model, or the Azure deployment name)`},
+		{"model-space", `targets\[0\]\.model`, "model:", `"sim-large ": leading or trailing white space`},
+		{"model-zero-width", `targets\[0\]\.model`, "model:", `"sim\u200blarge": control or formatting characters`},
+		{"option-line-break", `targets\[0\]\.options\.organization`, "organization:", `"org-abc\n": control or formatting characters`},
 		// A null key is dropped by yaml.v3 with its value, silently: refused,
 		// named as written, beside the file's other problems.
 		{"null-key", `targets\[0\]\.~`, "~: 4", `a null key names nothing: its value would be ignored (write the name meant, or quote the key if it is the name: "~")`},
