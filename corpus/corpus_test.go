@@ -648,3 +648,50 @@ func TestEmptyMessageOneProblem(t *testing.T) {
 		}
 	}
 }
+
+// A corpus.lock that cannot be read (here a directory) is named as the
+// user gave the corpus directory, not as "read corpus.lock", and nothing
+// is written.
+func TestLockUnreadableNamesFile(t *testing.T) {
+	dir := copyCorpus(t, "testdata/good/corpus.yaml")
+	if err := os.Mkdir(filepath.Join(dir, LockName), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = CheckLock(c, true)
+	if want := filepath.Join(dir, LockName) + ": cannot read lock: is a directory"; err == nil || err.Error() != want {
+		t.Errorf("CheckLock with a directory as the lock: %v, want %q", err, want)
+	}
+}
+
+// A hand-written lock naming no corpus gets the corpus's name when a
+// version is added: the rewritten lock never says name: "".
+func TestLockWithoutNameGetsCorpusName(t *testing.T) {
+	dir := copyCorpus(t, "testdata/good/corpus.yaml")
+	if err := os.WriteFile(filepath.Join(dir, LockName), []byte("versions:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLock(c); err != nil {
+		t.Fatal(err)
+	}
+	data := mustReadFile(t, filepath.Join(dir, LockName))
+	if !strings.Contains(data, "\nname: good\n") {
+		t.Errorf("lock written:\n%s\nwant name: good", data)
+	}
+}
+
+func mustReadFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
