@@ -334,7 +334,7 @@ targets:
 		h.tick(t, 10*time.Minute)
 	}
 	if err := testutil.GatherAndCompare(h.d.Registry(), strings.NewReader(`
-# HELP driftprobe_abuse_blocks Probes answered with account-level enforcement (abuse_block) in the target's latest run.
+# HELP driftprobe_abuse_blocks Probes answered with account-level enforcement (abuse_block) in the target's latest finished run (an interrupted run's count when it is larger; none while its latest run predates a disable).
 # TYPE driftprobe_abuse_blocks gauge
 driftprobe_abuse_blocks{target="a"} 62
 `), metrics.AbuseBlocks); err != nil {
