@@ -412,11 +412,22 @@ func (c *Corpus) Categories() []string {
 	return probes.SortedUnique(all)
 }
 
-// Warnings returns what is legal but probably a mistake: probes that send
-// the same messages (every run sends the same bytes twice, and a change on
-// them is counted twice).
+// Warnings returns what is legal but probably a mistake: probes whose ids
+// differ only in case (two probes to the database, one to a reader, a
+// case-insensitive file system or a spreadsheet), and probes that send the
+// same messages (every run sends the same bytes twice, and a change on them
+// is counted twice).
 func (c *Corpus) Warnings() []string {
 	var out []string
+	folded := map[string]string{}
+	for _, p := range c.Probes {
+		k := strings.ToLower(p.ID)
+		if id, ok := folded[k]; ok {
+			out = append(out, fmt.Sprintf("probe %s differs from probe %s only in case: two probes, easily read as one (rename one)", p.ID, id))
+			continue
+		}
+		folded[k] = p.ID
+	}
 	first := map[string]string{}
 	for _, p := range c.Probes {
 		var k strings.Builder
