@@ -90,6 +90,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"yaml-tab", ``, "\tprovider: sim", "invalid YAML: found a tab character that violates indentation"},
 		{"yaml-bracket", ``, "options: {a: b", "invalid YAML: did not find expected ',' or '}'"},
 		{"empty", ``, "", "empty document"},
+		{"empty-dashes", ``, "", "empty document"},
 		{"duplicate-key", `targets\[0\]\.model`, "model: sim-small", "duplicate key (first at line 5)"},
 		{"duplicate-top-key", `database`, "database: y.db", "duplicate key (first at line 1)"},
 		{"attribution-url", `attribution\.prometheus`, "prometheus: prometheus:9090", `"prometheus:9090": want an http(s) URL such as http://prometheus:9090`},

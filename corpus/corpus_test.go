@@ -280,6 +280,9 @@ func TestLoadBad(t *testing.T) {
 		{"bad-name-escape", `name`, "name:", `"evil\x1b[2J": control or formatting characters`},
 		{"bad-version-bidi", `version`, "version:", `"1\u202e2": control or formatting characters`},
 		{"bad-id", `probes\[0\]\.id`, "has space", `"has space": use letters, digits`},
+		// A bare "---": an empty document, at line 1, not three problems
+		// at a line past the file's end.
+		{"bad-empty-dashes", ``, "# nothing", "empty document"},
 		{"bad-yaml", ``, "[violence, expect", "invalid YAML: did not find expected ',' or ']'"},
 		{"bad-tags-type", `probes\[0\]\.tags`, "tags: violence", `wrong type: string "violence" where a list expected`},
 		// Empty entries are located problems, never a crash, and name the
