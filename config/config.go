@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/driftprobe/driftprobe/internal/problems"
@@ -713,8 +714,15 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 			}
 			continue
 		}
-		if t.Model == "" {
+		switch {
+		case t.Model == "":
 			col.Add(at+".model", "required")
+		case strings.TrimSpace(t.Model) == "":
+			col.Add(at+".model", "%q: blank (give the model, or the Azure deployment name)", t.Model)
+		case strings.TrimSpace(t.Model) != t.Model:
+			col.Add(at+".model", "%q: leading or trailing white space: it is sent as written, and no provider names a model so", t.Model)
+		case !plainText(t.Model):
+			col.Add(at+".model", "%+q: control or formatting characters (a tab, a line break, a zero-width space, a bidirectional override) name no model", t.Model)
 		}
 		if !contains(info.Endpoints, t.Endpoint) && !empty[at+".endpoint"] {
 			col.Add(at+".endpoint", "%q: provider %s supports %s", t.Endpoint, t.Provider, strings.Join(info.Endpoints, ", "))
@@ -736,6 +744,11 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 				col.Add(at+".options."+k, "unknown option: provider %s takes no options", t.Provider)
 			case !contains(info.Options, k):
 				col.Add(at+".options."+k, "unknown option for provider %s (accepted: %s)", t.Provider, strings.Join(info.Options, ", "))
+			case !plainText(t.Options[k]):
+				// Sent in a header or a URL (an organization, an API
+				// version, a region), where a line break fails every
+				// request before it leaves.
+				col.Add(at+".options."+k, "%+q: control or formatting characters (a tab, a line break, a zero-width space, a bidirectional override) are not allowed", t.Options[k])
 			}
 		}
 		if info.NeedsKey && t.APIKeyEnv == "" && !empty[at+".api_key_env"] {
@@ -747,10 +760,8 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 			col.Add(at+".api_key_env", "must name an environment variable holding the key (letters, digits and '_'), not the key itself")
 		}
 		if needKeys && t.APIKeyEnv != "" && !t.Disabled && !badName {
-			if v, set := os.LookupEnv(t.APIKeyEnv); !set {
-				col.Add(at+".api_key_env", "environment variable %s is not set", t.APIKeyEnv)
-			} else if strings.TrimSpace(v) == "" {
-				col.Add(at+".api_key_env", "environment variable %s is empty", t.APIKeyEnv)
+			if problem := credentialProblem(t.APIKeyEnv); problem != "" {
+				col.Add(at+".api_key_env", "environment variable %s %s", t.APIKeyEnv, problem)
 			}
 		}
 		// A provider reading its own credentials from the environment
@@ -765,13 +776,7 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 				alt = "an API key variable"
 			}
 			for _, name := range info.CredentialEnv {
-				problem := ""
-				if v, set := os.LookupEnv(name); !set {
-					problem = "is not set"
-				} else if strings.TrimSpace(v) == "" {
-					problem = "is empty"
-				}
-				if problem != "" {
+				if problem := credentialProblem(name); problem != "" {
 					col.Add(at+".provider", "%s signs requests with %s: environment variable %s %s (or name %s in api_key_env)",
 						t.Provider, strings.Join(info.CredentialEnv, " and "), name, problem, alt)
 				}
@@ -1549,6 +1554,22 @@ func ValidateSchedule(s string) error {
 	return nil
 }
 
+// plainText reports whether s is valid UTF-8 without control or format
+// characters (as corpus names and versions): a model or an option is sent
+// in request bodies, headers and URLs and printed on terminals, in logs
+// and in issues.
+func plainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
+}
+
 // ProbeTarget converts t for a provider factory, with the resolved key.
 func (t *Target) ProbeTarget(key string) probes.Target {
 	pt := probes.Target{
@@ -1572,14 +1593,33 @@ func (t *Target) Key() (string, error) {
 	if t.APIKeyEnv == "" {
 		return "", nil
 	}
-	v, ok := os.LookupEnv(t.APIKeyEnv)
-	if !ok {
-		return "", fmt.Errorf("target %s: environment variable %s is not set", t.Name, t.APIKeyEnv)
+	if problem := credentialProblem(t.APIKeyEnv); problem != "" {
+		return "", fmt.Errorf("target %s: environment variable %s %s", t.Name, t.APIKeyEnv, problem)
 	}
-	if v = strings.TrimSpace(v); v == "" {
-		return "", fmt.Errorf("target %s: environment variable %s is empty", t.Name, t.APIKeyEnv)
+	return strings.TrimSpace(os.Getenv(t.APIKeyEnv)), nil
+}
+
+// credentialProblem is what is wrong with the credential the environment
+// variable name holds ("" when nothing is): unset, blank, or holding a
+// control character (a line break, a tab, an escape) once the white space
+// around it is trimmed. A key read from a file of two lines, or pasted
+// with a line break in the middle, can be sent in no HTTP header: every
+// request would fail before it left, a run that measures nothing rather
+// than a configuration error. The value is never echoed.
+func credentialProblem(name string) string {
+	v, set := os.LookupEnv(name)
+	if !set {
+		return "is not set"
 	}
-	return v, nil
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "is empty"
+	}
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return fmt.Sprintf("holds a control character (%U) inside its value: a line break or tab within the key? No HTTP request can carry it (the value is not repeated)", r)
+	}
+	return ""
 }
 
 // Warnings returns what is valid but probably a mistake, each as
@@ -1635,7 +1675,7 @@ func (c *Config) KeyWarnings(getenv func(string) string) []string {
 		field, name = "github.private_key_env", g.PrivateKeyEnv
 	}
 	v := getenv(name)
-	if name == "" || strings.TrimSpace(v) != "" {
+	if name == "" {
 		return nil
 	}
 	where := c.Where(field)
@@ -1643,7 +1683,14 @@ func (c *Config) KeyWarnings(getenv func(string) string) []string {
 		where = c.Where("github")
 	}
 	state := "is not set or empty"
-	if v != "" {
+	switch t := strings.TrimSpace(v); {
+	case t != "" && (g.AppAuth() || !strings.ContainsFunc(t, unicode.IsControl)):
+		// A GitHub App's PEM key holds line breaks.
+		return nil
+	case t != "":
+		r, _ := utf8.DecodeRuneInString(t[strings.IndexFunc(t, unicode.IsControl):])
+		state = fmt.Sprintf("holds a control character (%U) inside the token (a line break within it?), which no HTTP request can carry (the value is not repeated)", r)
+	case v != "":
 		state = "holds only white space"
 	}
 	return []string{fmt.Sprintf("%s%s: environment variable %s %s: runs record their events, but no GitHub issue is opened or updated until it holds the credential (driftprobe outbox lists what is owed)", where, field, name, state)}

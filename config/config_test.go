@@ -22,6 +22,10 @@ const (
 	setKeyVar   = "DRIFTPROBE_TEST_KEY"
 	unsetKeyVar = "DRIFTPROBE_TEST_UNSET_VAR"
 	emptyKeyVar = "DRIFTPROBE_TEST_EMPTY_VAR" // set to blanks: a key that cannot authenticate
+	// set to a key with a line break inside (brokenKeyValue): a key no
+	// HTTP header can carry
+	brokenKeyVar   = "DRIFTPROBE_TEST_BROKEN_VAR"
+	brokenKeyValue = "sk-first-half-SECRET\nsecond-half-SECRET\n"
 
 	// Bedrock's SigV4 credentials (probes/bedrock EnvAccessKeyID,
 	// EnvSecretAccessKey), read when a target names no api_key_env.
@@ -57,6 +61,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"unknown-provider", `targets\[1\]\.provider`, "provider: openia", `unknown provider "openia" (want one of anthropic, azure, bedrock, gemini, mistral, openai, openai_compatible, sim)`},
 		{"missing-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + unsetKeyVar + " is not set"},
 		{"empty-env", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + emptyKeyVar + " is empty"},
+		{"env-line-break", `targets\[0\]\.api_key_env`, "api_key_env:", "environment variable " + brokenKeyVar + " holds a control character (U+000A) inside its value: a line break or tab within the key? No HTTP request can carry it (the value is not repeated)"},
 		// TestLoadInvalid sets AWS_SECRET_ACCESS_KEY and unsets AWS_ACCESS_KEY_ID.
 		{"bedrock-no-aws-key", `targets\[0\]\.provider`, "provider: bedrock",
 			"bedrock signs requests with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: environment variable AWS_ACCESS_KEY_ID is not set (or name an Amazon Bedrock API key in api_key_env)"},
@@ -85,6 +90,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"yaml-tab", ``, "\tprovider: sim", "invalid YAML: found a tab character that violates indentation"},
 		{"yaml-bracket", ``, "options: {a: b", "invalid YAML: did not find expected ',' or '}'"},
 		{"empty", ``, "", "empty document"},
+		{"empty-dashes", ``, "", "empty document"},
 		{"duplicate-key", `targets\[0\]\.model`, "model: sim-small", "duplicate key (first at line 5)"},
 		{"duplicate-top-key", `database`, "database: y.db", "duplicate key (first at line 1)"},
 		{"attribution-url", `attribution\.prometheus`, "prometheus: prometheus:9090", `"prometheus:9090": want an http(s) URL such as http://prometheus:9090`},
@@ -225,6 +231,15 @@ func TestLoadInvalid(t *testing.T) {
 		{"alias-contains-itself", `targets\[0\]\.sim\.<<`, "<<: *s", "*s is written inside the value it names (&s at line 6): a value cannot contain itself"},
 		{"alias-billion-laughs", `targets\[8\]\.options\.<<`, "options: &o8", `excessive aliasing: *o7 stands for 33333333 YAML nodes once its aliases are expanded`},
 		{"alias-wrong-kind", `targets\[0\]\.price`, "price: *p", "wrong type: list where a mapping expected"},
+		// A model or an option value is sent as written: blank, padded, or
+		// holding a control or formatting character, it names nothing.
+		{"model-blank", `targets\[0\]\.model`, "model:", `"  ": blank (give the model, or the Azure deployment name)`},
+		{"model-space", `targets\[0\]\.model`, "model:", `"sim-large ": leading or trailing white space`},
+		{"model-zero-width", `targets\[0\]\.model`, "model:", `"sim\u200blarge": control or formatting characters`},
+		{"option-line-break", `targets\[0\]\.options\.organization`, "organization:", `"org-abc\n": control or formatting characters`},
+		// A null key is dropped by yaml.v3 with its value, silently: refused,
+		// named as written, beside the file's other problems.
+		{"null-key", `targets\[0\]\.~`, "~: 4", `a null key names nothing: its value would be ignored (write the name meant, or quote the key if it is the name: "~")`},
 		{"alias-merge-list", `targets\[1\]\.<<`, "<<: *p", "not an alias (*p) of a list (write the list in place: <<: [*a, *b])"},
 	}
 	// The other problems of a file that has more than one, after "FILE:",
@@ -233,6 +248,10 @@ func TestLoadInvalid(t *testing.T) {
 		// The policy after the empty one is validated too, under its
 		// own index (ValidateSim used to stop at the empty one).
 		"sim-policy-null": {"8: targets[0].sim.policies[1].from_run: 0: run ids start at 1"},
+		"null-key": {
+			`12: targets[0].sim.policies[0].thresholds.null: a null key names nothing: its value would be ignored (write the name meant, or quote the key if it is the name: "null")`,
+			"13: targets[0].concurrency: 0: must be at least 1 (omit it for the default 4)",
+		},
 	}
 	for f := range more {
 		if !slices.ContainsFunc(tests, func(tt struct{ file, field, at, msg string }) bool { return tt.file == f }) {
@@ -243,6 +262,7 @@ func TestLoadInvalid(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Setenv(setKeyVar, "test-key")
 			t.Setenv(emptyKeyVar, " ")
+			t.Setenv(brokenKeyVar, brokenKeyValue)
 			unsetenv(t, unsetKeyVar)
 			unsetenv(t, awsKeyIDVar)
 			t.Setenv(awsSecretVar, "test-secret")
@@ -293,6 +313,9 @@ func TestLoadInvalid(t *testing.T) {
 			if !strings.Contains(msg, tt.msg) {
 				t.Errorf("error %q does not contain %q", msg, tt.msg)
 			}
+			if strings.Contains(err.Error(), "half-SECRET") {
+				t.Errorf("a key's value is echoed: %v", err)
+			}
 		})
 	}
 }
@@ -305,6 +328,7 @@ func TestLoadInvalidCoversTestdata(t *testing.T) {
 		t.Fatalf("no testdata: %v", err)
 	}
 	t.Setenv(setKeyVar, "test-key")
+	t.Setenv(brokenKeyVar, brokenKeyValue)
 	unsetenv(t, unsetKeyVar)
 	unsetenv(t, awsKeyIDVar)
 	for _, f := range files {
@@ -386,6 +410,8 @@ func TestBedrockCredentialEnv(t *testing.T) {
 		{"secret unset", new(keyID), nil, []string{msg(awsSecretVar, "is not set")}},
 		{"secret blank", new(keyID), new(" \t"), []string{msg(awsSecretVar, "is empty")}},
 		{"key id blank", new(""), new(secret), []string{msg(awsKeyIDVar, "is empty")}},
+		// A line break inside a value (a secret file of two lines).
+		{"secret broken", new(keyID), new(secret + "\r\n" + secret), []string{msg(awsSecretVar, "holds a control character (U+000D) inside its value: a line break or tab within the key? No HTTP request can carry it (the value is not repeated)")}},
 		{"both set", new(keyID), new(secret), nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

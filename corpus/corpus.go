@@ -232,8 +232,9 @@ func (c *Corpus) validate(col *yamlx.Collector) {
 					col.Add(fmt.Sprintf("%s.messages[%d].content", at, j), "empty message")
 				}
 			}
-			// An empty last entry is reported above; a missing role too.
-			if last := p.Messages[len(p.Messages)-1]; last.Role != "user" && last.Role != "" {
+			// An empty last entry is reported above; a missing or unknown
+			// role too (a misspelt "User" is one problem, not two).
+			if last := p.Messages[len(p.Messages)-1]; last.Role == "system" || last.Role == "assistant" {
 				col.Add(at+".messages", "the last message must be from the user")
 			}
 		}
@@ -411,11 +412,22 @@ func (c *Corpus) Categories() []string {
 	return probes.SortedUnique(all)
 }
 
-// Warnings returns what is legal but probably a mistake: probes that send
-// the same messages (every run sends the same bytes twice, and a change on
-// them is counted twice).
+// Warnings returns what is legal but probably a mistake: probes whose ids
+// differ only in case (two probes to the database, one to a reader, a
+// case-insensitive file system or a spreadsheet), and probes that send the
+// same messages (every run sends the same bytes twice, and a change on them
+// is counted twice).
 func (c *Corpus) Warnings() []string {
 	var out []string
+	folded := map[string]string{}
+	for _, p := range c.Probes {
+		k := strings.ToLower(p.ID)
+		if id, ok := folded[k]; ok {
+			out = append(out, fmt.Sprintf("probe %s differs from probe %s only in case: two probes, easily read as one (rename one)", p.ID, id))
+			continue
+		}
+		folded[k] = p.ID
+	}
 	first := map[string]string{}
 	for _, p := range c.Probes {
 		var k strings.Builder

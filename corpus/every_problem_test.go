@@ -36,9 +36,10 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 			`26: probes[4].id: "has space": use letters, digits, '.', '_' or '-' (at most 128)`,
 		}},
 		// The empty entry is named as written, and the message after it
-		// keeps its index (the decoder drops the empty one).
+		// keeps its index (the decoder drops the empty one); the unknown
+		// role of the last message is its one problem (not also "the
+		// last message must be from the user").
 		{"bad-null-message", []string{
-			`5: probes[0].messages: the last message must be from the user`,
 			`6: probes[0].messages[0]: empty entry: a message needs role and content`,
 			`7: probes[0].messages[1].role: "robot": want system, user or assistant`,
 		}},

@@ -26,7 +26,14 @@ type Lock struct {
 func readLock(fsys fs.FS, file string) (*Lock, error) {
 	data, err := fs.ReadFile(fsys, LockName)
 	if err != nil {
-		return nil, err
+		// The error names the file inside fsys only ("read corpus.lock"):
+		// name it as the user gave the directory. A missing lock stays
+		// fs.ErrNotExist for CheckLock.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: cannot read lock: %w", file, err)
 	}
 	var l Lock
 	root, err := yamlx.Decode(file, data, &l)
@@ -148,6 +155,9 @@ func CheckLock(c *Corpus, create bool) (bool, error) {
 		return false, nil
 	}
 	l.Versions[c.Version] = c.Hash
+	if l.Name == "" {
+		l.Name = c.Name // a hand-written lock that named no corpus
+	}
 	return true, writeLock(c.Dir, l)
 }
 

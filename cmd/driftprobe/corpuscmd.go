@@ -41,7 +41,7 @@ default corpus.`,
 	}
 	lint := &cobra.Command{
 		Use:   "lint [DIR]",
-		Short: "Check a corpus: schema, ids, prompts, tags, and that its bytes match its locked version (warns about probes sending the same messages)",
+		Short: "Check a corpus: schema, ids, prompts, tags, and that its bytes match its locked version (warns about probes sending the same messages, and ids differing only in case)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cp, err := load(args, false)

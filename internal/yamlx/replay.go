@@ -350,7 +350,9 @@ var (
 // of it; so is a merged mapping, even the values of its keys that the
 // merging mapping overrides (which the decoder skips): malformed YAML
 // written in the file is refused. Each problem is reported once, at the
-// path it is first read at.
+// path it is first read at. A null or empty key (`~: x`), which the
+// decoder drops with its value without a word, is reported too, as a
+// Resumable problem: the decoder may still run.
 func checkStructure(file string, root *yaml.Node, t reflect.Type) List {
 	if root == nil {
 		return nil
@@ -456,6 +458,22 @@ func checkStructure(file string, root *yaml.Node, t reflect.Type) List {
 					if !done[rk] {
 						done[rk] = true
 						add(k.Line, path, msg)
+					}
+					continue
+				}
+				// yaml.v3 drops a null key and its value without a word,
+				// in a struct as in a map: the line would be ignored.
+				// The decoder goes on past it (Decode runs it when nothing
+				// else here stops it), so the file's other problems are
+				// reported with it.
+				if IsNull(rk) && kind != reflect.Interface {
+					if !done[k] {
+						done[k] = true
+						key, msg := rk.Value, "a null key names nothing: its value would be ignored (write the name meant, or quote the key if it is the name: \""+rk.Value+"\")"
+						if key == "" {
+							key, msg = `""`, "an empty key names nothing: its value would be ignored (write the name meant)"
+						}
+						l = append(l, &Error{File: file, Line: k.Line, Field: join(path, key), Msg: msg, Resumable: true})
 					}
 					continue
 				}

@@ -112,6 +112,15 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return &root, List{{File: file, Line: 1, Msg: "empty document"}}
 	}
+	// A bare "---" (with comments at most) is as empty as an empty file
+	// (its null value sits on a line past the file's end), unless a
+	// document follows it: that one is the problem.
+	if len(root.Content) == 1 && emptyScalar(root.Content[0]) {
+		if err := laterDocument(file, data, yaml.NewDecoder(bytes.NewReader(data))); err != nil {
+			return &root, err
+		}
+		return &root, List{{File: file, Line: 1, Msg: "empty document"}}
+	}
 	// Scalars the decoder would convert silently (2.5 into an integer,
 	// yes into a boolean, 010 into 8) are refused, with the decoder's own
 	// problems.
@@ -119,7 +128,13 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	// What the decoder would report without a line, or crash on, is
 	// reported before it runs.
 	if l := checkStructure(file, &root, reflect.TypeOf(v)); len(l) > 0 {
-		return &root, mergeProblems(scalars, l)
+		if slices.ContainsFunc(l, func(e *Error) bool { return !e.Resumable }) {
+			return &root, mergeProblems(scalars, l)
+		}
+		// Only null keys, which the decoder skips: its problems are
+		// reported with them.
+		scalars = append(scalars, l...)
+		sort.SliceStable(scalars, func(i, j int) bool { return scalars[i].Line < scalars[j].Line })
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -129,26 +144,34 @@ func Decode(file string, data []byte, v any) (*yaml.Node, error) {
 	if len(scalars) > 0 {
 		return &root, scalars
 	}
-	// A second document ("---") would be ignored silently: refuse the
-	// first one that holds anything, and any that does not parse.
+	if err := laterDocument(file, data, dec); err != nil {
+		return &root, err
+	}
+	return &root, nil
+}
+
+// laterDocument reads the documents dec holds after the first (dec has
+// decoded it, or is about to: then it is read and skipped): a second
+// document ("---") would be ignored silently, so the first one that holds
+// anything is refused, and any that does not parse.
+func laterDocument(file string, data []byte, dec *yaml.Decoder) error {
 	for {
 		var next yaml.Node
 		err := dec.Decode(&next)
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return &root, syntaxError(file, data, err)
+			return syntaxError(file, data, err)
 		}
 		if next.Kind != 0 && len(next.Content) > 0 && !emptyScalar(next.Content[0]) {
 			line := next.Line
 			if line == 0 {
 				line = next.Content[0].Line
 			}
-			return &root, List{{File: file, Line: line, Msg: "a second YAML document starts here: a file holds one document, and nothing from here on would be read"}}
+			return List{{File: file, Line: line, Msg: "a second YAML document starts here: a file holds one document, and nothing from here on would be read"}}
 		}
 	}
-	return &root, nil
 }
 
 // mergeProblems adds the decoder's problems (err) to the scalar ones, in

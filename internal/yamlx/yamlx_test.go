@@ -228,6 +228,12 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty", "", []string{"f.yaml:1: empty document"}},
 		{"blank", "\n  \n", []string{"f.yaml:1: empty document"}},
 		{"comments only", "# nothing\n# here\n", []string{"f.yaml:1: empty document"}},
+		// A bare document marker is as empty, not a document whose value
+		// sits on a line past the file's end; a document after it is the
+		// problem.
+		{"bare marker", "# nothing\n---\n", []string{"f.yaml:1: empty document"}},
+		{"bare markers", "---\n---\n", []string{"f.yaml:1: empty document"}},
+		{"document after a bare marker", "---\n---\ndatabase: x\n", []string{"f.yaml:2: a second YAML document starts here: a file holds one document, and nothing from here on would be read"}},
 		{"tab", "database: x\ntargets:\n  - name: a\n\tcount: 1\n", []string{"f.yaml:4: invalid YAML: found a tab character that violates indentation (indent with spaces, not tabs)"}},
 		{"tab at top", "database: x\n\ttargets: []\n", []string{"f.yaml:2: invalid YAML: found a tab character that violates indentation (indent with spaces, not tabs)"}},
 		{"unclosed brace", "database: x\ntargets:\n  - {name: a\n  - name: b\n", []string{"f.yaml:3: invalid YAML: did not find expected ',' or '}'"}},
