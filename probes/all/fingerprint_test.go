@@ -136,3 +136,33 @@ func TestAnthropicVersionInFingerprint(t *testing.T) {
 		t.Errorf("openai fingerprint %s, golden %s, unpinned %s", req.SHA256(), g.sha, legacySHA256(req.Method, req.Path, req.Body))
 	}
 }
+
+// TestFingerprintRecipeAsDocumented recomputes a pinned and an unpinned
+// golden fingerprint from the recipe docs/DETECTION.md gives a reviewer
+// (method, "\n", path with query, "\n", body; then, only with a pinned
+// header, NUL and "name: value\n" lines, lower-cased and sorted), with
+// nothing of probes.Fingerprint: the documented recipe is the code's.
+func TestFingerprintRecipeAsDocumented(t *testing.T) {
+	recipe := func(method, path string, body []byte, pinned ...string) string {
+		b := []byte(method + "\n" + path + "\n")
+		b = append(b, body...)
+		if len(pinned) > 0 {
+			b = append(b, 0)
+			for _, l := range pinned {
+				b = append(b, l+"\n"...)
+			}
+		}
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:])
+	}
+	a := readGolden(t, "../anthropic/testdata/golden/messages_system.txt")
+	if got := recipe(a.method, a.path, a.body, "anthropic-version: 2023-06-01"); got != a.sha {
+		t.Errorf("anthropic: documented recipe %s, recorded %s", got, a.sha)
+	}
+	for _, f := range []string{"../azure/testdata/golden/azure_chat.txt", "../bedrock/testdata/golden/chat_no_guardrail.txt"} {
+		g := readGolden(t, f)
+		if got := recipe(g.method, g.path, g.body); got != g.sha {
+			t.Errorf("%s: documented recipe %s, recorded %s", f, got, g.sha)
+		}
+	}
+}

@@ -3,7 +3,11 @@
 //
 // Two endpoints:
 //
-//   - "chat": the Converse API, POST /model/{modelId}/converse. With the
+//   - "chat": the Converse API, POST /model/{modelId}/converse. System
+//     messages go to the top-level system list; consecutive user (or
+//     assistant) turns are one message with a text block each, since
+//     Converse requires alternating roles, and a conversation that opens
+//     with an assistant turn does not render (Converse refuses it). With the
 //     options guardrail_id and guardrail_version the request carries a
 //     guardrailConfig with trace "enabled", and the guardrail trace
 //     (trace.guardrail.inputAssessment / outputAssessments) is read into
@@ -399,6 +403,17 @@ func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
 			case "system":
 				cr.System = append(cr.System, textBlock{Text: m.Content})
 			case "user", "assistant":
+				// Converse refuses a conversation whose roles do not
+				// alternate ("A conversation must alternate between user
+				// and assistant roles"): consecutive turns of one role
+				// (two user messages, or two around a system message,
+				// which goes to the top-level system) are one message
+				// with a text block each, in order, as the Anthropic
+				// Messages API combines them itself.
+				if n := len(cr.Messages); n > 0 && cr.Messages[n-1].Role == m.Role {
+					cr.Messages[n-1].Content = append(cr.Messages[n-1].Content, textBlock{Text: m.Content})
+					continue
+				}
 				cr.Messages = append(cr.Messages, message{Role: m.Role, Content: []textBlock{{Text: m.Content}}})
 			default:
 				return nil, fmt.Errorf("bedrock: unsupported role %q", m.Role)
@@ -406,6 +421,12 @@ func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
 		}
 		if len(cr.Messages) == 0 {
 			return nil, errNoUser
+		}
+		if cr.Messages[0].Role != "user" {
+			// Converse refuses it too ("A conversation must start with a
+			// user message"): a 400 on every run, never a verdict. Said
+			// at render time instead (plan, run: render_error).
+			return nil, fmt.Errorf("bedrock: probe %s: Converse needs the conversation to open with a user message (system messages aside), not %s", pr.ID, cr.Messages[0].Role)
 		}
 		if p.grID != "" {
 			cr.GuardrailConfig = &guardrailConfig{GuardrailIdentifier: p.grID, GuardrailVersion: p.grVer, Trace: "enabled"}
