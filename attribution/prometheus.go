@@ -45,7 +45,9 @@ import (
 //
 // Series without a configured target, or with a category outside the
 // vocabulary, are skipped and listed in Production.Skipped; NaN, infinite,
-// negative and samples above MaxCount are dropped with a warning. Skip
+// negative and samples above MaxCount are dropped with a warning, and with
+// them the step, for the segment (a total: for the target): the sum of
+// the other series there is not the step's count. Skip
 // reasons and warnings hold the server's text raw (labels quoted, not
 // escaped): Report.WriteTable and WriteWarnings escape it for terminals. A transport failure, a
 // non-2xx answer or a body that is not the documented JSON envelope is an
@@ -246,6 +248,13 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			blocked[seg][ms] += val
 		}
 	}
+	// A step at which a series of the segment had a dropped sample has no
+	// known sum: the other series' samples alone are not its count.
+	for seg, at := range badAt {
+		for ms := range at {
+			delete(blocked[seg], ms)
+		}
+	}
 	var totals map[string]map[int64]float64
 	if strings.TrimSpace(p.TotalQuery) != "" {
 		tseries, warns, err := p.query(ctx, p.TotalQuery)
@@ -257,6 +266,7 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			prod.Warnings = append(prod.Warnings, p.noSeries("total query", p.TotalQuery))
 		}
 		totals = map[string]map[int64]float64{}
+		badTotalAt := map[string]map[int64]bool{}
 		for _, s := range tseries {
 			tgt, ok := target("total", s)
 			if !ok {
@@ -269,9 +279,21 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 				ms, val, ok := sample(v)
 				if !ok {
 					bad[Segment{Target: tgt, Category: "(total)"}]++
+					if ms, ok := sampleTime(v); ok {
+						if badTotalAt[tgt] == nil {
+							badTotalAt[tgt] = map[int64]bool{}
+						}
+						badTotalAt[tgt][ms] = true
+					}
 					continue
 				}
 				totals[tgt][ms] += val
+			}
+		}
+		// Likewise a target's total at a step one of its series dropped.
+		for tgt, at := range badTotalAt {
+			for ms := range at {
+				delete(totals[tgt], ms)
 			}
 		}
 	}
