@@ -203,7 +203,7 @@ func detectRate(s *Series, o DetectOptions) (Change, bool) {
 		return Change{}, false
 	}
 	z := (p2 - p1) / se
-	if math.Abs(z) < o.MinZ || relChange(p1, p2) < o.MinRateChange {
+	if !atLeast(math.Abs(z), o.MinZ) || !atLeast(relChange(p1, p2), o.MinRateChange) {
 		return Change{}, false
 	}
 	var r1, r2 []float64
@@ -242,7 +242,7 @@ func detectMean(s *Series, o DetectOptions) (Change, bool) {
 		return Change{}, false
 	}
 	m1, m2 := cs[best]/float64(best), (cs[n]-cs[best])/float64(n-best)
-	if relChange(m1, m2) < o.MinChange {
+	if !atLeast(relChange(m1, m2), o.MinChange) {
 		return Change{}, false
 	}
 	v1, v2 := make([]float64, 0, best), make([]float64, 0, n-best)
@@ -323,7 +323,19 @@ func consistent(before, after []float64, up bool, minT float64) bool {
 	if se == 0 {
 		return true
 	}
-	return d/se >= minT
+	return atLeast(d/se, minT)
+}
+
+// thresholdSlack is the relative rounding a statistic may carry and still
+// count as reaching its threshold: a move from 7/3 to 3.5 blocked per
+// interval is +50% exactly, but floating point makes it 0.4999999999999999,
+// and a documented "at least" must not turn on the last bit.
+const thresholdSlack = 1e-9
+
+// atLeast reports whether v reaches the threshold min, to within rounding
+// (thresholdSlack, relative).
+func atLeast(v, min float64) bool {
+	return v >= min*(1-thresholdSlack)
 }
 
 func meanVar(v []float64) (float64, float64) {

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,7 +46,9 @@ import (
 //
 // Series without a configured target, or with a category outside the
 // vocabulary, are skipped and listed in Production.Skipped; NaN, infinite,
-// negative and samples above MaxCount are dropped with a warning. Skip
+// negative and samples above MaxCount are dropped with a warning, and with
+// them the step, for the segment (a total: for the target): the sum of
+// the other series there is not the step's count. Skip
 // reasons and warnings hold the server's text raw (labels quoted, not
 // escaped): Report.WriteTable and WriteWarnings escape it for terminals. A transport failure, a
 // non-2xx answer or a body that is not the documented JSON envelope is an
@@ -232,18 +235,24 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			blocked[seg] = map[int64]float64{}
 		}
 		for _, v := range s.Values {
-			ms, val, ok := sample(v)
-			if !ok {
+			if !v.ok {
 				bad[seg]++
-				if ms, ok := sampleTime(v); ok {
+				if v.timeOK {
 					if badAt[seg] == nil {
 						badAt[seg] = map[int64]bool{}
 					}
-					badAt[seg][ms] = true
+					badAt[seg][v.ms] = true
 				}
 				continue
 			}
-			blocked[seg][ms] += val
+			blocked[seg][v.ms] += v.val
+		}
+	}
+	// A step at which a series of the segment had a dropped sample has no
+	// known sum: the other series' samples alone are not its count.
+	for seg, at := range badAt {
+		for ms := range at {
+			delete(blocked[seg], ms)
 		}
 	}
 	var totals map[string]map[int64]float64
@@ -257,6 +266,7 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			prod.Warnings = append(prod.Warnings, p.noSeries("total query", p.TotalQuery))
 		}
 		totals = map[string]map[int64]float64{}
+		badTotalAt := map[string]map[int64]bool{}
 		for _, s := range tseries {
 			tgt, ok := target("total", s)
 			if !ok {
@@ -266,12 +276,23 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 				totals[tgt] = map[int64]float64{}
 			}
 			for _, v := range s.Values {
-				ms, val, ok := sample(v)
-				if !ok {
+				if !v.ok {
 					bad[Segment{Target: tgt, Category: "(total)"}]++
+					if v.timeOK {
+						if badTotalAt[tgt] == nil {
+							badTotalAt[tgt] = map[int64]bool{}
+						}
+						badTotalAt[tgt][v.ms] = true
+					}
 					continue
 				}
-				totals[tgt][ms] += val
+				totals[tgt][v.ms] += v.val
+			}
+		}
+		// Likewise a target's total at a step one of its series dropped.
+		for tgt, at := range badTotalAt {
+			for ms := range at {
+				delete(totals[tgt], ms)
 			}
 		}
 	}
@@ -426,58 +447,104 @@ func capLists(prod *Production) {
 
 // promEnvelope is the documented response envelope.
 type promEnvelope struct {
-	Status    string          `json:"status"`
-	Data      json.RawMessage `json:"data"`
-	ErrorType string          `json:"errorType"`
-	Error     string          `json:"error"`
-	Warnings  []string        `json:"warnings"`
-	Infos     []string        `json:"infos"`
+	Status    string    `json:"status"`
+	Data      promField `json:"data"`
+	ErrorType string    `json:"errorType"`
+	Error     string    `json:"error"`
+	Warnings  []string  `json:"warnings"`
+	Infos     []string  `json:"infos"`
+}
+
+// promField is the envelope's data, decoded in place (a json.RawMessage
+// would copy an answer of up to maxBody once more); err is why it is not
+// a query result, said only once the status is known to be success.
+type promField struct {
+	data promData
+	err  error
+	set  bool
+}
+
+func (f *promField) UnmarshalJSON(b []byte) error {
+	f.set, f.err = true, json.Unmarshal(b, &f.data)
+	return nil
 }
 
 type promData struct {
-	ResultType string       `json:"resultType"`
-	Result     []promSeries `json:"result"`
+	ResultType string     `json:"resultType"`
+	Result     promResult `json:"result"`
+}
+
+// promResult is a matrix's series; err is why the result is not one
+// (another result type's shape), said after the result type.
+type promResult struct {
+	series []promSeries
+	err    error
+}
+
+func (r *promResult) UnmarshalJSON(b []byte) error {
+	r.err = json.Unmarshal(b, &r.series)
+	return nil
 }
 
 // promSeries is one series of a matrix: labels and [unix_time, "value"]
 // pairs.
 type promSeries struct {
-	Metric map[string]string   `json:"metric"`
-	Values [][]json.RawMessage `json:"values"`
+	Metric map[string]string `json:"metric"`
+	Values []promSample      `json:"values"`
 }
 
-// sample reads one [unix_time, "value"] pair: the time in milliseconds and
-// a value between 0 and MaxCount.
-func sample(v []json.RawMessage) (int64, float64, bool) {
-	if len(v) != 2 {
-		return 0, 0, false
+// promSample is one [unix_time, "value"] pair, read as it is decoded
+// (24 bytes a sample, not its text: an answer near maxBody holds millions).
+type promSample struct {
+	ms     int64   // the time in milliseconds, when timeOK
+	val    float64 // the value, when ok
+	timeOK bool    // the time is usable
+	ok     bool    // ... and so is the value: between 0 and MaxCount
+}
+
+// UnmarshalJSON reads a pair; anything else is an unusable sample, never
+// an error (the sample is dropped and counted, not the answer).
+func (s *promSample) UnmarshalJSON(b []byte) error {
+	*s = parseSample(b)
+	return nil
+}
+
+// parseSample reads one [unix_time, "value"] pair (b is valid JSON: the
+// decoder checked the whole answer first).
+func parseSample(b []byte) promSample {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return promSample{}
 	}
-	ts, err := strconv.ParseFloat(string(v[0]), 64)
+	inner := b[1 : len(b)-1]
+	i := bytes.IndexByte(inner, ',')
+	if i < 0 {
+		return promSample{}
+	}
+	ts, err := strconv.ParseFloat(string(bytes.TrimSpace(inner[:i])), 64)
 	if err != nil || math.IsNaN(ts) || math.IsInf(ts, 0) || ts < 0 || ts > 1e11 {
-		return 0, 0, false
+		return promSample{}
 	}
-	var s string
-	if json.Unmarshal(v[1], &s) != nil {
-		return 0, 0, false
+	out := promSample{ms: int64(math.Round(ts * 1000)), timeOK: true}
+	raw := bytes.TrimSpace(inner[i+1:])
+	var text string
+	switch {
+	case len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"':
+		return out // not a string: a third element, a number, ...
+	case bytes.ContainsAny(raw[1:len(raw)-1], `"\`):
+		// Escapes, or more than one element: the decoder decides.
+		if json.Unmarshal(raw, &text) != nil {
+			return out
+		}
+	default:
+		text = string(raw[1 : len(raw)-1])
 	}
-	val, err := strconv.ParseFloat(s, 64)
+	val, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsNaN(val) || math.IsInf(val, 0) || val < 0 || val > MaxCount {
-		return 0, 0, false
+		return out
 	}
-	return int64(math.Round(ts * 1000)), val, true
-}
-
-// sampleTime reads the time of a [unix_time, "value"] pair whose value
-// may be unusable, in milliseconds.
-func sampleTime(v []json.RawMessage) (int64, bool) {
-	if len(v) != 2 {
-		return 0, false
-	}
-	ts, err := strconv.ParseFloat(string(v[0]), 64)
-	if err != nil || math.IsNaN(ts) || math.IsInf(ts, 0) || ts < 0 || ts > 1e11 {
-		return 0, false
-	}
-	return int64(math.Round(ts * 1000)), true
+	out.val, out.ok = val, true
+	return out
 }
 
 func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []string, error) {
@@ -542,12 +609,18 @@ func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []strin
 	if env.Status != "success" {
 		return nil, nil, fmt.Errorf("prometheus %s: answer status %s, want success", where, strconv.Quote(wire.Shorten(mask(env.Status), 64)))
 	}
-	var data promData
-	if err := json.Unmarshal(env.Data, &data); err != nil {
-		return nil, nil, fmt.Errorf("prometheus %s: the answer's data is not a query result: %v", where, err)
+	if !env.Data.set && env.Data.err == nil {
+		env.Data.err = errors.New("no data")
 	}
+	if env.Data.err != nil {
+		return nil, nil, fmt.Errorf("prometheus %s: the answer's data is not a query result: %v", where, env.Data.err)
+	}
+	data := env.Data.data
 	if data.ResultType != "matrix" {
 		return nil, nil, fmt.Errorf("prometheus %s: result type %s, want matrix (a range query)", where, strconv.Quote(wire.Shorten(mask(data.ResultType), 64)))
+	}
+	if data.Result.err != nil {
+		return nil, nil, fmt.Errorf("prometheus %s: the answer's data is not a query result: %v", where, data.Result.err)
 	}
 	// Raw text: WriteWarnings and WriteTable escape it, JSON carries it.
 	var warns []string
@@ -557,5 +630,5 @@ func (p *Prometheus) query(ctx context.Context, q string) ([]promSeries, []strin
 	for _, w := range env.Infos {
 		warns = append(warns, "prometheus info: "+wire.Shorten(mask(w), 500))
 	}
-	return data.Result, warns, nil
+	return data.Result.series, warns, nil
 }

@@ -88,13 +88,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 // WriteWarnings prints the report's warnings and skipped series, one per
-// line, escaped: what belongs on stderr.
+// line, escaped: what belongs on stderr. Warnings are printed whole;
+// skipped series, which quote label values of any length, are cut as
+// Clean cuts them.
 func (r *Report) WriteWarnings(w io.Writer) {
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "driftprobe: warning: skipped %s series %s: %s\n", s.Query, labelString(s.Labels), Clean(s.Reason))
 	}
 	for _, m := range r.Warnings {
-		fmt.Fprintf(w, "driftprobe: warning: %s\n", Clean(m))
+		// Warnings are attribution's sentences, bounded where they quote
+		// the server (a query, a Prometheus warning): printed whole, as
+		// a hint cut at 300 runes loses its advice.
+		fmt.Fprintf(w, "driftprobe: warning: %s\n", termtext.CleanLong(m))
 	}
 }
 

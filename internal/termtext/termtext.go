@@ -25,6 +25,11 @@ func Safe(s string) string { return clean(s, false, maxRunes) }
 // design (a change's list of probe ids) and must be printed whole.
 func SafeLong(s string) string { return clean(s, false, -1) }
 
+// CleanLong is Clean without the length cap, for untrusted text that is
+// bounded by its maker and long by design (a warning quoting a query or a
+// label) and must be printed whole.
+func CleanLong(s string) string { return clean(s, true, -1) }
+
 // maxRunes is where Clean and Safe cut text.
 const maxRunes = 300
 

@@ -31,3 +31,10 @@ func TestClean(t *testing.T) {
 		t.Errorf("SafeLong cut or left raw: %d bytes from %d", len(got), len(long))
 	}
 }
+
+func TestCleanLong(t *testing.T) {
+	s := strings.Repeat("a", 400) + "\x1b\\"
+	if got := CleanLong(s); got != strings.Repeat("a", 400)+`\x1b\\` {
+		t.Fatalf("CleanLong = %q", got)
+	}
+}
