@@ -74,8 +74,10 @@ type Options struct {
 	Targets []*Target
 	// Client sends requests; nil means a client with sane transport limits.
 	Client *http.Client
-	// Sleep waits d or until ctx ends; nil means a real timer. Tests inject
-	// a recorder or a fake clock here instead of sleeping.
+	// Sleep waits d or until ctx ends; nil means a real timer. Every wait
+	// of a run goes through it (backoff, Retry-After and the per-target
+	// rate limit, reckoned on Now). Tests inject a recorder or a fake
+	// clock here instead of sleeping.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock for timestamps and latency; nil means time.Now.
 	Now func() time.Time
@@ -779,7 +781,7 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 	var billedIn, billedOut int
 	for attempt := 1; attempt <= tc.MaxAttempts; attempt++ {
 		if limiter != nil {
-			if err := limiter.Wait(ctx); err != nil {
+			if err := r.pace(ctx, limiter); err != nil {
 				return nil, false
 			}
 		}
@@ -844,6 +846,25 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		}
 	}
 	return last, true
+}
+
+// pace waits for the target's next request slot on the run's clock
+// (Options.Now and Options.Sleep, as every other wait of a run), so the
+// rate limit is what an injected clock sees. The slot is given back when
+// the run ends during the wait.
+func (r *Runner) pace(ctx context.Context, limiter *rate.Limiter) error {
+	now := r.o.Now()
+	res := limiter.ReserveN(now, 1)
+	if !res.OK() {
+		return fmt.Errorf("rate limit: no request slot") // burst 1: cannot happen
+	}
+	if d := res.DelayFrom(now); d > 0 {
+		if err := r.o.Sleep(ctx, d); err != nil {
+			res.CancelAt(r.o.Now())
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // attempt sends the request once and classifies the answer.
