@@ -111,3 +111,33 @@ func sortedDurations(d []time.Duration) []time.Duration {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// Once the breaker is open, a probe not yet sent is recorded breaker_open
+// at once: it does not first wait for a rate-limit slot it will not use.
+// It used to: with rate_limit_rpm 6 and an upstream down, every one of the
+// corpus's remaining probes waited 10 s to be told nothing was sent.
+func TestBreakerOpenProbesSpendNoRateLimitWait(t *testing.T) {
+	var mu sync.Mutex
+	sent := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent++
+		mu.Unlock()
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	const n = 10
+	e := qarEnv(t, n, fmt.Sprintf("  - {name: c, provider: openai_compatible, model: m, api_key_env: QAR_KEY, base_url: %q, concurrency: 1, rate_limit_rpm: 6, max_attempts: 1, breaker: {failures: 2, cooldown: 1h}}\n", srv.URL+"/v1"))
+	clk := newFakeClock()
+	sum := qarRun(t, e, clk, nil)
+	if sent != 2 {
+		t.Fatalf("upstream saw %d requests, want 2 before the breaker opened", sent)
+	}
+	if got := sum.Targets[0].Counts[probes.Transient]; got != n || !sum.Targets[0].BreakerOpened {
+		t.Fatalf("counts %v, breaker opened %v", sum.Targets[0].Counts, sum.Targets[0].BreakerOpened)
+	}
+	// One wait: the second request's slot, 10 s after the first.
+	if w := clk.Sleeps(); len(w) != 1 || w[0] != 10*time.Second {
+		t.Errorf("waits %v, want just [10s]: probes the breaker refused waited for a slot", w)
+	}
+}

@@ -779,7 +779,23 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 	var bo *backoff.ExponentialBackOff // made on the first retry: most probes need none
 	var last *attemptResult
 	var billedIn, billedOut int
+	stopped := func() (*attemptResult, bool) {
+		if last != nil {
+			// The breaker only stopped a retry: what the provider last
+			// answered (status, body, request id) is the evidence.
+			return last, true
+		}
+		return &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}, true
+	}
 	for attempt := 1; attempt <= tc.MaxAttempts; attempt++ {
+		// A request the breaker would refuse is refused before it waits for
+		// a rate-limit slot: a probe not sent spends none of the run's time.
+		if rejects(br) {
+			if ctx.Err() != nil {
+				return nil, false
+			}
+			return stopped()
+		}
 		if limiter != nil {
 			if err := r.pace(ctx, limiter); err != nil {
 				return nil, false
@@ -805,12 +821,7 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 			return nil, false // a cancelled request is no observation
 		}
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			if last != nil {
-				// The breaker only stopped a retry: what the provider last
-				// answered (status, body, request id) is the evidence.
-				return last, true
-			}
-			return &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}, true
+			return stopped()
 		}
 		res.attempts = attempt
 		billedIn += max(res.result.TokensIn, 0)
@@ -846,6 +857,20 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		}
 	}
 	return last, true
+}
+
+// rejects reports whether br would refuse a request now: open, or half-open
+// with its one trial request (Settings.MaxRequests) already taken. Execute
+// still decides; this only spares a refused request its wait.
+func rejects(br *gobreaker.CircuitBreaker[*attemptResult]) bool {
+	switch br.State() {
+	case gobreaker.StateOpen:
+		return true
+	case gobreaker.StateHalfOpen:
+		c := br.Counts()
+		return c.Requests > c.TotalExclusions
+	}
+	return false
 }
 
 // pace waits for the target's next request slot on the run's clock
