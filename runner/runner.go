@@ -656,8 +656,34 @@ type attemptResult struct {
 var errTransient = errors.New("transient upstream failure")
 
 // breakerKey names the upstream a request goes to: one breaker per
-// provider and scheme://host.
-func breakerKey(t *Target, rawURL string) string { return t.Config.Provider + "|" + upstream(rawURL) }
+// provider and scheme://host:port, however the base_url spells them.
+func breakerKey(t *Target, rawURL string) string {
+	return t.Config.Provider + "|" + upstreamKey(rawURL)
+}
+
+// upstreamKey is the server u names, one spelling for each: the scheme and
+// host in lower case (DNS names are case-insensitive), without a trailing
+// root dot or the scheme's default port, so "https://API.example.com:443/"
+// and "https://api.example.com/v1" are one upstream.
+func upstreamKey(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	scheme := strings.ToLower(p.Scheme)
+	host := strings.ToLower(strings.TrimSuffix(p.Hostname(), "."))
+	port := p.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host
+}
 
 // planBreakers makes, before any request is sent, one breaker per upstream
 // the run's targets use, so that targets sharing an upstream share its
