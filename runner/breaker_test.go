@@ -3,7 +3,9 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -88,5 +90,36 @@ targets:
 	}
 	if answered != 1 || notSent != len(obs)-1 || e.Sim("s").Total() != 1 {
 		t.Errorf("%d answered, %d breaker_open of %d; sim saw %d requests", answered, notSent, len(obs), e.Sim("s").Total())
+	}
+}
+
+// An upstream is its server, however a base_url spells it: two targets on
+// one host written in different case share its breaker (they used to get
+// one each, so an outage was counted, and paid for, twice).
+func TestUpstreamSpelledTwoWaysSharesOneBreaker(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+	}))
+	defer hs.Close()
+	lower := strings.Replace(hs.URL, "127.0.0.1", "localhost", 1)
+	upper := strings.Replace(hs.URL, "127.0.0.1", "LocalHost", 1)
+	e := qarEnv(t, 10, fmt.Sprintf(`  - {name: a, provider: openai_compatible, model: m1, api_key_env: QAR_KEY, base_url: %q, concurrency: 1, max_attempts: 1, breaker: {failures: 3, cooldown: 1h}}
+  - {name: b, provider: openai_compatible, model: m2, api_key_env: QAR_KEY, base_url: %q, concurrency: 1, max_attempts: 1, breaker: {failures: 3, cooldown: 1h}}
+`, lower+"/v1", upper+"/v1"))
+	sum := qarRun(t, e, newFakeClock(), nil)
+	// Three consecutive failures open the shared breaker; each target has
+	// one request in flight, so at most one more was on its way.
+	if n < 3 || n > 4 {
+		t.Errorf("upstream received %d requests, want 3 (or 4) before its one breaker opened", n)
+	}
+	for _, ts := range sum.Targets {
+		if !ts.BreakerOpened {
+			t.Errorf("%s: breaker not reported open", ts.Target)
+		}
 	}
 }

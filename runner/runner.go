@@ -74,8 +74,10 @@ type Options struct {
 	Targets []*Target
 	// Client sends requests; nil means a client with sane transport limits.
 	Client *http.Client
-	// Sleep waits d or until ctx ends; nil means a real timer. Tests inject
-	// a recorder or a fake clock here instead of sleeping.
+	// Sleep waits d or until ctx ends; nil means a real timer. Every wait
+	// of a run goes through it (backoff, Retry-After and the per-target
+	// rate limit, reckoned on Now). Tests inject a recorder or a fake
+	// clock here instead of sleeping.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now is the clock for timestamps and latency; nil means time.Now.
 	Now func() time.Time
@@ -654,8 +656,34 @@ type attemptResult struct {
 var errTransient = errors.New("transient upstream failure")
 
 // breakerKey names the upstream a request goes to: one breaker per
-// provider and scheme://host.
-func breakerKey(t *Target, rawURL string) string { return t.Config.Provider + "|" + upstream(rawURL) }
+// provider and scheme://host:port, however the base_url spells them.
+func breakerKey(t *Target, rawURL string) string {
+	return t.Config.Provider + "|" + upstreamKey(rawURL)
+}
+
+// upstreamKey is the server u names, one spelling for each: the scheme and
+// host in lower case (DNS names are case-insensitive), without a trailing
+// root dot or the scheme's default port, so "https://API.example.com:443/"
+// and "https://api.example.com/v1" are one upstream.
+func upstreamKey(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	scheme := strings.ToLower(p.Scheme)
+	host := strings.ToLower(strings.TrimSuffix(p.Hostname(), "."))
+	port := p.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host
+}
 
 // planBreakers makes, before any request is sent, one breaker per upstream
 // the run's targets use, so that targets sharing an upstream share its
@@ -777,9 +805,25 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 	var bo *backoff.ExponentialBackOff // made on the first retry: most probes need none
 	var last *attemptResult
 	var billedIn, billedOut int
+	stopped := func() (*attemptResult, bool) {
+		if last != nil {
+			// The breaker only stopped a retry: what the provider last
+			// answered (status, body, request id) is the evidence.
+			return last, true
+		}
+		return &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}, true
+	}
 	for attempt := 1; attempt <= tc.MaxAttempts; attempt++ {
+		// A request the breaker would refuse is refused before it waits for
+		// a rate-limit slot: a probe not sent spends none of the run's time.
+		if rejects(br) {
+			if ctx.Err() != nil {
+				return nil, false
+			}
+			return stopped()
+		}
 		if limiter != nil {
-			if err := limiter.Wait(ctx); err != nil {
+			if err := r.pace(ctx, limiter); err != nil {
 				return nil, false
 			}
 		}
@@ -803,12 +847,7 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 			return nil, false // a cancelled request is no observation
 		}
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			if last != nil {
-				// The breaker only stopped a retry: what the provider last
-				// answered (status, body, request id) is the evidence.
-				return last, true
-			}
-			return &attemptResult{resp: &probes.Response{}, result: probes.Result{Class: probes.Transient, Reason: ReasonBreakerOpen}, at: r.o.Now()}, true
+			return stopped()
 		}
 		res.attempts = attempt
 		billedIn += max(res.result.TokensIn, 0)
@@ -844,6 +883,39 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		}
 	}
 	return last, true
+}
+
+// rejects reports whether br would refuse a request now: open, or half-open
+// with its one trial request (Settings.MaxRequests) already taken. Execute
+// still decides; this only spares a refused request its wait.
+func rejects(br *gobreaker.CircuitBreaker[*attemptResult]) bool {
+	switch br.State() {
+	case gobreaker.StateOpen:
+		return true
+	case gobreaker.StateHalfOpen:
+		c := br.Counts()
+		return c.Requests > c.TotalExclusions
+	}
+	return false
+}
+
+// pace waits for the target's next request slot on the run's clock
+// (Options.Now and Options.Sleep, as every other wait of a run), so the
+// rate limit is what an injected clock sees. The slot is given back when
+// the run ends during the wait.
+func (r *Runner) pace(ctx context.Context, limiter *rate.Limiter) error {
+	now := r.o.Now()
+	res := limiter.ReserveN(now, 1)
+	if !res.OK() {
+		return fmt.Errorf("rate limit: no request slot") // burst 1: cannot happen
+	}
+	if d := res.DelayFrom(now); d > 0 {
+		if err := r.o.Sleep(ctx, d); err != nil {
+			res.CancelAt(r.o.Now())
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // attempt sends the request once and classifies the answer.
