@@ -82,7 +82,8 @@ only the flags do. A run with retention configured prunes by itself after it is
 stored.
 
 Kept whatever their age: the observations events cite as evidence (before and
-after each flip), the observations detection state points at (each probe's
+after each flip, and the answer of each flip's last run before), the
+observations detection state points at (each probe's
 baseline and pending candidate), and the latest complete run of each target on
 each corpus version (compare reads it). Runs, events and detection state are
 never pruned. A target whose detection state, or a state parked at an
