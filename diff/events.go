@@ -221,11 +221,7 @@ func fillEvents(ctx context.Context, db *sql.DB, in string, args []any, byID map
 	}
 	rows, err = db.QueryContext(ctx, `SELECT ep.event_id, t.name, ep.probe_id, ep.request_sha256, ep.before, ep.after, ep.before_obs, ep.after_obs, ep.first_run, ep.confirmed_run, ep.flip_rate, ep.reverted_run, ep.score_moves, ep.withdrawn,
 		ep.origin, COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs), 0), ep.target_id,
-		COALESCE((SELECT rt.run_id || '|' || o.categories FROM run_targets rt
-			JOIN observations o ON o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.probe_id = ep.probe_id AND o.sample = 0 AND o.request_sha256 = ep.request_sha256
-			WHERE rt.target_id = ep.target_id AND rt.run_id >= (SELECT b.run_id FROM observations b WHERE b.id = ep.before_obs) AND rt.run_id < ep.first_run
-				AND (ep.origin = '' OR rt.origin IN (ep.origin, '')) AND o.class = substr(ep.before, 1, instr(ep.before, '|') - 1)
-			ORDER BY rt.run_id DESC LIMIT 1), '')
+		COALESCE(`+lastBeforeSQL(`rt.run_id || '|' || o.categories`)+`, '')
 		FROM event_probes ep JOIN targets t ON t.id = ep.target_id WHERE ep.event_id`+in+` ORDER BY ep.event_id, t.name, ep.probe_id`, args...)
 	if err != nil {
 		return err
@@ -255,7 +251,7 @@ func fillEvents(ctx context.Context, db *sql.DB, in string, args []any, byID map
 		// here (stored as the adapter listed them). When they differ
 		// (a blip within the class), the runs are walked one by one.
 		if run, cats, ok := strings.Cut(last, "|"); ok {
-			if VerdictOf(probes.Result{Class: p.Before.Class, Categories: splitList(cats)}).Key() == p.Before.Key() {
+			if carriesBefore(p.Before, cats) {
 				p.LastRunBefore, _ = strconv.ParseInt(run, 10, 64)
 			} else {
 				slow = append(slow, slowProbe{e, len(e.Probes), tid})
@@ -268,7 +264,7 @@ func fillEvents(ctx context.Context, db *sql.DB, in string, args []any, byID map
 		return err
 	}
 	for _, s := range slow {
-		if err := lastRunBefore(ctx, db, s.targetID, &s.e.Probes[s.i]); err != nil {
+		if _, err := lastRunBefore(ctx, db, s.targetID, &s.e.Probes[s.i]); err != nil {
 			return err
 		}
 	}
@@ -307,35 +303,59 @@ func fillEvents(ctx context.Context, db *sql.DB, in string, args []any, byID map
 	return nil
 }
 
+// lastBeforeSQL is the subquery, correlated with the event_probes row ep,
+// that selects sel (of run_targets rt and observations o) for the latest
+// run of ep's target at ep's endpoint, from the run of ep's before
+// observation up to the flip, in which ep's probe answered, as its first
+// sample and with the flip's request bytes, the class of ep's before
+// verdict; NULL when there is none. Its categories are compared by the
+// caller (carriesBefore): a run whose answer blipped within the class is
+// walked past by lastRunBefore.
+func lastBeforeSQL(sel string) string {
+	return `(SELECT ` + sel + ` FROM run_targets rt
+			JOIN observations o ON o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.probe_id = ep.probe_id AND o.sample = 0 AND o.request_sha256 = ep.request_sha256
+			WHERE rt.target_id = ep.target_id AND rt.run_id >= (SELECT b.run_id FROM observations b WHERE b.id = ep.before_obs) AND rt.run_id < ep.first_run
+				AND (ep.origin = '' OR rt.origin IN (ep.origin, '')) AND o.class = substr(ep.before, 1, instr(ep.before, '|') - 1)
+			ORDER BY rt.run_id DESC LIMIT 1)`
+}
+
+// carriesBefore reports whether an answer of before's class with the
+// stored categories cats carries the verdict before.
+func carriesBefore(before Verdict, cats string) bool {
+	return VerdictOf(probes.Result{Class: before.Class, Categories: splitList(cats)}).Key() == before.Key()
+}
+
 // lastRunBefore sets p.LastRunBefore: the target's runs at p's endpoint
 // from p.BeforeRun up to the flip, latest first, down to the first in
 // which the probe's first sample, with the flip's request bytes, answered
-// p.Before (each run one lookup in the observations' unique index).
-func lastRunBefore(ctx context.Context, db *sql.DB, targetID int64, p *EventProbe) error {
+// p.Before (each run one lookup in the observations' unique index). It
+// returns the id of that answer (0 when there is none): retention keeps it
+// (LoadPins), so the run found stays the same.
+func lastRunBefore(ctx context.Context, db *sql.DB, targetID int64, p *EventProbe) (int64, error) {
 	if p.BeforeRun <= 0 || p.BeforeRun >= p.FirstRun {
-		return nil
+		return 0, nil
 	}
-	rows, err := db.QueryContext(ctx, `SELECT rt.run_id, COALESCE(o.class, ''), COALESCE(o.categories, '') FROM run_targets rt
+	rows, err := db.QueryContext(ctx, `SELECT rt.run_id, COALESCE(o.id, 0), COALESCE(o.class, ''), COALESCE(o.categories, '') FROM run_targets rt
 		LEFT JOIN observations o ON o.run_id = rt.run_id AND o.target_id = rt.target_id AND o.probe_id = ? AND o.sample = 0 AND o.request_sha256 = ?
 		WHERE rt.target_id = ? AND rt.run_id >= ? AND rt.run_id < ? AND (? = '' OR rt.origin IN (?, ''))
 		ORDER BY rt.run_id DESC`, p.ProbeID, p.RequestSHA256, targetID, p.BeforeRun, p.FirstRun, p.Origin, p.Origin)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer rows.Close()
 	want := p.Before.Key()
 	for rows.Next() {
-		var run int64
+		var run, obs int64
 		var class, cats string
-		if err := rows.Scan(&run, &class, &cats); err != nil {
-			return err
+		if err := rows.Scan(&run, &obs, &class, &cats); err != nil {
+			return 0, err
 		}
 		if class != "" && VerdictOf(probes.Result{Class: probes.Class(class), Categories: splitList(cats)}).Key() == want {
 			p.LastRunBefore = run
-			return nil
+			return obs, nil
 		}
 	}
-	return rows.Err()
+	return 0, rows.Err()
 }
 
 // markMovedOn sets MovedOn on the probes update u names as having moved

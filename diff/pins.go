@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/driftprobe/driftprobe/storage"
@@ -14,8 +15,9 @@ import (
 // Pins are what pruning must keep for detection, evidence and compare to
 // keep working (see storage.PruneOptions).
 type Pins struct {
-	// Observations referenced by events (each flip's before and after) and
-	// by detection state (each probe's baseline, the answer carrying its
+	// Observations referenced by events (each flip's before and after, and
+	// the answer in its last run before that carried its before verdict:
+	// EventProbe.LastRunBefore stays where it was) and by detection state (each probe's baseline, the answer carrying its
 	// baseline's scores, and its pending candidate,
 	// probes absent from the corpus included: restored, they are compared
 	// with that baseline): a future event's "before" is today's baseline
@@ -75,8 +77,12 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 	if err != nil {
 		return p, fmt.Errorf("pins: %w", err)
 	}
+	lastBefore, err := lastRunBeforePins(ctx, q)
+	if err != nil {
+		return p, fmt.Errorf("pins: %w", err)
+	}
 	damaged := map[int64][]*DamagedStateError{}
-	obs := evidence
+	obs := append(evidence, lastBefore...)
 	for _, t := range targets {
 		states, err := loadStates(ctx, q, t)
 		if errors.Is(err, errCorruptState) {
@@ -134,6 +140,66 @@ func LoadPins(ctx context.Context, db *storage.DB) (Pins, error) {
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].TargetID < kept[j].TargetID })
 	return Pins{Observations: sortedIDs(obs), Runs: sortedIDs(runs), Targets: kept}, nil
+}
+
+// lastRunBeforePins returns, for every event probe, the answer in its last
+// run before (EventProbe.LastRunBefore) that carried its before verdict:
+// the run its issue's `diff --from` and attribution's window start at.
+// Kept, it keeps last_run_before where it is; deleted, the run would move
+// back to one whose answer is still stored (as far as the run its
+// baseline rests on). A row whose columns do not hold what the schema
+// means (damage db check names) pins nothing here.
+func lastRunBeforePins(ctx context.Context, q *sql.DB) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT CASE WHEN typeof(ep.target_id) = 'integer' THEN ep.target_id ELSE 0 END,
+		CAST(ep.probe_id AS TEXT), CAST(ep.request_sha256 AS TEXT), CAST(ep.before AS TEXT), CAST(ep.origin AS TEXT),
+		CASE WHEN typeof(ep.first_run) = 'integer' THEN ep.first_run ELSE 0 END,
+		COALESCE((SELECT o.run_id FROM observations o WHERE o.id = ep.before_obs AND typeof(o.run_id) = 'integer'), 0),
+		COALESCE(`+lastBeforeSQL(`o.id || '|' || o.categories`)+`, '')
+		FROM event_probes ep`)
+	if err != nil {
+		return nil, err
+	}
+	type slowProbe struct {
+		target int64
+		p      EventProbe
+	}
+	var out []int64
+	var slow []slowProbe
+	for rows.Next() {
+		var p EventProbe
+		var target int64
+		var before, last sql.NullString
+		var probeID, reqSHA, origin sql.NullString
+		if err := rows.Scan(&target, &probeID, &reqSHA, &before, &origin, &p.FirstRun, &p.BeforeRun, &last); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if target <= 0 || p.FirstRun <= 0 || !before.Valid {
+			continue
+		}
+		p.ProbeID, p.RequestSHA256, p.Origin, p.Before = probeID.String, reqSHA.String, origin.String, ParseKey(before.String)
+		id, cats, ok := strings.Cut(last.String, "|")
+		if !ok {
+			continue // no run before the flip answered the before verdict's class
+		}
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil && carriesBefore(p.Before, cats) {
+			out = append(out, n)
+			continue
+		}
+		slow = append(slow, slowProbe{target, p})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, s := range slow {
+		id, err := lastRunBefore(ctx, q, s.target, &s.p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
 }
 
 // queryInts returns the cols integer columns of every row, flattened.

@@ -82,7 +82,8 @@ only the flags do. A run with retention configured prunes by itself after it is
 stored.
 
 Kept whatever their age: the observations events cite as evidence (before and
-after each flip), the observations detection state points at (each probe's
+after each flip, and the answer of each flip's last run before), the
+observations detection state points at (each probe's
 baseline and pending candidate), and the latest complete run of each target on
 each corpus version (compare reads it). Runs, events and detection state are
 never pruned. A target whose detection state, or a state parked at an
@@ -144,16 +145,18 @@ lease while it runs).`,
 				}
 			}
 			res, err := app.Prune(held, st, r, dryRun)
+			vacuumed := vacuumNone
 			if err == nil && vacuum && !dryRun {
 				// Still holding the lease, extended to cover the vacuum
 				// (no renewal lands while it runs): a scheduled run
 				// meanwhile is skipped cleanly instead of timing out on
 				// the busy database.
 				err = app.Vacuum(held, st)
+				vacuumed = vacuumShrunk
 				if errors.Is(err, storage.ErrNotShrunk) {
 					// The vacuum stands; the file shrinks later.
 					app.Logger(g.logLevel).Warn("db prune --vacuum: the file keeps its size for now", "err", err)
-					err = nil
+					err, vacuumed = nil, vacuumNotShrunk
 				}
 			}
 			if rerr := release(); err == nil {
@@ -165,7 +168,7 @@ lease while it runs).`,
 			if asJSON {
 				return writeJSON(g.stdout, res)
 			}
-			return printPrune(g.stdout, res, r, vacuum && !dryRun)
+			return printPrune(g.stdout, res, r, vacuumed)
 		},
 	}
 	f := c.Flags()
@@ -177,7 +180,16 @@ lease while it runs).`,
 	return c
 }
 
-func printPrune(w io.Writer, res storage.PruneResult, r config.Retention, vacuumed bool) error {
+// What db prune --vacuum did: nothing asked (or a dry run), the file
+// rebuilt and cut to size, or rebuilt with its file cut only at a later
+// checkpoint (storage.ErrNotShrunk: another connection kept reading).
+const (
+	vacuumNone = iota
+	vacuumShrunk
+	vacuumNotShrunk
+)
+
+func printPrune(w io.Writer, res storage.PruneResult, r config.Retention, vacuumed int) error {
 	verb := "pruned"
 	if res.DryRun {
 		verb = "would prune"
@@ -193,8 +205,11 @@ func printPrune(w io.Writer, res storage.PruneResult, r config.Retention, vacuum
 		fmt.Fprintf(w, "kept whole: target %s (id %d), %d observations that would have been pruned: %s\n",
 			termtext.Clean(name), k.TargetID, k.Observations, termtext.SafeLong(k.Reason))
 	}
-	if vacuumed {
+	switch vacuumed {
+	case vacuumShrunk:
 		fmt.Fprintln(w, "vacuumed: the file now holds only what is kept")
+	case vacuumNotShrunk:
+		fmt.Fprintln(w, "vacuumed: the database holds only what is kept, but another connection kept reading it, so the file keeps its size until a later checkpoint (nothing is lost)")
 	}
 	return nil
 }
