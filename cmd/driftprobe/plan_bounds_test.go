@@ -96,10 +96,19 @@ func TestPlanCeilingsHoldInWorstCase(t *testing.T) {
 
 	ctx := context.Background()
 	sess, targets := openRunSession(t, cfg, db)
-	noSleep := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	// Waits (backoff, Retry-After, the rate limit's pacing) are not
+	// slept: they advance a virtual clock, which the runs also read, so
+	// each target's duration includes them and is checked against plan's
+	// min_duration_sec without the test waiting them out.
+	var slept atomic.Int64
+	noSleep := func(ctx context.Context, d time.Duration) error {
+		slept.Add(int64(d))
+		return ctx.Err()
+	}
+	now := func() time.Time { return time.Now().Add(time.Duration(slept.Load())) }
 	reached := map[string]bool{}
 	for run := 1; run <= 4; run++ {
-		res, err := app.RunOnce(ctx, sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: noSleep})
+		res, err := app.RunOnce(ctx, sess.Config, sess.Corpus, sess.Store, targets, app.RunOptions{Sleep: noSleep, Now: now})
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
