@@ -735,6 +735,11 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 		if t.Sim != nil && t.Provider != "sim" {
 			col.Add(at+".sim", "only valid for provider sim")
 		}
+		if t.Sim != nil && t.Provider == "sim" && t.BaseURL != "" {
+			// The block configures the embedded simulator only; a
+			// standalone one would ignore it without a word.
+			col.Add(at+".sim", "the simulator at base_url follows its own --sim-config (driftprobe sim --sim-config FILE); this block applies only to the embedded simulator, without base_url")
+		}
 		if t.Sim != nil {
 			ValidateSim(col, at+".sim.", t.Sim)
 		}

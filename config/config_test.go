@@ -76,6 +76,9 @@ func TestLoadInvalid(t *testing.T) {
 		{"confirm-zero", `confirm_runs`, "confirm_runs: 0", "0: must be at least 1 (omit it for the default 2)"},
 		{"confirm-negative", `confirm_runs`, "confirm_runs: -1", "-1: must be at least 1"},
 		{"sim-on-openai", `targets\[0\]\.sim`, "sim:", "only valid for provider sim"},
+		// A sim at base_url is a standalone `driftprobe sim`: its own
+		// --sim-config scripts it, and this block was silently ignored.
+		{"sim-block-with-base-url", `targets\[0\]\.sim`, "sim:", "the simulator at base_url follows its own --sim-config"},
 		{"sim-unknown-category", `targets\[0\]\.sim\.policies\[0\]\.thresholds\.bananas`, "bananas: 0.2", "unknown category (want one of hate, harassment, self_harm, sexual, violence, illicit, weapons, privacy, jailbreak)"},
 		{"sim-negative-threshold", `targets\[0\]\.sim\.policies\[1\]\.thresholds\.hate`, "hate: -0.1", "-0.1: must be >= 0"},
 		{"retention-negative", `retention\.observations`, "observations: -1h", "must be positive (or 0: keep forever)"},

@@ -22,6 +22,10 @@ import (
 // per-attempt header and never part of the request fingerprint.
 const RunHeader = "X-Driftprobe-Run"
 
+// MaxBody is the largest request body the server reads; a longer one is
+// answered 413 request_too_large.
+const MaxBody = 4 << 20
+
 // Server is the simulated provider. It is safe for concurrent use.
 type Server struct {
 	cfg Config
@@ -112,9 +116,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errBody("Unknown request URL: "+r.Method+" "+r.URL.Path, "invalid_request_error", "unknown_url"))
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	// Read one byte past the limit: a longer body is refused whole, never
+	// scored on a prefix (scores are a function of all the bytes).
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errBody("could not read body", "invalid_request_error", "bad_body"))
+		return
+	}
+	if len(body) > MaxBody {
+		// Not reading the rest: the server closes the connection after
+		// this answer rather than draining megabytes.
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusRequestEntityTooLarge, errBody(fmt.Sprintf("Request body too large: the limit is %d bytes (4 MiB).", MaxBody), "invalid_request_error", "request_too_large"))
 		return
 	}
 	if d := s.cfg.Latency; d > 0 {
@@ -131,8 +144,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Messages  []probes.Message `json:"messages"`
 		MaxTokens any              `json:"max_tokens"` // any: an odd value is ignored, never a 400
 	}
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-		writeJSON(w, http.StatusBadRequest, errBody("'messages' is a required property", "invalid_request_error", "invalid_body"))
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeJSON(w, http.StatusBadRequest, errBody("We could not parse the JSON body of your request: "+err.Error(), "invalid_request_error", "invalid_json"))
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeJSON(w, http.StatusBadRequest, errBody("'messages' is a required property and must not be empty", "invalid_request_error", "invalid_body"))
 		return
 	}
 	run, _ := strconv.ParseInt(r.Header.Get(RunHeader), 10, 64)
@@ -165,13 +182,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if cfg.ErrorStatus != 0 && (sample < cfg.FailFirst || (cfg.ErrorRate > 0 && s.draw(run, bodySHA, sample, "error") < cfg.ErrorRate)) {
 		if cfg.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.FormatFloat(cfg.RetryAfter, 'f', -1, 64))
+			// Retry-After is whole seconds (RFC 9110 delay-seconds): a
+			// fractional wait is rounded up there and sent exactly in
+			// retry-after-ms, as OpenAI does.
+			w.Header().Set("Retry-After", strconv.FormatFloat(math.Ceil(cfg.RetryAfter), 'f', 0, 64))
+			w.Header().Set("retry-after-ms", strconv.FormatFloat(math.Ceil(cfg.RetryAfter*1000), 'f', 0, 64))
 		}
 		typ := "server_error"
-		if cfg.ErrorStatus == 429 {
+		switch {
+		case cfg.ErrorStatus == 429:
 			typ = "rate_limit_error"
+		case cfg.ErrorStatus < 500:
+			typ = "invalid_request_error"
 		}
-		writeJSON(w, cfg.ErrorStatus, errBody(http.StatusText(cfg.ErrorStatus), typ, strconv.Itoa(cfg.ErrorStatus)))
+		msg := http.StatusText(cfg.ErrorStatus)
+		if cfg.ErrorStatus == 529 {
+			msg = "Overloaded" // Anthropic's; Go has no text for 529
+		}
+		if msg == "" {
+			msg = fmt.Sprintf("The server answered status %d.", cfg.ErrorStatus)
+		}
+		writeJSON(w, cfg.ErrorStatus, errBody(msg, typ, strconv.Itoa(cfg.ErrorStatus)))
 		return
 	}
 

@@ -53,6 +53,10 @@ type Config struct {
 	Latency time.Duration `yaml:"latency"`
 }
 
+// MaxRetryAfter bounds Config.RetryAfter (seconds): a Retry-After header
+// is a small whole number of seconds, never a 300-digit one.
+const MaxRetryAfter = 86400
+
 // MaxLatency bounds Config.Latency.
 const MaxLatency = time.Minute
 
@@ -89,6 +93,9 @@ func (c *Config) Validate() [][2]string {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add(f.name, "%v: must be a number at least 0", f.v)
 		}
+	}
+	if c.RetryAfter > MaxRetryAfter && !math.IsInf(c.RetryAfter, 1) {
+		add("retry_after", "%v: must be at most %d (seconds: a day)", c.RetryAfter, MaxRetryAfter)
 	}
 	if c.FailFirst < 0 {
 		add("fail_first", "%d: must be at least 0", c.FailFirst)
