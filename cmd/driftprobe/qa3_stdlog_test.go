@@ -25,33 +25,12 @@ import (
 // key reaches the run's stderr (a CronJob's or a journal's log) in clear.
 func TestQA3EchoedKeyNeverReachesStderr(t *testing.T) {
 	const key = "sk-qa3-STDERRLEAK0123456789abcdef"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				k := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
-				body := `{"error":{"message":"Incorrect API key provided: ` + k + `.","type":"invalid_request_error"}}`
-				announced := strings.Index(body, k) // the header counts only the bytes before the key
-				// One write: the response and its surplus arrive together.
-				fmt.Fprintf(c, "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", announced, body)
-				io.Copy(io.Discard, c) // until the client closes
-			}()
-		}
-	}()
+	ln := surplusServer(t, func(req *http.Request) (status, header, body string, announced int) {
+		k := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+		body = `{"error":{"message":"Incorrect API key provided: ` + k + `.","type":"invalid_request_error"}}`
+		// The header counts only the bytes before the key.
+		return "401 Unauthorized", "Content-Type: application/json\r\n", body, strings.Index(body, k)
+	})
 
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "corpus"), 0o755); err != nil {
@@ -80,4 +59,40 @@ targets:
 	if strings.Contains(stderr, key) {
 		t.Errorf("the echoed key reached stderr unredacted:\n%s", stderr)
 	}
+}
+
+// surplusServer is a loopback HTTP server answering every request with
+// answer's status, header lines and body, announcing a Content-Length of
+// only announced bytes: the rest, sent in the same write, is the surplus
+// net/http's transport logs ("Unsolicited response received on idle HTTP
+// channel starting with ...") through the standard library's logger. It
+// is closed when the test ends.
+func surplusServer(t *testing.T, answer func(req *http.Request) (status, header, body string, announced int)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				status, header, body, announced := answer(req)
+				// One write: the response and its surplus arrive together.
+				fmt.Fprintf(c, "HTTP/1.1 %s\r\n%sContent-Length: %d\r\n\r\n%s", status, header, announced, body)
+				io.Copy(io.Discard, c) // until the client closes
+			}()
+		}
+	}()
+	return ln
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,32 +20,11 @@ func TestSigV4SecretsNeverReachStderr(t *testing.T) {
 		token  = "IQoJb3JpZ2luX2VjEXAMPLEsessionTOKEN0123456789abcdefQA"
 		secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYqa"
 	)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				tok := req.Header.Get("X-Amz-Security-Token")
-				body := `{"message":"The request signature we calculated does not match. x-amz-security-token:` + tok + ` (secret ` + secret + `)"}`
-				announced := strings.Index(body, tok)
-				fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nx-amzn-ErrorType: InvalidSignatureException\r\nContent-Length: %d\r\n\r\n%s", announced, body)
-				io.Copy(io.Discard, c)
-			}()
-		}
-	}()
+	ln := surplusServer(t, func(req *http.Request) (string, string, string, int) {
+		tok := req.Header.Get("X-Amz-Security-Token")
+		body := `{"message":"The request signature we calculated does not match. x-amz-security-token:` + tok + ` (secret ` + secret + `)"}`
+		return "403 Forbidden", "Content-Type: application/json\r\nx-amzn-ErrorType: InvalidSignatureException\r\n", body, strings.Index(body, tok)
+	})
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "corpus"), 0o755)
 	os.WriteFile(filepath.Join(dir, "corpus", "corpus.yaml"), []byte(`name: qa
@@ -80,32 +56,11 @@ targets:
 // has them logged by net/http ("Unsolicited response ...").
 func TestGitHubTokenNeverReachesStderr(t *testing.T) {
 	const token = "ghp_QAtextqaSTDERRleak0123456789abcdefXY"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				auth := req.Header.Get("Authorization")
-				body := `{"message":"Server Error","echo":"` + auth + `"}`
-				announced := strings.Index(body, auth)
-				fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nX-GitHub-Request-Id: 0D3A:1BCC6E\r\nContent-Length: %d\r\n\r\n%s", announced, body)
-				io.Copy(io.Discard, c)
-			}()
-		}
-	}()
+	ln := surplusServer(t, func(req *http.Request) (string, string, string, int) {
+		auth := req.Header.Get("Authorization")
+		body := `{"message":"Server Error","echo":"` + auth + `"}`
+		return "503 Service Unavailable", "Content-Type: application/json\r\nX-GitHub-Request-Id: 0D3A:1BCC6E\r\n", body, strings.Index(body, auth)
+	})
 	dir, db, withGH, _ := outboxConfigs(t)
 	for i := 0; i < 4; i++ {
 		runIn(t, "run", "--config", withGH, "--db", db, "--no-progress")
