@@ -729,15 +729,7 @@ func TestDeletedIssueIsReopened(t *testing.T) {
 	s := fixture(t, f.BaseURL())
 	c := newClock()
 	// Deliver only the opens: hold the comment rows back with a far wait.
-	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '2999-01-01T00:00:00Z' WHERE action != 'open'`); err != nil {
-		t.Fatal(err)
-	}
-	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
-		t.Fatalf("%+v", res)
-	}
-	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '' WHERE sent_at = ''`); err != nil {
-		t.Fatal(err)
-	}
+	deliverOpensOnly(t, s, c)
 	// The issue of event 1 is deleted on GitHub.
 	f.mu.Lock()
 	f.issues[0].Body, f.issues[0].Labels = "deleted", nil

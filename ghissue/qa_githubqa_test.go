@@ -253,15 +253,7 @@ func TestRateLimitOnTheLockCheckIsObeyed(t *testing.T) {
 	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
 	s := fixture(t, f.BaseURL())
 	c := newClock()
-	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '2999-01-01T00:00:00Z' WHERE action != 'open'`); err != nil {
-		t.Fatal(err)
-	}
-	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
-		t.Fatalf("opens: %+v", res)
-	}
-	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '' WHERE sent_at = ''`); err != nil {
-		t.Fatal(err)
-	}
+	deliverOpensOnly(t, s, c)
 	refused := false
 	f.addFault(fault{status: 403, body: `{"message":"Unable to create comment because issue is locked.","documentation_url":"https://docs.github.com/articles/locking-conversations/"}`,
 		match: func(r *http.Request) bool {
@@ -301,15 +293,7 @@ func TestTransferredIssue(t *testing.T) {
 	f := newFakeGitHub(t, "acme", "llm-drift", testToken)
 	s := fixture(t, f.BaseURL())
 	c := newClock()
-	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '2999-01-01T00:00:00Z' WHERE action != 'open'`); err != nil {
-		t.Fatal(err)
-	}
-	if res := deliver(t, s, c, ghissue.Options{}); res.Sent != 2 {
-		t.Fatalf("opens: %+v", res)
-	}
-	if _, err := s.st.SQL().Exec(`UPDATE outbox SET next_attempt_at = '' WHERE sent_at = ''`); err != nil {
-		t.Fatal(err)
-	}
+	deliverOpensOnly(t, s, c)
 	to := f.transfer(1)
 	for i := 0; i < 3; i++ {
 		res := deliver(t, s, c, ghissue.Options{})
