@@ -152,34 +152,15 @@ func outsideCode(md string) string {
 func TestHostileProviderTextEverywhere(t *testing.T) {
 	var phase atomic.Int32
 	srv := hostileProvider(t, &phase)
-	dir := t.TempDir()
-	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "d.db")
 	t.Setenv("HOSTILE_KEY", hostileKey)
 	t.Setenv("GITHUB_TOKEN", "test-token")
 	conf := "targets:\n" +
 		"  - {name: h1, provider: openai_compatible, model: m, api_key_env: HOSTILE_KEY, base_url: \"" + srv.URL + "/v1\"}\n" +
 		"  - {name: h2, provider: openai_compatible, model: m2, api_key_env: HOSTILE_KEY, base_url: \"" + srv.URL + "/v1\"}\n" +
 		"github: {repo: o/r, base_url: \"http://127.0.0.1:1/\"}\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var outs []string
-	record := func(name string, args ...string) string {
-		t.Helper()
-		stdout, stderr, code := runIn(t, append(args, "--config", cfg, "--db", db)...)
-		if code != 0 {
-			t.Errorf("%s: exit %d\n%s", name, code, stderr)
-		}
-		outs = append(outs, name+"\x00"+stdout+"\x00"+stderr)
-		return stdout + stderr
-	}
-	for i := 0; i < 2; i++ {
-		record("run", "run", "--no-progress")
-	}
-	phase.Store(1)
-	for i := 0; i < 3; i++ {
-		record("run", "run", "--no-progress")
-	}
+	r := newCLIRecorder(t, conf)
+	record := r.record
+	r.runPhases(&phase)
 	record("events", "events")
 	record("events-json", "events", "--json")
 	record("diff", "diff", "--target", "h1", "--from", "2", "--to", "4")
@@ -192,7 +173,7 @@ func TestHostileProviderTextEverywhere(t *testing.T) {
 	checkInertMarkdown(t, "evidence", record("evidence-md", "evidence", "1"))
 	record("dbcheck", "db", "check", "--full")
 	record("plan", "plan")
-	for _, o := range outs {
+	for _, o := range r.outs {
 		parts := strings.SplitN(o, "\x00", 3)
 		name, all := parts[0], parts[1]+parts[2]
 		if strings.Contains(all, hostileKey) || strings.Contains(all, "KEY-0123456789abcdef") {
@@ -205,7 +186,7 @@ func TestHostileProviderTextEverywhere(t *testing.T) {
 			t.Errorf("%s: raw control/bidi character in terminal output: %q", name, all[max(0, i-80):min(len(all), i+80)])
 		}
 	}
-	raw, _ := os.ReadFile(db)
+	raw, _ := os.ReadFile(r.db)
 	if strings.Contains(string(raw), hostileKey) {
 		t.Errorf("the key is in the database file")
 	}
@@ -240,41 +221,66 @@ func scoreProvider(t *testing.T, phase *atomic.Int32) *httptest.Server {
 func TestHostileScoreKeysEverywhere(t *testing.T) {
 	var phase atomic.Int32
 	srv := scoreProvider(t, &phase)
-	dir := t.TempDir()
-	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "d.db")
 	t.Setenv("GITHUB_TOKEN", "test-token")
 	conf := "targets:\n" +
 		"  - {name: h1, provider: openai_compatible, model: m, base_url: \"" + srv.URL + "/v1\"}\n" +
 		"github: {repo: o/r, base_url: \"http://127.0.0.1:1/\", kinds: [policy_change, model_change, score_drift]}\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var outs []string
-	record := func(name string, args ...string) string {
-		t.Helper()
-		stdout, stderr, code := runIn(t, append(args, "--config", cfg, "--db", db)...)
-		if code != 0 {
-			t.Errorf("%s: exit %d\n%s", name, code, stderr)
-		}
-		outs = append(outs, name+"\x00"+stdout+"\x00"+stderr)
-		return stdout + stderr
-	}
-	for i := 0; i < 2; i++ {
-		record("run", "run", "--no-progress")
-	}
-	phase.Store(1)
-	for i := 0; i < 3; i++ {
-		record("run", "run", "--no-progress")
-	}
+	r := newCLIRecorder(t, conf)
+	record := r.record
+	r.runPhases(&phase)
 	record("events", "events")
 	record("diff", "diff", "--target", "h1", "--from", "2", "--to", "4")
 	checkInertMarkdown(t, "evidence", record("evidence", "evidence", "1"))
 	checkInertMarkdown(t, "outbox --dry-run", record("dry", "outbox", "--dry-run"))
-	for _, o := range outs {
+	for _, o := range r.outs {
 		parts := strings.SplitN(o, "\x00", 3)
 		name, all := parts[0], parts[1]+parts[2]
 		if i := strings.IndexAny(all, "\x1b\x07\u202e\u2066\u009b\r"); i >= 0 {
 			t.Errorf("%s: raw control/bidi character in terminal output: %q", name, all[max(0, i-80):min(len(all), i+80)])
 		}
+	}
+}
+
+// cliRecorder runs CLI commands on one config and database, keeping each
+// command's name, stdout and stderr (outs: name NUL stdout NUL stderr).
+type cliRecorder struct {
+	t       *testing.T
+	cfg, db string
+	outs    []string
+}
+
+// newCLIRecorder writes conf as the config, beside a fresh database.
+func newCLIRecorder(t *testing.T, conf string) *cliRecorder {
+	t.Helper()
+	dir := t.TempDir()
+	r := &cliRecorder{t: t, cfg: filepath.Join(dir, "c.yaml"), db: filepath.Join(dir, "d.db")}
+	if err := os.WriteFile(r.cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// record runs args with the recorder's config and database (a non-zero
+// exit is an error) and returns stdout and stderr together.
+func (r *cliRecorder) record(name string, args ...string) string {
+	r.t.Helper()
+	stdout, stderr, code := runIn(r.t, append(args, "--config", r.cfg, "--db", r.db)...)
+	if code != 0 {
+		r.t.Errorf("%s: exit %d\n%s", name, code, stderr)
+	}
+	r.outs = append(r.outs, name+"\x00"+stdout+"\x00"+stderr)
+	return stdout + stderr
+}
+
+// runPhases runs twice in phase 0, then three times in phase 1: a
+// change the provider makes at run 3, confirmed at run 4.
+func (r *cliRecorder) runPhases(phase *atomic.Int32) {
+	r.t.Helper()
+	for i := 0; i < 2; i++ {
+		r.record("run", "run", "--no-progress")
+	}
+	phase.Store(1)
+	for i := 0; i < 3; i++ {
+		r.record("run", "run", "--no-progress")
 	}
 }
