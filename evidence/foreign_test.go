@@ -18,17 +18,6 @@ import (
 // evidence of this flip. The record shows it as it is, names the problem,
 // and stays unverified once written and read back.
 func TestCitedObservationOfAnotherTargetOrProbeDoesNotVerify(t *testing.T) {
-	const twoTargets = `
-targets:
-  - name: a
-    provider: sim
-    model: m
-    sim: {policies: [{from_run: 3, thresholds: {violence: 0.3}}]}
-  - name: b
-    provider: sim
-    model: m
-    sim: {policies: [{from_run: 3, thresholds: {violence: 0.3}}]}
-`
 	for _, tc := range []struct {
 		name string
 		// cite makes the event cite, for ep's before side, an observation

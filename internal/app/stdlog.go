@@ -34,15 +34,11 @@ func InstallStdLog(w io.Writer) {
 // only the maxLearned latest are kept (a target's key, rememberSecret,
 // always is).
 func RememberSecret(s string) {
-	if len(s) < 4 {
-		return
-	}
 	stdLog.mu.Lock()
 	defer stdLog.mu.Unlock()
-	if slices.Contains(stdLog.secrets, s) {
+	if !stdLog.addLocked(s) {
 		return
 	}
-	stdLog.secrets = append(stdLog.secrets, s)
 	stdLog.learned = append(stdLog.learned, s)
 	if len(stdLog.learned) > maxLearned {
 		old := stdLog.learned[0]
@@ -59,14 +55,20 @@ const maxLearned = 16
 // rememberSecret adds a key to what stdLog redacts (keys shorter than 4
 // bytes are not redacted anywhere: see wire.RedactBytes).
 func rememberSecret(s string) {
-	if len(s) < 4 {
-		return
-	}
 	stdLog.mu.Lock()
 	defer stdLog.mu.Unlock()
-	if !slices.Contains(stdLog.secrets, s) {
-		stdLog.secrets = append(stdLog.secrets, s)
+	stdLog.addLocked(s)
+}
+
+// addLocked adds s to what r redacts and reports whether it was new
+// (keys shorter than 4 bytes are not redacted anywhere: see
+// wire.RedactBytes). r.mu is held.
+func (r *redactingWriter) addLocked(s string) bool {
+	if len(s) < 4 || slices.Contains(r.secrets, s) {
+		return false
 	}
+	r.secrets = append(r.secrets, s)
+	return true
 }
 
 type redactingWriter struct {
