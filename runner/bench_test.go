@@ -45,14 +45,14 @@ func bigCorpus(b *testing.B, n int) *corpus.Corpus {
 }
 
 func benchSetup(b *testing.B, n int) (*config.Config, *corpus.Corpus, []*runner.Target, func()) {
-	return benchSetupLatency(b, n, 0)
+	return benchSetupLatency(b, n, 0, "")
 }
 
 // benchSetupLatency is benchSetup with a sim that holds each answer back
-// for latency. With DRIFTPROBE_BENCH_SIM_URL set (e.g.
+// for latency. With simURL, or else DRIFTPROBE_BENCH_SIM_URL, set (e.g.
 // http://127.0.0.1:8089), the target is the sim already listening there
 // instead of an in-process one.
-func benchSetupLatency(b *testing.B, n int, latency time.Duration) (*config.Config, *corpus.Corpus, []*runner.Target, func()) {
+func benchSetupLatency(b *testing.B, n int, latency time.Duration, simURL string) (*config.Config, *corpus.Corpus, []*runner.Target, func()) {
 	b.Helper()
 	cfg := config.Default()
 	cfg.Targets[0].Concurrency = 8
@@ -65,7 +65,10 @@ func benchSetupLatency(b *testing.B, n int, latency time.Duration) (*config.Conf
 		sc.Latency = latency
 		cfg.Targets[0].Sim = &sc
 	}
-	if u := os.Getenv("DRIFTPROBE_BENCH_SIM_URL"); u != "" {
+	if simURL == "" {
+		simURL = os.Getenv("DRIFTPROBE_BENCH_SIM_URL")
+	}
+	if u := simURL; u != "" {
 		if latency > 0 {
 			b.Skip("DRIFTPROBE_BENCH_SIM_URL: the external sim's latency is its own --sim-config's")
 		}
@@ -194,7 +197,18 @@ func BenchmarkRawRoundTrips5000(b *testing.B) {
 // of a monitor: one database, a first run before timing, then every
 // iteration is the next run of the same corpus.
 func BenchmarkRunOverhead5000(b *testing.B) {
-	benchOverhead(b, 0)
+	benchOverhead(b, 0, false)
+}
+
+// BenchmarkRunOverheadSimProcess5000 is BenchmarkRunOverhead5000 against
+// the simulator in a process of its own (this test binary re-executed as
+// one, serving on loopback), as a provider is: its work no longer shares
+// the run's heap, garbage collector and scheduler, only the machine's
+// CPUs. cpu-overhead-% counts both processes' CPU time (where /proc gives
+// the simulator's), so it compares the run's whole cost with the raw
+// pass's, the simulator's answers included on both sides.
+func BenchmarkRunOverheadSimProcess5000(b *testing.B) {
+	benchOverhead(b, 0, true)
 }
 
 // BenchmarkRunOverheadLatency5000 is BenchmarkRunOverhead5000 against a
@@ -203,11 +217,23 @@ func BenchmarkRunOverhead5000(b *testing.B) {
 // production, where the loopback sim's instant answers leave the client,
 // the sim and SQLite competing for the same CPUs.
 func BenchmarkRunOverheadLatency5000(b *testing.B) {
-	benchOverhead(b, 2*time.Millisecond)
+	benchOverhead(b, 2*time.Millisecond, false)
 }
 
-func benchOverhead(b *testing.B, latency time.Duration) {
-	cfg, cp, targets, closeT := benchSetupLatency(b, 5000, latency)
+// benchOverhead runs the overhead comparison against a sim answering after
+// latency, in its own process when simProcess is set.
+func benchOverhead(b *testing.B, latency time.Duration, simProcess bool) {
+	var simURL string
+	cpuTime := cpuTime
+	if simProcess {
+		p := startSimProcess(b)
+		simURL = p.URL
+		if _, ok := p.cpu(); ok && cpuTime() > 0 {
+			own := cpuTime
+			cpuTime = func() time.Duration { c, _ := p.cpu(); return own() + c }
+		}
+	}
+	cfg, cp, targets, closeT := benchSetupLatency(b, 5000, latency, simURL)
 	defer closeT()
 	reqs := renderAll(cp, targets[0])
 	client := runner.DefaultClient()
