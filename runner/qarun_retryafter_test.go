@@ -17,14 +17,15 @@ import (
 // for the first retry); a wait beyond runner.MaxRetryWait (5 minutes: 10
 // days, 1e300 s) is not retried in the run, and 5 minutes exactly is.
 func TestRetryAfterFormsOverHTTP(t *testing.T) {
+	const httpDateIn40s, httpDate40sAgo = "(an HTTP date 40 s ahead)", "(an HTTP date 40 s ago)"
 	backoff := [2]time.Duration{250 * time.Millisecond, 750 * time.Millisecond}
 	cases := []struct {
 		name, header, value string
 		wait                [2]time.Duration // zero: no retry
 	}{
 		{"seconds", "Retry-After", "20", [2]time.Duration{20 * time.Second, 20 * time.Second}},
-		{"http-date", "Retry-After", time.Now().Add(40 * time.Second).UTC().Format(http.TimeFormat), [2]time.Duration{37 * time.Second, 41 * time.Second}},
-		{"past http-date", "Retry-After", time.Now().Add(-40 * time.Second).UTC().Format(http.TimeFormat), backoff},
+		{"http-date", "Retry-After", httpDateIn40s, [2]time.Duration{37 * time.Second, 41 * time.Second}},
+		{"past http-date", "Retry-After", httpDate40sAgo, backoff},
 		{"retry-after-ms", "retry-after-ms", "1500", [2]time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond}},
 		{"negative", "Retry-After", "-5", backoff},
 		{"negative ms", "retry-after-ms", "-1", backoff},
@@ -45,7 +46,17 @@ func TestRetryAfterFormsOverHTTP(t *testing.T) {
 					k := n
 					mu.Unlock()
 					if k == 1 {
-						w.Header().Set(c.header, c.value)
+						// A date is written as the answer is sent, not when the
+						// table was built: a slow machine running the subtests
+						// before it must not shorten the wait.
+						v := c.value
+						switch v {
+						case httpDateIn40s:
+							v = time.Now().Add(40 * time.Second).UTC().Format(http.TimeFormat)
+						case httpDate40sAgo:
+							v = time.Now().Add(-40 * time.Second).UTC().Format(http.TimeFormat)
+						}
+						w.Header().Set(c.header, v)
 						http.Error(w, `{"error":{"message":"slow down"}}`, status)
 						return
 					}

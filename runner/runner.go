@@ -229,13 +229,6 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		}
 		return nil, &RunError{RunID: runID, Status: storage.RunAborted, Err: err}
 	}
-	recs := make([]storage.ProbeRecord, len(o.Corpus.Probes))
-	for i, p := range o.Corpus.Probes {
-		recs[i] = storage.ProbeRecord{SHA256: p.SHA256, ProbeID: p.ID, CorpusVersion: o.Corpus.Version, Role: p.Role, Expect: p.Expect, Tags: p.Tags, Canonical: string(p.Canonical())}
-	}
-	if err := st.SaveProbes(bg, recs); err != nil {
-		return abort(fmt.Errorf("storing the corpus's probes: %w", err))
-	}
 	for _, t := range o.Targets {
 		id, err := st.EnsureTarget(bg, storage.TargetRow{Name: t.Config.Name, Provider: t.Config.Provider, Model: t.Config.Model, Endpoint: t.Config.Endpoint})
 		if err != nil {
@@ -244,16 +237,36 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		t.ID = id
 	}
 
-	// One writer batches observations into transactions.
+	// The workers stop sending once nothing they observe can be stored:
+	// an answer that cannot be recorded is spend without evidence.
+	sendCtx, stopSending := context.WithCancel(ctx)
+	defer stopSending()
+
+	// One writer stores the corpus's probes, then batches observations
+	// into transactions. The probes go first, while the first requests are
+	// already in flight (an observation names its probe by hash; nothing
+	// reads the run before it is finished), so a first run of a large
+	// corpus does not wait for them before sending.
 	obsCh := make(chan *storage.Observation, 256)
 	byTarget := map[int64][]*storage.Observation{}
 	writeErr := make(chan error, 1)
 	go func() {
 		var batch []*storage.Observation
 		var firstErr error
+		recs := make([]storage.ProbeRecord, len(o.Corpus.Probes))
+		for i, p := range o.Corpus.Probes {
+			recs[i] = storage.ProbeRecord{SHA256: p.SHA256, ProbeID: p.ID, CorpusVersion: o.Corpus.Version, Role: p.Role, Expect: p.Expect, Tags: p.Tags, Canonical: string(p.Canonical())}
+		}
+		if err := st.SaveProbes(bg, recs); err != nil {
+			firstErr = fmt.Errorf("storing the corpus's probes: %w", err)
+			stopSending()
+		}
 		flush := func() {
 			if len(batch) > 0 && firstErr == nil {
-				firstErr = st.InsertObservations(bg, batch)
+				if err := st.InsertObservations(bg, batch); err != nil {
+					firstErr = fmt.Errorf("store observations: %w", err)
+					stopSending()
+				}
 			}
 			for _, ob := range batch {
 				ob.Body, ob.RequestBody = nil, nil // stored; keep memory flat
@@ -303,7 +316,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 
 	// Requests in flight across all targets.
 	global := make(chan struct{}, max(1, o.Config.Concurrency))
-	runCtx := probes.WithRun(ctx, runID)
+	runCtx := probes.WithRun(sendCtx, runID)
 	r.planBreakers()
 	sums := make([]*TargetSummary, len(o.Targets))
 	var wg sync.WaitGroup
@@ -317,7 +330,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	wg.Wait()
 	close(obsCh)
 	if err := <-writeErr; err != nil {
-		return abort(fmt.Errorf("store observations: %w", err))
+		return abort(err)
 	}
 
 	status := storage.RunComplete
