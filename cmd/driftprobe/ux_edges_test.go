@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// config check warns (stderr, exit 0) about an anthropic base_url ending
+// in the /v1 the adapter appends itself, at its line, naming the doubled
+// path and the fix; an openai_compatible root ending in /v1 is no warning.
+func TestConfigCheckWarnsDoubledVersion(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte(`targets:
+  - {name: a, provider: anthropic, model: claude-x, base_url: "https://api.anthropic.com/v1"}
+  - {name: v, provider: openai_compatible, model: m, base_url: "https://vllm.example.com/v1"}
+`), 0o644)
+	_, stderr, code := runIn(t, "config", "check", "--no-keys", "--config", cfg)
+	want := "driftprobe: warning: " + cfg + ":2: targets[0].base_url: ends in /v1, but the anthropic adapter appends the API version itself: requests would go to /v1/v1/messages"
+	if code != 0 || !strings.Contains(stderr, want) || strings.Count(stderr, "warning:") != 1 {
+		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
+	}
+}
+
+// A config whose database names a directory is a FILE:LINE problem of
+// config check (exit 2).
+func TestConfigCheckDatabaseDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: sim-large}\ndatabase: \""+dir+"\"\n"), 0o644)
+	_, stderr, code := runIn(t, "config", "check", "--config", cfg)
+	want := cfg + ":3: database: " + dir + " is a directory, not a database file"
+	if code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
+	}
+}
