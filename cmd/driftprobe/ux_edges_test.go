@@ -36,3 +36,30 @@ func TestConfigCheckDatabaseDirectory(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
 	}
 }
+
+// diff --from after --to is a usage error naming both (and the swap);
+// --from alone after the target's latest run names that run as --to's
+// default.
+func TestDiffFromAfterTo(t *testing.T) {
+	dir := t.TempDir()
+	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "d.db")
+	os.WriteFile(cfg, []byte("targets:\n  - {name: sim-a, provider: sim, model: sim-large}\n"), 0o644)
+	mustRun(t, 3, "--config", cfg, "--db", db)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", "3", "--to", "1"}, "diff: --from 3 is after --to 1: --from names the earlier run (swap them: --from 1 --to 3)"},
+		{[]string{"--from", "3", "--to", "2", "--json"}, "diff: --from 3 is after --to 2: --from names the earlier run (swap them: --from 2 --to 3)"},
+		{[]string{"--from", "3", "--to", "3"}, "nothing to compare"},
+	} {
+		stdout, stderr, code := runIn(t, append([]string{"diff", "--config", cfg, "--db", db, "--target", "sim-a"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr:\n%s\nwant %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+	// In order, the same runs diff as usual.
+	if stdout, stderr, code := runIn(t, "diff", "--config", cfg, "--db", db, "--target", "sim-a", "--from", "1", "--to", "3"); code != 0 || !strings.Contains(stdout, "sim-a: run 1 → run 3") {
+		t.Errorf("exit %d: %s%s", code, stdout, stderr)
+	}
+}
