@@ -63,3 +63,22 @@ func TestDiffFromAfterTo(t *testing.T) {
 		t.Errorf("exit %d: %s%s", code, stdout, stderr)
 	}
 }
+
+// attribute --category-label naming a label no series carries warns, in
+// the text (stderr) and in the JSON's warnings, listing the labels the
+// series do carry.
+func TestAttributeCategoryLabelMissing(t *testing.T) {
+	_, cfg, db := attrSetup(t)
+	srv := promReplay(t)
+	args := []string{"attribute", "--config", cfg, "--db", db, "--prometheus", srv.URL, "--query", q, "--total-query", tq,
+		"--since", "10h", "--step", "1h", "--end", "2026-11-20T10:20:00Z", "--category-label", "reason"}
+	const want = `prometheus: no series of the query carries the category label "reason" (--category-label, attribution.category_label); the series carry the labels "category", "target": every block on a target is counted in one segment`
+	_, stderr, code := runIn(t, args...)
+	if code != 0 || !strings.Contains(stderr, "driftprobe: warning: "+want) {
+		t.Errorf("text: exit %d, stderr:\n%s", code, stderr)
+	}
+	stdout, stderr, code := runIn(t, append(args, "--json")...)
+	if r := attrJSON(t, stdout); code != 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), want) {
+		t.Errorf("json: exit %d, warnings %q, stderr %s", code, r.Warnings, stderr)
+	}
+}
