@@ -82,3 +82,23 @@ func TestAttributeCategoryLabelMissing(t *testing.T) {
 		t.Errorf("json: exit %d, warnings %q, stderr %s", code, r.Warnings, stderr)
 	}
 }
+
+// plan opens no database: a --db given to it is ignored, and says so on
+// stderr (exit 0, stdout unchanged); without --db, no warning.
+func TestPlanDBIgnoredWarns(t *testing.T) {
+	dir := t.TempDir()
+	cfg, db := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "d.db")
+	os.WriteFile(cfg, []byte("targets:\n  - {name: sim-a, provider: sim, model: sim-large}\n"), 0o644)
+	const want = "driftprobe: warning: plan: --db is ignored: plan renders the requests a run would send and opens no database (leave --db out)"
+	with, stderr, code := runIn(t, "plan", "--json", "--config", cfg, "--db", db)
+	if code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("plan --db: exit %d, stderr:\n%s", code, stderr)
+	}
+	without, stderr, code := runIn(t, "plan", "--json", "--config", cfg)
+	if code != 0 || stderr != "" || without != with {
+		t.Errorf("plan: exit %d, stderr %q, stdout differs: %v", code, stderr, without != with)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("plan --db created the database: %v", err)
+	}
+}
