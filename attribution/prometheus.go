@@ -29,7 +29,9 @@ import (
 // with Step 1h: the sample at time t counts the interval (t−Step, t], so
 // its Point starts at t−Step. Each series' TargetLabel names a configured
 // target and its CategoryLabel a category (missing or empty: all blocks on
-// the target). Series mapping to the same segment are summed. TotalQuery,
+// the target). Series mapping to the same segment are summed. When no
+// kept series carries CategoryLabel but they carry labels besides
+// TargetLabel (a misnamed label), a warning lists the labels they carry. TotalQuery,
 // when set, returns requests per step per target (any category label is
 // ignored: totals are summed per target); a blocked sample then needs a
 // total at the same timestamp, else it is dropped with a warning.
@@ -220,10 +222,20 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 	blocked := map[Segment]map[int64]float64{}
 	bad := map[Segment]int{}
 	badAt := map[Segment]map[int64]bool{} // steps with a dropped blocked sample
+	// The labels the kept series carry, and whether any carries cl: a
+	// misnamed category label is otherwise silent (every series reads as
+	// "all blocks").
+	carried, present := false, map[string]bool{}
 	for _, s := range series {
 		tgt, ok := target("blocked", s)
 		if !ok {
 			continue
+		}
+		for k := range s.Metric {
+			present[k] = true
+		}
+		if _, ok := s.Metric[cl]; ok {
+			carried = true
 		}
 		cat, ok := normalizeCategory(s.Metric[cl])
 		if !ok {
@@ -247,6 +259,28 @@ func (p *Prometheus) Load(ctx context.Context, targets []string) (*Production, e
 			}
 			blocked[seg][v.ms] += v.val
 		}
+	}
+	// Series that carry only the target label are a query summed by
+	// target alone: all blocks, as documented, no warning. Series that
+	// carry other labels but not cl were most likely meant to be split by
+	// one of them.
+	delete(present, tl)
+	if !carried && len(present) > 0 {
+		names := make([]string, 0, len(present)+1)
+		for k := range present {
+			names = append(names, k)
+		}
+		names = append(names, tl)
+		sort.Strings(names)
+		more := ""
+		if n := len(names) - maxLabelsListed; n > 0 {
+			names, more = names[:maxLabelsListed], fmt.Sprintf(" and %d more", n)
+		}
+		for i, k := range names {
+			names[i] = quote(wire.Shorten(k, 100))
+		}
+		prod.Warnings = append(prod.Warnings, fmt.Sprintf("prometheus: no series of the query carries the category label %s (--category-label, attribution.category_label); the series carry the labels %s%s: every block on a target is counted in one segment, all categories together (name the label that holds the category, or sum the query by target alone)",
+			quote(cl), strings.Join(names, ", "), more))
 	}
 	// A step at which a series of the segment had a dropped sample has no
 	// known sum: the other series' samples alone are not its count.
@@ -434,6 +468,10 @@ func fillMissing(blocked map[Segment]map[int64]float64, badAt map[Segment]map[in
 // every scrape): the first maxListed are kept, and one warning counts the
 // rest.
 const maxListed = 100
+
+// maxLabelsListed bounds the label names the missing-category-label
+// warning lists.
+const maxLabelsListed = 20
 
 func capLists(prod *Production) {
 	if n := len(prod.Skipped); n > maxListed {

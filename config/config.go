@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -665,6 +666,15 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 	}
 	if err := ValidateSchedule(c.Schedule); err != nil && !empty["schedule"] {
 		col.Add("schedule", "%v", err)
+	}
+	// A directory where the database file belongs is refused when a
+	// command opens it; say so here, at its line. A path that does not
+	// exist yet is fine: run creates it. (Only the file's database: a
+	// --db given on the command line replaces it after validation.)
+	if c.Database != "" && c.Database != ":memory:" && yamlx.Given(c.root, "database") {
+		if fi, err := os.Stat(c.Database); err == nil && fi.IsDir() {
+			col.Add("database", "%s is a directory, not a database file (name a file, e.g. %s)", c.Database, filepath.Join(c.Database, DefaultDatabase))
+		}
 	}
 	c.Detection.validate(col)
 	// An empty list entry (`- ` or `[~]`) decodes to a nil target: it is
@@ -1629,7 +1639,9 @@ func credentialProblem(name string) string {
 
 // Warnings returns what is valid but probably a mistake, each as
 // "FILE:LINE: field: problem": plain-http API roots that are not on
-// loopback, which would send a key or token in clear text.
+// loopback, which would send a key or token in clear text, and what a
+// provider's Warn finds (a base_url ending in the API version segment its
+// adapter appends itself, e.g. anthropic's https://api.anthropic.com/v1).
 func (c *Config) Warnings() []string {
 	var out []string
 	clear := func(field, raw, secret string, carriesSecret bool) {
@@ -1654,6 +1666,14 @@ func (c *Config) Warnings() []string {
 			clear(fmt.Sprintf("targets[%d].base_url", i), t.BaseURL, "AWS session token or Bedrock API key", true)
 		default:
 			clear(fmt.Sprintf("targets[%d].base_url", i), t.BaseURL, "key", t.APIKeyEnv != "")
+		}
+		// What the provider finds valid but probably wrong (a base_url
+		// ending in the API version its adapter appends itself).
+		if info, ok := probes.Lookup(t.Provider); ok && info.Warn != nil {
+			for _, fe := range info.Warn(t.ProbeTarget("")) {
+				field := fmt.Sprintf("targets[%d].%s", i, fe.Field)
+				out = append(out, fmt.Sprintf("%s%s: %s", c.Where(field), field, fe.Msg))
+			}
 		}
 	}
 	if g := c.GitHub; g != nil {

@@ -1194,6 +1194,7 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 	if err != nil {
 		return nil, err
 	}
+	toGiven := to != 0
 	// Defaults: --to the target's latest run, --from the target's run
 	// before --to (not before its latest).
 	prev := func(before int64) (int64, error) {
@@ -1257,6 +1258,15 @@ func DiffRuns(ctx context.Context, db *storage.DB, target string, from, to int64
 		if deleted {
 			return nil, fmt.Errorf("run %d: retention deleted its observations of target %s (only those events and detection pin are left), so a diff would miss what changed; events and evidence keep the flips", id, target)
 		}
+	}
+	// --from names the earlier run: reversed, every flip would read
+	// backwards (a block lifted as a block added). Checked once both runs
+	// are known to exist and to have probed the target.
+	if from > to {
+		if toGiven {
+			return nil, fmt.Errorf("--from %d is after --to %d: --from names the earlier run (swap them: --from %d --to %d)", from, to, to, from)
+		}
+		return nil, fmt.Errorf("--from %d is after run %d, the target's latest run not aborted, which --to defaults to: --from names the earlier run (name the later one with --to)", from, to)
 	}
 	a, err := db.Observations(ctx, from, t.ID)
 	if err != nil {

@@ -3,7 +3,9 @@ package probes
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -57,6 +59,12 @@ type Info struct {
 	// Check validates provider-specific target settings without building
 	// anything. Optional.
 	Check func(t Target) []FieldError `json:"-"`
+	// Warn returns what is valid in a target's settings but probably a
+	// mistake (a base_url ending in the version segment the adapter
+	// appends itself: DoubledVersion). Config validation reports each one
+	// as a warning (config check, run and serve), never as a problem.
+	// Optional.
+	Warn func(t Target) []FieldError `json:"-"`
 }
 
 // FieldError is a problem with one field of a target's configuration,
@@ -116,4 +124,27 @@ func Providers() []Info {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	return out
+}
+
+// DoubledVersion returns a warning (field base_url) when the path of base
+// ends in one of versions, a version segment the adapter puts before the
+// path it appends (path, starting with "/"): the request would go to
+// /…/v1/v1/messages and every probe would be a 404. provider names the
+// adapter and root is the API root to suggest (base_url without the
+// version). A base that does not parse, or does not end so, gives none.
+func DoubledVersion(base, path, provider, root string, versions ...string) []FieldError {
+	u, err := url.Parse(base)
+	if err != nil || base == "" {
+		return nil
+	}
+	p := strings.TrimRight(u.Path, "/")
+	last := p[strings.LastIndex(p, "/")+1:]
+	for _, v := range versions {
+		if last != "" && strings.EqualFold(last, v) {
+			return []FieldError{{Field: "base_url", Msg: fmt.Sprintf(
+				"ends in /%s, but the %s adapter appends the API version itself: requests would go to %s%s (every probe a 404 client_error); drop the trailing /%s (base_url is the API root, e.g. %s)",
+				last, provider, p, path, last, root)}}
+		}
+	}
+	return nil
 }

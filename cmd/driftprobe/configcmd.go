@@ -22,7 +22,9 @@ target names, unknown providers, bad schedules, and (unless --no-keys) missing
 key environment variables are reported as FILE:LINE: FIELD: problem, every
 problem of the file at once, in file order, exit 2.
 Warnings (a plain-http base_url off loopback that would carry a key or token;
-unless --no-keys, a github block whose token variable is unset) go to stderr
+an anthropic, gemini or mistral base_url ending in the API version its adapter
+appends itself, e.g. https://api.anthropic.com/v1; unless --no-keys, a github
+block whose token variable is unset) go to stderr
 and keep exit 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -25,7 +25,8 @@ func newDiffCmd(g *globals) *cobra.Command {
 both request fingerprints (same_bytes says whether the request bytes were
 identical, i.e. whether the difference is the provider's). --to defaults to the
 latest run of the target, --from to the one before; runs aborted (or
-killed) are chosen only when named. The header says how many probes had a
+killed) are chosen only when named. --from names the earlier run: a --from
+after --to is a usage error (exit 2). The header says how many probes had a
 verdict in both runs; probes only one run observed are counted apart. The
 status line gives each run's status and this target's own part of it
 (complete, degraded, aborted): a run is partial when any of its targets was

@@ -134,9 +134,16 @@ confirm_samples — and every retry to max_attempts), the shortest duration
 the rate limit allows, and the output tokens and their cost for both, at
 max_tokens per request (none for an endpoint that generates no output:
 moderation, a guardrail). With --probes, every probe's request fingerprint
-and body size too. Nothing is sent and the database is not opened.`,
+and body size too. Nothing is sent and the database is not opened: a --db
+given to plan is ignored, with a warning.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --db is global: accepted (a script may pass run's flags to
+			// plan first) but it means nothing here, so say so rather
+			// than let it look used.
+			if f := cmd.Flags().Lookup("db"); f != nil && f.Changed {
+				fmt.Fprintln(g.stderr, "driftprobe: warning: plan: --db is ignored: plan renders the requests a run would send and opens no database (leave --db out)")
+			}
 			cfg, err := app.LoadConfig(g.config, g.db, !noKeys)
 			if err != nil {
 				return err

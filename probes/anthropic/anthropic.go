@@ -121,6 +121,7 @@ func init() {
 		ModelFP:   "response model id (no separate fingerprint)",
 		Options:   []string{OptVersion},
 		Check:     Check,
+		Warn:      Warn,
 	}, New)
 }
 
@@ -139,6 +140,12 @@ func Check(t probes.Target) []probes.FieldError {
 		errs = append(errs, probes.FieldError{Field: "temperature", Msg: fmt.Sprintf("%v: anthropic accepts 0 to 1", t.Temperature)})
 	}
 	return errs
+}
+
+// Warn reports a base_url ending in /v1: the adapter appends /v1/messages
+// to base_url, so that base would request /v1/v1/messages.
+func Warn(t probes.Target) []probes.FieldError {
+	return probes.DoubledVersion(t.BaseURL, Path, "anthropic", DefaultBaseURL, "v1")
 }
 
 // Prober renders and reads Messages API requests for one target.

@@ -150,6 +150,7 @@ func init() {
 		ModelFP:   "modelVersion",
 		Options:   []string{OptAPI, OptProject, OptLocation},
 		Check:     Check,
+		Warn:      Warn,
 	}, New)
 }
 
@@ -191,6 +192,17 @@ func Check(t probes.Target) []probes.FieldError {
 		add("temperature", "%v: gemini accepts 0 to 2", t.Temperature)
 	}
 	return errs
+}
+
+// Warn reports a base_url ending in a version segment (/v1beta, /v1,
+// /v1alpha; for vertex /v1, /v1beta1): the adapter appends the version
+// itself (/v1beta/models/… or /v1/projects/…), so the path would hold two.
+func Warn(t probes.Target) []probes.FieldError {
+	model := url.PathEscape(strings.TrimPrefix(t.Model, "models/"))
+	if t.Options[OptAPI] == APIVertex {
+		return probes.DoubledVersion(t.BaseURL, "/v1/projects/…/models/"+model+":generateContent", "gemini (api: vertex)", "https://LOCATION-aiplatform.googleapis.com", "v1", "v1beta1")
+	}
+	return probes.DoubledVersion(t.BaseURL, "/v1beta/models/"+model+":generateContent", "gemini", DefaultBaseURL, "v1beta", "v1", "v1alpha")
 }
 
 // Prober renders and reads generateContent requests for one target.

@@ -72,7 +72,19 @@ func Info() probes.Info {
 		RequestID: "x-request-id or mistral-correlation-id header (fallback: body id)",
 		ModelFP:   "none; the response model is recorded as model id",
 		Check:     Check,
+		Warn:      Warn,
 	}
+}
+
+// Warn reports a base_url ending in /v1: the adapter appends
+// /v1/chat/moderations or /v1/moderations to base_url (the API root as the
+// Mistral SDKs take it, without /v1), so that base would request /v1/v1/….
+func Warn(t probes.Target) []probes.FieldError {
+	path := "/v1/chat/moderations"
+	if t.Endpoint == EndpointModeration {
+		path = "/v1/moderations"
+	}
+	return probes.DoubledVersion(t.BaseURL, path, "mistral", DefaultBaseURL, "v1")
 }
 
 // Check validates a mistral target.
