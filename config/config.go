@@ -1641,7 +1641,9 @@ func credentialProblem(name string) string {
 // "FILE:LINE: field: problem": plain-http API roots that are not on
 // loopback, which would send a key or token in clear text, and what a
 // provider's Warn finds (a base_url ending in the API version segment its
-// adapter appends itself, e.g. anthropic's https://api.anthropic.com/v1).
+// adapter appends itself, e.g. anthropic's https://api.anthropic.com/v1, or
+// in a full endpoint, e.g. …/v1/chat/completions; an openai base_url
+// without /v1).
 func (c *Config) Warnings() []string {
 	var out []string
 	clear := func(field, raw, secret string, carriesSecret bool) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	pathpkg "path"
 	"sort"
 	"strings"
 	"sync"
@@ -61,9 +62,10 @@ type Info struct {
 	Check func(t Target) []FieldError `json:"-"`
 	// Warn returns what is valid in a target's settings but probably a
 	// mistake (a base_url ending in the version segment the adapter
-	// appends itself: DoubledVersion). Config validation reports each one
-	// as a warning (config check, run and serve), never as a problem.
-	// Optional.
+	// appends itself: DoubledVersion; in a full endpoint: PastedEndpoint;
+	// an openai base_url without /v1: MissingVersion). Config validation
+	// reports each one as a warning (config check, run and serve), never
+	// as a problem. Optional.
 	Warn func(t Target) []FieldError `json:"-"`
 }
 
@@ -147,4 +149,65 @@ func DoubledVersion(base, path, provider, root string, versions ...string) []Fie
 		}
 	}
 	return nil
+}
+
+// PastedEndpoint returns a warning (field base_url) when the path of base
+// ends in an API endpoint rather than at the API root: a full endpoint URL
+// pasted as base_url, to which the adapter would append its own path
+// (path, starting with "/"), so every probe would be a 404. endpoints are
+// the endings recognised, each starting with "/", most specific first;
+// each segment of one is matched with path.Match, case-insensitively, so
+// "/v1*/models/*" matches /v1beta/models/gemini-2.0-flash:generateContent.
+// The first that matches is the one the warning tells to drop; provider
+// names the adapter and root is the API root to suggest. A base that does
+// not parse, or does not end so, gives none.
+func PastedEndpoint(base, path, provider, root string, endpoints ...string) []FieldError {
+	u, err := url.Parse(base)
+	if err != nil || base == "" {
+		return nil
+	}
+	p := strings.TrimRight(u.Path, "/")
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for _, e := range endpoints {
+		pat := strings.Split(strings.TrimPrefix(e, "/"), "/")
+		if p == "" || len(pat) > len(segs) {
+			continue
+		}
+		tail := segs[len(segs)-len(pat):]
+		matched := true
+		for i, ps := range pat {
+			if ok, err := pathpkg.Match(strings.ToLower(ps), strings.ToLower(tail[i])); err != nil || !ok {
+				matched = false
+				break
+			}
+		}
+		if matched {
+			end := "/" + strings.Join(tail, "/")
+			return []FieldError{{Field: "base_url", Msg: fmt.Sprintf(
+				"ends in %s, an endpoint, but base_url is the API root the %s adapter appends %s to: requests would go to %s%s (every probe a 404 client_error); drop the trailing %s (e.g. %s)",
+				end, provider, path, p, path, end, root)}}
+		}
+	}
+	return nil
+}
+
+// MissingVersion returns a warning (field base_url) when the path of base
+// does not end in version, the segment an adapter that appends only the
+// endpoint (path) needs its base_url to end in: the request would go to
+// /chat/completions instead of /v1/chat/completions and every probe would
+// be a 404 (unless a gateway serves the API at that root, as some do:
+// hence a warning). provider names the adapter and root is the API root
+// to suggest. A base that is empty or does not parse gives none.
+func MissingVersion(base, path, provider, root, version string) []FieldError {
+	u, err := url.Parse(base)
+	if err != nil || base == "" {
+		return nil
+	}
+	p := strings.TrimRight(u.Path, "/")
+	if strings.EqualFold(p[strings.LastIndex(p, "/")+1:], version) {
+		return nil
+	}
+	return []FieldError{{Field: "base_url", Msg: fmt.Sprintf(
+		"does not end in /%s, but the %s adapter appends only %s to base_url: requests would go to %s%s (every probe a 404 client_error); end it in /%s (base_url is the API root with the version, e.g. %s), unless a gateway serves the API at this root",
+		version, provider, path, p, path, version, root)}}
 }

@@ -23,7 +23,9 @@ key environment variables are reported as FILE:LINE: FIELD: problem, every
 problem of the file at once, in file order, exit 2.
 Warnings (a plain-http base_url off loopback that would carry a key or token;
 an anthropic, gemini or mistral base_url ending in the API version its adapter
-appends itself, e.g. https://api.anthropic.com/v1; unless --no-keys, a github
+appends itself, e.g. https://api.anthropic.com/v1; any base_url ending in a full
+endpoint the adapter appends its path to, e.g. .../v1/chat/completions; an
+openai base_url whose path does not end in /v1; unless --no-keys, a github
 block whose token variable is unset) go to stderr
 and keep exit 0.`,
 		Args: cobra.NoArgs,

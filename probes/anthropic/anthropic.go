@@ -142,9 +142,13 @@ func Check(t probes.Target) []probes.FieldError {
 	return errs
 }
 
-// Warn reports a base_url ending in /v1: the adapter appends /v1/messages
-// to base_url, so that base would request /v1/v1/messages.
+// Warn reports a base_url ending in /v1, or in the endpoint (/v1/messages,
+// /messages): the adapter appends /v1/messages to base_url, so that base
+// would request /v1/v1/messages or /v1/messages/v1/messages.
 func Warn(t probes.Target) []probes.FieldError {
+	if w := probes.PastedEndpoint(t.BaseURL, Path, "anthropic", DefaultBaseURL, "/v1/messages", "/messages"); w != nil {
+		return w
+	}
 	return probes.DoubledVersion(t.BaseURL, Path, "anthropic", DefaultBaseURL, "v1")
 }
 

@@ -8,6 +8,13 @@
 // oaiwire.ChatRequest without a model (the deployment is in the path). The
 // key goes in the api-key header, added by Authorize.
 //
+// A base_url ending in /openai/v1 (https://NAME.openai.azure.com/openai/v1,
+// the root of Azure OpenAI's v1 API) selects that API instead: POST
+// {base}/chat/completions, no api-version (options.api_version is refused
+// with it), and the body is the canonical oaiwire.ChatRequest with the
+// deployment name as its model. Its answers and errors are the same
+// content-filter dialect, read the same way.
+//
 // It reads, through oaiwire.ClassifyChat:
 //   - input blocks: HTTP 400 with error.code=content_filter and/or
 //     innererror.code=ResponsibleAIPolicyViolation; the per-category results
@@ -79,10 +86,48 @@ func Info() probes.Info {
 		},
 		Input: true, Output: true, Scores: true,
 		RequestID: "x-request-id or apim-request-id header (fallback: body id)",
-		ModelFP:   "system_fingerprint; response model recorded as model id; api-version is part of the request path",
+		ModelFP:   "system_fingerprint; response model recorded as model id; api-version is part of the request path (deployments API)",
 		Options:   []string{"api_version", oaiwire.TokenParamOption},
 		Check:     Check,
+		Warn:      Warn,
 	}
+}
+
+// V1Root is the path a base_url ends in to select Azure OpenAI's v1 API.
+const V1Root = "/openai/v1"
+
+// isV1 reports whether base selects the v1 API: its path ends in
+// /openai/v1 (a trailing "/" aside).
+func isV1(base string) bool {
+	return strings.HasSuffix(strings.TrimRight(base, "/"), V1Root)
+}
+
+// route is where the adapter sends t's requests: the base it renders
+// against (the resource endpoint without a trailing /openai, or the v1
+// root) and the suffix appended to it, query included.
+func route(t probes.Target) (base, suffix string, v1 bool) {
+	base = strings.TrimRight(t.BaseURL, "/")
+	if isV1(base) {
+		return base, "/chat/completions", true
+	}
+	ver := t.Options["api_version"]
+	if ver == "" {
+		ver = DefaultAPIVersion
+	}
+	// The SDKs take the resource endpoint; accept one that already ends in
+	// /openai so the path is never doubled.
+	base = strings.TrimSuffix(base, "/openai")
+	return base, "/openai/deployments/" + url.PathEscape(t.Model) + "/chat/completions?api-version=" + url.QueryEscape(ver), false
+}
+
+// Warn reports a base_url ending in an endpoint (…/openai/deployments/D,
+// with or without /chat/completions, or /chat/completions after the v1
+// root): the adapter appends its own path, so every probe would be a 404.
+func Warn(t probes.Target) []probes.FieldError {
+	_, suffix, _ := route(t)
+	path, _, _ := strings.Cut(suffix, "?")
+	return probes.PastedEndpoint(t.BaseURL, path, "azure", "https://NAME.openai.azure.com, or https://NAME.openai.azure.com/openai/v1 for the v1 API",
+		"/openai/deployments/*/chat/completions", "/openai/deployments/*", "/openai/deployments", oaiwire.Endpoints[0], "/completions")
 }
 
 // Check validates an azure target: base_url is required (the resource
@@ -100,6 +145,8 @@ func Check(t probes.Target) []probes.FieldError {
 	}
 	if v, ok := t.Options["api_version"]; ok && !apiVersionRe.MatchString(v) {
 		errs = append(errs, probes.FieldError{Field: "options.api_version", Msg: fmt.Sprintf("%q: want YYYY-MM-DD or YYYY-MM-DD-preview", v)})
+	} else if ok && isV1(t.BaseURL) {
+		errs = append(errs, probes.FieldError{Field: "options.api_version", Msg: "the v1 API (a base_url ending in /openai/v1) takes no api-version: remove it, or give the resource endpoint (https://NAME.openai.azure.com) to use the deployments API with it"})
 	}
 	if t.Model != "" && !deploymentRe.MatchString(t.Model) {
 		errs = append(errs, probes.FieldError{Field: "model", Msg: fmt.Sprintf("%q: an Azure deployment name has letters, digits, '.', '_' and '-' only", t.Model)})
@@ -115,6 +162,7 @@ type Prober struct {
 	target probes.Target
 	base   string
 	suffix string
+	v1     bool // Azure OpenAI's v1 API (base_url ending in /openai/v1)
 	now    func() time.Time
 }
 
@@ -131,21 +179,15 @@ func New(t probes.Target) (probes.Prober, error) {
 	if errs := Check(t); len(errs) > 0 {
 		return nil, fmt.Errorf("azure: %s: %s", errs[0].Field, errs[0].Msg)
 	}
-	ver := t.Options["api_version"]
-	if ver == "" {
-		ver = DefaultAPIVersion
-	}
-	// The SDKs take the resource endpoint; accept one that already ends in
-	// /openai so the path is never doubled.
-	base := strings.TrimRight(t.BaseURL, "/")
-	base = strings.TrimSuffix(base, "/openai")
-	suffix := "/openai/deployments/" + url.PathEscape(t.Model) + "/chat/completions?api-version=" + url.QueryEscape(ver)
-	return &Prober{target: t, base: base, suffix: suffix, now: time.Now}, nil
+	base, suffix, v1 := route(t)
+	return &Prober{target: t, base: base, suffix: suffix, v1: v1, now: time.Now}, nil
 }
 
-// Render renders the canonical request for pr.
+// Render renders the canonical request for pr: the deployments API's
+// body carries no model (the deployment is in the path), the v1 API's
+// names the deployment as its model.
 func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
-	return oaiwire.RenderURL(p.base, p.suffix, oaiwire.NewChatRequest(p.target, pr, false).WithTokenParam(p.target))
+	return oaiwire.RenderURL(p.base, p.suffix, oaiwire.NewChatRequest(p.target, pr, p.v1).WithTokenParam(p.target))
 }
 
 // Authorize adds the api-key header (never part of the fingerprint).

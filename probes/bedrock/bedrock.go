@@ -179,7 +179,27 @@ func init() {
 		CredentialEnv: []string{EnvAccessKeyID, EnvSecretAccessKey},
 		CredentialAlt: "an Amazon Bedrock API key",
 		Check:         Check,
+		Warn:          Warn,
 	}, New)
+}
+
+// Warn reports a base_url ending in an endpoint (/model/MODEL/converse,
+// /model/MODEL/invoke, /guardrail/ID/version/V/apply, …): base_url is the
+// runtime endpoint, to which the adapter appends its own path, so every
+// probe would be a 404.
+func Warn(t probes.Target) []probes.FieldError {
+	return probes.PastedEndpoint(t.BaseURL, endpointPath(t), "bedrock", "https://bedrock-runtime.REGION.amazonaws.com",
+		"/model/*/converse", "/model/*/converse-stream", "/model/*/invoke", "/model/*/invoke-with-response-stream", "/model/*", "/model",
+		"/guardrail/*/version/*/apply", "/guardrail/*/version/*", "/guardrail/*")
+}
+
+// endpointPath is the path the adapter appends to base_url for t: the
+// ApplyGuardrail path for endpoint guardrail, else Converse's.
+func endpointPath(t probes.Target) string {
+	if t.Endpoint == EndpointGuardrail {
+		return "/guardrail/" + EscapeLabel(t.Options[OptGuardrailID]) + "/version/" + EscapeLabel(t.Options[OptGuardrailVersion]) + "/apply"
+	}
+	return "/model/" + EscapeLabel(t.Model) + "/converse"
 }
 
 // Prober renders and reads Bedrock Converse and ApplyGuardrail requests and
@@ -394,7 +414,7 @@ func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
 		if len(ag.Content) == 0 {
 			return nil, errNoUser
 		}
-		path = "/guardrail/" + EscapeLabel(p.grID) + "/version/" + EscapeLabel(p.grVer) + "/apply"
+		path = endpointPath(p.target)
 		body = ag
 	} else {
 		cr := ConverseRequest{InferenceConfig: inferenceConfig{MaxTokens: p.target.MaxTokens, Temperature: p.target.Temperature}}
@@ -431,7 +451,7 @@ func (p *Prober) Render(pr probes.Probe) (*probes.Request, error) {
 		if p.grID != "" {
 			cr.GuardrailConfig = &guardrailConfig{GuardrailIdentifier: p.grID, GuardrailVersion: p.grVer, Trace: "enabled"}
 		}
-		path = "/model/" + EscapeLabel(p.target.Model) + "/converse"
+		path = endpointPath(p.target)
 		body = cr
 	}
 	b, err := wire.Marshal(body)

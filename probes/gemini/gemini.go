@@ -196,13 +196,37 @@ func Check(t probes.Target) []probes.FieldError {
 
 // Warn reports a base_url ending in a version segment (/v1beta, /v1,
 // /v1alpha; for vertex /v1, /v1beta1): the adapter appends the version
-// itself (/v1beta/models/… or /v1/projects/…), so the path would hold two.
+// itself (/v1beta/models/… or /v1/projects/…), so the path would hold two;
+// or ending in an endpoint (…/models/MODEL:generateContent, a method
+// such as :streamGenerateContent, …/models/MODEL, /models, for vertex
+// also …/projects/P/locations/L), to which the adapter would append its
+// whole path.
 func Warn(t probes.Target) []probes.FieldError {
 	model := url.PathEscape(strings.TrimPrefix(t.Model, "models/"))
 	if t.Options[OptAPI] == APIVertex {
-		return probes.DoubledVersion(t.BaseURL, "/v1/projects/…/models/"+model+":generateContent", "gemini (api: vertex)", "https://LOCATION-aiplatform.googleapis.com", "v1", "v1beta1")
+		root := "https://LOCATION-aiplatform.googleapis.com"
+		if w := probes.PastedEndpoint(t.BaseURL, endpointPath(t), "gemini (api: vertex)", root,
+			"/v1*/projects/*/locations/*/publishers/*/models/*", "/v1*/projects/*/locations/*/publishers/*/models",
+			"/v1*/projects/*/locations/*", "/v1*/projects/*", "/models/*", "/*:*"); w != nil {
+			return w
+		}
+		return probes.DoubledVersion(t.BaseURL, "/v1/projects/…/models/"+model+":generateContent", "gemini (api: vertex)", root, "v1", "v1beta1")
+	}
+	if w := probes.PastedEndpoint(t.BaseURL, endpointPath(t), "gemini", DefaultBaseURL,
+		"/v1*/models/*", "/v1*/models", "/models/*", "/*:*"); w != nil {
+		return w
 	}
 	return probes.DoubledVersion(t.BaseURL, "/v1beta/models/"+model+":generateContent", "gemini", DefaultBaseURL, "v1beta", "v1", "v1alpha")
+}
+
+// endpointPath is the path the adapter appends to base_url for t.
+func endpointPath(t probes.Target) string {
+	model := url.PathEscape(strings.TrimPrefix(t.Model, "models/"))
+	if t.Options[OptAPI] == APIVertex {
+		return "/v1/projects/" + url.PathEscape(t.Options[OptProject]) + "/locations/" + url.PathEscape(t.Options[OptLocation]) +
+			"/publishers/google/models/" + model + ":generateContent"
+	}
+	return "/v1beta/models/" + model + ":generateContent"
 }
 
 // Prober renders and reads generateContent requests for one target.
@@ -224,23 +248,17 @@ func New(t probes.Target) (probes.Prober, error) {
 	if errs := Check(t); len(errs) > 0 {
 		return nil, fmt.Errorf("gemini: %s: %s", errs[0].Field, errs[0].Msg)
 	}
-	p := &Prober{target: t, vertex: t.Options[OptAPI] == APIVertex, base: strings.TrimSuffix(t.BaseURL, "/"), now: time.Now}
-	model := url.PathEscape(strings.TrimPrefix(t.Model, "models/"))
+	p := &Prober{target: t, vertex: t.Options[OptAPI] == APIVertex, base: strings.TrimSuffix(t.BaseURL, "/"), path: endpointPath(t), now: time.Now}
 	if p.vertex {
 		loc := t.Options[OptLocation]
-		p.path = "/v1/projects/" + url.PathEscape(t.Options[OptProject]) + "/locations/" + url.PathEscape(loc) +
-			"/publishers/google/models/" + model + ":generateContent"
 		if p.base == "" {
 			p.base = "https://" + loc + "-aiplatform.googleapis.com"
 			if loc == "global" {
 				p.base = "https://aiplatform.googleapis.com"
 			}
 		}
-	} else {
-		p.path = "/v1beta/models/" + model + ":generateContent"
-		if p.base == "" {
-			p.base = DefaultBaseURL
-		}
+	} else if p.base == "" {
+		p.base = DefaultBaseURL
 	}
 	return p, nil
 }

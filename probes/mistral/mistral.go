@@ -76,13 +76,22 @@ func Info() probes.Info {
 	}
 }
 
-// Warn reports a base_url ending in /v1: the adapter appends
+// Warn reports a base_url ending in /v1, or in an endpoint
+// (/v1/chat/moderations, /v1/moderations, /v1/chat/completions, or those
+// without /v1): the adapter appends
 // /v1/chat/moderations or /v1/moderations to base_url (the API root as the
 // Mistral SDKs take it, without /v1), so that base would request /v1/v1/….
 func Warn(t probes.Target) []probes.FieldError {
 	path := "/v1/chat/moderations"
 	if t.Endpoint == EndpointModeration {
 		path = "/v1/moderations"
+	}
+	// A pasted endpoint: either of the adapter's, or the chat endpoint
+	// of Mistral's own API (which carries no filter verdict).
+	if w := probes.PastedEndpoint(t.BaseURL, path, "mistral", DefaultBaseURL,
+		"/v1/chat/moderations", "/v1/moderations", "/v1/chat/completions",
+		"/chat/moderations", "/moderations", "/chat/completions"); w != nil {
+		return w
 	}
 	return probes.DoubledVersion(t.BaseURL, path, "mistral", DefaultBaseURL, "v1")
 }

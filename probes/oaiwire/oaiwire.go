@@ -94,6 +94,12 @@ func Render(base, path string, body any) (*probes.Request, error) {
 // repeats the URL (it could carry userinfo).
 var ErrBaseURL = errors.New("base_url must be an absolute http:// or https:// URL with a host (and a port, if any, from 1 to 65535), without credentials, query or fragment")
 
+// Endpoints are the OpenAI API endpoints a base_url may end in by mistake
+// (a full endpoint URL pasted where the API root belongs), for
+// probes.PastedEndpoint: the chat, legacy completions, responses,
+// moderation and embeddings endpoints, most specific first.
+var Endpoints = []string{"/chat/completions", "/completions", "/responses", "/moderations", "/embeddings"}
+
 // CheckBaseURL validates a base URL as RenderURL will use it.
 func CheckBaseURL(base string) error {
 	u, err := url.Parse(base)

@@ -79,7 +79,24 @@ func Info() probes.Info {
 		ModelFP:   "system_fingerprint (chat); response model recorded as model id",
 		Options:   []string{"organization", "project", oaiwire.TokenParamOption},
 		Check:     Check,
+		Warn:      Warn,
 	}
+}
+
+// Warn reports a base_url ending in an OpenAI endpoint (/chat/completions,
+// /moderations, …), or whose path does not end in /v1: the adapter
+// appends only /chat/completions or /moderations to base_url (the API
+// root as the OpenAI SDKs take it, version included), so
+// https://api.openai.com would request /chat/completions.
+func Warn(t probes.Target) []probes.FieldError {
+	path := "/chat/completions"
+	if t.Endpoint == EndpointModeration {
+		path = "/moderations"
+	}
+	if w := probes.PastedEndpoint(t.BaseURL, path, "openai", DefaultBaseURL, oaiwire.Endpoints...); w != nil {
+		return w
+	}
+	return probes.MissingVersion(t.BaseURL, path, "openai", DefaultBaseURL, "v1")
 }
 
 // Check validates an openai target.

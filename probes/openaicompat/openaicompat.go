@@ -71,7 +71,15 @@ func Info() probes.Info {
 		ModelFP:   "system_fingerprint where the server sends it; response model recorded as model id",
 		Options:   []string{oaiwire.TokenParamOption},
 		Check:     Check,
+		Warn:      Warn,
 	}
+}
+
+// Warn reports a base_url ending in an OpenAI endpoint (/chat/completions,
+// …): the adapter appends /chat/completions to base_url. Its version is
+// not checked: servers put the API root where they like.
+func Warn(t probes.Target) []probes.FieldError {
+	return probes.PastedEndpoint(t.BaseURL, "/chat/completions", "openai_compatible", "http://vllm:8000/v1", oaiwire.Endpoints...)
 }
 
 // Check validates an openai_compatible target: base_url is required.
