@@ -52,7 +52,6 @@ package oaiwire
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -305,15 +304,14 @@ func (c *errReader) read(body []byte, wantID bool) bool {
 		return false
 	}
 	// Exactly one value: anything after it is the reference's error.
-	_, err := c.dec.ReadToken()
-	return err == io.EOF
+	return c.s.end()
 }
 
 // readError reads the top-level error member: an object is the apiError
 // (an error object the reference cannot decode declines), a string is the
 // message, anything else is ignored as decodeError ignores it.
 func (c *errReader) readError() bool {
-	switch c.dec.PeekKind() {
+	switch c.s.peek() {
 	case '{':
 		return c.readAPIError()
 	case '"':
@@ -388,8 +386,8 @@ func (c *errReader) readInner() bool {
 // or array as its compact JSON. A string is interned when it is a common
 // type or code, or, with last, reused from the previous read when equal.
 func (c *errReader) text(dst, last *string) bool {
-	v, err := c.dec.ReadValue()
-	if err != nil || len(v) == 0 {
+	v, ok := c.s.value()
+	if !ok {
 		return false
 	}
 	switch v[0] {
