@@ -32,6 +32,8 @@ package oaiwire
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -86,6 +88,11 @@ func (s *scanner) ws() {
 
 // peek skips white space and returns the next byte, or 0 at the end.
 func (s *scanner) peek() byte {
+	// Most bodies have no white space between tokens: check the next byte
+	// before calling the loop.
+	if s.pos < len(s.buf) && s.buf[s.pos] > ' ' {
+		return s.buf[s.pos]
+	}
 	s.ws()
 	if s.pos < len(s.buf) {
 		return s.buf[s.pos]
@@ -376,6 +383,7 @@ func (s *scanner) str() (start, end int, esc, ok bool) {
 	i := s.pos + 1
 	start = i
 	for {
+		i = plainRun(b, i)
 		for i < len(b) && strPlain[b[i]] {
 			i++
 		}
@@ -403,6 +411,31 @@ func (s *scanner) str() (start, end int, esc, ok bool) {
 			i += n
 		}
 	}
+}
+
+// plainRun returns the index of the first byte at or after i that is not
+// plain string text (strPlain), or, when there is none in the last words
+// of b, an index of the last seven bytes (the caller finishes byte by
+// byte). It reads eight bytes at a time, with the classic tests on a word
+// for a byte below a bound and for a zero byte (of x XOR a byte). Those
+// tests set the high bit of the first byte that is not plain and of no
+// plain byte before it (a byte can only be disturbed by a borrow from a
+// lower one that fired), so the lowest bit set is exactly that byte.
+func plainRun(b []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ ('"' * ones)
+		bs := x ^ ('\\' * ones)
+		if t := ((x - 0x20*ones) | (q - ones) | (bs - ones) | x) & highs; t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+		i += 8
+	}
+	return i
 }
 
 // escapeLen returns the length of the escape sequence b begins with (at
