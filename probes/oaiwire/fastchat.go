@@ -2,17 +2,21 @@ package oaiwire
 
 // The single-pass reader of a 2xx chat-completions answer.
 //
-// It reads the body once with a real JSON tokenizer,
-// github.com/go-json-experiment/json/jsontext: the upstream of the standard
-// library's encoding/json/jsontext, which in Go 1.26 is only built with
-// GOEXPERIMENT=jsonv2. Once that package is in the default build, the import
-// can switch to "encoding/json/jsontext" with no other change.
+// It reads the body once with scanner (scan.go), a small strict JSON
+// scanner written for these readers: it walks the body in place and
+// rejects, at every nesting level, whatever jsontext's strict defaults
+// reject (syntax errors, invalid UTF-8, lone surrogate escapes, duplicate
+// member names, nesting past 10000, data after the top-level value), plus
+// objects of more than 256 members. (It replaced a
+// github.com/go-json-experiment/json/jsontext Decoder, whose per-token
+// bookkeeping was most of this reader's cost; scan_test.go still compares
+// the two, TestScanner and FuzzScanner.) tokReader's typed reads sit on it.
 //
 // The contract: for every 2xx response, classifyChatFast either returns ok
 // false (declines) or returns a Result reflect.DeepEqual to
 // classifyChatSlow's. It declines whenever it could not be sure of that:
-// any syntax error, invalid UTF-8, duplicate object member name (the
-// jsontext defaults, kept), a body ParseLenient would have to repair, a
+// any syntax error, invalid UTF-8, duplicate object member name (at any
+// depth, skipped values included), a body ParseLenient would have to repair, a
 // member name that is not exactly a known one but equal to one under
 // encoding/json's case folding, a value of a type the reference decodes
 // differently or rejects (a string where a number is expected, a number
@@ -37,7 +41,7 @@ package oaiwire
 // v2, and the differential tests are what says the two still agree.
 //
 // It allocates only the Result's Signals (and strings it cannot intern):
-// readers come from a sync.Pool, the decoder reads the body in place, known
+// readers come from a sync.Pool, the scanner reads the body in place, known
 // names and enum values are interned, and the model and system fingerprint
 // reuse the previous answer's strings when equal.
 
@@ -72,8 +76,8 @@ func (c *fastChoice) reset() {
 }
 
 // tokReader is the tokenizer state the single-pass readers share (the
-// chat reader here and the error reader of fasterror.go): the body, which
-// the decoder reads in place, and scratch for unescaping. Its methods are
+// chat reader here and the error reader of fasterror.go): the scanner,
+// which reads the body in place, and scratch for unescaping. Its methods are
 // the typed reads both build on (object members, strings, numbers, filter
 // sets), each reproducing how encoding/json (v1) decodes that field type
 // or reporting ok false.

@@ -140,10 +140,13 @@ func (s *scanner) open(delim byte) (open, ok bool) {
 // comma before it and the colon after it, or the object's closing brace
 // (done). The name is unescaped and valid until the scanner is reset.
 func (s *scanner) name() (name []byte, done, ok bool) {
-	if len(s.stack) == 0 || !s.stack[len(s.stack)-1].obj {
+	if len(s.stack) == 0 {
 		return nil, false, false
 	}
 	top := &s.stack[len(s.stack)-1]
+	if !top.obj {
+		return nil, false, false
+	}
 	c := s.peek()
 	if c == '}' {
 		s.pos++
