@@ -33,6 +33,7 @@ package oaiwire
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"unicode/utf8"
 )
@@ -68,8 +69,13 @@ type nameRef struct {
 	esc      bool
 }
 
-// reset points the scanner at body and forgets any previous state.
+// reset points the scanner at body and forgets any previous state. A body
+// of 2 GiB or more (past what nameRef's offsets hold) is read as an empty
+// one: every read of it fails.
 func (s *scanner) reset(body []byte) {
+	if len(body) > math.MaxInt32 {
+		body = body[:0]
+	}
 	s.buf, s.pos = body, 0
 	s.stack, s.names, s.nameBuf = s.stack[:0], s.names[:0], s.nameBuf[:0]
 }
