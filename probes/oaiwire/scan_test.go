@@ -270,3 +270,34 @@ func TestPlainRun(t *testing.T) {
 		}
 	}
 }
+
+// TestFastChatScannerPoolBound: a reader whose scanner stack or name
+// records grew past maxPooledFrames (deep nesting, many names) is not
+// pooled again, and no pooled reader keeps a body.
+func TestFastChatScannerPoolBound(t *testing.T) {
+	ans := `"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]`
+	bodies := []string{
+		`{"x":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `,` + ans + `}`,
+		`{"x":` + strings.Repeat(`{"a":`, 2000) + `1` + strings.Repeat("}", 2000) + `,` + ans + `}`,
+		`{"x":{"\u0061` + strings.Repeat("b", 2*maxPooledBytes) + `":1},` + ans + `}`,
+	}
+	for _, b := range bodies {
+		if ok, diff := fastSlowDiff(&probes.Response{Status: 200, Body: []byte(b)}); !ok || diff != "" {
+			t.Fatalf("accepted=%v %s", ok, diff)
+		}
+	}
+	var got []*chatReader
+	for range 64 {
+		c := chatReaders.Get().(*chatReader)
+		got = append(got, c)
+		if cap(c.s.stack) > maxPooledFrames || cap(c.s.names) > maxPooledFrames || cap(c.s.nameBuf) > maxPooledBytes {
+			t.Errorf("a pooled reader kept a stack of %d, %d name records, %d bytes of names", cap(c.s.stack), cap(c.s.names), cap(c.s.nameBuf))
+		}
+		if c.s.buf != nil {
+			t.Errorf("a pooled reader kept a body")
+		}
+	}
+	for _, c := range got {
+		c.release()
+	}
+}
