@@ -2,17 +2,21 @@ package oaiwire
 
 // The single-pass reader of a 2xx chat-completions answer.
 //
-// It reads the body once with a real JSON tokenizer,
-// github.com/go-json-experiment/json/jsontext: the upstream of the standard
-// library's encoding/json/jsontext, which in Go 1.26 is only built with
-// GOEXPERIMENT=jsonv2. Once that package is in the default build, the import
-// can switch to "encoding/json/jsontext" with no other change.
+// It reads the body once with scanner (scan.go), a small strict JSON
+// scanner written for these readers: it walks the body in place and
+// rejects, at every nesting level, whatever jsontext's strict defaults
+// reject (syntax errors, invalid UTF-8, lone surrogate escapes, duplicate
+// member names, nesting past 10000, data after the top-level value), plus
+// objects of more than 256 members. (It replaced a
+// github.com/go-json-experiment/json/jsontext Decoder, whose per-token
+// bookkeeping was most of this reader's cost; scan_test.go still compares
+// the two, TestScanner and FuzzScanner.) tokReader's typed reads sit on it.
 //
 // The contract: for every 2xx response, classifyChatFast either returns ok
 // false (declines) or returns a Result reflect.DeepEqual to
 // classifyChatSlow's. It declines whenever it could not be sure of that:
-// any syntax error, invalid UTF-8, duplicate object member name (the
-// jsontext defaults, kept), a body ParseLenient would have to repair, a
+// any syntax error, invalid UTF-8, duplicate object member name (at any
+// depth, skipped values included), a body ParseLenient would have to repair, a
 // member name that is not exactly a known one but equal to one under
 // encoding/json's case folding, a value of a type the reference decodes
 // differently or rejects (a string where a number is expected, a number
@@ -37,22 +41,19 @@ package oaiwire
 // v2, and the differential tests are what says the two still agree.
 //
 // It allocates only the Result's Signals (and strings it cannot intern):
-// readers come from a sync.Pool, the decoder reads the body in place, known
+// readers come from a sync.Pool, the scanner reads the body in place, known
 // names and enum values are interned, and the model and system fingerprint
 // reuse the previous answer's strings when equal.
 
 import (
 	"bytes"
 	"encoding/binary"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/wire"
@@ -75,30 +76,25 @@ func (c *fastChoice) reset() {
 }
 
 // tokReader is the tokenizer state the single-pass readers share (the
-// chat reader here and the error reader of fasterror.go): the body, which
-// the decoder reads in place, and scratch for unescaping. Its methods are
+// chat reader here and the error reader of fasterror.go): the scanner,
+// which reads the body in place, and scratch for unescaping. Its methods are
 // the typed reads both build on (object members, strings, numbers, filter
 // sets), each reproducing how encoding/json (v1) decodes that field type
 // or reporting ok false.
 type tokReader struct {
-	bb  bytes.Buffer // the body; the decoder reads it in place
-	dec jsontext.Decoder
-
-	keyBuf, valBuf []byte // unescaping scratch for names and values
+	s      scanner // reads the body in place (scan.go)
+	valBuf []byte  // unescaping scratch for values
 }
 
-// start points the decoder at body, read in place.
-func (c *tokReader) start(body []byte) {
-	c.bb = *bytes.NewBuffer(body)
-	c.dec.Reset(&c.bb)
-}
+// start points the scanner at body, read in place.
+func (c *tokReader) start(body []byte) { c.s.reset(body) }
 
 // drop forgets the body, so a pooled reader does not keep it alive, and
 // reports whether the scratch grew past what a pooled reader may keep.
 func (c *tokReader) drop() (big bool) {
-	c.bb = bytes.Buffer{}
-	c.dec.Reset(&c.bb)
-	return cap(c.keyBuf) > maxPooledBytes || cap(c.valBuf) > maxPooledBytes
+	c.s.reset(nil)
+	return cap(c.valBuf) > maxPooledBytes || cap(c.s.nameBuf) > maxPooledBytes ||
+		cap(c.s.stack) > maxPooledFrames || cap(c.s.names) > maxPooledFrames
 }
 
 // chatReader is the pooled state of one fast read.
@@ -130,6 +126,7 @@ var chatReaders = sync.Pool{New: func() any {
 const (
 	maxPooledBytes   = 64 << 10
 	maxPooledSignals = 256
+	maxPooledFrames  = 1024 // scanner stack and name records
 )
 
 func (c *chatReader) release() {
@@ -428,22 +425,17 @@ func knownSeverityString(s string) bool {
 }
 
 // unquote returns the unescaped text of the JSON string v, in place when it
-// has no escapes, else in *buf. The decoder has validated v.
-func unquote(v jsontext.Value, buf *[]byte) ([]byte, bool) {
+// has no escapes, else in *buf. The scanner has validated v.
+func unquote(v []byte, buf *[]byte) ([]byte, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return nil, false
 	}
 	in := v[1 : len(v)-1]
-	escaped := hasBackslash(in)
-	if !escaped {
+	if !hasBackslash(in) {
 		return in, true
 	}
-	out, err := jsontext.AppendUnquote((*buf)[:0], v)
-	if err != nil {
-		return nil, false
-	}
-	*buf = out
-	return out, true
+	*buf = appendUnescaped((*buf)[:0], in)
+	return *buf, true
 }
 
 // hasBackslash is bytes.IndexByte(b, '\\') >= 0, eight bytes at a time
@@ -467,25 +459,9 @@ func hasBackslash(b []byte) bool {
 	return false
 }
 
-// next reads the next member name of the object being read (valid until
-// the next read), or its closing brace (done).
-func (c *tokReader) next() (name []byte, done, ok bool) {
-	// Look at the next byte without PeekKind, which costs a tokenizer step:
-	// the decoder validates whatever follows either way.
-	switch c.peekByte() {
-	case '}':
-		_, err := c.dec.ReadToken()
-		return nil, true, err == nil
-	case '"', ',':
-		v, err := c.dec.ReadValue()
-		if err != nil {
-			return nil, false, false
-		}
-		name, ok = unquote(v, &c.keyBuf)
-		return name, false, ok
-	}
-	return nil, false, false
-}
+// next reads the next member name of the object being read (unescaped,
+// valid until the next start), or its closing brace (done).
+func (c *tokReader) next() (name []byte, done, ok bool) { return c.s.name() }
 
 // members reads the members of the object whose opening brace was just
 // read, through its closing brace. field reads the value of a name it
@@ -516,38 +492,15 @@ func (c *tokReader) members(fold [][]byte, field func(k []byte) (handled, ok boo
 }
 
 // skip reads past the next value.
-func (c *tokReader) skip() bool { return c.dec.SkipValue() == nil }
-
-// peekByte returns the first byte after white space in the decoder's
-// unread buffer, or 0. It is a hint, never trusted: the read that follows
-// validates the input.
-func (c *tokReader) peekByte() byte {
-	for _, b := range c.dec.UnreadBuffer() {
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return b
-	}
-	return 0
+func (c *tokReader) skip() bool {
+	_, ok := c.s.value()
+	return ok
 }
 
-// open consumes the opening delimiter of an object or array (of kind
-// delim). null is open false with ok true: the reference leaves the
+// open consumes the opening delimiter of an object or array (delim '{' or
+// '['). null is open false with ok true: the reference leaves the
 // destination zero. Anything else is not ok.
-func (c *tokReader) open(delim jsontext.Kind) (open, ok bool) {
-	t, err := c.dec.ReadToken()
-	if err != nil {
-		return false, false
-	}
-	switch t.Kind() {
-	case delim:
-		return true, true
-	case 'n':
-		return false, true
-	}
-	return false, false
-}
+func (c *tokReader) open(delim byte) (open, ok bool) { return c.s.open(delim) }
 
 // elements reads an array (null: none), calling elem to read each element
 // in turn, through its closing bracket.
@@ -556,12 +509,9 @@ func (c *tokReader) elements(elem func() bool) bool {
 		return ok
 	}
 	for {
-		switch c.dec.PeekKind() {
-		case ']':
-			_, err := c.dec.ReadToken()
-			return err == nil
-		case jsontext.KindInvalid:
-			return false
+		done, ok := c.s.elem()
+		if !ok || done {
+			return ok
 		}
 		if !elem() {
 			return false
@@ -569,38 +519,38 @@ func (c *tokReader) elements(elem func() bool) bool {
 	}
 }
 
-// scalar reads the next value, which must be a scalar of one of the kinds
-// given ('n' for null is always allowed).
-func (c *tokReader) scalar(kind byte) (jsontext.Value, bool) {
-	v, err := c.dec.ReadValue()
-	if err != nil || len(v) == 0 {
-		return nil, false
+// str reads a string or null (isNull), unescaped into *buf when needed; the
+// bytes are valid until the next read. Any other value is not ok.
+func (c *tokReader) str(buf *[]byte) (s []byte, isNull, ok bool) {
+	switch c.s.peek() {
+	case '"':
+		start, end, esc, ok := c.s.str()
+		if !ok {
+			return nil, false, false
+		}
+		s = c.s.buf[start:end]
+		if esc {
+			*buf = appendUnescaped((*buf)[:0], s)
+			s = *buf
+		}
+		return s, false, true
+	case 'n':
+		return nil, true, c.s.literal("null")
 	}
-	switch k := v[0]; {
-	case k == 'n':
-		return v, true
-	case kind == '0' && (k == '-' || ('0' <= k && k <= '9')):
-		return v, true
-	case kind == 't' && (k == 't' || k == 'f'):
-		return v, true
-	case kind == k:
-		return v, true
-	}
-	return nil, false
+	return nil, false, false
 }
 
-// str reads a string or null (isNull), unescaped into *buf when needed; the
-// bytes are valid until the next read.
-func (c *tokReader) str(buf *[]byte) (s []byte, isNull, ok bool) {
-	v, ok := c.scalar('"')
-	if !ok {
-		return nil, false, false
+// num reads a number or null (isNull) and returns the number's literal.
+// Any other value is not ok.
+func (c *tokReader) num() (v []byte, isNull, ok bool) {
+	switch ch := c.s.peek(); {
+	case ch == 'n':
+		return nil, true, c.s.literal("null")
+	case ch == '-' || ('0' <= ch && ch <= '9'):
+		v, ok = c.s.number()
+		return v, false, ok
 	}
-	if v[0] == 'n' {
-		return nil, true, true
-	}
-	s, ok = unquote(v, buf)
-	return s, false, ok
+	return nil, false, false
 }
 
 // optString reads a string field: null leaves "". vals interns values.
@@ -652,12 +602,9 @@ const maxIntDigits = 9 + 9*(strconv.IntSize/64)
 // integer literal, or is too long, declines (encoding/json rejects the
 // former and may reject the latter).
 func (c *tokReader) intField(dst *int) bool {
-	v, ok := c.scalar('0')
-	if !ok {
-		return false
-	}
-	if v[0] == 'n' {
-		return true
+	v, isNull, ok := c.num()
+	if !ok || isNull {
+		return ok
 	}
 	neg := v[0] == '-'
 	if neg {
@@ -680,40 +627,33 @@ func (c *tokReader) intField(dst *int) bool {
 	return true
 }
 
-// boolField reads a *bool field: null leaves it unset. (A token read:
-// cheaper than a value read, and the kind is all it needs.)
+// boolField reads a *bool field: null leaves it unset.
 func (c *tokReader) boolField(set, val *bool) bool {
-	t, err := c.dec.ReadToken()
-	if err != nil {
-		return false
-	}
-	switch t.Kind() {
+	switch c.s.peek() {
 	case 't':
 		*set, *val = true, true
+		return c.s.literal("true")
 	case 'f':
 		*set, *val = true, false
+		return c.s.literal("false")
 	case 'n':
 		*set, *val = false, false
-	default:
-		return false
+		return c.s.literal("null")
 	}
-	return true
+	return false
 }
 
 // null reads a value that must be null.
-func (c *tokReader) null() bool {
-	t, err := c.dec.ReadToken()
-	return err == nil && t.Kind() == 'n'
-}
+func (c *tokReader) null() bool { return c.s.peek() == 'n' && c.s.literal("null") }
 
 // floatField reads a *float64 field as encoding/json does (ParseFloat of
 // the literal; out of range is an error): null leaves it unset.
 func (c *tokReader) floatField(set *bool, val *float64) bool {
-	v, ok := c.scalar('0')
+	v, isNull, ok := c.num()
 	if !ok {
 		return false
 	}
-	if v[0] == 'n' {
+	if isNull {
 		*set, *val = false, 0
 		return true
 	}
@@ -818,8 +758,7 @@ func (c *chatReader) read(body []byte, wantID bool) bool {
 		return false
 	}
 	// Exactly one value: anything after it is the reference's error.
-	_, err := c.dec.ReadToken()
-	return err == io.EOF
+	return c.s.end()
 }
 
 // readChoices reads the choices array, keeping in c.sel the choice
@@ -990,7 +929,7 @@ func (c *tokReader) readFilterSet(sigs *[]probes.Signal, unk *[]string, prompt b
 // Signal (all but Category and Raw), and returns its severity as sent. It
 // declines an entry that is not an object or has a non-null error.
 func (c *tokReader) readFilterEntry(s *probes.Signal) (severity string, ok bool) {
-	if t, err := c.dec.ReadToken(); err != nil || t.Kind() != '{' {
+	if open, ok := c.open('{'); !open || !ok {
 		return "", false
 	}
 	var filteredSet, filtered, detectedSet, detected bool

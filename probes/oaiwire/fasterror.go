@@ -2,8 +2,8 @@ package oaiwire
 
 // The single-pass reader of an error body, ClassifyError's fast path.
 //
-// It reads the body once with the tokenizer of fastchat.go (tokReader, on
-// github.com/go-json-experiment/json/jsontext), gathers what decodeError
+// It reads the body once with the typed reads of fastchat.go (tokReader, on
+// the strict scanner of scan.go), gathers what decodeError
 // would (errFields, plus the innererror's filter signals as readFilters
 // would read them), and lets errorResult, the switch classifyErrorSlow runs
 // too, decide the verdict.
@@ -11,8 +11,8 @@ package oaiwire
 // The contract: for every response, classifyErrorFast either returns ok
 // false (declines) or returns a Result reflect.DeepEqual to
 // classifyErrorSlow's. It declines whenever it could not be sure of that:
-// any syntax error, invalid UTF-8, duplicate object member name (the
-// jsontext defaults, kept), a top level that is neither an object nor null,
+// any syntax error, invalid UTF-8, duplicate object member name (at any
+// depth; see scan.go for the scanner's rules), a top level that is neither an object nor null,
 // a member name that is not exactly a known one but equal to one under
 // encoding/json's case folding (at the top level, in the error object, in
 // innererror and in a filter entry), an innererror that is not an object or
@@ -45,14 +45,13 @@ package oaiwire
 //
 // On the simulator's content_filter 400 (as on any such body that needs no
 // repair) it allocates only the Result's Signals and Categories: readers come from a sync.Pool, the
-// decoder reads the body in place, known names and enum values are
+// scanner reads the body in place, known names and enum values are
 // interned, the message reuses the previous body's string when equal, and
 // finish builds the categories without probes.SortedUnique's map.
 
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -305,15 +304,14 @@ func (c *errReader) read(body []byte, wantID bool) bool {
 		return false
 	}
 	// Exactly one value: anything after it is the reference's error.
-	_, err := c.dec.ReadToken()
-	return err == io.EOF
+	return c.s.end()
 }
 
 // readError reads the top-level error member: an object is the apiError
 // (an error object the reference cannot decode declines), a string is the
 // message, anything else is ignored as decodeError ignores it.
 func (c *errReader) readError() bool {
-	switch c.dec.PeekKind() {
+	switch c.s.peek() {
 	case '{':
 		return c.readAPIError()
 	case '"':
@@ -388,8 +386,8 @@ func (c *errReader) readInner() bool {
 // or array as its compact JSON. A string is interned when it is a common
 // type or code, or, with last, reused from the previous read when equal.
 func (c *errReader) text(dst, last *string) bool {
-	v, err := c.dec.ReadValue()
-	if err != nil || len(v) == 0 {
+	v, ok := c.s.value()
+	if !ok {
 		return false
 	}
 	switch v[0] {

@@ -508,7 +508,7 @@ func TestFastErrorPoolBound(t *testing.T) {
 		if cap(c.fixBuf) > maxPooledBytes || len(c.lastMessage) > maxPooledBytes || cap(c.valBuf) > maxPooledBytes {
 			t.Errorf("a pooled reader kept %d bytes of repair buffer, a %d-byte message", cap(c.fixBuf), len(c.lastMessage))
 		}
-		if c.bb.Len() > 0 || c.errMessage != "" || c.message != "" || len(c.sigs) > 0 || len(c.unk) > 0 || len(c.fixBuf) > 0 {
+		if c.s.buf != nil || c.errMessage != "" || c.message != "" || len(c.sigs) > 0 || len(c.unk) > 0 || len(c.fixBuf) > 0 {
 			t.Errorf("a pooled reader kept state: %+v", c)
 		}
 	}
