@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,14 +10,11 @@ import (
 // the requests would go to; an Azure v1 API root is neither a warning nor
 // a problem.
 func TestConfigCheckWarnsBaseURLEndpoint(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "c.yaml")
-	os.WriteFile(cfg, []byte(`targets:
+	cfg, stderr, code := configCheck(t, `targets:
   - {name: a, provider: openai, model: m, base_url: "https://api.openai.com/v1/chat/completions"}
   - {name: b, provider: openai, model: m, base_url: "https://api.openai.com"}
   - {name: c, provider: azure, model: gpt-4o, base_url: "https://r.openai.azure.com/openai/v1/"}
-`), 0o644)
-	_, stderr, code := runIn(t, "config", "check", "--no-keys", "--config", cfg)
+`)
 	for _, want := range []string{
 		"driftprobe: warning: " + cfg + ":2: targets[0].base_url: ends in /chat/completions, an endpoint, but base_url is the API root the openai adapter appends /chat/completions to: requests would go to /v1/chat/completions/chat/completions",
 		"driftprobe: warning: " + cfg + ":3: targets[1].base_url: does not end in /v1, but the openai adapter appends only /chat/completions to base_url: requests would go to /chat/completions",

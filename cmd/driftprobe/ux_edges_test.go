@@ -11,17 +11,26 @@ import (
 // in the /v1 the adapter appends itself, at its line, naming the doubled
 // path and the fix; an openai_compatible root ending in /v1 is no warning.
 func TestConfigCheckWarnsDoubledVersion(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "c.yaml")
-	os.WriteFile(cfg, []byte(`targets:
+	cfg, stderr, code := configCheck(t, `targets:
   - {name: a, provider: anthropic, model: claude-x, base_url: "https://api.anthropic.com/v1"}
   - {name: v, provider: openai_compatible, model: m, base_url: "https://vllm.example.com/v1"}
-`), 0o644)
-	_, stderr, code := runIn(t, "config", "check", "--no-keys", "--config", cfg)
+`)
 	want := "driftprobe: warning: " + cfg + ":2: targets[0].base_url: ends in /v1, but the anthropic adapter appends the API version itself: requests would go to /v1/v1/messages"
 	if code != 0 || !strings.Contains(stderr, want) || strings.Count(stderr, "warning:") != 1 {
 		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
 	}
+}
+
+// configCheck writes yaml to a config file and runs config check --no-keys
+// on it, returning the file's path, stderr and the exit code.
+func configCheck(t *testing.T, yaml string) (cfg, stderr string, code int) {
+	t.Helper()
+	cfg = filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runIn(t, "config", "check", "--no-keys", "--config", cfg)
+	return cfg, stderr, code
 }
 
 // A config whose database names a directory is a FILE:LINE problem of
