@@ -40,10 +40,15 @@ type EventProbe struct {
 	// Origin is the endpoint the flip was seen at (see
 	// storage.RunTarget.Origin); absent for rows recorded before origins
 	// were kept.
-	Origin       string  `json:"origin,omitempty"`
-	FirstRun     int64   `json:"first_run"`
-	ConfirmedRun int64   `json:"confirmed_run"`
-	FlipRate     float64 `json:"flip_rate"`
+	Origin       string `json:"origin,omitempty"`
+	FirstRun     int64  `json:"first_run"`
+	ConfirmedRun int64  `json:"confirmed_run"`
+	// FlipRate: the share of the probe's run-to-run transitions on these
+	// bytes, as of the run that last wrote the row, in which its first
+	// answer's verdict changed; only runs that compared that answer count
+	// (not those in which the target was away or the probe unanswered).
+	// Rows recorded before 2026-12-02 counted every run of the database.
+	FlipRate float64 `json:"flip_rate"`
 	// ScoreMoves (score drift only) are the scores that moved past the
 	// tolerance on the unchanged verdict, largest first.
 	ScoreMoves  []ScoreMove `json:"score_moves,omitempty"`
