@@ -2588,7 +2588,10 @@ func (d *detector) addProbe(eid int64, f flip) error {
 
 func (d *detector) eventDirection(eid int64) (string, error) {
 	// Withdrawn probes (marked nondeterministic) are no evidence of the
-	// change: they do not steer its direction.
+	// change: they do not steer its direction. Probes that flipped back or
+	// moved on do: each was a confirmed flip, the provider did change that
+	// way (the direction is that of the change recorded; reverted_run says
+	// what was undone since), so a reverted event keeps its direction.
 	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.before, ep.after, ep.score_moves, e.kind FROM event_probes ep JOIN events e ON e.id = ep.event_id WHERE ep.event_id = ? AND ep.withdrawn = 0`, eid)
 	if err != nil {
 		return "", err

@@ -91,12 +91,16 @@ type EventUpdate struct {
 // it). ModelTarget is empty for other kinds; for an event whose updates
 // were recorded before they kept a kind, it is the event's target.
 type Event struct {
-	ID                 int64         `json:"id"`
-	Fingerprint        string        `json:"fingerprint"`
-	Target             string        `json:"target"`
-	Targets            []string      `json:"targets"`
-	Provider           string        `json:"provider"`
-	Kind               string        `json:"kind"`
+	ID          int64    `json:"id"`
+	Fingerprint string   `json:"fingerprint"`
+	Target      string   `json:"target"`
+	Targets     []string `json:"targets"`
+	Provider    string   `json:"provider"`
+	Kind        string   `json:"kind"`
+	// Direction is that of the change the event recorded: every confirmed
+	// flip of it counts, those whose probes later flipped back or moved on
+	// included (Status and each probe's Reverted say what was undone);
+	// probes withdrawn as nondeterministic do not.
 	Direction          string        `json:"direction"`
 	Status             string        `json:"status"`
 	Probes             []EventProbe  `json:"probes"`
