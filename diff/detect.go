@@ -200,8 +200,16 @@ func (r *Result) EventIDs() []int64 {
 
 // state mirrors a probe_state row.
 type state struct {
-	probeID        string
-	sha            string
+	probeID string
+	sha     string
+	// sinceRun is where the probe's flip rate counts from: the run its
+	// request bytes were first seen in on the target, advanced by one for
+	// every run since that did not compare its first answer with the one
+	// before (the target away — disabled, removed, at another endpoint —,
+	// the probe out of the corpus or unanswered, the run degraded), so that
+	// run − sinceRun is the number of run-to-run transitions compared
+	// (flipRate; states written before it was advanced count the runs
+	// before their first detection by this driftprobe as compared).
 	sinceRun       int64
 	baseline       string
 	baselineRun    int64
@@ -566,6 +574,11 @@ func (d *detector) observe(obs []*storage.Observation) error {
 	if err := d.dropStaleCandidates(states); err != nil {
 		return err
 	}
+	// Nor do the runs the target was away from count toward its probes'
+	// flip rates (a state parked now keeps that, too).
+	if err := d.skipAwayRuns(states); err != nil {
+		return err
+	}
 	states, originReset, foreign, err := d.moveOrigin(states, obs, &stats)
 	if err != nil {
 		return err
@@ -596,9 +609,15 @@ func (d *detector) observe(obs []*storage.Observation) error {
 	// open event's before-verdict, it reverts it).
 	for _, pid := range order {
 		if st := states[pid]; st != nil && st.absentSince > 0 {
+			// The runs it was absent from compared nothing (flipRate).
+			st.sinceRun += run - st.absentSince
 			st.absentSince, st.dirty = 0, true
 		}
 	}
+	// compared: the probes whose first answer this run compared with the
+	// one before (or that started their state in it); every other probe in
+	// the corpus has the run left out of its flip rate (sinceRun).
+	compared := make(map[string]bool, len(order))
 
 	var flips, ndFlips, drifts []flip
 	var newlyND []string
@@ -655,12 +674,13 @@ func (d *detector) observe(obs []*storage.Observation) error {
 			// so one noisy first answer never becomes the reference.
 			st = &state{probeID: pid, sha: first.RequestSHA256, sinceRun: run, lastVerdict: v, dirty: true, isNew: isNew}
 			states[pid] = st
+			compared[pid] = true
 			if stats.Degraded {
 				continue // a degraded run starts no candidate and confirms no baseline
 			}
 		} else if stats.Degraded {
 			continue // confirms nothing, breaks no streak
-		} else if v != st.lastVerdict {
+		} else if compared[pid] = true; v != st.lastVerdict { // (compared: whether it changed or not)
 			prevLast := st.lastVerdict
 			st.changes++
 			st.lastVerdict = v
@@ -828,6 +848,16 @@ func (d *detector) observe(obs []*storage.Observation) error {
 				st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
 				st.driftRuns, st.driftScores = 0, ""
 			}
+		}
+	}
+	// A probe in the corpus whose first answer this run did not compare
+	// (unanswered, not a verdict, the run degraded, another endpoint's
+	// answers) has the run left out of its flip rate. (One that left the
+	// corpus has the runs it is away from left out when it returns.)
+	for id, st := range states {
+		if st.absentSince == 0 && !compared[id] {
+			st.sinceRun++
+			st.dirty = true
 		}
 	}
 	if d.noState && len(states) > 0 {
@@ -1014,6 +1044,11 @@ func (d *detector) moveOrigin(states map[string]*state, obs []*storage.Observati
 		stale := d.in.RunID-parkedRun > d.staleRuns()
 		for _, st := range resumed {
 			st.dirty = true
+			if st.absentSince == 0 {
+				// The runs at other endpoints since it was parked
+				// compared none of its probes (flipRate).
+				st.sinceRun += d.in.RunID - parkedRun
+			}
 			if stale {
 				// Answers weeks apart are not consecutive answers: a
 				// candidate left pending long ago does not survive (as
@@ -1297,12 +1332,22 @@ func ndFlip(st *state, first *storage.Observation, other otherAnswer, run int64)
 		beforeObs: beforeObs, afterObs: afterObs, modelBefore: st.baselineModel, modelAfter: st.baselineModel, flipRate: flipRate(st, run)}
 }
 
+// flipRate is the share of the probe's run-to-run transitions, since its
+// bytes were first seen on the target, in which its first answer's
+// verdict changed: only runs that compared that answer with the one
+// before count (see state.sinceRun), so runs in which the target was away
+// or the probe was not answered do not dilute it; a change across such a
+// gap is one transition.
 func flipRate(st *state, run int64) float64 {
-	n := run - st.sinceRun + 1
-	if n <= 1 {
+	n := run - st.sinceRun
+	if n < int64(st.changes) {
+		// Never above 1 (a run detected out of order).
+		n = int64(st.changes)
+	}
+	if n <= 0 {
 		return 0
 	}
-	return float64(st.changes) / float64(n-1)
+	return float64(st.changes) / float64(n)
 }
 
 // scoreDrift tracks scores on an unchanged verdict; model is the one o
@@ -1760,6 +1805,32 @@ func (d *detector) dropStaleCandidates(states map[string]*state) error {
 		if st.candidate != "" || st.driftRuns != 0 || st.driftScores != "" {
 			st.candidate, st.candidateRun, st.candidateRuns, st.candidateModel, st.candidateObs = "", 0, 0, "", 0
 			st.driftRuns, st.driftScores = 0, ""
+			st.dirty = true
+		}
+	}
+	return nil
+}
+
+// skipAwayRuns leaves the runs the target was away from since its last
+// detected run (disabled, removed from the config, its answers never
+// detected) out of the flip rates of its probes in the corpus (sinceRun):
+// they compared nothing. Probes out of the corpus have theirs left out
+// when they return (absentSince).
+func (d *detector) skipAwayRuns(states map[string]*state) error {
+	if len(states) == 0 {
+		return nil
+	}
+	var prev int64
+	if err := d.tx.QueryRowContext(d.ctx, `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ? AND run_id < ? AND detected = 1`,
+		d.t.ID, d.in.RunID).Scan(&prev); err != nil {
+		return err
+	}
+	if prev == 0 || d.in.RunID-prev <= 1 {
+		return nil
+	}
+	for _, st := range states {
+		if st.absentSince == 0 {
+			st.sinceRun += d.in.RunID - prev - 1
 			st.dirty = true
 		}
 	}
@@ -2517,7 +2588,10 @@ func (d *detector) addProbe(eid int64, f flip) error {
 
 func (d *detector) eventDirection(eid int64) (string, error) {
 	// Withdrawn probes (marked nondeterministic) are no evidence of the
-	// change: they do not steer its direction.
+	// change: they do not steer its direction. Probes that flipped back or
+	// moved on do: each was a confirmed flip, the provider did change that
+	// way (the direction is that of the change recorded; reverted_run says
+	// what was undone since), so a reverted event keeps its direction.
 	rows, err := d.tx.QueryContext(d.ctx, `SELECT ep.before, ep.after, ep.score_moves, e.kind FROM event_probes ep JOIN events e ON e.id = ep.event_id WHERE ep.event_id = ? AND ep.withdrawn = 0`, eid)
 	if err != nil {
 		return "", err

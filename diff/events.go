@@ -40,10 +40,15 @@ type EventProbe struct {
 	// Origin is the endpoint the flip was seen at (see
 	// storage.RunTarget.Origin); absent for rows recorded before origins
 	// were kept.
-	Origin       string  `json:"origin,omitempty"`
-	FirstRun     int64   `json:"first_run"`
-	ConfirmedRun int64   `json:"confirmed_run"`
-	FlipRate     float64 `json:"flip_rate"`
+	Origin       string `json:"origin,omitempty"`
+	FirstRun     int64  `json:"first_run"`
+	ConfirmedRun int64  `json:"confirmed_run"`
+	// FlipRate: the share of the probe's run-to-run transitions on these
+	// bytes, as of the run that last wrote the row, in which its first
+	// answer's verdict changed; only runs that compared that answer count
+	// (not those in which the target was away or the probe unanswered).
+	// Rows recorded before 2026-12-02 counted every run of the database.
+	FlipRate float64 `json:"flip_rate"`
 	// ScoreMoves (score drift only) are the scores that moved past the
 	// tolerance on the unchanged verdict, largest first.
 	ScoreMoves  []ScoreMove `json:"score_moves,omitempty"`
@@ -86,12 +91,16 @@ type EventUpdate struct {
 // it). ModelTarget is empty for other kinds; for an event whose updates
 // were recorded before they kept a kind, it is the event's target.
 type Event struct {
-	ID                 int64         `json:"id"`
-	Fingerprint        string        `json:"fingerprint"`
-	Target             string        `json:"target"`
-	Targets            []string      `json:"targets"`
-	Provider           string        `json:"provider"`
-	Kind               string        `json:"kind"`
+	ID          int64    `json:"id"`
+	Fingerprint string   `json:"fingerprint"`
+	Target      string   `json:"target"`
+	Targets     []string `json:"targets"`
+	Provider    string   `json:"provider"`
+	Kind        string   `json:"kind"`
+	// Direction is that of the change the event recorded: every confirmed
+	// flip of it counts, those whose probes later flipped back or moved on
+	// included (Status and each probe's Reverted say what was undone);
+	// probes withdrawn as nondeterministic do not.
 	Direction          string        `json:"direction"`
 	Status             string        `json:"status"`
 	Probes             []EventProbe  `json:"probes"`

@@ -49,6 +49,11 @@ type State struct {
 // push a probe toward nondeterminism after it. A noisy probe may then need
 // more reverts to be marked (up to nondeterministic_flips − 1).
 //
+// A probe's since-run field is where its flip rate counts from (see
+// state.sinceRun): from 2026-12-02 it is advanced past every run that did
+// not compare the probe, in every format (no new one: the field and its
+// encoding are unchanged, and an older reader reads it as before).
+//
 // Probes absent from the corpus (removed by a version bump) keep their
 // state, so that a probe restored with the same request bytes is compared
 // with its old baseline. They follow the probe list, in an optional
