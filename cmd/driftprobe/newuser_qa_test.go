@@ -1,0 +1,33 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// docs/CLI.md: --pushgateway is checked before the run (exit 2). A port out
+// of range, or a URL without a host name, used to pass the check: the run
+// sent every probe and only the push failed afterwards (logged, exit 0).
+func TestPushgatewayPortAndHostCheckedBeforeTheRun(t *testing.T) {
+	for _, bad := range []string{"http://pushgw:99999", "http://pushgw:0", "http://:9091", "http://pguser:PGPASS@pushgw:65536"} {
+		err := checkPushgateway(bad)
+		if err == nil {
+			t.Errorf("checkPushgateway(%q) = nil, want a usage error", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), "PGPASS") {
+			t.Errorf("checkPushgateway(%q) repeats the password: %v", bad, err)
+		}
+	}
+	for _, good := range []string{"http://pushgw:9091", "https://pushgw", "http://u:p@127.0.0.1:1/prefix", "http://[::1]:9091"} {
+		if err := checkPushgateway(good); err != nil {
+			t.Errorf("checkPushgateway(%q) = %v", good, err)
+		}
+	}
+	db := filepath.Join(t.TempDir(), "x.db")
+	_, stderr, code := runIn(t, "run", "--db", db, "--pushgateway", "http://pushgw:99999")
+	if code != 2 || !strings.Contains(stderr, "port 99999") {
+		t.Fatalf("run --pushgateway with port 99999: exit %d, stderr %s", code, stderr)
+	}
+}
