@@ -31,3 +31,18 @@ func TestPushgatewayPortAndHostCheckedBeforeTheRun(t *testing.T) {
 		t.Fatalf("run --pushgateway with port 99999: exit %d, stderr %s", code, stderr)
 	}
 }
+
+// README: a backup whose destination directory is missing is exit 3; the
+// message says that the directory is missing rather than only naming the
+// temporary file it could not create.
+func TestBackupIntoMissingDirectorySaysSo(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "x.db")
+	if _, stderr, code := runIn(t, "run", "--db", db); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	_, stderr, code := runIn(t, "db", "backup", "--db", db, filepath.Join(dir, "nodir", "b.db"))
+	if code != 3 || !strings.Contains(stderr, "directory "+filepath.Join(dir, "nodir")+" does not exist") {
+		t.Fatalf("backup into a missing directory: exit %d, stderr %s", code, stderr)
+	}
+}
