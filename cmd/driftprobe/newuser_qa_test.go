@@ -46,3 +46,17 @@ func TestBackupIntoMissingDirectorySaysSo(t *testing.T) {
 		t.Fatalf("backup into a missing directory: exit %d, stderr %s", code, stderr)
 	}
 }
+
+// A mistyped top-level command gets cobra's suggestion on one line, as a
+// mistyped subcommand of db, corpus or config does; it used to print a
+// literal "\trun" (the tab escaped for the terminal) on a line of its own.
+func TestUnknownTopLevelCommandSuggestsOnOneLine(t *testing.T) {
+	_, stderr, code := runIn(t, "runn")
+	want := `unknown command "runn" for "driftprobe"; did you mean run?`
+	if code != 2 || strings.TrimSpace(stderr) != want {
+		t.Fatalf("driftprobe runn: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	if _, stderr, code := runIn(t, "nosuchcommand"); code != 2 || strings.TrimSpace(stderr) != `unknown command "nosuchcommand" for "driftprobe"` {
+		t.Fatalf("driftprobe nosuchcommand: exit %d, stderr %q", code, stderr)
+	}
+}
