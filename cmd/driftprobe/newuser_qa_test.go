@@ -60,3 +60,21 @@ func TestUnknownTopLevelCommandSuggestsOnOneLine(t *testing.T) {
 		t.Fatalf("driftprobe nosuchcommand: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// README's provider table names bedrock's key variables (the AWS ones);
+// `providers` showed "-" in its KEY column, as for a provider needing none.
+func TestProvidersTextNamesBedrocksCredentials(t *testing.T) {
+	stdout, stderr, code := runIn(t, "providers")
+	if code != 0 {
+		t.Fatalf("providers: exit %d: %s", code, stderr)
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "bedrock" {
+			if f[2] != "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY" {
+				t.Fatalf("bedrock's KEY column: %q (line %q)", f[2], line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no bedrock row in:\n%s", stdout)
+}
