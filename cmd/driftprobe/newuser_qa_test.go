@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,4 +78,26 @@ func TestProvidersTextNamesBedrocksCredentials(t *testing.T) {
 		}
 	}
 	t.Fatalf("no bedrock row in:\n%s", stdout)
+}
+
+// README: the database's "directory must exist" (run creates the file,
+// never its directory: exit 3). config check said ok without a word; now
+// it warns (exit 0), unless --no-keys, which checks a config away from the
+// host it runs on, as for the GitHub token.
+func TestConfigCheckWarnsMissingDatabaseDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	missing := filepath.Join(dir, "nodir")
+	os.WriteFile(cfg, []byte("targets:\n  - {name: s, provider: sim, model: sim-large}\ndatabase: \""+filepath.Join(missing, "x.db")+"\"\n"), 0o644)
+	_, stderr, code := runIn(t, "config", "check", "--config", cfg)
+	if code != 0 || !strings.Contains(stderr, "warning: database "+filepath.Join(missing, "x.db")+": its directory "+missing+" does not exist") {
+		t.Errorf("config check: exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "config", "check", "--config", cfg, "--no-keys"); code != 0 || stderr != "" {
+		t.Errorf("config check --no-keys: exit %d, stderr:\n%s", code, stderr)
+	}
+	os.Mkdir(missing, 0o755)
+	if _, stderr, code := runIn(t, "config", "check", "--config", cfg); code != 0 || stderr != "" {
+		t.Errorf("config check with the directory: exit %d, stderr:\n%s", code, stderr)
+	}
 }
