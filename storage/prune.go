@@ -565,6 +565,10 @@ func (d *DB) Backup(ctx context.Context, path string) error {
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// The usual cause: a mistyped or not yet created directory.
+			return fail(fmt.Errorf("directory %s does not exist (create it first): %w", filepath.Dir(path), err))
+		}
 		return fail(fmt.Errorf("create the copy beside it: %w", err))
 	}
 	tmp := f.Name()

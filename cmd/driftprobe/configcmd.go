@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +28,8 @@ an anthropic, gemini or mistral base_url ending in the API version its adapter
 appends itself, e.g. https://api.anthropic.com/v1; any base_url ending in a full
 endpoint the adapter appends its path to, e.g. .../v1/chat/completions; an
 openai base_url whose path does not end in /v1; unless --no-keys, a github
-block whose token variable is unset) go to stderr
+block whose token variable is unset, and a database whose directory does not
+exist) go to stderr
 and keep exit 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,6 +60,14 @@ and keep exit 0.`,
 			warnings := cfg.Warnings()
 			if !noKeys {
 				warnings = append(warnings, cfg.KeyWarnings(os.Getenv)...)
+				// Like the keys, the database's directory belongs to the
+				// host the config is checked on: run and serve create
+				// the file, never its directory (exit 3).
+				if dir := filepath.Dir(cfg.Database); cfg.Database != "" {
+					if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+						warnings = append(warnings, fmt.Sprintf("database %s: its directory %s does not exist: a run would exit 3 (create it, or correct the path)", cfg.Database, dir))
+					}
+				}
 			}
 			for _, w := range warnings {
 				fmt.Fprintf(g.stderr, "driftprobe: warning: %s\n", w)

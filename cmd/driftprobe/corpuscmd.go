@@ -105,7 +105,7 @@ default corpus.`,
 	}
 	list := &cobra.Command{
 		Use:   "list [DIR]",
-		Short: "List probes with their canonical SHA-256 and tags",
+		Short: "List probes with their canonical SHA-256, tags, role and expect",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cp, err := load(args, false)

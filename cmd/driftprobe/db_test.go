@@ -146,6 +146,7 @@ func TestDBCommands(t *testing.T) {
 		{[]string{"db", "backup", ""}, `"": want a file path`},
 		{[]string{"db", "backup", ":memory:"}, `":memory:": want a file path`},
 		{[]string{"db", "backup", "file::memory:"}, `"file::memory:": want a file path`},
+		{[]string{"db", "backup", "file:x.db"}, `"file:x.db": want a file path (a name beginning with file: reads as an SQLite URI: write ./file:x.db for a file of that name)`},
 	} {
 		_, stderr, code := runIn(t, append(c.args, "--db", db)...)
 		if code != 2 || !strings.Contains(stderr, c.msg) {

@@ -231,7 +231,12 @@ temporary file, and one killed outright leaves only FILE.tmp-NNN (and its
 			// A backup that writes no file must not report success (an
 			// unset $DEST in a cron line, SQLite's special names).
 			if d := strings.TrimSpace(args[0]); d == "" || d == ":memory:" || strings.HasPrefix(d, "file:") {
-				return cobraUsage{fmt.Errorf("%s: %q: want a file path", cmd.CommandPath(), args[0])}
+				hint := ""
+				if strings.HasPrefix(d, "file:") && d != "file::memory:" {
+					// As the docs say: the name is kept, never guessed at.
+					hint = fmt.Sprintf(" (a name beginning with file: reads as an SQLite URI: write ./%s for a file of that name)", d)
+				}
+				return cobraUsage{fmt.Errorf("%s: %q: want a file path%s", cmd.CommandPath(), args[0], hint)}
 			}
 			// Read-only and any schema: a backup before an upgrade must not
 			// upgrade the database it copies.

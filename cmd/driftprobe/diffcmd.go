@@ -29,8 +29,8 @@ killed) are chosen only when named. --from names the earlier run: a --from
 after --to is a usage error (exit 2). The header says how many probes had a
 verdict in both runs; probes only one run observed are counted apart. The
 status line gives each run's status and this target's own part of it
-(complete, degraded, aborted): a run is partial when any of its targets was
-not complete.`,
+(complete, degraded, aborted, or unrecorded for a run killed before recording
+it): a run is partial when any of its targets was not complete.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if target == "" {

@@ -25,6 +25,10 @@ func newProvidersCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(tw, "PROVIDER\tENDPOINTS\tKEY\tINPUT\tOUTPUT\tSCORES\tREQUEST ID\tMODEL FINGERPRINT")
 			for _, p := range ps {
 				key := p.KeyEnv
+				if key == "" && len(p.CredentialEnv) > 0 {
+					// bedrock: the AWS variables (SigV4), as the README's table says.
+					key = strings.Join(p.CredentialEnv, "/")
+				}
 				if !p.NeedsKey && key == "" {
 					key = "-"
 				}

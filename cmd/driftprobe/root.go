@@ -67,7 +67,7 @@ func runHUP(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-
 		fmt.Fprintln(stderr, "driftprobe: "+errText(err))
 		return exitGate
 	case app.IsUsage(err) || isCobraUsage(err) || strings.HasPrefix(err.Error(), "unknown command"):
-		fmt.Fprintln(stderr, errText(err))
+		fmt.Fprintln(stderr, errText(oneLineSuggestions(err)))
 		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		// SIGINT/SIGTERM before the command got far enough to say more
@@ -78,6 +78,22 @@ func runHUP(ctx context.Context, args []string, stdout, stderr io.Writer, hup <-
 		fmt.Fprintln(stderr, "driftprobe: "+errText(err))
 		return exitRuntime
 	}
+}
+
+// oneLineSuggestions rewrites cobra's own unknown-command error for a
+// top-level command ("unknown command \"runn\" for \"driftprobe\"\n\nDid you
+// mean this?\n\trun\n") as the group commands word theirs, on one line
+// ("…; did you mean run?"): errText would otherwise show its tab as a
+// literal \t. Any other error is returned as it is.
+func oneLineSuggestions(err error) error {
+	msg, sugg, ok := strings.Cut(err.Error(), "\n\nDid you mean this?\n")
+	if !ok || !strings.HasPrefix(msg, "unknown command") {
+		return err
+	}
+	if s := strings.Fields(sugg); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return errors.New(msg)
 }
 
 // errText is err's text as the terminal gets it: every line made safe

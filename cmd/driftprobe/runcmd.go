@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +141,8 @@ other targets are detected; db check names the row to remove).`,
 }
 
 // checkPushgateway refuses a --pushgateway that is not an http(s) URL with
-// a host, or that has a query string or fragment, which the push cannot
+// a host (and a port, if any, from 1 to 65535), or that has a query string
+// or fragment, which the push cannot
 // keep (app.ErrPushURLQuery) ("" is no push).
 func checkPushgateway(s string) error {
 	if s == "" {
@@ -151,12 +153,19 @@ func checkPushgateway(s string) error {
 		// Not repeated: it may hold a password (user:password@).
 		return app.Usage(fmt.Errorf("run: --pushgateway: not a URL; want an http(s) URL such as http://pushgateway:9091"))
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		if strings.ContainsAny(s, "@?") {
 			// Not repeated: it may hold a password or a token.
 			return app.Usage(fmt.Errorf("run: --pushgateway: want an http(s) URL such as http://pushgateway:9091"))
 		}
 		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", s))
+	}
+	if p := u.Port(); p != "" {
+		// A port out of range would only fail the push after the run
+		// (logged, exit 0): refuse it before anything is sent.
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return app.Usage(fmt.Errorf("run: --pushgateway: port %s: want 1 to 65535", p))
+		}
 	}
 	if err := app.CheckPushURL(s); err != nil {
 		// Not repeated: the query may hold a token.
