@@ -945,6 +945,12 @@ func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
 	if raw == "" {
 		return
 	}
+	if strings.ContainsFunc(raw, unicode.IsSpace) {
+		// Not repeated: it may hold a credential. Left in, the space would
+		// be in every request path (a 404 each) or make url.Parse fail.
+		col.Add(path, "contains white space (a stray space or newline inside the quotes?): request paths are appended to the base URL (want http(s)://host[:port][/path])")
+		return
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// Not repeated: it may hold a credential.

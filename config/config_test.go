@@ -196,6 +196,10 @@ func TestLoadInvalid(t *testing.T) {
 		{"base-url-fragment", `targets\[0\]\.base_url`, "base_url:", "must not carry a fragment (#…): request paths are appended to the base URL"},
 		{"base-url-port", `targets\[0\]\.base_url`, "base_url:", `"http://127.0.0.1:99999/v1": port 99999 out of range (1–65535)`},
 		{"base-url-port-zero", `targets\[0\]\.base_url`, "base_url:", `"http://127.0.0.1:0": port 0 out of range (1–65535)`},
+		// A stray space or newline in a quoted value would be sent in every
+		// request path (404s), and a v1 Azure root would not be recognised.
+		{"base-url-space", `targets\[0\]\.base_url`, "base_url:", `white space (a stray space or newline inside the quotes?)`},
+		{"base-url-newline", `targets\[0\]\.base_url`, "base_url:", `white space (a stray space or newline inside the quotes?)`},
 		{"github-base-url-port", `github\.base_url`, "base_url:", `port 70000 out of range (1–65535)`},
 		// A null is an omitted field: a from_run left null is missing,
 		// not the 0 it decodes to.
