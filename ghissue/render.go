@@ -416,6 +416,12 @@ func Title(ev *diff.Event) string {
 		what = termtext.Count(n, "probe looser", "probes looser") + fmt.Sprintf(", %d now allowed", down)
 	case ev.Direction == diff.Recategorized:
 		what = termtext.Count(n, "probe recategorized", "probes recategorized")
+	case partial && up == n:
+		// A mixed event whose probes still flipped all went one way (the
+		// others flipped back): the title says what still holds.
+		what = termtext.Count(n, "probe now blocked", "probes now blocked")
+	case partial && down == n:
+		what = termtext.Count(n, "probe now allowed", "probes now allowed")
 	default:
 		what = termtext.Count(n, "probe changed", "probes changed") + fmt.Sprintf(" (%d now blocked, %d now allowed)", up, down)
 	}

@@ -393,3 +393,29 @@ func TestModelIDWithPipeKeepsItsFingerprint(t *testing.T) {
 		t.Fatalf("fingerprint with a pipe: %q, want %q", body[i:i+strings.IndexByte(body[i:], '\n')], want)
 	}
 }
+
+// A mixed event whose loosened probes flipped back says what still holds:
+// the probes still flipped are all newly blocked, so the title says so
+// instead of "(N now blocked, 0 now allowed)"; the event's direction
+// (mixed) is unchanged, and once every probe reverted the title names the
+// mixed change it recorded.
+func TestTitleOfMixedEventWithOneSideReverted(t *testing.T) {
+	vio := diff.Verdict{Class: probes.BlockedOutput, Categories: []string{"violence"}}
+	allowed := diff.Verdict{Class: probes.Allowed}
+	ev := &diff.Event{Target: "sim-a", Targets: []string{"sim-a"}, Provider: "sim", Kind: diff.KindPolicy, Direction: diff.Mixed,
+		Status: diff.StatusOpen, Probes: []diff.EventProbe{
+			{Before: allowed, After: vio}, {Before: allowed, After: vio}, {Before: vio, After: allowed},
+		}}
+	if got, want := Title(ev), "Provider policy change on sim-a: 3 probes changed (2 now blocked, 1 now allowed) (violence)"; got != want {
+		t.Errorf("mixed\n got %q\nwant %q", got, want)
+	}
+	ev.Probes[2].Reverted = true
+	if got, want := Title(ev), "Provider policy change on sim-a: 2 probes now blocked (violence) [1 of 3 reverted]"; got != want {
+		t.Errorf("loosened side reverted\n got %q\nwant %q", got, want)
+	}
+	ev.Probes[2].Reverted = false
+	ev.Probes[0].Reverted, ev.Probes[1].Reverted = true, true
+	if got, want := Title(ev), "Provider policy change on sim-a: 1 probe now allowed (violence) [2 of 3 reverted]"; got != want {
+		t.Errorf("tightened side reverted\n got %q\nwant %q", got, want)
+	}
+}
