@@ -127,7 +127,10 @@ const (
 // ran and on which corpus, the model as configured and the models its
 // answers reported, and the target's newer runs it did not read.
 type CompareSide struct {
-	Target     string     `json:"target"`
+	Target string `json:"target"`
+	// Disabled: the target is disabled in the config (CompareOptions.
+	// Disabled), so no run refreshes it: Run is as new as its data gets.
+	Disabled   bool       `json:"disabled"`
 	Run        int64      `json:"run"`
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
@@ -241,6 +244,10 @@ type CompareOptions struct {
 	// it must be complete (else ErrRunIncomplete). 0: each target's latest
 	// complete run on a shared corpus version.
 	Run int64
+	// Disabled, when set, says whether a target is disabled in the config
+	// (diff does not read the config): such a side is marked and warned
+	// about.
+	Disabled func(target string) bool
 }
 
 // ErrNoCompleteRun is returned when a target has no complete run to compare.
@@ -502,6 +509,9 @@ func CompareWith(ctx context.Context, db *storage.DB, from, to string, o Compare
 	}
 	c.FromSide.DamagedRows, c.ToSide.DamagedRows = fdmg, tdmg
 	c.FromSide.DetectionStateDamaged, c.ToSide.DetectionStateDamaged = fbad, tbad
+	if o.Disabled != nil {
+		c.FromSide.Disabled, c.ToSide.Disabled = o.Disabled(from), o.Disabled(to)
+	}
 	c.warn()
 	c.GateFailed = c.OverBlocking > c.MaxNewBlocks || c.MaxLostBlocks >= 0 && c.UnderBlocking > c.MaxLostBlocks ||
 		c.MaxNotCompared >= 0 && c.NotComparedGated > c.MaxNotCompared
@@ -745,6 +755,12 @@ func (c *Comparison) warn() { c.Warnings = c.WarningTexts(func(s string) string 
 // only the latest MaxNewerRuns).
 func (c *Comparison) WarningTexts(quote func(string) string) []string {
 	out := []string{}
+	for _, s := range []*CompareSide{&c.FromSide, &c.ToSide} {
+		if s.Disabled {
+			out = append(out, fmt.Sprintf("%s is disabled in the config: no run refreshes it, so this compares its latest complete run, %d, started %s",
+				quote(s.Target), s.Run, s.StartedAt.UTC().Format(time.RFC3339)))
+		}
+	}
 	for _, s := range []*CompareSide{&c.FromSide, &c.ToSide} {
 		other := c.To
 		if s == &c.ToSide {

@@ -47,6 +47,7 @@ type cmpOut struct {
 
 type cmpSide struct {
 	Target        string `json:"target"`
+	Disabled      bool   `json:"disabled"`
 	Run           int64  `json:"run"`
 	StartedAt     string `json:"started_at"`
 	CorpusVersion string `json:"corpus_version"`
@@ -227,11 +228,18 @@ targets:
 		t.Errorf("B's newer runs %+v: want 3 and 4, complete on 2099.1.1, skipped for the corpus version", nr)
 	}
 	const warn = "B has newer complete runs that were not compared: runs 3, 4 on corpus 2099.1.1, on which A has no complete run; this compares B's older run 2"
-	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], warn) || !strings.Contains(stderr, "driftprobe: warning: "+warn) {
+	// A is disabled in the config: no run refreshes it, and the
+	// comparison says so rather than reading its old run silently.
+	const disabled = "A is disabled in the config: no run refreshes it, so this compares its latest complete run, 2, started 20"
+	if len(c.Warnings) != 2 || !strings.HasPrefix(c.Warnings[0], disabled) || !strings.Contains(c.Warnings[1], warn) ||
+		!strings.Contains(stderr, "driftprobe: warning: "+warn) || !strings.Contains(stderr, "driftprobe: warning: "+disabled) {
 		t.Errorf("warnings %q, stderr %q", c.Warnings, stderr)
 	}
+	if !c.FromSide.Disabled || c.ToSide.Disabled {
+		t.Errorf("sides disabled %v, %v: want A's only", c.FromSide.Disabled, c.ToSide.Disabled)
+	}
 	text, _, _ := runIn(t, append([]string{"compare"}, base...)...)
-	for _, w := range []string{"WARNING: " + warn, "current    A  run 2, started 20", "answered by sim-xl-", "fingerprint fp-b (", "at sim:embedded", "corpus " + c.CorpusVersion} {
+	for _, w := range []string{"WARNING: " + warn, "WARNING: " + disabled, "current    A  run 2, started 20", "answered by sim-xl-", "fingerprint fp-b (", "at sim:embedded", "corpus " + c.CorpusVersion} {
 		if !strings.Contains(text, w) {
 			t.Errorf("text lacks %q:\n%s", w, text)
 		}

@@ -107,7 +107,8 @@ exit 3 when the run --run made was not complete for a target.`,
 					return err
 				}
 			}
-			opts := diff.CompareOptions{MaxNewBlocks: maxNew, MaxLostBlocks: maxLost, MaxNotCompared: maxNotCompared}
+			opts := diff.CompareOptions{MaxNewBlocks: maxNew, MaxLostBlocks: maxLost, MaxNotCompared: maxNotCompared,
+				Disabled: func(name string) bool { t := cfg.Target(name); return t != nil && t.Disabled }}
 			var runID int64 // compare --run: the run made, and its status
 			var runStatus string
 			if runNow {
