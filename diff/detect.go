@@ -571,13 +571,15 @@ func (d *detector) observe(obs []*storage.Observation) error {
 	stats := TargetStats{Target: d.t.Name, Degraded: d.t.Status != storage.TargetComplete}
 	// Before a move parks them: a state parked now, with what it left
 	// pending long ago, must not resume it later.
-	if err := d.dropStaleCandidates(states); err != nil {
-		return err
-	}
-	// Nor do the runs the target was away from count toward its probes'
-	// flip rates (a state parked now keeps that, too).
-	if err := d.skipAwayRuns(states); err != nil {
-		return err
+	if len(states) > 0 {
+		prev, prevDetected, err := d.previousRuns()
+		if err != nil {
+			return err
+		}
+		d.dropStaleCandidates(states, prev)
+		// Nor do the runs the target was away from count toward its
+		// probes' flip rates (a state parked now keeps that, too).
+		d.skipAwayRuns(states, prevDetected)
 	}
 	states, originReset, foreign, err := d.moveOrigin(states, obs, &stats)
 	if err != nil {
@@ -1782,24 +1784,25 @@ func (d *detector) withdraw(marked map[string]string) error {
 // continues: a state parked at an endpoint, or a target left out of runs.
 func (d *detector) staleRuns() int64 { return int64(max(d.p.WindowRuns, ndWindowRuns)) }
 
+// previousRuns returns the target's latest run before this one (prev)
+// and its latest one before this one whose detection committed for it
+// (prevDetected), 0 when there is none.
+func (d *detector) previousRuns() (prev, prevDetected int64, err error) {
+	err = d.tx.QueryRowContext(d.ctx, `SELECT COALESCE(MAX(run_id), 0), COALESCE(MAX(CASE WHEN detected = 1 THEN run_id END), 0)
+		FROM run_targets WHERE target_id = ? AND run_id < ?`, d.t.ID, d.in.RunID).Scan(&prev, &prevDetected)
+	return prev, prevDetected, err
+}
+
 // dropStaleCandidates drops the pending candidates and score drifts of a
 // target that took part in no run for more than staleRuns runs before
-// this one (it was disabled, or removed from the config and put back):
-// answers weeks apart are not consecutive answers, as for a probe absent
-// from the corpus or a target back at an endpoint it left long ago. Runs
-// it took part in count whatever they confirmed (a degraded or aborted
-// run breaks no streak).
-func (d *detector) dropStaleCandidates(states map[string]*state) error {
-	if len(states) == 0 {
-		return nil
-	}
-	var prev int64
-	if err := d.tx.QueryRowContext(d.ctx, `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ? AND run_id < ?`,
-		d.t.ID, d.in.RunID).Scan(&prev); err != nil {
-		return err
-	}
+// this one, prev being the latest it took part in (it was disabled, or
+// removed from the config and put back): answers weeks apart are not
+// consecutive answers, as for a probe absent from the corpus or a target
+// back at an endpoint it left long ago. Runs it took part in count
+// whatever they confirmed (a degraded or aborted run breaks no streak).
+func (d *detector) dropStaleCandidates(states map[string]*state, prev int64) {
 	if prev == 0 || d.in.RunID-prev <= d.staleRuns() {
-		return nil
+		return
 	}
 	for _, st := range states {
 		if st.candidate != "" || st.driftRuns != 0 || st.driftScores != "" {
@@ -1808,33 +1811,23 @@ func (d *detector) dropStaleCandidates(states map[string]*state) error {
 			st.dirty = true
 		}
 	}
-	return nil
 }
 
 // skipAwayRuns leaves the runs the target was away from since its last
-// detected run (disabled, removed from the config, its answers never
-// detected) out of the flip rates of its probes in the corpus (sinceRun):
-// they compared nothing. Probes out of the corpus have theirs left out
-// when they return (absentSince).
-func (d *detector) skipAwayRuns(states map[string]*state) error {
-	if len(states) == 0 {
-		return nil
-	}
-	var prev int64
-	if err := d.tx.QueryRowContext(d.ctx, `SELECT COALESCE(MAX(run_id), 0) FROM run_targets WHERE target_id = ? AND run_id < ? AND detected = 1`,
-		d.t.ID, d.in.RunID).Scan(&prev); err != nil {
-		return err
-	}
-	if prev == 0 || d.in.RunID-prev <= 1 {
-		return nil
+// detected run, prevDetected (disabled, removed from the config, its
+// answers never detected), out of the flip rates of its probes in the
+// corpus (sinceRun): they compared nothing. Probes out of the corpus have
+// theirs left out when they return (absentSince).
+func (d *detector) skipAwayRuns(states map[string]*state, prevDetected int64) {
+	if prevDetected == 0 || d.in.RunID-prevDetected <= 1 {
+		return
 	}
 	for _, st := range states {
 		if st.absentSince == 0 {
-			st.sinceRun += d.in.RunID - prev - 1
+			st.sinceRun += d.in.RunID - prevDetected - 1
 			st.dirty = true
 		}
 	}
-	return nil
 }
 
 // ndWindowRuns is how close reverts must come to add up toward

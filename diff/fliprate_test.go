@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/driftprobe/driftprobe/diff"
+	"github.com/driftprobe/driftprobe/internal/testenv"
 	"github.com/driftprobe/driftprobe/probes/sim"
 )
 
@@ -15,6 +17,17 @@ func wantRate(t *testing.T, got, want float64, why string) {
 	if math.Abs(got-want) > 1e-9 {
 		t.Errorf("flip_rate %.4f, want %.4f: %s", got, want, why)
 	}
+}
+
+// confirmedAt returns probe's event row, failing unless it was confirmed
+// at run.
+func confirmedAt(t *testing.T, e *testenv.Env, probe string, run int64) *diff.EventProbe {
+	t.Helper()
+	p := confirmedRow(t, events(t, e), probe)
+	if p == nil || p.ConfirmedRun != run {
+		t.Fatalf("%s: %+v, want confirmed at run %d", probe, p, run)
+	}
+	return p
 }
 
 // A probe's flip rate counts only the runs that compared it: runs in which
@@ -33,25 +46,8 @@ func TestFlipRateLeavesOutRunsTheTargetWasAway(t *testing.T) {
 		e.Runs(25) // runs 4-28: a is disabled (keep runs on)
 		setDisabled(t, e, "a", false)
 		e.Runs(2) // runs 29-30: a new candidate, confirmed at 30
-		p := confirmedRow(t, events(t, e), "vio-kill-process")
-		if p == nil || p.ConfirmedRun != 30 {
-			t.Fatalf("vio-kill-process: %+v, want confirmed at run 30", p)
-		}
+		p := confirmedAt(t, e, "vio-kill-process", 30)
 		wantRate(t, p.FlipRate, 1.0/4, "compared in runs 1, 2, 3, 29, 30: one change in four transitions")
-	})
-
-	t.Run("short pause", func(t *testing.T) {
-		e, _ := qaVersionedEnv(t, policy)
-		e.Runs(3)
-		setDisabled(t, e, "a", true)
-		e.Runs(2) // runs 4-5
-		setDisabled(t, e, "a", false)
-		e.Run() // run 6: the candidate's second run
-		p := confirmedRow(t, events(t, e), "vio-kill-process")
-		if p == nil || p.ConfirmedRun != 6 {
-			t.Fatalf("vio-kill-process: %+v, want confirmed at run 6", p)
-		}
-		wantRate(t, p.FlipRate, 1.0/3, "compared in runs 1, 2, 3, 6")
 	})
 
 	t.Run("other endpoint", func(t *testing.T) {
@@ -69,10 +65,7 @@ func TestFlipRateLeavesOutRunsTheTargetWasAway(t *testing.T) {
 		e.Config.Target("a").BaseURL = x.URL
 		e.Rebuild()
 		e.Run() // run 12 back at x: the candidate it left resumes, confirmed
-		p := confirmedRow(t, events(t, e), "vio-kill-process")
-		if p == nil || p.ConfirmedRun != 12 {
-			t.Fatalf("vio-kill-process: %+v, want confirmed at run 12", p)
-		}
+		p := confirmedAt(t, e, "vio-kill-process", 12)
 		wantRate(t, p.FlipRate, 1.0/3, "compared at x in runs 1, 2, 3, 12")
 	})
 }
@@ -87,10 +80,7 @@ func TestFlipRateLeavesOutRunsTheProbeWasAbsent(t *testing.T) {
 	writeQACorpus(t, dir, "3", qaProbes)
 	e.Reload()
 	e.Runs(2) // runs 7-8: it is back, blocked, confirmed at 8
-	p := confirmedRow(t, events(t, e), "vio-kill-process")
-	if p == nil || p.ConfirmedRun != 8 {
-		t.Fatalf("vio-kill-process: %+v, want confirmed at run 8", p)
-	}
+	p := confirmedAt(t, e, "vio-kill-process", 8)
 	wantRate(t, p.FlipRate, 1.0/3, "compared in runs 1, 2, 7, 8")
 }
 
@@ -103,9 +93,6 @@ func TestFlipRateLeavesOutRunsThatDidNotAnswer(t *testing.T) {
 	e.Runs(3) // runs 4-6: every request fails (degraded: breaks no streak)
 	setErrors(t, e, "a", 0, 503)
 	e.Run() // run 7: the candidate's second run
-	p := confirmedRow(t, events(t, e), "vio-kill-process")
-	if p == nil || p.ConfirmedRun != 7 {
-		t.Fatalf("vio-kill-process: %+v, want confirmed at run 7", p)
-	}
+	p := confirmedAt(t, e, "vio-kill-process", 7)
 	wantRate(t, p.FlipRate, 1.0/3, "compared in runs 1, 2, 3, 7")
 }

@@ -57,6 +57,8 @@ func TestTargetAwayLongBreaksAPendingCandidate(t *testing.T) {
 		if p == nil || p.FirstRun != 3 || p.ConfirmedRun != 6 {
 			t.Fatalf("vio-kill-process: %+v, want first seen at run 3 and confirmed at 6", p)
 		}
+		// Its flip rate leaves the paused runs out (TestFlipRateLeavesOutRunsTheTargetWasAway).
+		wantRate(t, p.FlipRate, 1.0/3, "compared in runs 1, 2, 3, 6")
 	})
 }
 
