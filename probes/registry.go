@@ -128,6 +128,16 @@ func Providers() []Info {
 	return out
 }
 
+// basePath returns the path of base without trailing slashes; ok is false
+// when base is empty or does not parse (the base_url checks refuse it).
+func basePath(base string) (p string, ok bool) {
+	u, err := url.Parse(base)
+	if err != nil || base == "" {
+		return "", false
+	}
+	return strings.TrimRight(u.Path, "/"), true
+}
+
 // DoubledVersion returns a warning (field base_url) when the path of base
 // ends in one of versions, a version segment the adapter puts before the
 // path it appends (path, starting with "/"): the request would go to
@@ -135,11 +145,10 @@ func Providers() []Info {
 // adapter and root is the API root to suggest (base_url without the
 // version). A base that does not parse, or does not end so, gives none.
 func DoubledVersion(base, path, provider, root string, versions ...string) []FieldError {
-	u, err := url.Parse(base)
-	if err != nil || base == "" {
+	p, ok := basePath(base)
+	if !ok {
 		return nil
 	}
-	p := strings.TrimRight(u.Path, "/")
 	last := p[strings.LastIndex(p, "/")+1:]
 	for _, v := range versions {
 		if last != "" && strings.EqualFold(last, v) {
@@ -162,11 +171,10 @@ func DoubledVersion(base, path, provider, root string, versions ...string) []Fie
 // names the adapter and root is the API root to suggest. A base that does
 // not parse, or does not end so, gives none.
 func PastedEndpoint(base, path, provider, root string, endpoints ...string) []FieldError {
-	u, err := url.Parse(base)
-	if err != nil || base == "" {
+	p, ok := basePath(base)
+	if !ok {
 		return nil
 	}
-	p := strings.TrimRight(u.Path, "/")
 	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for _, e := range endpoints {
 		pat := strings.Split(strings.TrimPrefix(e, "/"), "/")
@@ -199,11 +207,10 @@ func PastedEndpoint(base, path, provider, root string, endpoints ...string) []Fi
 // hence a warning). provider names the adapter and root is the API root
 // to suggest. A base that is empty or does not parse gives none.
 func MissingVersion(base, path, provider, root, version string) []FieldError {
-	u, err := url.Parse(base)
-	if err != nil || base == "" {
+	p, ok := basePath(base)
+	if !ok {
 		return nil
 	}
-	p := strings.TrimRight(u.Path, "/")
 	if strings.EqualFold(p[strings.LastIndex(p, "/")+1:], version) {
 		return nil
 	}
