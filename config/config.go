@@ -32,6 +32,7 @@ import (
 	"github.com/driftprobe/driftprobe/internal/yamlx"
 	"github.com/driftprobe/driftprobe/probes"
 	"github.com/driftprobe/driftprobe/probes/sim"
+	"github.com/driftprobe/driftprobe/probes/wire"
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 )
@@ -1005,10 +1006,8 @@ func checkBaseURL(col *yamlx.Collector, path, raw, keyField string) {
 		} else {
 			col.Add(path, "host %q: %s (%s)", u.Hostname(), hostProblem(u, true), want)
 		}
-	case u.Port() != "":
-		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-			col.Add(path, "%q: port %s out of range (1–65535)", raw, u.Port())
-		}
+	case !wire.PortInRange(u.Port()):
+		col.Add(path, "%q: port %s out of range (1–65535)", raw, u.Port())
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/driftprobe/driftprobe/diff"
 	"github.com/driftprobe/driftprobe/internal/app"
+	"github.com/driftprobe/driftprobe/probes/wire"
 	"github.com/driftprobe/driftprobe/runner"
 	"github.com/driftprobe/driftprobe/storage"
 )
@@ -160,12 +160,10 @@ func checkPushgateway(s string) error {
 		}
 		return app.Usage(fmt.Errorf("run: --pushgateway %q: want an http(s) URL such as http://pushgateway:9091", s))
 	}
-	if p := u.Port(); p != "" {
+	if !wire.PortInRange(u.Port()) {
 		// A port out of range would only fail the push after the run
 		// (logged, exit 0): refuse it before anything is sent.
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return app.Usage(fmt.Errorf("run: --pushgateway: port %s: want 1 to 65535", p))
-		}
+		return app.Usage(fmt.Errorf("run: --pushgateway: port %s: want 1 to 65535", u.Port()))
 	}
 	if err := app.CheckPushURL(s); err != nil {
 		// Not repeated: the query may hold a token.

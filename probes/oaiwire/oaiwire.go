@@ -107,10 +107,8 @@ func CheckBaseURL(base string) error {
 		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(base, "#") {
 		return ErrBaseURL
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return ErrBaseURL
-		}
+	if !wire.PortInRange(u.Port()) {
+		return ErrBaseURL
 	}
 	return nil
 }

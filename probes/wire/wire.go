@@ -399,3 +399,14 @@ func Finish(r probes.Result) probes.Result {
 	r.Reason = Truncate(r.Reason, 200)
 	return r
 }
+
+// PortInRange reports whether a URL's port (url.URL.Port: "" when none is
+// given) is absent or a number from 1 to 65535, the ports a request can
+// be sent to.
+func PortInRange(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
+}
