@@ -2,9 +2,12 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -112,4 +115,34 @@ func TestFinishRunRefusesAFinishedRun(t *testing.T) {
 	if r.Status != RunAborted || len(rts) != 0 {
 		t.Fatalf("run %s with %d target rows, want aborted with none", r.Status, len(rts))
 	}
+}
+
+// BenchmarkSaveProbes stores a corpus of 5,000 probes into a fresh
+// database, as a first run's writer does (canonical forms of ~300 bytes,
+// hashes in random order, as SHA-256 digests are).
+func BenchmarkSaveProbes(b *testing.B) {
+	const n = 5000
+	ctx := context.Background()
+	recs := make([]ProbeRecord, n)
+	for i := range recs {
+		sum := sha256.Sum256([]byte(fmt.Sprint(i)))
+		recs[i] = ProbeRecord{SHA256: hex.EncodeToString(sum[:]), ProbeID: fmt.Sprintf("p%05d", i), CorpusVersion: "1", Role: "borderline", Expect: "either",
+			Canonical: fmt.Sprintf(`{"id":"p%05d","messages":[{"role":"user","content":%q}],"params":{}}`, i, strings.Repeat("a borderline question, variant ", 8))}
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		d, err := Open(ctx, filepath.Join(b.TempDir(), "b.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := d.SaveProbes(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		d.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/probe")
 }

@@ -355,6 +355,10 @@ func (d *DB) SaveProbes(ctx context.Context, ps []ProbeRecord) error {
 				todo = append(todo, p)
 			}
 		}
+		// In hash order: each insert then lands beside the last in the
+		// sha256 index instead of at a random page of it (a 5,000-probe
+		// first save measured ~7 µs per probe in random order).
+		slices.SortFunc(todo, func(a, b ProbeRecord) int { return strings.Compare(a.SHA256, b.SHA256) })
 		const per = 64
 		var stmts [per + 1]*sql.Stmt
 		defer func() {
