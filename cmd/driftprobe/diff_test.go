@@ -86,6 +86,11 @@ func TestEventsDisplayByKind(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s events: exit %d: %s", c.name, code, stderr)
 		}
+		// The listing opens with its first event, not a blank line (the
+		// separator a run's summary puts before its events).
+		if !strings.HasPrefix(stdout, "event ") {
+			t.Errorf("%s: events do not open with an event line:\n%q", c.name, stdout[:min(len(stdout), 80)])
+		}
 		for _, w := range c.want {
 			if !strings.Contains(stdout, w) {
 				t.Errorf("%s: events lack %q:\n%s", c.name, w, stdout)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,8 +61,12 @@ first_run, confirmed_run, issue_url and more.`,
 				_, err := g.stdout.Write([]byte("no events\n"))
 				return err
 			}
-			app.WriteEvents(g.stdout, evs, nil)
-			return nil
+			// WriteEvents leads each event with a blank line (its separator
+			// from a run's summary); the listing opens with its first event.
+			var b bytes.Buffer
+			app.WriteEvents(&b, evs, nil)
+			_, err = g.stdout.Write(bytes.TrimPrefix(b.Bytes(), []byte("\n")))
+			return err
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "JSON array output")
