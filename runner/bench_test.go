@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -284,4 +285,42 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// BenchmarkRunRetained5000 measures the memory a run's result holds: what
+// Summary.Observations keeps of each observation (bodies dropped once
+// stored) for the detection that follows it in the same process, which
+// reads it instead of the database. retained-KB/obs is the live heap
+// with the summary held, after a collection, minus the live heap before
+// the run (the corpus, the targets, the simulator), per observation: how
+// a run's peak memory grows with probes × targets × samples.
+func BenchmarkRunRetained5000(b *testing.B) {
+	cfg, cp, targets, closeT := benchSetup(b, 5000)
+	defer closeT()
+	var per []float64
+	for i := 0; i < b.N; i++ {
+		st := openBenchDB(b)
+		before := liveHeap()
+		sum, err := runner.New(runner.Options{Config: cfg, Corpus: cp, Store: st, Targets: targets}).Run(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		after := liveHeap()
+		n := 0
+		for _, obs := range sum.Observations {
+			n += len(obs)
+		}
+		per = append(per, float64(after-before)/1024/float64(n))
+		runtime.KeepAlive(sum)
+		st.Close()
+	}
+	b.ReportMetric(median(per), "retained-KB/obs")
+}
+
+// liveHeap returns the bytes of live heap objects after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
