@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 
 	"github.com/driftprobe/driftprobe/internal/problems"
 	"github.com/driftprobe/driftprobe/internal/yamlx"
@@ -198,11 +199,7 @@ func writeLock(dir string, l *Lock) error {
 	}
 	f, err := os.CreateTemp(dir, "."+LockName+".*.tmp")
 	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			// A read-only mount (a ConfigMap, an image layer).
-			return fmt.Errorf("write lock: %w: %s is read-only; lock the corpus where its lock is writable (driftprobe corpus lock DIR) and ship %s with it, a run then only reads it", err, dir, LockName)
-		}
-		return fmt.Errorf("write lock: %w", err)
+		return lockWriteError(dir, err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(buf.Bytes())
@@ -225,4 +222,15 @@ func writeLock(dir string, l *Lock) error {
 func yamlScalar(s string) string {
 	b, _ := yaml.Marshal(s)
 	return string(bytes.TrimSpace(b))
+}
+
+// lockWriteError is the error of a lock that could not be created in dir.
+// A directory this user may not write, or one on a read-only mount (a
+// Kubernetes ConfigMap volume, an image layer: EROFS, which is no
+// fs.ErrPermission), says how to ship the lock instead.
+func lockWriteError(dir string, err error) error {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		return fmt.Errorf("write lock: %w: %s is read-only; lock the corpus where its lock is writable (driftprobe corpus lock DIR) and ship %s with it, a run then only reads it", err, dir, LockName)
+	}
+	return fmt.Errorf("write lock: %w", err)
 }

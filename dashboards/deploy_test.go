@@ -19,8 +19,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/driftprobe/driftprobe/config"
+	"github.com/driftprobe/driftprobe/internal/app"
 	"github.com/driftprobe/driftprobe/probes"
 	_ "github.com/driftprobe/driftprobe/probes/all" // providers, for config validation
+	"github.com/driftprobe/driftprobe/storage"
 )
 
 const (
@@ -348,7 +350,27 @@ func TestK8sManifests(t *testing.T) {
 	wantEq(t, "CronJob successfulJobsHistoryLimit", get(spec, "successfulJobsHistoryLimit"), 3)
 	wantEq(t, "CronJob failedJobsHistoryLimit", get(spec, "failedJobsHistoryLimit"), 1)
 	job := get(spec, "jobTemplate", "spec")
-	wantEq(t, "Job backoffLimit", get(job, "backoffLimit"), 1)
+	// No retry of a failed run: `run` fails with exit 2 (the config: a
+	// retry fails alike) or 3 (the lease held elsewhere, or a run that
+	// was stored and probed, measured nothing or failed detection: a
+	// retry pays for the whole corpus again and records another run,
+	// which confirms flips minutes instead of an interval apart). The
+	// next schedule runs anyway. A pod lost to a disruption (node drain,
+	// preemption) is started again: it did not fail.
+	wantEq(t, "Job backoffLimit", get(job, "backoffLimit"), 0)
+	rules, _ := get(job, "podFailurePolicy", "rules").([]any)
+	disruption := false
+	for _, r := range rules {
+		conds, _ := get(r, "onPodConditions").([]any)
+		for _, c := range conds {
+			if get(r, "action") == "Ignore" && get(c, "type") == "DisruptionTarget" {
+				disruption = true
+			}
+		}
+	}
+	if !disruption {
+		t.Errorf("Job podFailurePolicy %v: want a rule that ignores (restarts) pods failed by a DisruptionTarget", rules)
+	}
 	ads, _ := get(job, "activeDeadlineSeconds").(int)
 	if ads <= 0 || time.Duration(ads)*time.Second >= interval {
 		t.Errorf("Job activeDeadlineSeconds = %v, want > 0 and below the %v interval", get(job, "activeDeadlineSeconds"), interval)
@@ -358,6 +380,15 @@ func TestK8sManifests(t *testing.T) {
 	}
 	pod := get(job, "template", "spec")
 	wantEq(t, "CronJob pod restartPolicy", get(pod, "restartPolicy"), "Never")
+	// SIGTERM (the deadline, a drain) aborts the run, which then finishes
+	// its writes (each may wait out the busy timeout) and still pushes its
+	// metrics (up to app.PushTimeout): the default 30 s grace would SIGKILL
+	// it mid-push. The deadline plus the grace stays below the interval.
+	grace, _ := get(pod, "terminationGracePeriodSeconds").(int)
+	if g := time.Duration(grace) * time.Second; g < storage.BusyTimeout+app.PushTimeout+10*time.Second || time.Duration(ads)*time.Second+g >= interval {
+		t.Errorf("CronJob pod terminationGracePeriodSeconds = %v, want at least the busy timeout (%v) + the push timeout (%v) + 10s, and with activeDeadlineSeconds below the %v interval",
+			get(pod, "terminationGracePeriodSeconds"), storage.BusyTimeout, app.PushTimeout, interval)
+	}
 	ctr := checkPod(t, "CronJob", pod, c, secretKeys)
 	args := strs(get(ctr, "args"))
 	if len(args) == 0 || args[0] != "run" {

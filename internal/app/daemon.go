@@ -333,10 +333,15 @@ func definition(cfg *config.Config) gocron.JobDefinition {
 	return gocron.CronJob(cfg.Schedule, false)
 }
 
+// schedulerStopTimeout is how long Shutdown lets the scheduler wait for a
+// run in progress to end (gocron's stop timeout) before Shutdown waits for
+// it itself (tests shorten it).
+var schedulerStopTimeout = 10 * time.Second
+
 // Start starts the scheduler. Runs never overlap (singleton mode) and never
 // overlap with another process on the same database (the run lease).
 func (d *Daemon) Start() error {
-	s, err := gocron.NewScheduler(gocron.WithClock(d.clock))
+	s, err := gocron.NewScheduler(gocron.WithClock(d.clock), gocron.WithStopTimeout(schedulerStopTimeout))
 	if err != nil {
 		return err
 	}
@@ -617,7 +622,10 @@ func (d *Daemon) sameDatabaseFile() error {
 // Shutdown stops the scheduler (cancelling a run in progress, which is
 // then recorded as aborted) and the delivery worker (cancelling a
 // delivery pass in progress: what it did not send stays queued), and
-// releases everything.
+// releases everything. It waits for a run in progress to end however long
+// its abort takes (systemd's TimeoutStopSec, Kubernetes'
+// terminationGracePeriodSeconds bound it); a run that outlasts the
+// scheduler's own stop timeout is logged, not an error.
 func (d *Daemon) Shutdown() error {
 	d.ready.Store(false)
 	d.probeMu.Lock() // no readiness read from now on (its handle would outlive the store's)
@@ -626,7 +634,13 @@ func (d *Daemon) Shutdown() error {
 	d.stopRuns() // a run in progress ends, recorded aborted
 	var err error
 	if d.sched != nil {
-		err = d.sched.Shutdown()
+		// A run still ending past the scheduler's stop timeout (its final
+		// writes waiting on another writer's lock) is no failed shutdown:
+		// it is waited for below (runMu), and ends recorded aborted.
+		if err = d.sched.Shutdown(); errors.Is(err, gocron.ErrStopJobsTimedOut) {
+			d.log.Info("shutting down: the run in progress is still ending (recorded aborted); waiting for it")
+			err = nil
+		}
 	}
 	d.closing.Wait()
 	<-d.deliverDone // a delivery pass in progress was cancelled with the runs: it ends first

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -455,4 +456,96 @@ func TestScheduleReloadKeepsTheRun(t *testing.T) {
 	if runCtx.Err() == nil {
 		t.Fatal("shutdown left the run's context alive")
 	}
+}
+
+// A run still ending when the scheduler's stop timeout passes (its final
+// writes waiting on another writer's lock, say) is waited for, and the
+// shutdown is still a clean one: SIGTERM to serve then exits 0, not 3
+// with "gocron: timed out waiting for jobs to finish" (a stopped systemd
+// unit shown failed). The log says what Shutdown waits for.
+func TestShutdownWaitsPastTheSchedulerStopTimeout(t *testing.T) {
+	defer app.SetSchedulerStopTimeout(time.Millisecond)()
+	dir := t.TempDir()
+	cfgPath := writeCfg(t, dir, blockedRunCfg)
+	clock := clockwork.NewFakeClock()
+	waiting := make(chan struct{}, 1000)
+	release := make(chan struct{})
+	logs := &notifyWriter{want: "still ending", seen: make(chan struct{})}
+	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: clock,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Sleep: func(ctx context.Context, _ time.Duration) error {
+			waiting <- struct{}{}
+			<-ctx.Done()
+			<-release // the run ends slowly, past the scheduler's stop timeout
+			return ctx.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Minute)
+	select {
+	case <-waiting:
+	case <-ctx.Done():
+		t.Fatal("run never started")
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Shutdown() }()
+	select {
+	case <-logs.seen:
+	case <-ctx.Done():
+		close(release)
+		t.Fatalf("Shutdown never said it waits for the run in progress; logs:\n%s (Shutdown: %v)", logs.String(), <-done)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v, want a clean shutdown", err)
+	}
+	st, err := storage.Open(context.Background(), filepath.Join(dir, "d.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run, err := st.Run(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != storage.RunAborted {
+		t.Errorf("run status %s, want aborted", run.Status)
+	}
+	if h, _ := st.LockHolder(context.Background()); h != nil {
+		t.Errorf("lease still held after shutdown: %+v", h)
+	}
+}
+
+// notifyWriter collects log output and closes seen once it holds want.
+type notifyWriter struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+func (w *notifyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
