@@ -248,6 +248,25 @@ func checkPod(t *testing.T, where string, pod any, c *config.Config, secretKeys 
 		t.Errorf("%s: /tmp must be an emptyDir (the root filesystem is read-only)", where)
 	}
 
+	// The Go runtime's soft memory limit sits below the container's hard
+	// one: near the limit the collector works harder instead of letting
+	// the heap double (GOGC) into an OOM kill mid-run. Below it by enough
+	// for what the runtime does not count (SQLite's page cache is mapped
+	// outside the Go heap), not so far that memory is left unused.
+	limit := k8sBytes(t, where+" resources.limits.memory", get(ctr, "resources", "limits", "memory"))
+	var soft int64
+	elist, _ := get(ctr, "env").([]any)
+	for _, e := range elist {
+		if get(e, "name") == "GOMEMLIMIT" {
+			soft = goMemLimit(t, where+" GOMEMLIMIT", get(e, "value"))
+		}
+	}
+	if soft == 0 {
+		t.Errorf("%s: no GOMEMLIMIT in the container's env (the Go runtime would not know the %d MiB limit)", where, limit>>20)
+	} else if soft > limit*95/100 || soft < limit*75/100 {
+		t.Errorf("%s: GOMEMLIMIT %d MiB, want 75–95%% of the container's %d MiB limit", where, soft>>20, limit>>20)
+	}
+
 	env := secretEnv(t, where, ctr)
 	if len(env) == 0 {
 		t.Fatalf("%s: no env var from the Secret", where)
@@ -677,4 +696,42 @@ func systemdSpan(s string) (time.Duration, error) {
 		return time.Duration(n) * time.Second, nil
 	}
 	return time.ParseDuration(s)
+}
+
+// k8sBytes parses a Kubernetes memory quantity in binary units (512Mi,
+// 1Gi) into bytes.
+func k8sBytes(t *testing.T, where string, v any) int64 {
+	t.Helper()
+	q, _ := v.(string)
+	for suffix, mult := range map[string]int64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30} {
+		if n, ok := strings.CutSuffix(q, suffix); ok {
+			if i, err := strconv.ParseInt(n, 10, 64); err == nil && i > 0 {
+				return i * mult
+			}
+		}
+	}
+	t.Fatalf("%s = %v: want a quantity such as 512Mi", where, v)
+	return 0
+}
+
+// goMemLimit parses a GOMEMLIMIT value (bytes, or a number with B, KiB,
+// MiB or GiB, as the Go runtime reads it) into bytes.
+func goMemLimit(t *testing.T, where string, v any) int64 {
+	t.Helper()
+	s, _ := v.(string)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = n, u.mult
+			break
+		}
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || i <= 0 {
+		t.Fatalf("%s = %v: want bytes or a number with KiB, MiB or GiB", where, v)
+	}
+	return i * mult
 }
