@@ -106,3 +106,38 @@ func qaFiles(t *testing.T, db string) map[string][]byte {
 	}
 	return out
 }
+
+// DESIGN.md (Contract, exit codes): a configuration error is exit 2 with a
+// message naming the file, line and field. A config whose `corpus` names a
+// directory without corpus.yaml is such an error, as a `corpus` that does
+// not exist or is a file already are (bad.yaml:1: corpus: …); it was
+// reported as "DIR/corpus.yaml: cannot read corpus", naming neither the
+// config nor the field, for every command that loads the config's corpus.
+func TestQAContractConfigCorpusWithoutCorpusYAMLNamesConfigLine(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "nocorpus")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("database: "+filepath.Join(dir, "x.db")+"\ncorpus: "+empty+"\ntargets:\n  - {name: a, provider: sim, model: m}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := cfg + ":2: corpus: " + empty
+	for _, args := range [][]string{
+		{"run", "--no-progress", "--config", cfg},
+		{"config", "check", "--config", cfg},
+		{"corpus", "list", "--config", cfg},
+		{"plan", "--config", cfg},
+	} {
+		_, stderr, code := runIn(t, args...)
+		if code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "corpus.yaml") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q (naming corpus.yaml)", args, code, stderr, want)
+		}
+	}
+	// A DIR given on the command line names no config line: the file is named.
+	_, stderr, code := runIn(t, "corpus", "lint", empty)
+	if code != 2 || !strings.Contains(stderr, filepath.Join(empty, "corpus.yaml")) {
+		t.Errorf("corpus lint DIR: exit %d, stderr %q", code, stderr)
+	}
+}
