@@ -141,3 +141,33 @@ func TestQAContractConfigCorpusWithoutCorpusYAMLNamesConfigLine(t *testing.T) {
 		t.Errorf("corpus lint DIR: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// DESIGN.md (Contract, config): `database` is the SQLite file, "a --db flag
+// overrides it". A config whose database names an existing directory was
+// refused (exit 2 at its line) even with --db naming a file: the value the
+// flag replaces is never opened, so it is not checked against the host.
+// Without --db it is still a config problem, and a directory given as --db
+// is still refused.
+func TestQAContractDBFlagOverridesDirectoryDatabase(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("database: "+dir+"\ntargets:\n  - {name: a, provider: sim, model: m}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "x.db")
+	if _, stderr, code := runIn(t, "run", "--no-progress", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("run --db FILE: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "events", "--json", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("events --db FILE: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "config", "check", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("config check --db FILE: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "events", "--config", cfg); code != 2 || !strings.Contains(stderr, cfg+":1: database: ") {
+		t.Errorf("without --db: exit %d (want 2 at the config's line): %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "events", "--config", cfg, "--db", dir); code != 2 || !strings.Contains(stderr, "is a directory") {
+		t.Errorf("--db DIR: exit %d (want 2): %s", code, stderr)
+	}
+}

@@ -54,7 +54,7 @@ func LoadConfig(path, dbOverride string, needKeys bool) (*config.Config, error) 
 		}
 	} else {
 		var err error
-		if c, err = config.Load(path, needKeys); err != nil {
+		if c, err = config.LoadWithDatabase(path, dbOverride, needKeys); err != nil {
 			return nil, Usage(err)
 		}
 	}
