@@ -60,6 +60,9 @@ type Config struct {
 
 	File string     `yaml:"-"` // source file; "" for the built-in default
 	root *yaml.Node `yaml:"-"`
+	// dbFlag: Database was replaced by a --db flag (LoadWithDatabase), so
+	// the file's database is never opened and not checked against the host.
+	dbFlag bool
 }
 
 // Retention says how long runs' observations are kept; zero keeps them
@@ -293,6 +296,15 @@ func Default() *Config {
 // validation's, at most problems.Max of them; a problem after which the
 // document cannot be read (a syntax error) is reported alone.
 func Load(path string, needKeys bool) (*Config, error) {
+	return LoadWithDatabase(path, "", needKeys)
+}
+
+// LoadWithDatabase is Load, with database (a --db flag), when not empty,
+// replacing the file's database: the file's value is then never opened, so
+// the host check of it (an existing directory named as the database) is
+// left out; it is still validated as written otherwise (`database: ""` is
+// refused). The caller checks database itself when it opens it.
+func LoadWithDatabase(path, database string, needKeys bool) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &yamlx.Error{File: path, Msg: fmt.Sprintf("cannot read config: %v", errors.Unwrap(err))}
@@ -301,8 +313,12 @@ func Load(path string, needKeys bool) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.dbFlag = database != ""
 	if err := c.validate(needKeys, decoded); err != nil {
 		return nil, err
+	}
+	if c.dbFlag {
+		c.Database = database
 	}
 	return c, nil
 }
@@ -671,8 +687,9 @@ func (c *Config) validate(needKeys bool, decoded yamlx.List) error {
 	// A directory where the database file belongs is refused when a
 	// command opens it; say so here, at its line. A path that does not
 	// exist yet is fine: run creates it. (Only the file's database: a
-	// --db given on the command line replaces it after validation.)
-	if c.Database != "" && c.Database != ":memory:" && yamlx.Given(c.root, "database") {
+	// --db given on the command line replaces it, LoadWithDatabase, and is
+	// checked where it is opened.)
+	if !c.dbFlag && c.Database != "" && c.Database != ":memory:" && yamlx.Given(c.root, "database") {
 		if fi, err := os.Stat(c.Database); err == nil && fi.IsDir() {
 			col.Add("database", "%s is a directory, not a database file (name a file, e.g. %s)", c.Database, filepath.Join(c.Database, DefaultDatabase))
 		}

@@ -106,3 +106,68 @@ func qaFiles(t *testing.T, db string) map[string][]byte {
 	}
 	return out
 }
+
+// DESIGN.md (Contract, exit codes): a configuration error is exit 2 with a
+// message naming the file, line and field. A config whose `corpus` names a
+// directory without corpus.yaml is such an error, as a `corpus` that does
+// not exist or is a file already are (bad.yaml:1: corpus: …); it was
+// reported as "DIR/corpus.yaml: cannot read corpus", naming neither the
+// config nor the field, for every command that loads the config's corpus.
+func TestQAContractConfigCorpusWithoutCorpusYAMLNamesConfigLine(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "nocorpus")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("database: "+filepath.Join(dir, "x.db")+"\ncorpus: "+empty+"\ntargets:\n  - {name: a, provider: sim, model: m}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := cfg + ":2: corpus: " + empty
+	for _, args := range [][]string{
+		{"run", "--no-progress", "--config", cfg},
+		{"config", "check", "--config", cfg},
+		{"corpus", "list", "--config", cfg},
+		{"plan", "--config", cfg},
+	} {
+		_, stderr, code := runIn(t, args...)
+		if code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "corpus.yaml") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q (naming corpus.yaml)", args, code, stderr, want)
+		}
+	}
+	// A DIR given on the command line names no config line: the file is named.
+	_, stderr, code := runIn(t, "corpus", "lint", empty)
+	if code != 2 || !strings.Contains(stderr, filepath.Join(empty, "corpus.yaml")) {
+		t.Errorf("corpus lint DIR: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// DESIGN.md (Contract, config): `database` is the SQLite file, "a --db flag
+// overrides it". A config whose database names an existing directory was
+// refused (exit 2 at its line) even with --db naming a file: the value the
+// flag replaces is never opened, so it is not checked against the host.
+// Without --db it is still a config problem, and a directory given as --db
+// is still refused.
+func TestQAContractDBFlagOverridesDirectoryDatabase(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("database: "+dir+"\ntargets:\n  - {name: a, provider: sim, model: m}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "x.db")
+	if _, stderr, code := runIn(t, "run", "--no-progress", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("run --db FILE: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "events", "--json", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("events --db FILE: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "config", "check", "--config", cfg, "--db", db); code != 0 {
+		t.Fatalf("config check --db FILE: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "events", "--config", cfg); code != 2 || !strings.Contains(stderr, cfg+":1: database: ") {
+		t.Errorf("without --db: exit %d (want 2 at the config's line): %s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, "events", "--config", cfg, "--db", dir); code != 2 || !strings.Contains(stderr, "is a directory") {
+		t.Errorf("--db DIR: exit %d (want 2): %s", code, stderr)
+	}
+}

@@ -54,7 +54,7 @@ func LoadConfig(path, dbOverride string, needKeys bool) (*config.Config, error) 
 		}
 	} else {
 		var err error
-		if c, err = config.Load(path, needKeys); err != nil {
+		if c, err = config.LoadWithDatabase(path, dbOverride, needKeys); err != nil {
 			return nil, Usage(err)
 		}
 	}
@@ -90,6 +90,11 @@ func LoadCorpus(c *config.Config, dir string, lock bool) (*corpus.Corpus, error)
 	}
 	cp, err := corpus.Load(dir)
 	if err != nil {
+		if where != "" && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
+			// corpus.yaml cannot be read: the config's corpus field is
+			// what is wrong, so name it (FILE:LINE: corpus:), as above.
+			err = fmt.Errorf("%scorpus: %w", where, err)
+		}
 		return nil, Usage(err)
 	}
 	if _, err := corpus.CheckLock(cp, lock); err != nil {
