@@ -51,6 +51,11 @@ and keep exit 0.`,
 			if err != nil {
 				return err
 			}
+			// What run would refuse before opening it (--db naming a
+			// directory; the config's own database: is checked at its line).
+			if err := app.CheckDatabasePath(cfg); err != nil {
+				return err
+			}
 			src := cfg.File
 			if src == "" {
 				src = "built-in config"

@@ -170,4 +170,8 @@ func TestQAContractDBFlagOverridesDirectoryDatabase(t *testing.T) {
 	if _, stderr, code := runIn(t, "events", "--config", cfg, "--db", dir); code != 2 || !strings.Contains(stderr, "is a directory") {
 		t.Errorf("--db DIR: exit %d (want 2): %s", code, stderr)
 	}
+	// config check refuses what run refuses: a directory as --db.
+	if _, stderr, code := runIn(t, "config", "check", "--config", cfg, "--db", dir); code != 2 || !strings.Contains(stderr, "is a directory") {
+		t.Errorf("config check --db DIR: exit %d (want 2, as run): %s", code, stderr)
+	}
 }

@@ -189,8 +189,8 @@ func buildTargets(c *config.Config, needKeys bool) ([]*runner.Target, func(), er
 // OpenStore opens (creating if needed) the configured database. A file
 // that is not driftprobe's is a usage error (exit 2).
 func OpenStore(ctx context.Context, c *config.Config) (*storage.DB, error) {
-	if fi, err := os.Stat(c.Database); err == nil && fi.IsDir() {
-		return nil, dirAsDatabase(c.Database)
+	if err := CheckDatabasePath(c); err != nil {
+		return nil, err
 	}
 	st, err := storage.Open(ctx, c.Database)
 	if errors.Is(err, storage.ErrNotDriftprobe) {
@@ -307,6 +307,16 @@ func requireDatabase(cfg *config.Config) error {
 		// outbox --send) would otherwise create the schema in it. (With a
 		// journal beside it, a creation was interrupted: db check says so.)
 		return Usage(fmt.Errorf("database %s is an empty file, not a driftprobe database (driftprobe run creates one; check --db or the config's database)", cfg.Database))
+	}
+	return nil
+}
+
+// CheckDatabasePath refuses what OpenStore refuses before opening: a
+// directory where the database file belongs (a usage error, exit 2), be it
+// the config's database or --db's.
+func CheckDatabasePath(c *config.Config) error {
+	if fi, err := os.Stat(c.Database); err == nil && fi.IsDir() {
+		return dirAsDatabase(c.Database)
 	}
 	return nil
 }
