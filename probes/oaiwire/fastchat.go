@@ -201,6 +201,11 @@ func (c *chatReader) classify(r probes.Result) probes.Result {
 		r.Unknown = append(r.Unknown, c.promptUnk...)
 	}
 	if c.nChoices == 0 {
+		if anyFired(c.prompt) {
+			// The categories are the fired ones (wire.Finish).
+			r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "prompt_filter_no_choices"
+			return r
+		}
 		r.Class, r.Reason = probes.Transient, "no_choices"
 		return r
 	}

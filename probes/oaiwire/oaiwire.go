@@ -1092,7 +1092,9 @@ func malformed(resp *probes.Response, r probes.Result) probes.Result {
 // transient "no_message"; a non-empty message.refusal is model_refusal; a
 // filter that says it did not run is filter_unavailable; a short refusal
 // text is model_refusal (heuristic); anything else is allowed. No choices
-// is transient "no_choices"; a body that does not parse, or whose verdict
+// is transient "no_choices", unless a prompt filter result fired: then the
+// input filter withheld the answer, and it is blocked_input
+// "prompt_filter_no_choices" with the fired categories; a body that does not parse, or whose verdict
 // fields (choices, finish_reason, message, content, refusal, text, filter
 // results) have the wrong type, is transient "malformed_response". A
 // bookkeeping field of the wrong type (id, created, model,
@@ -1194,6 +1196,11 @@ func classifyOK(cr *chatResponse, r probes.Result) probes.Result {
 	if len(cr.Choices) == 0 {
 		if unavailable {
 			r.Class = probes.FilterUnavailable
+			return r
+		}
+		if anyFired(r.Signals) {
+			// The categories are the fired ones (wire.Finish).
+			r.Class, r.Stage, r.Reason = probes.BlockedInput, probes.StageInput, "prompt_filter_no_choices"
 			return r
 		}
 		r.Class, r.Reason = probes.Transient, "no_choices"
