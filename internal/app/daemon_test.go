@@ -417,6 +417,20 @@ func startBlockedRunCtx(t *testing.T, dir, body string) (*app.Daemon, context.Co
 	if err != nil {
 		t.Fatal(err)
 	}
+	startAndTick(t, d, clock)
+	select {
+	case runCtx := <-waiting:
+		return d, runCtx
+	case <-time.After(30 * time.Second):
+		t.Fatal("run never started")
+	}
+	return nil, nil
+}
+
+// startAndTick starts d and, once its scheduler waits on clock, advances
+// clock to the first tick of blockedRunCfg's @every 10m schedule.
+func startAndTick(t *testing.T, d *app.Daemon, clock *clockwork.FakeClock) {
+	t.Helper()
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -426,13 +440,6 @@ func startBlockedRunCtx(t *testing.T, dir, body string) (*app.Daemon, context.Co
 		t.Fatal(err)
 	}
 	clock.Advance(10 * time.Minute)
-	select {
-	case runCtx := <-waiting:
-		return d, runCtx
-	case <-ctx.Done():
-		t.Fatal("run never started")
-	}
-	return nil, nil
 }
 
 // A reload that changes the schedule (gocron replaces the job, ending its
@@ -482,25 +489,17 @@ func TestShutdownWaitsPastTheSchedulerStopTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := clock.BlockUntilContext(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(10 * time.Minute)
+	startAndTick(t, d, clock)
 	select {
 	case <-waiting:
-	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
 		t.Fatal("run never started")
 	}
 	done := make(chan error, 1)
 	go func() { done <- d.Shutdown() }()
 	select {
 	case <-logs.seen:
-	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
 		close(release)
 		t.Fatalf("Shutdown never said it waits for the run in progress; logs:\n%s (Shutdown: %v)", logs.String(), <-done)
 	}
