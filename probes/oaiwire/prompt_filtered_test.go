@@ -76,5 +76,10 @@ func TestStreamNoChoicesWithFilteredPrompt(t *testing.T) {
 		if r.Class != c.class || r.Reason != c.reason || !reflect.DeepEqual(r.Categories, c.cats) {
 			t.Errorf("%s: got %s/%s reason %q categories %v, want %s %q %v", c.name, r.Class, r.Stage, r.Reason, r.Categories, c.class, c.reason, c.cats)
 		}
+		// FuzzClassify refuses a verdict read from a body that is not
+		// provider JSON unless its AllowVerdict says the reader may.
+		if r.Class.IsVerdict() && !chatVerdict(resp, r) {
+			t.Errorf("%s: FuzzClassify's chatVerdict does not allow the verdict %s %q of this stream", c.name, r.Class, r.Reason)
+		}
 	}
 }
