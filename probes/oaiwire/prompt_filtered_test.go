@@ -1,6 +1,7 @@
 package oaiwire
 
 import (
+	"net/http"
 	"reflect"
 	"testing"
 
@@ -43,6 +44,42 @@ func TestNoChoicesWithFilteredPrompt(t *testing.T) {
 			t.Errorf("%s: %s", c.name, diff)
 		} else if !accepted {
 			t.Errorf("%s: the fast reader declined the body", c.name)
+		}
+	}
+}
+
+// The same answer streamed (a gateway that streams though no stream was
+// asked for: one chunk with the fired prompt filter and no choices, then
+// "[DONE]") is the same input block, not a transient "incomplete_stream"
+// that would be retried, sending the blocked prompt again. A stream cut
+// before "[DONE]" may still have had choices to send: it stays
+// incomplete; so does a complete stream with no choices and no fired
+// prompt filter.
+func TestStreamNoChoicesWithFilteredPrompt(t *testing.T) {
+	const chunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[],` +
+		`"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{` +
+		`"hate":{"filtered":false,"severity":"safe"},"violence":{"filtered":true,"severity":"high"}}}]}`
+	const quiet = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[],` +
+		`"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"violence":{"filtered":false,"severity":"low"}}}]}`
+	for _, c := range []struct {
+		name, body string
+		class      probes.Class
+		reason     string
+		cats       []string
+	}{
+		{"filtered, done", "data: " + chunk + "\n\ndata: [DONE]\n\n", probes.BlockedInput, "prompt_filter_no_choices", []string{probes.CatViolence}},
+		{"filtered, cut", "data: " + chunk + "\n\n", probes.Transient, "incomplete_stream", nil},
+		{"not filtered, done", "data: " + quiet + "\n\ndata: [DONE]\n\n", probes.Transient, "incomplete_stream", nil},
+	} {
+		resp := &probes.Response{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: []byte(c.body)}
+		r := ClassifyChat(resp, probestest.FuzzNow)
+		if r.Class != c.class || r.Reason != c.reason || !reflect.DeepEqual(r.Categories, c.cats) {
+			t.Errorf("%s: got %s/%s reason %q categories %v, want %s %q %v", c.name, r.Class, r.Stage, r.Reason, r.Categories, c.class, c.reason, c.cats)
+		}
+		// FuzzClassify refuses a verdict read from a body that is not
+		// provider JSON unless its AllowVerdict says the reader may.
+		if r.Class.IsVerdict() && !chatVerdict(resp, r) {
+			t.Errorf("%s: FuzzClassify's chatVerdict does not allow the verdict %s %q of this stream", c.name, r.Class, r.Reason)
 		}
 	}
 }

@@ -538,6 +538,19 @@ func (s *chatStream) filtered() bool {
 	return false
 }
 
+// promptFired reports whether a prompt_filter_results entry of the
+// stream has a filter that fired.
+func (s *chatStream) promptFired() bool {
+	for _, p := range s.prompts {
+		var tmp probes.Result
+		readFilters(p.filters, &tmp)
+		if anyFired(tmp.Signals) {
+			return true
+		}
+	}
+	return false
+}
+
 // complete reports whether the stream ended ("[DONE]") with an answer
 // (the choice of the lowest index) that has a finish reason. A finish
 // reason alone is not enough: a later chunk may still finish a choice
@@ -616,7 +629,9 @@ func (s *chatStream) response() (chatResponse, []string) {
 // chunk is read by ClassifyError (a 2xx carrying an error); an event that
 // is not a chunk is transient "malformed_response"; a stream that is not
 // complete (no "[DONE]", or an answer without a finish reason) is
-// transient "incomplete_stream"; a complete stream is read by classifyOK
+// transient "incomplete_stream", except that one that ended ("[DONE]")
+// with no choices and a prompt filter that fired is read by classifyOK
+// (blocked_input, as the non-streamed answer); a complete stream is read by classifyOK
 // as the non-streamed answer it describes. A Truncated stream that is no verdict is transient
 // "truncated_response". Every result carries StreamMarker in Unknown (and
 // "truncated_body" when Truncated).
@@ -632,6 +647,10 @@ func classifyChatStream(resp *probes.Response, now time.Time) probes.Result {
 		return streamFinish(resp, classifyError(&probes.Response{Status: resp.Status, Header: resp.Header, Body: s.errEvent}, now))
 	case s.bad:
 		r.Class, r.Reason = probes.Transient, "malformed_response"
+	case s.done && len(s.choices) == 0 && s.promptFired():
+		// The non-streamed answer it describes: no choices, the prompt
+		// filter fired (blocked_input, never retried; classifyOK).
+		return s.classify(resp, r)
 	case !s.complete():
 		r.Class, r.Reason = probes.Transient, "incomplete_stream"
 	default:

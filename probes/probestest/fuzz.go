@@ -379,7 +379,8 @@ var finishContentFilter = regexp.MustCompile(`"finish_reason"\s*:\s*"content_fil
 // "finish_reason":"content_filter" is blocked_output; a 400 whose
 // unparseable body opens like JSON and mentions content_filter is
 // blocked_input (Azure's legacy error bodies). A complete event stream
-// (marked response:event_stream) reads as the answer it describes. A
+// (marked response:event_stream) reads as the answer it describes, and so
+// does one that ends with no choices and a fired prompt filter. A
 // leading byte order mark is skipped, as the readers skip it.
 func OpenAIDialectVerdict(resp *probes.Response, r probes.Result) bool {
 	t := bytes.TrimSpace(wire.TrimBOM(resp.Body))
@@ -388,7 +389,10 @@ func OpenAIDialectVerdict(resp *probes.Response, r probes.Result) bool {
 		if slices.Contains(r.Unknown, "response:event_stream") {
 			// A complete event stream (a gateway streaming although
 			// none was asked for) reads as the answer it describes.
-			return bytes.Contains(t, []byte(`"finish_reason"`)) || bytes.Contains(t, []byte(`"error"`))
+			// One that ends with no choices and a fired prompt filter is
+			// the input filter's block, as unstreamed.
+			return bytes.Contains(t, []byte(`"finish_reason"`)) || bytes.Contains(t, []byte(`"error"`)) ||
+				r.Class == probes.BlockedInput && r.Reason == "prompt_filter_no_choices" && bytes.Contains(t, []byte(`"prompt_filter_results"`))
 		}
 		return resp.Truncated && r.Class == probes.BlockedOutput && r.Reason == "content_filter" &&
 			len(t) > 0 && t[0] == '{' && finishContentFilter.Match(t)
