@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -30,7 +31,8 @@ import (
 // corpus of its own, another schedule, so each reload also replaces the
 // scheduler's job and closes the replaced targets' sim servers). /metrics
 // and /readyz (a read-only connection per call) are requested after every
-// run and a delivery worker (AfterRun) runs. Measured after run 10 and run
+// run and a delivery worker (AfterRun) runs; every 20 runs a tick finds the
+// run lease held by another process and is skipped. Measured after run 10 and run
 // 90, both under config A after the same number of runs since its load:
 // goroutines (the lowest over a bounded wind-down poll), open file
 // descriptors (/proc/self/fd; skipped where absent), live Go heap after
@@ -209,8 +211,36 @@ targets:
 			t.Fatalf("DRIFTPROBE_SOAK_RUNS=%q: an odd multiple of 10, at least 30", v)
 		}
 	}
+	// Another process's handle on the database (open throughout, so it
+	// counts the same in every fd sample): once every 20 runs it holds
+	// the run lease over a tick, which serve skips.
+	other, err := storage.Open(context.Background(), filepath.Join(dir, "d.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	taker := storage.Lease{Holder: "B", Host: "host-b", PID: 2, Command: "driftprobe run", Gone: func(storage.Lease) bool { return false }}
+	skips := 0
+	skip := func() {
+		t.Helper()
+		ctx := context.Background()
+		if err := other.AcquireLock(ctx, taker, time.Hour); err != nil {
+			t.Fatalf("holding the lease elsewhere: %v", err)
+		}
+		if err := h.tickErr(t, iv); !errors.Is(err, storage.ErrLocked) || errors.Is(err, storage.ErrLeaseLost) {
+			t.Fatalf("tick while the lease is held elsewhere: %v, want skipped", err)
+		}
+		if err := other.ReleaseLock(ctx, taker); err != nil {
+			t.Fatal(err)
+		}
+		skips++
+	}
+
 	var at10 sample
 	for run < N {
+		if run%20 == 15 {
+			skip()
+		}
 		if run%20 == 0 {
 			use("A")
 		} else if run%10 == 0 {
@@ -261,8 +291,8 @@ targets:
 	if !last.targets["a"] {
 		t.Error("target a has no series")
 	}
-	if got := d.Runs(); got != int64(N+10) {
-		t.Errorf("runs %d, want %d", got, N+10)
+	if got := d.Runs(); got != int64(N+10+skips) {
+		t.Errorf("ticks %d, want %d (%d skipped)", got, N+10+skips, skips)
 	}
 	if events == 0 {
 		t.Error("no event in the soak: detection was not exercised")
