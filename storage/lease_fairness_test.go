@@ -14,8 +14,9 @@ import (
 // to back — none of them longer than 20 ms — a renewal may never find the
 // lock free through the busy timeout (10 s); it then waits in line on the
 // store's connection, behind those writes, and lands: within the busy
-// timeout and a little more, long before a lease renewed every third of
-// the shortest lock_ttl (30 s) expires. (Without that second try it
+// timeout and a little more (on a loaded machine, up to about twice it),
+// long before a lease renewed every third of the shortest lock_ttl (30 s)
+// expires. (Without that second try it
 // failed after 10 s, and two such renewals lose the lease.)
 func TestRenewalNotStarvedByThisProcesssBackToBackWrites(t *testing.T) {
 	a, _, _ := lockTwoProcesses(t)
@@ -47,7 +48,12 @@ func TestRenewalNotStarvedByThisProcesssBackToBackWrites(t *testing.T) {
 	stop.Store(true)
 	<-done
 	t.Logf("renewal: %v after %s", err, took.Round(time.Millisecond))
-	if err != nil || took > BusyTimeout+5*time.Second {
-		t.Errorf("a renewal behind 20 ms transactions of this process: %v after %s, want it landed within the busy timeout and a little more", err, took.Round(time.Millisecond))
+	// The bound is the lease's slack, not a latency goal: SQLite's busy
+	// handler counts the sleeps it asked for, not the time that passed,
+	// so on a loaded machine (CI, -race) its 10 s can take 15 s before
+	// the renewal waits in line. A lease renewed every third of its ttl
+	// (at least 30 s) still has two thirds of it, 60 s or more, left.
+	if err != nil || took > 2*BusyTimeout+5*time.Second {
+		t.Errorf("a renewal behind 20 ms transactions of this process: %v after %s, want it landed within twice the busy timeout and a little more (well inside the lease's remaining ttl)", err, took.Round(time.Millisecond))
 	}
 }
