@@ -55,10 +55,28 @@ type daemonHarness struct {
 
 func newDaemon(t *testing.T, cfgPath string) *daemonHarness {
 	t.Helper()
+	return newDaemonWith(t, cfgPath, nil)
+}
+
+// newDaemonWith is newDaemon with the options adjusted by opt (when not
+// nil) before the daemon is built. An OnRun that opt sets is called before
+// the harness records the run's end.
+func newDaemonWith(t *testing.T, cfgPath string, opt func(*app.DaemonOptions)) *daemonHarness {
+	t.Helper()
 	h := &daemonHarness{clock: clockwork.NewFakeClock(), done: make(chan error, 100)}
-	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: h.clock,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
-		OnRun: func(_ *app.RunResult, err error) { h.done <- err }})
+	o := app.DaemonOptions{ConfigPath: cfgPath, Clock: h.clock,
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+	if opt != nil {
+		opt(&o)
+	}
+	onRun := o.OnRun
+	o.OnRun = func(res *app.RunResult, err error) {
+		if onRun != nil {
+			onRun(res, err)
+		}
+		h.done <- err
+	}
+	d, err := app.NewDaemon(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

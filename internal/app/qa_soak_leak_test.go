@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/driftprobe/driftprobe/config"
@@ -93,28 +92,19 @@ targets:
 	cfgPath := writeCfg(t, dir, cfgA)
 	iv := 4 * time.Hour // A's interval; B's is 3h (each reload moves the job: the scheduler's Update)
 
-	h := &daemonHarness{clock: clockwork.NewFakeClock(), done: make(chan error, 100)}
 	delivered := make(chan struct{}, 1000)
 	var events int // event changes of the runs (OnRun runs on the run's goroutine, before h.done)
-	d, err := app.NewDaemon(context.Background(), app.DaemonOptions{ConfigPath: cfgPath, Clock: h.clock,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
-		OnRun: func(res *app.RunResult, err error) {
+	h := newDaemonWith(t, cfgPath, func(o *app.DaemonOptions) {
+		o.OnRun = func(res *app.RunResult, _ error) {
 			if res != nil {
 				events += len(res.Events)
 			}
-			h.done <- err
-		},
-		AfterRun: func(ctx context.Context, _ *config.Config, st *storage.DB, _ *app.RunResult) {
+		}
+		o.AfterRun = func(ctx context.Context, _ *config.Config, st *storage.DB, _ *app.RunResult) {
 			delivered <- struct{}{}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.d = d
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Shutdown() })
+		}
+	})
+	d := h.d
 	srv := httptest.NewServer(d.Handler())
 	t.Cleanup(srv.Close)
 
