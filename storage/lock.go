@@ -91,12 +91,25 @@ func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost |
 // Only a lease found free, expired or gone is then taken, in an immediate
 // (write-locked) transaction that reads it again: another process may
 // have taken it meanwhile. l.Gone is asked at most once per holder.
+//
+// A database a newer driftprobe migrated after this one opened it (an idle
+// serve during an upgrade) is refused in that transaction with an error
+// wrapping ErrNewerSchema, the lease left as it was: every writer starts
+// under the lease, and none may write a schema it does not know.
 func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	gone := goneOnce(l.Gone)
 	if _, err := d.liveLease(ctx, d.LeaseSQL(), l, gone); err != nil {
 		return err
 	}
 	return d.txOn(ctx, d.LeaseSQL(), func(tx *sql.Tx) error {
+		var schema int
+		if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&schema); err != nil {
+			return fmt.Errorf("read the database's schema version: %w", err)
+		}
+		if schema > SchemaLatest() {
+			return fmt.Errorf("%s: %w (schema %d, this binary knows %d): a newer driftprobe migrated it while this one had it open; stop this process and run the newer driftprobe in its place",
+				d.path, ErrNewerSchema, schema, SchemaLatest())
+		}
 		cur, err := d.liveLease(ctx, tx, l, gone)
 		if err != nil {
 			return err
