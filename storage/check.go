@@ -762,8 +762,7 @@ func IsCorrupt(err error) bool {
 // that SQLite answered with err, SQLITE_CORRUPT: this binary's SQLite may
 // not parse what a newer driftprobe wrote, so it is not called damage.
 func (d *DB) newerUnreadable(schema int, err error) error {
-	return fmt.Errorf("%s: %w (schema %d, this binary knows %d), and this driftprobe's SQLite cannot read it (%v): use a driftprobe at least as new as the database (were it damaged, that one says so)",
-		d.path, ErrNewerSchema, schema, SchemaLatest(), err)
+	return newerSchema(d.path, schema, fmt.Sprintf(", and this driftprobe's SQLite cannot read it (%v): use a driftprobe at least as new as the database (were it damaged, that one says so)", err))
 }
 
 // IsDamaged reports whether err, from OpenReadOnly, means the file is

@@ -107,8 +107,7 @@ func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error 
 			return fmt.Errorf("read the database's schema version: %w", err)
 		}
 		if schema > SchemaLatest() {
-			return fmt.Errorf("%s: %w (schema %d, this binary knows %d): a newer driftprobe migrated it while this one had it open; stop this process and run the newer driftprobe in its place",
-				d.path, ErrNewerSchema, schema, SchemaLatest())
+			return newerSchema(d.path, schema, ": a newer driftprobe migrated it while this one had it open; stop this process and run the newer driftprobe in its place")
 		}
 		cur, err := d.liveLease(ctx, tx, l, gone)
 		if err != nil {

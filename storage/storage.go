@@ -346,7 +346,7 @@ func OpenReadCurrent(ctx context.Context, p string) (*DB, error) {
 	case cur < SchemaLatest():
 		err = fmt.Errorf("%s: %w (schema %d, this driftprobe's %d)", p, ErrOlderSchema, cur, SchemaLatest())
 	case cur > SchemaLatest():
-		err = fmt.Errorf("%s: %w (schema %d, this binary knows %d)", p, ErrNewerSchema, cur, SchemaLatest())
+		err = newerSchema(p, cur, "")
 	}
 	if err != nil {
 		d.Close()
@@ -694,6 +694,17 @@ func migrations() ([]migration, error) {
 // driftprobe.
 var ErrNewerSchema = errors.New("database schema is newer than this driftprobe")
 
+// newerSchema is the error for the database at path whose schema, newer
+// than SchemaLatest, this driftprobe does not know; what, when not empty,
+// follows it (what happened, what to do).
+func newerSchema(path string, schema int, what string) error {
+	err := fmt.Errorf("%s: %w (schema %d, this binary knows %d)", path, ErrNewerSchema, schema, SchemaLatest())
+	if what != "" {
+		err = fmt.Errorf("%w%s", err, what)
+	}
+	return err
+}
+
 // migrate applies the pending migrations, all in one transaction: an
 // upgrade (or a new database's schema) commits whole or not at all. The
 // schema version is read inside that (immediate, write-locked)
@@ -715,7 +726,7 @@ func (d *DB) migrate(ctx context.Context) error {
 			return openError(d.path, err)
 		}
 		if cur > len(ms) {
-			return fmt.Errorf("%s: %w (schema %d, this binary knows %d)", d.path, ErrNewerSchema, cur, len(ms))
+			return newerSchema(d.path, cur, "")
 		}
 		if cur == len(ms) {
 			if !d.applied {

@@ -1094,9 +1094,10 @@ func malformed(resp *probes.Response, r probes.Result) probes.Result {
 // text is model_refusal (heuristic); anything else is allowed. No choices
 // is transient "no_choices", unless a prompt filter result fired: then the
 // input filter withheld the answer, and it is blocked_input
-// "prompt_filter_no_choices" with the fired categories; a body that does not parse, or whose verdict
-// fields (choices, finish_reason, message, content, refusal, text, filter
-// results) have the wrong type, is transient "malformed_response". A
+// "prompt_filter_no_choices" with the fired categories. A body that does
+// not parse, or whose verdict fields (choices, finish_reason, message,
+// content, refusal, text, filter results) have the wrong type, is
+// transient "malformed_response". A
 // bookkeeping field of the wrong type (id, created, model,
 // system_fingerprint, usage and its counts, index, prompt_index) leaves
 // the verdict as it is and is noted in Unknown as "NAME:bad_type"

@@ -631,8 +631,9 @@ func (s *chatStream) response() (chatResponse, []string) {
 // complete (no "[DONE]", or an answer without a finish reason) is
 // transient "incomplete_stream", except that one that ended ("[DONE]")
 // with no choices and a prompt filter that fired is read by classifyOK
-// (blocked_input, as the non-streamed answer); a complete stream is read by classifyOK
-// as the non-streamed answer it describes. A Truncated stream that is no verdict is transient
+// (blocked_input, as the non-streamed answer); a complete stream is read
+// by classifyOK as the non-streamed answer it describes. A Truncated
+// stream that is no verdict is transient
 // "truncated_response". Every result carries StreamMarker in Unknown (and
 // "truncated_body" when Truncated).
 func classifyChatStream(resp *probes.Response, now time.Time) probes.Result {
