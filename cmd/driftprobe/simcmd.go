@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -44,7 +43,7 @@ The run id used for scripted policies comes from the X-Driftprobe-Run header.`,
 			if err != nil {
 				return app.Usage(fmt.Errorf("--listen %s: %w", listen, err))
 			}
-			srv := &http.Server{Handler: sim.NewServer(cfg), ReadHeaderTimeout: 10 * time.Second}
+			srv := sim.HTTPServer(sim.NewServer(cfg))
 			fmt.Fprintf(g.stderr, "driftprobe sim listening on http://%s\n", ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()

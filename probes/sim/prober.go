@@ -71,7 +71,7 @@ func New(t probes.Target) (probes.Prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: listen: %w", err)
 	}
-	p.srv = &http.Server{Handler: p.server, ReadHeaderTimeout: 10 * time.Second}
+	p.srv = HTTPServer(p.server)
 	go func() { _ = p.srv.Serve(ln) }()
 	p.base = "http://" + ln.Addr().String()
 	return p, nil

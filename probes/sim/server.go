@@ -51,6 +51,24 @@ func NewServer(cfg Config) *Server {
 	return &Server{cfg: cfg, counts: map[countKey]int{}}
 }
 
+// Timeouts of the http.Server HTTPServer returns. A client that sends its
+// headers, or its body, and then goes quiet is cut off; an idle keep-alive
+// connection is closed. There is no write timeout: an answer waits for
+// Config.Latency (at most MaxLatency) before it is written.
+var (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 30 * time.Second // the headers and the body (at most MaxBody)
+	IdleTimeout       = 2 * time.Minute
+)
+
+// HTTPServer returns an http.Server serving h with the bounded timeouts
+// above: what both the in-process simulator and `driftprobe sim --listen`
+// serve with, so that a stalled or abandoned client never holds a
+// connection and its goroutine for good.
+func HTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout, IdleTimeout: IdleTimeout}
+}
+
 // Requests returns how many requests with the given body SHA-256 (hex of the
 // body bytes alone) the server received in run, one of the latest keepRuns
 // runs it saw (0 for older ones: their counts are dropped).
