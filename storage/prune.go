@@ -705,15 +705,15 @@ func syncDir(dir string) {
 
 // Stats describes the database's size and contents.
 type Stats struct {
-	FileBytes    int64     `json:"file_bytes"`    // pages in use and free
-	FreeBytes    int64     `json:"free_bytes"`    // free pages (reused by later writes; VACUUM returns them)
-	Runs         int64     `json:"runs"`          // runs recorded
-	Observations int64     `json:"observations"`  // observations stored
-	WithBodies   int64     `json:"with_bodies"`   // observations that still hold a body
-	BodyBytes    int64     `json:"body_bytes"`    // stored (compressed) request and response bytes
-	OldestRun    time.Time `json:"oldest_run"`    // start of the oldest run (zero: none)
-	NewestRun    time.Time `json:"newest_run"`    // start of the newest run
-	OldestBodies time.Time `json:"oldest_bodies"` // start of the oldest run retention has not pruned that has bodies (pinned evidence in pruned runs aside)
+	FileBytes    int64     `json:"file_bytes"`             // pages in use and free
+	FreeBytes    int64     `json:"free_bytes"`             // free pages (reused by later writes; VACUUM returns them)
+	Runs         int64     `json:"runs"`                   // runs recorded
+	Observations int64     `json:"observations"`           // observations stored
+	WithBodies   int64     `json:"with_bodies"`            // observations that still hold a body
+	BodyBytes    int64     `json:"body_bytes"`             // stored (compressed) request and response bytes
+	OldestRun    time.Time `json:"oldest_run,omitzero"`    // start of the oldest run (zero, and omitted from JSON: none)
+	NewestRun    time.Time `json:"newest_run,omitzero"`    // start of the newest run (likewise)
+	OldestBodies time.Time `json:"oldest_bodies,omitzero"` // start of the oldest run retention has not pruned that has bodies (pinned evidence in pruned runs aside; likewise)
 }
 
 // Stats reads the database's size and contents. It scans the observations
