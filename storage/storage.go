@@ -26,6 +26,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,7 +73,29 @@ type DB struct {
 // Open opens (creating if needed) the database at path and applies pending
 // migrations. The store it returns has two connections to the file: its
 // one connection (SQL) and the run lease's own (LeaseSQL).
+//
+// It never migrates a database another process holds a live run lease on
+// (an older driftprobe in the middle of a run): it returns an error
+// matching ErrLocked, naming the holder, the database left as it was.
 func Open(ctx context.Context, p string) (*DB, error) {
+	return OpenWith(ctx, p, OpenOptions{})
+}
+
+// OpenOptions are what OpenWith takes besides the path.
+type OpenOptions struct {
+	// Now is the store's clock (as SetClock sets it), which the
+	// migrations' lease check reads too; nil: the real clock.
+	Now func() time.Time
+	// Gone, when set, reports whether a live lease's holder is known to
+	// have ended without releasing it (Lease.Gone: a process killed
+	// outright on this machine): its lease does not stop the migrations,
+	// as it does not stop AcquireLock. It must answer false whenever it
+	// cannot be sure.
+	Gone func(held Lease) bool
+}
+
+// OpenWith is Open with the options o.
+func OpenWith(ctx context.Context, p string, o OpenOptions) (*DB, error) {
 	// SQLite would open a file this user may not write read-only, leave
 	// -wal and -shm files owned by this user beside it, and fail only at
 	// the first write: refuse it first.
@@ -101,7 +124,10 @@ func Open(ctx context.Context, p string) (*DB, error) {
 	sdb.SetMaxOpenConns(1)
 	sdb.SetConnMaxIdleTime(0)
 	d := &DB{db: sdb, path: p, now: func() time.Time { return time.Now().UTC() }}
-	if err := retryBusy(ctx, func() error { return d.migrate(ctx) }); err != nil {
+	if o.Now != nil {
+		d.SetClock(o.Now)
+	}
+	if err := retryBusy(ctx, func() error { return d.migrate(ctx, goneOnce(o.Gone)) }); err != nil {
 		sdb.Close()
 		return nil, err
 	}
@@ -690,6 +716,21 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
+// createsRunLock matches the statement creating the run lease's table.
+var createsRunLock = regexp.MustCompile(`(?i)\bCREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?"?run_lock\b`)
+
+// leaseSchema is the schema version from which a database has the run
+// lease's table (run_lock): the version of the migration creating it
+// (0 if none does).
+func leaseSchema(ms []migration) int {
+	for _, m := range ms {
+		if createsRunLock.MatchString(m.sql) {
+			return m.version
+		}
+	}
+	return 0
+}
+
 // ErrNewerSchema is returned when the database was written by a newer
 // driftprobe.
 var ErrNewerSchema = errors.New("database schema is newer than this driftprobe")
@@ -715,7 +756,7 @@ func newerSchema(path string, schema int, what string) error {
 // It records what it did for Migrated: the versions it migrated the
 // database from and to, or that it applied nothing (the database was
 // current, or another process migrated it first).
-func (d *DB) migrate(ctx context.Context) error {
+func (d *DB) migrate(ctx context.Context, gone func(Lease) bool) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -754,6 +795,12 @@ func (d *DB) migrate(ctx context.Context) error {
 					return notOurs(d.path, n)
 				}
 			}
+			// Never under another process's run: an older driftprobe
+			// holding a live lease is writing this schema (the lease's
+			// schema check stops only its next run, not this one).
+			if err := d.leaseFree(ctx, tx, cur, ms, gone); err != nil {
+				return err
+			}
 			// Every pending migration in this one transaction: an upgrade
 			// (or a new database's schema) commits whole or not at all.
 			from = cur
@@ -774,6 +821,29 @@ func (d *DB) migrate(ctx context.Context) error {
 			d.migrated[0], d.applied = from, true // committed
 		}
 	}
+}
+
+// leaseFree returns nil unless the database, at schema cur (one that has
+// the run lease's table: leaseSchema), has a live lease, unexpired by the
+// store's clock and whose holder gone does not say has ended, read
+// through tx (migrate's write transaction): then an error matching
+// ErrLocked (wrapping its *LockedError) saying the database was not
+// migrated, who holds it, and what to do. Open holds no lease of its
+// own: any lease is another process's.
+func (d *DB) leaseFree(ctx context.Context, tx *sql.Tx, cur int, ms []migration, gone func(Lease) bool) error {
+	if since := leaseSchema(ms); since == 0 || cur < since {
+		return nil
+	}
+	l, err := readLease(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("%s: read the run lease before migrating: %w", d.path, err)
+	}
+	if l == nil || !l.ExpiresAt.After(d.now()) || gone(*l) {
+		return nil // none, or its holder ended (expired: it crashed)
+	}
+	return fmt.Errorf("%s: the database was NOT migrated (schema %d, this driftprobe's is %d) and is left as it was: %w; "+
+		"migrating it would change the schema under that run: run this command again once that run has finished, or stop that process",
+		d.path, cur, len(ms), &LockedError{By: *l})
 }
 
 // Migrated reports the schema versions the migrations Open applied took

@@ -267,7 +267,10 @@ commands that only read (events, evidence, diff, replay, db stats, compare,
 attribute, outbox, db prune --dry-run) never do, and refuse an older
 schema instead, so looking at a production database with a newer driftprobe
 cannot lock out the older one still writing it. A migrated database cannot be
-opened by an older driftprobe: back it up first (driftprobe db backup FILE).`,
+opened by an older driftprobe: back it up first (driftprobe db backup FILE).
+No command migrates a database while another process holds a live run lease
+on it (an older driftprobe's run in progress): it exits 3 naming the holder,
+the database left as it was; run it again once that run has finished.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

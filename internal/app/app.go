@@ -192,7 +192,10 @@ func OpenStore(ctx context.Context, c *config.Config) (*storage.DB, error) {
 	if err := CheckDatabasePath(c); err != nil {
 		return nil, err
 	}
-	st, err := storage.Open(ctx, c.Database)
+	// A run lease whose holder is known to have ended (killed on this
+	// machine) does not stop the migrations, as it does not stop the
+	// lease's takeover; any other live lease does (storage.Open).
+	st, err := storage.OpenWith(ctx, c.Database, storage.OpenOptions{Gone: leaseHolderGone})
 	if errors.Is(err, storage.ErrNotDriftprobe) {
 		return nil, Usage(err)
 	}

@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// seededLeaseExpires is when the lease seedOld writes (holder h/1/x,
+// driftprobe run, pid 1 on host-a) expires.
+var seededLeaseExpires = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+// The migrations' lease check starts at the migration that creates the
+// run lease's table, found in the migrations themselves: before it the
+// schema has no lease to read.
+func TestLeaseSchemaIsTheRunLockMigration(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := leaseSchema(ms)
+	if v < 1 || v > len(ms) {
+		t.Fatalf("leaseSchema %d: no migration creates run_lock", v)
+	}
+	creates := regexp.MustCompile(`(?i)\bCREATE\s+TABLE\s+run_lock\b`)
+	if !creates.MatchString(ms[v-1].sql) {
+		t.Errorf("migration %s (leaseSchema %d) does not create run_lock", ms[v-1].name, v)
+	}
+	for _, m := range ms[:v-1] {
+		if strings.Contains(m.sql, "run_lock") {
+			t.Errorf("migration %s, before leaseSchema %d, mentions run_lock", m.name, v)
+		}
+	}
+}
+
+// A newer driftprobe opening a database an older one is in the middle of
+// a run on (a live lease: unexpired by the store's clock) does not migrate
+// it under that run: Open returns an error matching ErrLocked that names
+// the holder, says the database was not migrated and what to do, and the
+// file keeps its schema, its rows and the lease as they were. Once the
+// lease has expired (its holder crashed) or its holder is known gone,
+// Open migrates it. Every old schema that has the lease's table.
+func TestOpenRefusesToMigrateUnderALiveLease(t *testing.T) {
+	ctx := context.Background()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := SchemaLatest()
+	live := func() time.Time { return seededLeaseExpires.Add(-time.Minute) }
+	expired := func() time.Time { return seededLeaseExpires.Add(time.Second) }
+	for v := leaseSchema(ms); v < latest; v++ {
+		t.Run(fmt.Sprintf("schema%d", v), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "old.db")
+			oldSchema(t, p, v)
+			seedOld(t, p, v)
+			before, _ := rawDump(t, p)
+
+			d, err := OpenWith(ctx, p, OpenOptions{Now: live})
+			if err == nil {
+				d.Close()
+				t.Fatalf("schema %d under a live lease: Open migrated it", v)
+			}
+			var locked *LockedError
+			if !errors.Is(err, ErrLocked) || !errors.As(err, &locked) || locked.By.PID != 1 || locked.By.Host != "host-a" {
+				t.Fatalf("schema %d under a live lease: %v, want an error matching ErrLocked naming the holder", v, err)
+			}
+			for _, want := range []string{p, "NOT migrated", fmt.Sprintf("schema %d", v), "driftprobe run (pid 1 on host-a)", "once that run has finished", "stop that process"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message lacks %q: %v", want, err)
+				}
+			}
+			after, got := rawDump(t, p)
+			if got != v {
+				t.Errorf("user_version %d after the refusal, want %d", got, v)
+			}
+			if diffs := keptDiff(before, after); len(diffs) > 0 || len(after) != len(before) {
+				t.Errorf("the refusal changed the database (%d tables, was %d):\n%s", len(after), len(before), strings.Join(diffs, "\n"))
+			}
+
+			// The lease expired: its holder is gone; Open migrates.
+			d, err = OpenWith(ctx, p, OpenOptions{Now: expired})
+			if err != nil {
+				t.Fatalf("schema %d under an expired lease: %v", v, err)
+			}
+			if from, to := d.Migrated(); from != v || to != latest {
+				t.Errorf("under an expired lease: Migrated %d → %d, want %d → %d", from, to, v, latest)
+			}
+			d.Close()
+		})
+	}
+
+	// A live lease whose holder Gone says has ended does not stop it.
+	p := filepath.Join(t.TempDir(), "gone.db")
+	oldSchema(t, p, latest-1)
+	seedOld(t, p, latest-1)
+	asked := 0
+	d, err := OpenWith(ctx, p, OpenOptions{Now: live, Gone: func(h Lease) bool { asked++; return h.Holder == "h/1/x" }})
+	if err != nil {
+		t.Fatalf("under a gone holder's live lease: %v", err)
+	}
+	if from, to := d.Migrated(); from != latest-1 || to != latest || asked == 0 {
+		t.Errorf("under a gone holder's live lease: Migrated %d → %d (Gone asked %d times)", from, to, asked)
+	}
+	d.Close()
+
+	// A current database is opened whatever its lease: nothing to migrate.
+	d, err = OpenWith(ctx, p, OpenOptions{Now: live})
+	if err != nil {
+		t.Fatalf("a current database under a live lease: %v", err)
+	}
+	d.Close()
+}
