@@ -352,13 +352,7 @@ func TestUpgradeInterruptedLeavesOldSchema(t *testing.T) {
 			t.Fatalf("schema %d: the upgrade committed although its commit was refused", v)
 		}
 		connectHook.Store(nil)
-		after, got := rawDump(t, p)
-		if got != v {
-			t.Errorf("schema %d: after a failed upgrade user_version is %d", v, got)
-		}
-		if diffs := keptDiff(before, after); len(diffs) > 0 || len(after) != len(before) {
-			t.Errorf("schema %d: a failed upgrade left the database half-migrated (%d tables, was %d):\n%s", v, len(after), len(before), strings.Join(diffs, "\n"))
-		}
+		leftAsItWas(t, p, v, before, "a failed upgrade")
 		d, err := Open(ctx, p)
 		if err != nil {
 			t.Fatalf("schema %d: open after the failed upgrade: %v", v, err)
@@ -399,13 +393,7 @@ func TestUpgradeKilledLeavesOldSchema(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the child was not killed: %v\n%s", err, out)
 	}
-	after, got := rawDump(t, p)
-	if got != v {
-		t.Errorf("after a killed upgrade user_version is %d, want %d", got, v)
-	}
-	if diffs := keptDiff(before, after); len(diffs) > 0 || len(after) != len(before) {
-		t.Errorf("a killed upgrade left the database half-migrated (%d tables, was %d):\n%s", len(after), len(before), strings.Join(diffs, "\n"))
-	}
+	leftAsItWas(t, p, v, before, "a killed upgrade")
 	d, err := Open(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -416,5 +404,18 @@ func TestUpgradeKilledLeavesOldSchema(t *testing.T) {
 	}
 	if rep, err := d.Check(context.Background(), CheckOptions{Full: true}); err != nil || !rep.OK {
 		t.Errorf("check after the killed upgrade and a complete one: %v %+v", err, rep)
+	}
+}
+
+// leftAsItWas fails t unless the database at p still has schema v and
+// every row and table of before (a rawDump taken before what happened).
+func leftAsItWas(t *testing.T, p string, v int, before tableDump, what string) {
+	t.Helper()
+	after, got := rawDump(t, p)
+	if got != v {
+		t.Errorf("schema %d: after %s user_version is %d", v, what, got)
+	}
+	if diffs := keptDiff(before, after); len(diffs) > 0 || len(after) != len(before) {
+		t.Errorf("schema %d: %s changed the database (%d tables, was %d):\n%s", v, what, len(after), len(before), strings.Join(diffs, "\n"))
 	}
 }

@@ -31,12 +31,7 @@ func TestMigrateRefusedUnderAnOlderRunsLease(t *testing.T) {
 	if err := st.AcquireLock(ctx, storage.Lease{Holder: "older", Host: "node-7", PID: 4242, Command: "driftprobe run"}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	// Its schema 20: before migration 0021 (github_holds).
-	for _, q := range []string{`DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `PRAGMA user_version = 20`} {
-		if _, err := st.SQL().Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	toSchema20(t, st) // the older driftprobe's schema
 	st.Close()
 	before, err := os.ReadFile(db)
 	if err != nil {

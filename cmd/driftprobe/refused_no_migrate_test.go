@@ -23,12 +23,7 @@ func TestRefusedWriteCommandsNeverMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A schema-20 database: before migration 0021 (github_holds).
-	for _, q := range []string{`DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `PRAGMA user_version = 20`} {
-		if _, err := st.SQL().Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	toSchema20(t, st)
 	st.Close()
 	before, err := os.ReadFile(db)
 	if err != nil {
@@ -90,4 +85,15 @@ func schemaOf(t *testing.T, db string) int {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// toSchema20 takes st, a current database, back to schema 20 (before
+// migration 0021, github_holds): an older driftprobe's database.
+func toSchema20(t *testing.T, st *storage.DB) {
+	t.Helper()
+	for _, q := range []string{`DROP TABLE github_holds`, `DROP TABLE origin_scope_unnamed`, `ALTER TABLE run_targets DROP COLUMN detected`, `PRAGMA user_version = 20`} {
+		if _, err := st.SQL().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
