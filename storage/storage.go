@@ -776,6 +776,15 @@ func (d *DB) migrate(ctx context.Context, gone func(Lease) bool) error {
 			d.migrated[1] = cur
 			return nil
 		}
+		// A live lease refuses at once, read outside any write
+		// transaction (in WAL mode a read never waits for a writer), as
+		// AcquireLock reads it: its holder may hold the write lock for
+		// longer than the busy timeout (db prune --vacuum), and waiting
+		// for that lock through every retry would end in a busy error,
+		// not in the holder's name. Read again under the lock below.
+		if err := d.leaseFree(ctx, d.db, cur, ms, gone); err != nil {
+			return err
+		}
 		from := -1
 		err = d.Tx(ctx, func(tx *sql.Tx) error {
 			// Under the write lock: another process may have migrated
@@ -826,15 +835,16 @@ func (d *DB) migrate(ctx context.Context, gone func(Lease) bool) error {
 // leaseFree returns nil unless the database, at schema cur (one that has
 // the run lease's table: leaseSchema), has a live lease, unexpired by the
 // store's clock and whose holder gone does not say has ended, read
-// through tx (migrate's write transaction): then an error matching
+// through q (the store's connection before migrate's write transaction,
+// then that transaction): then an error matching
 // ErrLocked (wrapping its *LockedError) saying the database was not
 // migrated, who holds it, and what to do. Open holds no lease of its
 // own: any lease is another process's.
-func (d *DB) leaseFree(ctx context.Context, tx *sql.Tx, cur int, ms []migration, gone func(Lease) bool) error {
+func (d *DB) leaseFree(ctx context.Context, q querier, cur int, ms []migration, gone func(Lease) bool) error {
 	if since := leaseSchema(ms); since == 0 || cur < since {
 		return nil
 	}
-	l, err := readLease(ctx, tx)
+	l, err := readLease(ctx, q)
 	if err != nil {
 		return fmt.Errorf("%s: read the run lease before migrating: %w", d.path, err)
 	}
