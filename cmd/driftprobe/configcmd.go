@@ -60,8 +60,12 @@ and keep exit 0.`,
 			if src == "" {
 				src = "built-in config"
 			}
+			targets := termtext.Count(len(cfg.Enabled()), "target", "targets")
+			if off := len(cfg.Targets) - len(cfg.Enabled()); off > 0 {
+				targets += fmt.Sprintf(", %d disabled", off) // counted apart: a run sends to none of them
+			}
 			fmt.Fprintf(g.stdout, "%s: ok (%s, corpus %s %s with %s, schedule %q, database %s)\n",
-				src, termtext.Count(len(cfg.Enabled()), "target", "targets"), cp.Name, cp.Version, termtext.Count(len(cp.Probes), "probe", "probes"), cfg.Schedule, cfg.Database)
+				src, targets, cp.Name, cp.Version, termtext.Count(len(cp.Probes), "probe", "probes"), cfg.Schedule, cfg.Database)
 			warnings := cfg.Warnings()
 			if !noKeys {
 				warnings = append(warnings, cfg.KeyWarnings(os.Getenv)...)

@@ -70,7 +70,8 @@ func TestAllTargetsDisabled(t *testing.T) {
 	}
 	// One enabled target is enough.
 	cfg = writeFile(t, dir, "c.yaml", "targets:\n  - {name: a, provider: sim, model: m, disabled: true}\n  - {name: b, provider: sim, model: m}\n")
-	expectExit(t, 0, "ok (1 target, ", "config", "check", "--config", cfg)
+	// The disabled one is counted apart, not left out of the count.
+	expectExit(t, 0, "ok (1 target, 1 disabled, corpus ", "config", "check", "--config", cfg)
 }
 
 // compareSetup records one run of two targets; it returns the config and
