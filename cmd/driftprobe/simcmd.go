@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -71,7 +72,12 @@ The run id used for scripted policies comes from the X-Driftprobe-Run header.`,
 func loadSimConfig(file string) (*sim.Config, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, app.Usage(err)
+		// As a config that cannot be read: FILE: what, then why.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, app.Usage(fmt.Errorf("%s: cannot read sim config: %w", file, err))
 	}
 	var probe yaml.Node
 	wrapped := false

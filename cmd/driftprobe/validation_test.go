@@ -174,6 +174,9 @@ func TestSimConfigForms(t *testing.T) {
 	// Through the command: exit 2 before listening.
 	bad := writeFile(t, dir, "bad.yaml", "sim:\n  noise: 2\n")
 	expectExit(t, 2, "bad.yaml:2: sim.noise: 2: must be between 0 and 1", "sim", "--listen", "127.0.0.1:0", "--sim-config", bad)
+	// A file it cannot read is named first, as a config that cannot be read.
+	missing := filepath.Join(dir, "missing.yaml")
+	expectExit(t, 2, missing+": cannot read sim config: no such file or directory", "sim", "--listen", "127.0.0.1:0", "--sim-config", missing)
 }
 
 // A demo of fewer than 5 runs says that attribution is left out rather
