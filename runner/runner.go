@@ -515,11 +515,12 @@ func (r *Runner) runTarget(ctx context.Context, runID int64, t *Target, out chan
 		go func() {
 			defer wg.Done()
 			for j := range work {
-				obs := r.probe(ctx, runID, t, j, limiter, global)
+				obs, lost := r.probe(ctx, runID, t, j, limiter, global)
 				mu.Lock()
 				for _, ob := range obs {
 					sum.tally(ob)
 				}
+				sum.spend(lost, tc)
 				mu.Unlock()
 				for _, ob := range obs {
 					out <- ob
@@ -590,31 +591,49 @@ func (s *TargetSummary) tally(ob *storage.Observation) {
 	s.CostUSD += ob.CostUSD
 }
 
+// spend counts what a send that cancellation interrupted spent (lost, as
+// probe returns it; nil: nothing): every attempt it started is a request
+// (those after its first, retries), and the cost is the tokens billed by
+// those that were answered. tokens_in/tokens_out, the recorded answers'
+// own usage, are unchanged: no answer of it is recorded.
+func (s *TargetSummary) spend(lost *attemptResult, tc *config.Target) {
+	if lost == nil {
+		return
+	}
+	s.Requests += lost.attempts
+	if lost.attempts > 1 {
+		s.Retries += lost.attempts - 1
+	}
+	s.CostUSD += cost(lost, tc)
+}
+
 // probe sends one probe (and any extra samples) and returns observations.
-// A cancelled context yields no observation for requests it interrupted.
-func (r *Runner) probe(ctx context.Context, runID int64, t *Target, j job, limiter *rate.Limiter, global chan struct{}) []*storage.Observation {
+// A cancelled context yields no observation for requests it interrupted;
+// they are still counted: lost is the send it interrupted (see send), nil
+// when none was, and TargetSummary.spend counts it.
+func (r *Runner) probe(ctx context.Context, runID int64, t *Target, j job, limiter *rate.Limiter, global chan struct{}) (obs []*storage.Observation, lost *attemptResult) {
 	base := storage.Observation{RunID: runID, TargetID: t.ID, ProbeID: j.probe.ID, ProbeSHA256: j.probe.SHA256}
 	if j.err != nil {
 		ob := base
 		ob.RequestSHA256 = storage.RenderError
 		ob.Result = probes.Result{Class: probes.ClientError, Reason: ReasonRenderError, Message: j.err.Error()}
 		ob.ObservedAt = r.o.Now()
-		return []*storage.Observation{&ob}
+		return []*storage.Observation{&ob}, nil
 	}
 	base.RequestSHA256 = j.req.SHA256()
 	first, ok := r.send(ctx, t, j.req, limiter, global)
 	if !ok {
-		return nil
+		return nil, first
 	}
 	ob := base
 	fill(&ob, first, j.req, t.Config, r.o.Config.MaxBody)
-	obs := []*storage.Observation{&ob}
+	obs = []*storage.Observation{&ob}
 	if r.o.Resample != nil && first.result.Class.IsVerdict() {
 		n := r.o.Resample(t, j.probe.ID, base.RequestSHA256, first.result)
 		for s := 1; s <= n; s++ {
 			a, ok := r.send(ctx, t, j.req, limiter, global)
 			if !ok {
-				break
+				return obs, a
 			}
 			extra := base
 			extra.Sample = s
@@ -622,7 +641,7 @@ func (r *Runner) probe(ctx context.Context, runID int64, t *Target, j job, limit
 			obs = append(obs, &extra)
 		}
 	}
-	return obs
+	return obs, nil
 }
 
 // fill records attempt a in ob. The answer was classified whole (up to
@@ -648,16 +667,21 @@ func fill(ob *storage.Observation, a *attemptResult, req *probes.Request, tc *co
 	}
 	// The cost is what every attempt was billed; tokens_in/tokens_out are
 	// the answer's own usage, as it reported them.
-	ob.CostUSD = (float64(a.billedIn)*tc.Price.InputPerMTok + float64(a.billedOut)*tc.Price.OutputPerMTok) / 1e6
+	ob.CostUSD = cost(a, tc)
 	ob.ObservedAt = a.at
 	// Compress here, in the worker, so the single writer only inserts.
 	ob.CompressBodies()
 }
 
+// cost is what a's attempts were billed at tc's prices.
+func cost(a *attemptResult, tc *config.Target) float64 {
+	return (float64(a.billedIn)*tc.Price.InputPerMTok + float64(a.billedOut)*tc.Price.OutputPerMTok) / 1e6
+}
+
 type attemptResult struct {
 	resp     *probes.Response
 	result   probes.Result
-	attempts int
+	attempts int // the send's attempts started (r.attempt called), this one included
 	at       time.Time
 	// billedIn and billedOut are the tokens every attempt of the send
 	// reported, this one included: a retried answer (a 2xx without
@@ -811,13 +835,21 @@ func upstream(u string) string {
 }
 
 // send performs attempts until a non-retryable class, the attempt limit or
-// cancellation. ok is false when cancellation interrupted it.
+// cancellation. ok is false when cancellation interrupted it: the result
+// is then no answer, only what the send spent: attempts, the attempts it
+// started (r.attempt called: sent, or being sent, when the run stopped; 0
+// when it stopped the first before it started: refused by the breaker,
+// waiting for the rate limit or a request slot), and billedIn/billedOut,
+// the tokens of those that were answered.
 func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limiter *rate.Limiter, global chan struct{}) (*attemptResult, bool) {
 	tc := t.Config
 	br := r.breaker(t, req)
 	var bo *backoff.ExponentialBackOff // made on the first retry: most probes need none
 	var last *attemptResult
 	var billedIn, billedOut int
+	interrupted := func(started int) (*attemptResult, bool) {
+		return &attemptResult{resp: &probes.Response{}, attempts: started, billedIn: billedIn, billedOut: billedOut, at: r.o.Now()}, false
+	}
 	stopped := func() (*attemptResult, bool) {
 		if last != nil {
 			// The breaker only stopped a retry: what the provider last
@@ -831,21 +863,28 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		// a rate-limit slot: a probe not sent spends none of the run's time.
 		if rejects(br) {
 			if ctx.Err() != nil {
-				return nil, false
+				return interrupted(attempt - 1)
 			}
 			return stopped()
 		}
 		if limiter != nil {
 			if err := r.pace(ctx, limiter); err != nil {
-				return nil, false
+				return interrupted(attempt - 1)
 			}
 		}
 		select {
 		case global <- struct{}{}:
 		case <-ctx.Done():
-			return nil, false
+			return interrupted(attempt - 1)
 		}
+		if ctx.Err() != nil {
+			// Stopped as the slot came free: nothing sent.
+			<-global
+			return interrupted(attempt - 1)
+		}
+		started := false
 		res, err := br.Execute(func() (*attemptResult, error) {
+			started = true
 			a := r.attempt(ctx, t, req)
 			if err := ctx.Err(); err != nil {
 				return a, err // cancelled: excluded, nobody's failure
@@ -857,7 +896,16 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		})
 		<-global
 		if ctx.Err() != nil {
-			return nil, false // a cancelled request is no observation
+			// A cancelled request is no observation, but it was sent: it
+			// counts, billed if it was answered all the same.
+			if !started {
+				return interrupted(attempt - 1)
+			}
+			if res != nil {
+				billedIn += max(res.result.TokensIn, 0)
+				billedOut += max(res.result.TokensOut, 0)
+			}
+			return interrupted(attempt)
 		}
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 			return stopped()
@@ -892,7 +940,7 @@ func (r *Runner) send(ctx context.Context, t *Target, req *probes.Request, limit
 		}
 		r.o.Logger.Debug("retrying", "target", tc.Name, "class", res.result.Class, "reason", res.result.Reason, "wait", wait)
 		if err := r.o.Sleep(ctx, wait); err != nil {
-			return nil, false
+			return interrupted(attempt) // the retry never started
 		}
 	}
 	return last, true
