@@ -187,16 +187,24 @@ func readLease(ctx context.Context, q querier) (*Lease, error) {
 // connection; should it time out (this process's own writes can keep the
 // lock taken back to back), once more in line on the store's connection,
 // behind them. The current holder is read only when the lease was lost.
+//
+// A database a newer driftprobe has migrated meanwhile (possible only once
+// this lease had expired: this process paused or stalled past it, since
+// no driftprobe migrates under a live lease) is not renewed: RenewLock
+// returns an error wrapping ErrNewerSchema, and the holder stops, as it
+// would refuse to start on that schema (AcquireLock).
 func (d *DB) RenewLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	expires := d.now().Add(ttl)
-	const renew = `UPDATE run_lock SET expires_at = ? WHERE id = 1 AND holder = ?`
-	res, err := d.LeaseSQL().ExecContext(ctx, renew, ts(expires), l.Holder)
+	// One statement, the schema checked in it: a renewal is one use of
+	// the lease's connection.
+	const renew = `UPDATE run_lock SET expires_at = ? WHERE id = 1 AND holder = ? AND (SELECT user_version FROM pragma_user_version) <= ?`
+	res, err := d.LeaseSQL().ExecContext(ctx, renew, ts(expires), l.Holder, SchemaLatest())
 	if isBusy(err) && d.lease != nil && ctx.Err() == nil {
 		// SQLite's busy handler polls and is not fair: this process's
 		// own writer, committing back to back on the store's connection,
 		// can keep the write lock from it through the busy timeout. Wait
 		// in line behind those writes instead, on their connection.
-		res, err = d.db.ExecContext(ctx, renew, ts(d.now().Add(ttl)), l.Holder)
+		res, err = d.db.ExecContext(ctx, renew, ts(d.now().Add(ttl)), l.Holder, SchemaLatest())
 	}
 	if err != nil {
 		return fmt.Errorf("renew run lease: %w", err)
@@ -207,6 +215,10 @@ func (d *DB) RenewLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	}
 	if n == 1 {
 		return nil
+	}
+	var schema int
+	if err := d.LeaseSQL().QueryRowContext(ctx, `PRAGMA user_version`).Scan(&schema); err == nil && schema > SchemaLatest() {
+		return newerSchema(d.path, schema, ": a newer driftprobe migrated it while this one's run lease had lapsed; stop this process and run the newer driftprobe in its place")
 	}
 	lost := &LeaseLostError{Lease: l}
 	if cur, err := d.LockHolder(ctx); err == nil {

@@ -164,7 +164,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 		OnAttempt: o.Hooks.OnAttempt, OnBreaker: o.Hooks.OnBreaker, Resample: resample,
 	})
 	sum, err := r.Run(runCtx)
-	if lost := context.Cause(runCtx); err != nil && errors.Is(lost, storage.ErrLocked) {
+	if lost := leaseStop(runCtx); err != nil && lost != nil {
 		// The run could not be finished because its lease was lost (the
 		// run is already marked aborted by the process that took over):
 		// say that first.
@@ -173,7 +173,7 @@ func RunOnce(ctx context.Context, cfg *config.Config, cp *corpus.Corpus, st *sto
 	if err != nil {
 		return nil, err
 	}
-	if lost := context.Cause(runCtx); errors.Is(lost, storage.ErrLocked) {
+	if lost := leaseStop(runCtx); lost != nil {
 		return &RunResult{Summary: sum}, fmt.Errorf("run %d aborted: %w", sum.RunID, lost)
 	}
 	res = &RunResult{Summary: sum}
@@ -400,6 +400,14 @@ func holdLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 				}
 				cancel(err)
 				return
+			case errors.Is(err, storage.ErrNewerSchema):
+				// Migrated by a newer driftprobe while this lease had
+				// lapsed: nothing more of this run may be written.
+				if logger != nil {
+					logger.Error("database migrated by a newer driftprobe: stopping", "err", err)
+				}
+				cancel(err)
+				return
 			case renewCtx.Err() != nil:
 				return // released during the renewal, which it interrupted
 			case err != nil && logger != nil:
@@ -417,6 +425,17 @@ func holdLease(ctx context.Context, st *storage.DB, lease *storage.Lease, ttl ti
 		return st.ReleaseLock(context.WithoutCancel(ctx), *lease)
 	}
 	return held, release, nil
+}
+
+// leaseStop returns why the lease's renewals stopped the run held
+// (HoldLease) — the lease lost (storage.ErrLocked), or the database
+// migrated by a newer driftprobe (storage.ErrNewerSchema) — or nil when
+// they did not.
+func leaseStop(held context.Context) error {
+	if c := context.Cause(held); errors.Is(c, storage.ErrLocked) || errors.Is(c, storage.ErrNewerSchema) {
+		return c
+	}
+	return nil
 }
 
 // leaseHold is a run lease HoldLease holds, as its context carries it for

@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftprobe/driftprobe/storage"
+)
+
+// A holder paused past its lease's expiry, during which a newer driftprobe
+// migrated the database (nothing refuses that once the lease has lapsed),
+// stops at its next renewal instead of extending the lease and writing on
+// into a schema it does not know: its run context is cancelled with a
+// cause matching storage.ErrNewerSchema, and the database's schema
+// version is left as the newer driftprobe set it.
+func TestHoldLeaseStopsOnANewerSchema(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "d.db")
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	a, err := storage.Open(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.SetClock(clock)
+	la := &storage.Lease{Holder: "A", Host: "host-a", PID: 1, Command: "driftprobe run"}
+	var logs leaseLogBuffer
+	held, release, err := HoldLease(ctx, a, la, 3*time.Second, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A is paused past its lease; a newer driftprobe migrates meanwhile.
+	mu.Lock()
+	now = now.Add(10 * time.Second)
+	mu.Unlock()
+	newer := storage.SchemaLatest() + 1
+	if _, err := a.LeaseSQL().ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", newer)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(10 * time.Second):
+		release()
+		t.Fatal("the run was not stopped when its renewal found a newer schema")
+	}
+	cause := context.Cause(held)
+	if !errors.Is(cause, storage.ErrNewerSchema) || leaseStop(held) == nil {
+		t.Fatalf("cause %v, want the newer schema", cause)
+	}
+	if !strings.Contains(logs.String(), "database migrated by a newer driftprobe: stopping") {
+		t.Errorf("log: %s", logs.String())
+	}
+	if err := release(); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if v, err := a.SchemaVersion(ctx); err != nil || v != newer {
+		t.Fatalf("schema %d (%v), want %d left as the newer driftprobe set it", v, err, newer)
+	}
+}
