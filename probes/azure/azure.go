@@ -97,9 +97,19 @@ func Info() probes.Info {
 const V1Root = "/openai/v1"
 
 // isV1 reports whether base selects the v1 API: its path ends in
-// /openai/v1 (a trailing "/" aside).
+// /openai/v1 (a trailing "/" aside), in any case: /OpenAI/V1 means the
+// same to whoever wrote it.
 func isV1(base string) bool {
-	return strings.HasSuffix(strings.TrimRight(base, "/"), V1Root)
+	_, ok := cutSuffixFold(strings.TrimRight(base, "/"), V1Root)
+	return ok
+}
+
+// cutSuffixFold is strings.CutSuffix with suffix matched in any case.
+func cutSuffixFold(s, suffix string) (string, bool) {
+	if len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix) {
+		return s[:len(s)-len(suffix)], true
+	}
+	return s, false
 }
 
 // route is where the adapter sends t's requests: the base it renders
@@ -115,8 +125,8 @@ func route(t probes.Target) (base, suffix string, v1 bool) {
 		ver = DefaultAPIVersion
 	}
 	// The SDKs take the resource endpoint; accept one that already ends in
-	// /openai so the path is never doubled.
-	base = strings.TrimSuffix(base, "/openai")
+	// /openai (in any case) so the path is never doubled.
+	base, _ = cutSuffixFold(base, "/openai")
 	return base, "/openai/deployments/" + url.PathEscape(t.Model) + "/chat/completions?api-version=" + url.QueryEscape(ver), false
 }
 

@@ -85,3 +85,31 @@ func TestV1APIVersionRefused(t *testing.T) {
 		t.Errorf("deployments API: %v", errs)
 	}
 }
+
+// The path a base_url ends in is read in any case: /OpenAI/V1 selects the
+// v1 API (no api-version, the base kept as written), and a resource
+// endpoint ending in /OpenAI is not doubled. Before, both rendered a path
+// that answers 404 to every probe.
+func TestBaseURLPathAnyCase(t *testing.T) {
+	p, err := New(v1Target("https://r.openai.azure.com/OpenAI/V1/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := p.Render(probestest.Probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://r.openai.azure.com/OpenAI/V1/chat/completions"; req.URL != want {
+		t.Errorf("v1 in capitals: url %q, want %q", req.URL, want)
+	}
+	p, err = New(target("https://r.openai.azure.com/OpenAI"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, err = p.Render(probestest.Probe); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(req.URL, "https://r.openai.azure.com/openai/deployments/") {
+		t.Errorf("resource endpoint ending in /OpenAI: url %q, want the deployments path once", req.URL)
+	}
+}
