@@ -137,7 +137,7 @@ func Warn(t probes.Target) []probes.FieldError {
 	_, suffix, _ := route(t)
 	path, _, _ := strings.Cut(suffix, "?")
 	return probes.PastedEndpoint(t.BaseURL, path, "azure", "https://NAME.openai.azure.com, or https://NAME.openai.azure.com/openai/v1 for the v1 API",
-		"/openai/deployments/*/chat/completions", "/openai/deployments/*", "/openai/deployments", oaiwire.Endpoints[0], "/completions")
+		"/openai/deployments/*/chat/completions", "/openai/deployments/*/completions", "/openai/deployments/*", "/openai/deployments", oaiwire.Endpoints[0], "/completions")
 }
 
 // Check validates an azure target: base_url is required (the resource

@@ -113,3 +113,18 @@ func TestBaseURLPathAnyCase(t *testing.T) {
 		t.Errorf("resource endpoint ending in /OpenAI: url %q, want the deployments path once", req.URL)
 	}
 }
+
+// A pasted legacy completions endpoint (…/openai/deployments/D/completions)
+// is fixed in one step: the warning says to drop the whole deployments
+// path, not only /completions, which left …/openai/deployments/D and a
+// second warning.
+func TestWarnPastedDeploymentCompletionsInOneStep(t *testing.T) {
+	w := Warn(target("https://r.openai.azure.com/openai/deployments/D/completions"))
+	if len(w) != 1 || !strings.Contains(w[0].Msg, "drop the trailing /openai/deployments/D/completions ") {
+		t.Fatalf("warnings %v, want one saying to drop /openai/deployments/D/completions", w)
+	}
+	fixed := strings.TrimSuffix("https://r.openai.azure.com/openai/deployments/D/completions", "/openai/deployments/D/completions")
+	if w := Warn(target(fixed)); len(w) != 0 {
+		t.Fatalf("after the fix it names: %v", w)
+	}
+}
