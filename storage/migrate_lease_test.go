@@ -110,3 +110,44 @@ func TestOpenRefusesToMigrateUnderALiveLease(t *testing.T) {
 	}
 	d.Close()
 }
+
+// A holder paused past its lease while a newer driftprobe migrated the
+// database (`db migrate` takes no lease from it and leaves its run
+// running) writes nothing more when it resumes: the batch of answers it
+// had in memory is not inserted and the run is not finished, even before
+// its next renewal stops it (a batch flushed at once on resume raced the
+// renewal). The run stays running for the newer driftprobe's next run to
+// mark aborted.
+func TestRunWritesRefuseANewerSchema(t *testing.T) {
+	d := openTestDB(t)
+	ctx := context.Background()
+	runID, targetID := setupRun(t, d)
+	if _, err := d.db.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, SchemaLatest()+1)); err != nil {
+		t.Fatal(err)
+	}
+	o := &Observation{RunID: runID, TargetID: targetID, ProbeID: "p", RequestSHA256: "x"}
+	if err := d.InsertObservations(ctx, []*Observation{o}); !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("insert after a newer migration: %v, want ErrNewerSchema", err)
+	}
+	if err := d.FinishRun(ctx, runID, RunAborted, []RunTarget{{TargetID: targetID, Status: TargetComplete}}); !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("finish after a newer migration: %v, want ErrNewerSchema", err)
+	}
+	var n, rts int
+	var status string
+	if err := d.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM observations WHERE run_id = ?1), (SELECT COUNT(*) FROM run_targets WHERE run_id = ?1), (SELECT status FROM runs WHERE id = ?1)`, runID).Scan(&n, &rts, &status); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 || rts != 0 || status != RunRunning {
+		t.Fatalf("after the refusals: %d observations, %d run targets, run %s; want none, none, running", n, rts, status)
+	}
+	// At this binary's schema both write as before.
+	if _, err := d.db.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, SchemaLatest())); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.InsertObservations(ctx, []*Observation{o}); err != nil {
+		t.Fatalf("insert at this binary's schema: %v", err)
+	}
+	if err := d.FinishRun(ctx, runID, RunAborted, nil); err != nil {
+		t.Fatalf("finish at this binary's schema: %v", err)
+	}
+}

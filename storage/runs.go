@@ -242,6 +242,9 @@ func (d *DB) FinishRun(ctx context.Context, runID int64, status string, rts []Ru
 	return d.Tx(ctx, func(tx *sql.Tx) error {
 		// A finished run never changes: one another lease holder already
 		// recorded aborted (this process lost the lease) stays as it was.
+		if err := d.schemaKnown(ctx, tx); err != nil {
+			return fmt.Errorf("finish run %d: %w", runID, err)
+		}
 		var cur string
 		if err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, runID).Scan(&cur); err != nil {
 			return fmt.Errorf("finish run %d: %w", runID, err)
@@ -262,6 +265,25 @@ func (d *DB) FinishRun(ctx context.Context, runID int64, status string, rts []Ru
 		_, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ? WHERE id = ?`, status, ts(d.now()), runID)
 		return err
 	})
+}
+
+// schemaKnown returns an error wrapping ErrNewerSchema when the database,
+// read in tx, has a schema newer than this driftprobe's: a newer one
+// migrated it while this process, paused or stalled past its run lease,
+// was in the middle of a run (no driftprobe migrates under a live
+// lease). Nothing more of that run is written — neither the answers it
+// had in memory when it resumed, which it may flush before its next
+// renewal stops it (RenewLock), nor its end: it stays running for the
+// newer driftprobe's next run to mark aborted.
+func (d *DB) schemaKnown(ctx context.Context, tx *sql.Tx) error {
+	var schema int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&schema); err != nil {
+		return err
+	}
+	if schema > SchemaLatest() {
+		return newerSchema(d.path, schema, ": a newer driftprobe migrated it during this run, while this one's run lease had lapsed; nothing more of the run is written: stop this process and run the newer driftprobe in its place")
+	}
+	return nil
 }
 
 // ErrRunFinished is returned (wrapped) by FinishRun for a run that is no
@@ -455,6 +477,9 @@ func (d *DB) InsertObservations(ctx context.Context, obs []*Observation) error {
 		}
 	}
 	return d.Tx(ctx, func(tx *sql.Tx) error {
+		if err := d.schemaKnown(ctx, tx); err != nil {
+			return fmt.Errorf("insert observations: %w", err)
+		}
 		// A run another process already finished (it took over the lease
 		// of this one, paused or stalled, and marked it aborted) gains no
 		// observations: an answer still in flight when this process
