@@ -40,9 +40,7 @@ func TestHoldLeaseCancelsOnLostLease(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			p := filepath.Join(t.TempDir(), "d.db")
-			var mu sync.Mutex
-			now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			clock, advance := pausableClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 			var dbs [2]*storage.DB
 			for i := range dbs {
 				st, err := storage.Open(ctx, p)
@@ -54,19 +52,12 @@ func TestHoldLeaseCancelsOnLostLease(t *testing.T) {
 				dbs[i] = st
 			}
 			a, b := dbs[0], dbs[1]
-			la := &storage.Lease{Holder: "A", Host: "host-a", PID: 1, Command: "driftprobe run"}
 			lb := storage.Lease{Holder: "B", Host: "host-b", PID: 2, Command: "driftprobe run"}
-			var logs leaseLogBuffer
-			held, release, err := HoldLease(ctx, a, la, 3*time.Second, slog.New(slog.NewTextHandler(&logs, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			held, release, logs := holdAsA(t, a)
 			// A is paused: by the injected clock its lease expires, and B
 			// takes it over (and perhaps releases it) before A's next
 			// renewal, which its real ticker makes within a second.
-			mu.Lock()
-			now = now.Add(10 * time.Second)
-			mu.Unlock()
+			advance(10 * time.Second)
 			if err := b.AcquireLock(ctx, lb, time.Hour); err != nil {
 				t.Fatalf("B takes over the expired lease: %v", err)
 			}
@@ -103,4 +94,28 @@ func TestHoldLeaseCancelsOnLostLease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pausableClock returns a clock starting at start, safe for the lease's
+// renewal goroutine, and advance, which moves it on: a process paused as
+// long, seen from its own store.
+func pausableClock(start time.Time) (clock func() time.Time, advance func(time.Duration)) {
+	var mu sync.Mutex
+	now := start
+	return func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+}
+
+// holdAsA holds the run lease on st as holder "A" (ttl 3 s: the real
+// ticker renews it within a second), logging to logs, released at the
+// end of the test if the test has not released it.
+func holdAsA(t *testing.T, st *storage.DB) (held context.Context, release func() error, logs *leaseLogBuffer) {
+	t.Helper()
+	logs = &leaseLogBuffer{}
+	la := &storage.Lease{Holder: "A", Host: "host-a", PID: 1, Command: "driftprobe run"}
+	held, release, err := HoldLease(context.Background(), st, la, 3*time.Second, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held, release, logs
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,25 +21,16 @@ import (
 func TestHoldLeaseStopsOnANewerSchema(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "d.db")
-	var mu sync.Mutex
-	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clock, advance := pausableClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	a, err := storage.Open(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	a.SetClock(clock)
-	la := &storage.Lease{Holder: "A", Host: "host-a", PID: 1, Command: "driftprobe run"}
-	var logs leaseLogBuffer
-	held, release, err := HoldLease(ctx, a, la, 3*time.Second, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, release, logs := holdAsA(t, a)
 	// A is paused past its lease; a newer driftprobe migrates meanwhile.
-	mu.Lock()
-	now = now.Add(10 * time.Second)
-	mu.Unlock()
+	advance(10 * time.Second)
 	newer := storage.SchemaLatest() + 1
 	if _, err := a.LeaseSQL().ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", newer)); err != nil {
 		t.Fatal(err)
