@@ -213,7 +213,7 @@ func isHex4(b []byte) bool {
 // (an ASCII rune as %XX), or 0.
 func matchEscaped(b []byte, rs []rune) int {
 	n := 0
-	for _, r := range rs {
+	for i, r := range rs {
 		if n >= len(b) {
 			return 0
 		}
@@ -224,6 +224,13 @@ func matchEscaped(b []byte, rs []rune) int {
 				j++
 			}
 			m := escapeSpells(b[j-1:], r) // the last backslash and what follows
+			if m == 0 && r == '\\' {
+				// A backslash of the key is itself spelled by a run of
+				// backslashes ("\\" once escaped, "\\\\" twice), which may be
+				// followed by the escape of the key's next rune: try the
+				// longest such run first.
+				return matchBackslash(b[n:j], b[j:], rs[i+1:], n)
+			}
 			if m == 0 {
 				return 0
 			}
@@ -242,6 +249,30 @@ func matchEscaped(b []byte, rs []rune) int {
 		}
 	}
 	return n
+}
+
+// matchBackslash matches a backslash of a secret spelled by some of the
+// run of backslashes that starts a token (run, followed by rest), then the
+// secret's remaining runes (tail); off is where run starts in the text
+// matchEscaped reads. It returns the length matched from matchEscaped's
+// start, or 0.
+func matchBackslash(run, rest []byte, tail []rune, off int) int {
+	if len(tail) == 0 {
+		// The key's last rune: as many backslashes as one escaped at
+		// some depth (1, 2, 4, …), so those left escape what follows.
+		k := 1
+		for k*2 <= len(run) {
+			k *= 2
+		}
+		return off + k
+	}
+	text := append(append([]byte{}, run...), rest...)
+	for k := len(run); k >= 1; k-- {
+		if m := matchEscaped(text[k:], tail); m > 0 {
+			return off + k + m
+		}
+	}
+	return 0
 }
 
 func isHex2(b []byte) bool { return len(b) == 2 && isHexDigit(b[0]) && isHexDigit(b[1]) }

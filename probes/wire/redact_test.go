@@ -161,3 +161,28 @@ func TestRedactBytesCutSecret(t *testing.T) {
 		t.Errorf("bounded message keeps a piece of the key: …%q", r.Message[len(r.Message)-30:])
 	}
 }
+
+// A key holding a backslash is echoed with it escaped ("\\", at any depth:
+// "\\\\" in a gateway's wrapped error): the whole key goes, not only its
+// long runs of letters and digits (which left "sk-Tr1m/K3y+\"q\\" of the
+// key below in the stored body and every output made from it).
+func TestRedactBytesKeyWithBackslash(t *testing.T) {
+	for _, key := range []string{`sk-Tr1m/K3y+"q\uoteZZ9911aa`, `sk-a\b\\c\"d\/e\nf`, `k\\\\`} {
+		once, _ := json.Marshal(key)           // "sk-…\\…"
+		twice, _ := json.Marshal(string(once)) // a gateway's wrapped upstream error
+		php := strings.ReplaceAll(string(once), "/", `\/`)
+		for _, body := range []string{
+			`{"message":"Incorrect API key provided: ` + string(once[1:len(once)-1]) + `."}`,
+			`{"message":"upstream=` + string(twice[1:len(twice)-1]) + `."}`,
+			`{"message":"key=` + php[1:len(php)-1] + `."}`,
+		} {
+			got := string(RedactBytes([]byte(body), key))
+			if !strings.Contains(got, Redacted) || strings.Contains(got, key[:4]) {
+				t.Errorf("key %q: %s -> %s", key, body, got)
+			}
+			if json.Valid([]byte(body)) && !json.Valid([]byte(got)) {
+				t.Errorf("key %q: redaction broke the JSON: %s", key, got)
+			}
+		}
+	}
+}
