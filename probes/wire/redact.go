@@ -173,6 +173,22 @@ func redactEscaped(b []byte, rs []rune) []byte {
 			last = i
 			continue
 		}
+		if b[i] == '\\' && rs[0] != '\\' {
+			// Every start within a run of backslashes reads the same
+			// escape, the run's last backslash and what follows it: one
+			// failed start fails them all. Skip the run's pairs at once
+			// instead of reading the run again from each of them, which
+			// is quadratic in it (a garbage answer of a million
+			// backslashes took minutes).
+			j := i
+			for j+1 < len(b) && b[j] == '\\' && b[j+1] == '\\' {
+				j += 2
+			}
+			if j > i {
+				i = j
+				continue
+			}
+		}
 		i += tokenLen(b[i:])
 	}
 	if out == nil {
@@ -267,7 +283,13 @@ func matchBackslash(run, rest []byte, tail []rune, off int) int {
 		return off + k
 	}
 	text := append(append([]byte{}, run...), rest...)
-	for k := len(run); k >= 1; k-- {
+	// What the key's backslash leaves of the run must begin the next
+	// rune: none (that rune raw), or an escape at some depth, 2^d − 1
+	// backslashes before its last one's letter. Only those splits are
+	// tried, longest share first: O(log run) of them, never every split
+	// (a provider's run of thousands of backslashes made that quadratic).
+	for left := 0; left < len(run); left = 2*left + 1 {
+		k := len(run) - left
 		if m := matchEscaped(text[k:], tail); m > 0 {
 			return off + k + m
 		}

@@ -186,3 +186,35 @@ func TestRedactBytesKeyWithBackslash(t *testing.T) {
 		}
 	}
 }
+
+// A key after a run of backslashes, of either parity, is still found:
+// the run is skipped as a whole once a start in it failed, not read again
+// from each of its pairs. And a garbage answer of nothing but backslashes
+// comes back as it was. (BenchmarkRedactBytesBackslashRun measures the
+// run's cost: linear, where it was quadratic, minutes for a million.)
+func TestRedactAfterABackslashRun(t *testing.T) {
+	const key = "sk-QA/SECRET/0123456789abcdef"
+	for _, n := range []int{1, 2, 3, 1000, 1001} {
+		for _, spelled := range []string{key, `\u0073k-QA\/SECRET\/0123456789abcdef`, `\\u0073k-QA/SECRET/0123456789abcdef`} {
+			in := `{"m":"` + strings.Repeat(`\`, n) + ` ` + spelled + `"}`
+			got := string(RedactBytes([]byte(in), key))
+			if strings.Contains(got, "0123456789abcdef") || !strings.Contains(got, Redacted) {
+				t.Errorf("%d backslashes, then %s: %s", n, spelled, got)
+			}
+		}
+	}
+	junk := []byte(`{"error":"` + strings.Repeat(`\`, 100001) + `"}`)
+	if got := RedactBytes(junk, key); string(got) != string(junk) {
+		t.Errorf("a run of backslashes was changed (%d bytes, was %d)", len(got), len(junk))
+	}
+}
+
+// BenchmarkRedactBytesBackslashRun is one answer of a million backslashes
+// redacted for a key: what a garbage answer costs a worker.
+func BenchmarkRedactBytesBackslashRun(b *testing.B) {
+	body := []byte(`{"error":"` + strings.Repeat(`\`, 1_000_000) + `"}`)
+	b.SetBytes(int64(len(body)))
+	for i := 0; i < b.N; i++ {
+		RedactBytes(body, `sk-Tr1m/K3y+"q\uoteZZ9911aa`)
+	}
+}
