@@ -55,3 +55,27 @@ func TestHoldLeaseStopsOnANewerSchema(t *testing.T) {
 		t.Fatalf("schema %d (%v), want %d left as the newer driftprobe set it", v, err, newer)
 	}
 }
+
+// An extension (ExtendLease, before VACUUM) that finds the database
+// migrated by a newer driftprobe stops the holder as a renewal does: held
+// is cancelled with the newer schema as its cause, not left running for
+// whatever the holder writes next.
+func TestExtendLeaseStopsOnANewerSchema(t *testing.T) {
+	ctx := context.Background()
+	a, err := storage.Open(ctx, filepath.Join(t.TempDir(), "d.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	held, release, _ := holdAsA(t, a)
+	defer release()
+	if _, err := a.LeaseSQL().ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", storage.SchemaLatest()+1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ExtendLease(held, time.Hour); !errors.Is(err, storage.ErrNewerSchema) {
+		t.Fatalf("ExtendLease on a newer schema: %v, want ErrNewerSchema", err)
+	}
+	if cause := context.Cause(held); !errors.Is(cause, storage.ErrNewerSchema) || leaseStop(held) == nil {
+		t.Fatalf("held after the refused extension: cause %v, want the newer schema", cause)
+	}
+}

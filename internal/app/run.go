@@ -492,7 +492,8 @@ func (h *leaseHold) renew(ctx context.Context, extend time.Duration) error {
 // extension ends, unless its holder is seen to have ended
 // (storage.Lease.Gone: a holder on the same machine). A lease found
 // lost is reported as a renewal reports it (storage.ErrLeaseLost), held
-// cancelled with it; an extension that fails (the database busy through
+// cancelled with it, and so is a database a newer driftprobe migrated
+// (storage.ErrNewerSchema); an extension that fails (the database busy through
 // the busy timeout) extends nothing. It waits for a renewal in flight,
 // which may be waiting for SQLite's write lock: call it outside any write
 // transaction on the store, whose lock it would wait for, and fail.
@@ -502,8 +503,8 @@ func ExtendLease(held context.Context, d time.Duration) error {
 		return errors.New("extend the run lease: the context holds none (HoldLease)")
 	}
 	err := h.renew(held, d)
-	if errors.Is(err, storage.ErrLocked) {
-		h.cancel(err)
+	if errors.Is(err, storage.ErrLocked) || errors.Is(err, storage.ErrNewerSchema) {
+		h.cancel(err) // as a renewal stops the holder (holdLease)
 	}
 	return err
 }

@@ -245,7 +245,7 @@ func matchEscaped(b []byte, rs []rune) int {
 				// backslashes ("\\" once escaped, "\\\\" twice), which may be
 				// followed by the escape of the key's next rune: try the
 				// longest such run first.
-				return matchBackslash(b[n:j], b[j:], rs[i+1:], n)
+				return matchBackslash(b, n, j, rs[i+1:])
 			}
 			if m == 0 {
 				return 0
@@ -267,34 +267,80 @@ func matchEscaped(b []byte, rs []rune) int {
 	return n
 }
 
-// matchBackslash matches a backslash of a secret spelled by some of the
-// run of backslashes that starts a token (run, followed by rest), then the
-// secret's remaining runes (tail); off is where run starts in the text
-// matchEscaped reads. It returns the length matched from matchEscaped's
-// start, or 0.
-func matchBackslash(run, rest []byte, tail []rune, off int) int {
+// matchBackslash matches a backslash of a secret, and the backslashes that
+// follow it in the secret (its group, c of them), spelled by the run of
+// backslashes b[n:j] (b[j] is no backslash), then the secret's runes after
+// the group (tail). It returns the length matched from b's start, or 0.
+//
+// Each of the group's backslashes takes one or more of the run; what they
+// leave must begin tail's first rune: nothing (that rune raw or
+// percent-encoded at b[j]), or backslashes ending in that rune's escape.
+// matchEscaped reads a run of backslashes whole, whatever its length, so
+// only two splits differ: none left, or some left (how many does not
+// matter as long as each of the group's backslashes has one). That is two
+// tries per group whatever the run's length and depth (trying 1, 3, 7, …
+// left missed a group of three or more before an escape: a key's three
+// backslashes then a newline, escaped once, are seven backslashes and an
+// n, which none of those splits matched).
+func matchBackslash(b []byte, n, j int, tail []rune) int {
+	c := 1
+	for c <= len(tail) && tail[c-1] == '\\' {
+		c++
+	}
+	tail = tail[c-1:]
+	run := j - n
+	if run < c {
+		return 0
+	}
 	if len(tail) == 0 {
-		// The key's last rune: as many backslashes as one escaped at
-		// some depth (1, 2, 4, …), so those left escape what follows.
+		// The key ends with the group: each of its backslashes as one
+		// escaped at some depth (1, 2, 4, … backslashes), the rest of the
+		// run left to escape what follows.
 		k := 1
-		for k*2 <= len(run) {
+		for c*k*2 <= run {
 			k *= 2
 		}
-		return off + k
+		return n + c*k
 	}
-	text := append(append([]byte{}, run...), rest...)
-	// What the key's backslash leaves of the run must begin the next
-	// rune: none (that rune raw), or an escape at some depth, 2^d − 1
-	// backslashes before its last one's letter. Only those splits are
-	// tried, longest share first: O(log run) of them, never every split
-	// (a provider's run of thousands of backslashes made that quadratic).
-	for left := 0; left < len(run); left = 2*left + 1 {
-		k := len(run) - left
-		if m := matchEscaped(text[k:], tail); m > 0 {
-			return off + k + m
-		}
+	m0 := matchEscaped(b[j:], tail)
+	if m0 > 0 {
+		return j + m0
+	}
+	if run == c {
+		return 0
+	}
+	// Some left: the run's last backslash begins tail's first rune's
+	// escape. When that escape ends where the rune read raw did (\" and
+	// \/ end one byte past b[j], as " and / do), the rest was read from
+	// there already and failed: not read again (a key of many \" would be
+	// read once per subset of its pairs).
+	r := tail[0]
+	if e := escapeSpells(b[j-1:], r); e == 0 || e == 2 && rawEnd(b[j:], r) == 1 {
+		return 0
+	}
+	if m := matchEscaped(b[j-1:], tail); m > 0 {
+		return j - 1 + m
 	}
 	return 0
+}
+
+// rawEnd is the length of r spelled raw or percent-encoded at b's start
+// (as matchEscaped reads it), or 0.
+func rawEnd(b []byte, r rune) int {
+	if len(b) == 0 {
+		return 0
+	}
+	if b[0] == '%' && r < utf8.RuneSelf && r != '%' {
+		if len(b) >= 3 && isHex2(b[1:3]) && rune(hexVal(b[1])<<4|hexVal(b[2])) == r {
+			return 3
+		}
+		return 0
+	}
+	c, size := utf8.DecodeRune(b)
+	if c != r || c == utf8.RuneError && size < 2 {
+		return 0
+	}
+	return size
 }
 
 func isHex2(b []byte) bool { return len(b) == 2 && isHexDigit(b[0]) && isHexDigit(b[1]) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/driftprobe/driftprobe/probes"
@@ -216,5 +217,45 @@ func BenchmarkRedactBytesBackslashRun(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for i := 0; i < b.N; i++ {
 		RedactBytes(body, `sk-Tr1m/K3y+"q\uoteZZ9911aa`)
+	}
+}
+
+// A key holding three or more backslashes in a row, then a rune that is
+// escaped ("\n", "\u003c"), is still redacted whole when echoed escaped:
+// the key's backslashes share the run with that escape's own backslash,
+// and a split of the run into powers of two (1, 3, 7, … left) missed it
+// (sk-q\\\\\\\nxyz, once escaped, was stored as it was). And a key of
+// many backslash-then-quote pairs spelled so that its end does not
+// match costs no more than linear work (each pair's two readings, the
+// backslash taking the whole run or leaving the quote's escape its
+// backslash, end at the same place: read once).
+func TestRedactBytesKeyWithBackslashGroup(t *testing.T) {
+	keys := []string{"sk-q\\\\\\\nxyz", "sk-q\\\\\\<xyz", "sk-q\\\\\\\txyz", "sk-q\\\\\\\\\\/xyz", "sk-q\\\\\\\\\\\nxyz", "sk-q\\\\\\", "sk-q\\\\\\\\\\\\\\\\\\n"}
+	for _, key := range keys {
+		s := key
+		for depth := 1; depth <= 3; depth++ {
+			m, _ := json.Marshal(s)
+			s = string(m[1 : len(m)-1])
+			for _, sp := range []string{s, strings.ReplaceAll(s, "/", `\/`)} {
+				body := `{"m":"x ` + sp + ` y"}`
+				got := string(RedactBytes([]byte(body), key))
+				if !strings.Contains(got, Redacted) || strings.Contains(got, "sk-q") || strings.Contains(got, "xyz") {
+					t.Errorf("key %q, escaped %d times: %s -> %s", key, depth, body, got)
+				}
+			}
+		}
+	}
+	key := "sk-" + strings.Repeat(`\"`, 40) + "Z"
+	once, _ := json.Marshal(key)
+	body := string(once[1:len(once)-2]) + "Y" // the key but its last rune
+	done := make(chan []byte, 1)
+	go func() { done <- RedactBytes([]byte(body), key) }()
+	select {
+	case got := <-done:
+		if string(got) != body {
+			t.Errorf("a near miss was changed: %s", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a key of 40 backslash-quote pairs took over 5s to fail against its near miss")
 	}
 }
