@@ -154,11 +154,20 @@ func New(o Options) *Runner {
 	return &Runner{o: o, breakers: map[string]*breakerGroup{}, opened: map[string]bool{}, byURL: map[urlKey]*breakerGroup{}, ownClient: own}
 }
 
+// MaxResponseHeaderBytes caps the headers of a provider's answer (a
+// provider sends a few KB). net/http's default, 10 MB, is no bound worth
+// the name: parsed, 10 MB of one-line headers ("1:\r\n2:\r\n…", a million
+// names) take some 160 MB and seconds of CPU per answer in flight, 2.6 GB
+// at the default concurrency. An answer past it is a transport failure.
+const MaxResponseHeaderBytes = 256 << 10
+
 // DefaultClient returns the HTTP client used for providers: keep-alive
-// connection reuse and no global timeout (each request carries its own).
+// connection reuse, no global timeout (each request carries its own) and
+// headers capped at MaxResponseHeaderBytes.
 func DefaultClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
+	tr.MaxResponseHeaderBytes = MaxResponseHeaderBytes
 	tr.MaxConnsPerHost = 0
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
