@@ -1005,6 +1005,9 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 		}
 	}
 	start := r.o.Now()
+	// cutStatus is the status of an answer whose body was cut short: it is
+	// read as a transport failure (status 0), but its headers arrived whole.
+	cutStatus := 0
 	if err == nil {
 		var hresp *http.Response
 		hresp, err = r.o.Client.Do(hr)
@@ -1029,7 +1032,7 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 			resp.Body = body
 			if rerr != nil && !resp.Truncated {
 				resp.Err = fmt.Errorf("read body: %w", rerr)
-				resp.Status = 0
+				cutStatus, resp.Status = resp.Status, 0
 			}
 		}
 	}
@@ -1038,6 +1041,11 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 	}
 	resp.Latency = r.o.Now().Sub(start)
 	res := safeClassify(t.Prober, req, resp)
+	if cutStatus >= 300 && res.RetryAfter <= 0 {
+		// A 429 or 503 cut short still asked for its wait: retrying it
+		// after the backoff would ignore an hour's Retry-After.
+		res.RetryAfter = wire.RetryAfter(resp.Header, r.o.Now())
+	}
 	if resp.Err != nil && res.Message == "" {
 		// The cause, stored with the observation (an untrusted
 		// certificate is told apart from a flaky network): the error
