@@ -1089,7 +1089,17 @@ func readBody(hresp *http.Response, limit int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // grow
+			if int64(len(b)) > limit {
+				// The capped reader is spent (its next read is EOF): growing
+				// to look for it would copy the whole cap once more.
+				return b, nil
+			}
+			// Double, never past the cap (append's steps, slices.Grow's
+			// too, overshoot it by up to a quarter, kept with the answer
+			// until it is stored).
+			nb := make([]byte, len(b), min(2*int64(cap(b)), limit+1))
+			copy(nb, b)
+			b = nb
 		}
 	}
 }
