@@ -62,3 +62,41 @@ func TestReadBodyMatchesReadAll(t *testing.T) {
 		}
 	}
 }
+
+// TestReadBodyBufferStopsAtTheCap checks an answer past the cap is read
+// into a buffer of the cap (limit+1 bytes, rounded to the allocator's
+// size), never grown past it: announced (its length sizes the buffer, which
+// used to be grown once more, a copy of the whole cap, to look for an end
+// the capped reader cannot give: at max_body_bytes 64 MiB, 80 MiB kept per
+// answer and a 144 MiB peak while copying) or not (a gzip bomb, a chunked
+// flood, whose buffer grew by append's steps past the cap).
+func TestReadBodyBufferStopsAtTheCap(t *testing.T) {
+	const limit = 4 << 20
+	body := strings.Repeat("x", 3*limit)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/chunked" {
+			for i := 0; i < len(body); i += 64 << 10 {
+				w.Write([]byte(body[i : i+64<<10]))
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	for _, path := range []string{"/announced", "/chunked"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := readBody(resp, limit)
+		resp.Body.Close()
+		if err != nil || len(b) != limit+1 {
+			t.Fatalf("%s: read %d bytes, %v; want %d", path, len(b), err, limit+1)
+		}
+		if c := cap(b); c > limit+1+64<<10 {
+			t.Errorf("%s: buffer of %d bytes for a cap of %d: grown past it", path, c, limit+1)
+		}
+	}
+}

@@ -154,11 +154,20 @@ func New(o Options) *Runner {
 	return &Runner{o: o, breakers: map[string]*breakerGroup{}, opened: map[string]bool{}, byURL: map[urlKey]*breakerGroup{}, ownClient: own}
 }
 
+// MaxResponseHeaderBytes caps the headers of a provider's answer (a
+// provider sends a few KB). net/http's default, 10 MB, is no bound worth
+// the name: parsed, 10 MB of one-line headers ("1:\r\n2:\r\n…", a million
+// names) take some 160 MB and seconds of CPU per answer in flight, 2.6 GB
+// at the default concurrency. An answer past it is a transport failure.
+const MaxResponseHeaderBytes = 256 << 10
+
 // DefaultClient returns the HTTP client used for providers: keep-alive
-// connection reuse and no global timeout (each request carries its own).
+// connection reuse, no global timeout (each request carries its own) and
+// headers capped at MaxResponseHeaderBytes.
 func DefaultClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
+	tr.MaxResponseHeaderBytes = MaxResponseHeaderBytes
 	tr.MaxConnsPerHost = 0
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
@@ -996,6 +1005,9 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 		}
 	}
 	start := r.o.Now()
+	// cutStatus is the status of an answer whose body was cut short: it is
+	// read as a transport failure (status 0), but its headers arrived whole.
+	cutStatus := 0
 	if err == nil {
 		var hresp *http.Response
 		hresp, err = r.o.Client.Do(hr)
@@ -1020,7 +1032,7 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 			resp.Body = body
 			if rerr != nil && !resp.Truncated {
 				resp.Err = fmt.Errorf("read body: %w", rerr)
-				resp.Status = 0
+				cutStatus, resp.Status = resp.Status, 0
 			}
 		}
 	}
@@ -1029,6 +1041,11 @@ func (r *Runner) attempt(ctx context.Context, t *Target, req *probes.Request) *a
 	}
 	resp.Latency = r.o.Now().Sub(start)
 	res := safeClassify(t.Prober, req, resp)
+	if cutStatus >= 300 && res.RetryAfter <= 0 {
+		// A 429 or 503 cut short still asked for its wait: retrying it
+		// after the backoff would ignore an hour's Retry-After.
+		res.RetryAfter = wire.RetryAfter(resp.Header, r.o.Now())
+	}
 	if resp.Err != nil && res.Message == "" {
 		// The cause, stored with the observation (an untrusted
 		// certificate is told apart from a flaky network): the error
@@ -1072,7 +1089,17 @@ func readBody(hresp *http.Response, limit int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // grow
+			if int64(len(b)) > limit {
+				// The capped reader is spent (its next read is EOF): growing
+				// to look for it would copy the whole cap once more.
+				return b, nil
+			}
+			// Double, never past the cap (append's steps, slices.Grow's
+			// too, overshoot it by up to a quarter, kept with the answer
+			// until it is stored).
+			nb := make([]byte, len(b), min(2*int64(cap(b)), limit+1))
+			copy(nb, b)
+			b = nb
 		}
 	}
 }
