@@ -19,20 +19,13 @@ import (
 // sent. (The cooldown is set below the config's 1s floor so that the
 // breaker's own wall clock has passed it by the next request: no sleep.)
 func TestHalfOpenTrialAnsweredClosesBreaker(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		n++
-		k := n
-		mu.Unlock()
+	srv, requests := numberedServer(t, func(k int, w http.ResponseWriter, r *http.Request) {
 		if k <= 2 {
 			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
 			return
 		}
 		okAnswer(w)
-	}))
-	defer srv.Close()
+	})
 	const probesN = 6
 	e := qarEnv(t, probesN, fmt.Sprintf("  - {name: c, provider: openai_compatible, model: m, api_key_env: QAR_KEY, base_url: %q, concurrency: 1, max_attempts: 1, breaker: {failures: 2}}\n", srv.URL+"/v1"))
 	e.Targets[0].Config.Breaker.Cooldown = config.Duration(time.Nanosecond)
@@ -41,8 +34,8 @@ func TestHalfOpenTrialAnsweredClosesBreaker(t *testing.T) {
 		o.OnBreaker = func(_ *runner.Target, open bool) { states = append(states, open) }
 	})
 	ts := sum.Targets[0]
-	if n != probesN || ts.Counts[probes.Transient] != 2 || ts.Counts[probes.Allowed] != probesN-2 {
-		t.Fatalf("upstream saw %d requests; counts %v: want every probe sent, 2 transient", n, ts.Counts)
+	if n := requests(); n != probesN || ts.Counts[probes.Transient] != 2 || ts.Counts[probes.Allowed] != probesN-2 {
+		t.Fatalf("upstream saw %d requests; counts %v: want every probe sent, 2 transient", requests(), ts.Counts)
 	}
 	if len(states) != 3 || !states[0] || states[1] || states[2] {
 		t.Errorf("breaker reports %v, want open, then half-open and closed (not open)", states)

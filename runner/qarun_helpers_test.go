@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,4 +83,22 @@ func qarRun(t *testing.T, e *testenv.Env, clk *fakeClock, extra func(*runner.Opt
 		t.Fatal(err)
 	}
 	return sum
+}
+
+// numberedServer is a loopback server that calls answer with each
+// request's number (1, 2, … in arrival order); requests reports how many
+// have arrived.
+func numberedServer(t *testing.T, answer func(k int, w http.ResponseWriter, r *http.Request)) (srv *httptest.Server, requests func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		answer(k, w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() int { mu.Lock(); defer mu.Unlock(); return n }
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,13 +26,7 @@ func TestRetryAfterOfACutAnswerHonoured(t *testing.T) {
 		{"20", http.StatusServiceUnavailable, 20 * time.Second},
 	} {
 		t.Run(fmt.Sprintf("%d/%s", c.status, c.retryAfter), func(t *testing.T) {
-			var mu sync.Mutex
-			n := 0
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				n++
-				k := n
-				mu.Unlock()
+			srv, requests := numberedServer(t, func(k int, w http.ResponseWriter, r *http.Request) {
 				if k > 1 {
 					okAnswer(w)
 					return
@@ -47,14 +39,11 @@ func TestRetryAfterOfACutAnswerHonoured(t *testing.T) {
 				defer conn.Close()
 				io.WriteString(buf, fmt.Sprintf("HTTP/1.1 %d %s\r\nRetry-After: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"error\":{\"message\":\"slow", c.status, http.StatusText(c.status), c.retryAfter))
 				buf.Flush()
-			}))
-			defer srv.Close()
+			})
 			e := qarEnv(t, 1, fmt.Sprintf("  - {name: c, provider: openai_compatible, model: m, api_key_env: QAR_KEY, base_url: %q, concurrency: 1, max_attempts: 3}\n", srv.URL+"/v1"))
 			clk := newFakeClock()
 			sum := qarRun(t, e, clk, nil)
-			counts, waits := sum.Targets[0].Counts, clk.Sleeps()
-			mu.Lock()
-			defer mu.Unlock()
+			counts, waits, n := sum.Targets[0].Counts, clk.Sleeps(), requests()
 			if c.wait == 0 {
 				if n != 1 || len(waits) != 0 || counts[probes.Transient] != 1 {
 					t.Fatalf("%d requests, waits %v, counts %v: want one request, no wait, transient", n, waits, counts)

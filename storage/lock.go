@@ -102,12 +102,8 @@ func (d *DB) AcquireLock(ctx context.Context, l Lease, ttl time.Duration) error 
 		return err
 	}
 	return d.txOn(ctx, d.LeaseSQL(), func(tx *sql.Tx) error {
-		var schema int
-		if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&schema); err != nil {
-			return fmt.Errorf("read the database's schema version: %w", err)
-		}
-		if schema > SchemaLatest() {
-			return newerSchema(d.path, schema, ": a newer driftprobe migrated it while this one had it open; stop this process and run the newer driftprobe in its place")
+		if err := d.refuseNewerSchema(ctx, tx, ": a newer driftprobe migrated it while this one had it open; stop this process and run the newer driftprobe in its place"); err != nil {
+			return err
 		}
 		cur, err := d.liveLease(ctx, tx, l, gone)
 		if err != nil {
@@ -216,9 +212,11 @@ func (d *DB) RenewLock(ctx context.Context, l Lease, ttl time.Duration) error {
 	if n == 1 {
 		return nil
 	}
-	var schema int
-	if err := d.LeaseSQL().QueryRowContext(ctx, `PRAGMA user_version`).Scan(&schema); err == nil && schema > SchemaLatest() {
-		return newerSchema(d.path, schema, ": a newer driftprobe migrated it while this one's run lease had lapsed; stop this process and run the newer driftprobe in its place")
+	// No row renewed: the lease lost, or the schema newer (the UPDATE's
+	// condition). A failed read of the schema reports the lease lost;
+	// either stops the holder.
+	if err := d.refuseNewerSchema(ctx, d.LeaseSQL(), ": a newer driftprobe migrated it while this one's run lease had lapsed; stop this process and run the newer driftprobe in its place"); errors.Is(err, ErrNewerSchema) {
+		return err
 	}
 	lost := &LeaseLostError{Lease: l}
 	if cur, err := d.LockHolder(ctx); err == nil {

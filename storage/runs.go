@@ -276,12 +276,21 @@ func (d *DB) FinishRun(ctx context.Context, runID int64, status string, rts []Ru
 // renewal stops it (RenewLock), nor its end: it stays running for the
 // newer driftprobe's next run to mark aborted.
 func (d *DB) schemaKnown(ctx context.Context, tx *sql.Tx) error {
+	return d.refuseNewerSchema(ctx, tx, ": a newer driftprobe migrated it during this run, while this one's run lease had lapsed; nothing more of the run is written: stop this process and run the newer driftprobe in its place")
+}
+
+// refuseNewerSchema reads the schema version through q and returns an
+// error wrapping ErrNewerSchema (newerSchema, followed by why) when it is
+// newer than this driftprobe's, or the read's error; nil otherwise. Every
+// writer's check before it writes: the lease's acquisition and renewal,
+// and a run's inserts and end.
+func (d *DB) refuseNewerSchema(ctx context.Context, q querier, why string) error {
 	var schema int
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&schema); err != nil {
-		return err
+	if err := q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&schema); err != nil {
+		return fmt.Errorf("read the database's schema version: %w", err)
 	}
 	if schema > SchemaLatest() {
-		return newerSchema(d.path, schema, ": a newer driftprobe migrated it during this run, while this one's run lease had lapsed; nothing more of the run is written: stop this process and run the newer driftprobe in its place")
+		return newerSchema(d.path, schema, why)
 	}
 	return nil
 }

@@ -844,16 +844,19 @@ func (d *DB) leaseFree(ctx context.Context, q querier, cur int, ms []migration, 
 	if since := leaseSchema(ms); since == 0 || cur < since {
 		return nil
 	}
-	l, err := readLease(ctx, q)
-	if err != nil {
-		return fmt.Errorf("%s: read the run lease before migrating: %w", d.path, err)
-	}
-	if l == nil || !l.ExpiresAt.After(d.now()) || gone(*l) {
-		return nil // none, or its holder ended (expired: it crashed)
+	// Open holds no lease (the empty holder): any live one is another
+	// process's, as AcquireLock judges it (none, expired or gone is free).
+	_, err := d.liveLease(ctx, q, Lease{}, gone)
+	var locked *LockedError
+	if !errors.As(err, &locked) {
+		if err != nil {
+			return fmt.Errorf("%s: before migrating: %w", d.path, err)
+		}
+		return nil
 	}
 	return fmt.Errorf("%s: the database was NOT migrated (schema %d, this driftprobe's is %d) and is left as it was: %w; "+
 		"migrating it would change the schema under that run: run this command again once that run has finished, or stop that process",
-		d.path, cur, len(ms), &LockedError{By: *l})
+		d.path, cur, len(ms), locked)
 }
 
 // Migrated reports the schema versions the migrations Open applied took

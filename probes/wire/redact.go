@@ -243,25 +243,19 @@ func matchEscaped(b []byte, rs []rune) int {
 			if m == 0 && r == '\\' {
 				// A backslash of the key is itself spelled by a run of
 				// backslashes ("\\" once escaped, "\\\\" twice), which may be
-				// followed by the escape of the key's next rune: try the
-				// longest such run first.
+				// followed by the escape of the key's next rune.
 				return matchBackslash(b, n, j, rs[i+1:])
 			}
 			if m == 0 {
 				return 0
 			}
 			n = j - 1 + m
-		case b[n] == '%' && r < utf8.RuneSelf && r != '%':
-			if n+3 > len(b) || !isHex2(b[n+1:n+3]) || rune(hexVal(b[n+1])<<4|hexVal(b[n+2])) != r {
-				return 0
-			}
-			n += 3
 		default:
-			c, size := utf8.DecodeRune(b[n:])
-			if c != r || c == utf8.RuneError && size < 2 {
+			m := rawEnd(b[n:], r)
+			if m == 0 {
 				return 0
 			}
-			n += size
+			n += m
 		}
 	}
 	return n
